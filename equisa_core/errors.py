@@ -1,0 +1,121 @@
+"""EQUISA's one error hierarchy.
+
+Every error a user can cause or meet carries a one-line message and a distinct process exit code;
+the CLI prints ``equisa: <message>`` and exits with ``exit_code``, never a traceback. Third-party
+errors are translated into these at the boundary where they occur.
+
+    EquisaError (1)
+    ├── InputError (3)                 bad input from the user
+    │   ├── RepositoryNotFoundError    the path is missing or not a directory
+    │   └── InvalidSelectionError      a test selection that names nothing
+    ├── InterpreterError (4)           the target interpreter is missing, too old or lacks pytest
+    ├── NoTestsCollectedError (5)      the suite collected zero tests
+    ├── CollectionError (6)            the suite does not import / collect
+    ├── SuiteCrashedError (7)          the interpreter died mid-run; partial results are kept
+    ├── SourceEditError (8)            a source edit cannot be made
+    │   ├── FunctionNotFoundError      no function with that FQN in the file
+    │   └── InvalidReplacementError    the new code does not parse or changes the signature
+    └── ProbeProtocolError (9)         the probe's output cannot be read
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EquisaError",
+    "InputError",
+    "RepositoryNotFoundError",
+    "InvalidSelectionError",
+    "InterpreterError",
+    "NoTestsCollectedError",
+    "CollectionError",
+    "SuiteCrashedError",
+    "SourceEditError",
+    "FunctionNotFoundError",
+    "InvalidReplacementError",
+    "ProbeProtocolError",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "EXIT_INTERNAL",
+]
+
+EXIT_OK = 0
+#: argparse's own code for a malformed command line.
+EXIT_USAGE = 2
+#: An unexpected exception: a bug in EQUISA, reported with a traceback only under ``--debug``.
+EXIT_INTERNAL = 70
+
+
+class EquisaError(Exception):
+    """Base of every error EQUISA raises on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InputError(EquisaError):
+    """The user gave input EQUISA cannot work with."""
+
+    exit_code = 3
+
+
+class RepositoryNotFoundError(InputError):
+    """The repository path does not exist or is not a directory."""
+
+
+class InvalidSelectionError(InputError):
+    """A test selection that is empty or malformed."""
+
+
+class InterpreterError(EquisaError):
+    """The target interpreter does not exist, cannot run, is older than 3.8 or lacks pytest."""
+
+    exit_code = 4
+
+
+class NoTestsCollectedError(EquisaError):
+    """The test suite collected no tests."""
+
+    exit_code = 5
+
+
+class CollectionError(EquisaError):
+    """The test suite failed to import or collect."""
+
+    exit_code = 6
+
+
+class SuiteCrashedError(EquisaError):
+    """The interpreter running the suite died before the suite finished.
+
+    ``partial`` holds whatever result object the caller could build from the outcomes recorded
+    before the crash.
+    """
+
+    exit_code = 7
+
+    def __init__(self, message: str, partial: object | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+class SourceEditError(EquisaError):
+    """A source edit cannot be made."""
+
+    exit_code = 8
+
+
+class FunctionNotFoundError(SourceEditError):
+    """No function with the requested FQN exists in the file."""
+
+
+class InvalidReplacementError(SourceEditError):
+    """Replacement code does not parse, is not one function, or changes the signature."""
+
+
+class ProbeProtocolError(EquisaError):
+    """The probe's JSON-lines output is missing or malformed."""
+
+    exit_code = 9

@@ -1,0 +1,502 @@
+"""EQUISA's probe: a pytest plugin that runs inside the repository's own interpreter.
+
+It is one stdlib-only file that works on Python 3.8 to 3.13, because the interpreter running the
+user's suite is not EQUISA's. The host copies this file to a private folder, puts that folder on
+PYTHONPATH and runs ``python -m pytest -p equisa_probe --equisa-out=OUT --equisa-root=ROOT``.
+
+Per test it records the outcome, duration, the failure's exception type, message and traceback
+frames, a tail of captured stdout/stderr, the project functions executed and caller -> callee
+edges between them. It writes JSON lines to OUT, flushed after every record, so a suite that kills
+the interpreter mid-run still leaves every outcome recorded before the crash:
+
+    {"kind": "session", "python": "3.12.1", "backend": "sys.monitoring", "reason": "...", ...}
+    {"kind": "start", "test": "tests/test_a.py::test_x"}
+    {"kind": "node", "fqn": "pkg.mod.f", "file": "pkg/mod.py", "start": 3, "end": 9}
+    {"kind": "test", "test": "...", "outcome": "failed", "duration": 0.01, "covered": [...], ...}
+    {"kind": "collect_error", "location": "tests/test_b.py", "message": "..."}
+    {"kind": "end", "exitstatus": 1}
+
+The tracing backend is chosen in one place, ``choose_backend``: ``sys.monitoring`` on 3.12+ (each
+function start is reported once per test, then disabled until the next test re-arms it), a
+profile hook (``sys.setprofile``) otherwise; the session record says which ran and why.
+
+Suites that mock ``os`` or ``time`` must not break the probe (nor the probe them), so the probe
+keeps private copies of what it needs from those modules, taken at import, as coverage.py's
+``isolate_module`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import types
+
+__all__ = ["choose_backend", "ProbePlugin"]
+
+PROBE_VERSION = "1"
+#: Captured output and messages are capped so a noisy suite cannot flood the host.
+OUTPUT_TAIL_CHARS = 4000
+MESSAGE_CHARS = 2000
+MAX_FRAMES = 40
+#: Folders whose code is never the project's own, even when inside the repository root.
+FOREIGN_PARTS = ("site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox", "node_modules",
+                 "__pypackages__", ".eggs", "build")
+BACKEND_ENV = "EQUISA_PROBE_BACKEND"
+#: Code objects that are part of their enclosing function, not functions of their own: module
+#: bodies, and comprehensions (which 3.12+ inlines anyway, so every version reports the same).
+NOT_FUNCTIONS = frozenset(("<module>", "<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"))
+
+
+def _isolate(module):
+    """A private copy of ``module`` that later monkeypatching of the real one cannot reach."""
+    copy = types.ModuleType(module.__name__)
+    copy.__dict__.update(module.__dict__)
+    return copy
+
+
+_os = _isolate(os)
+_os_path = _isolate(os.path)
+_time_perf = time.perf_counter
+_getframe = sys._getframe
+_json_dumps = json.dumps
+_open = open
+_extract_tb = traceback.extract_tb
+_FunctionType = types.FunctionType
+_MethodType = types.MethodType
+
+
+def choose_backend():
+    """Return ``(name, reason)`` of the tracing backend for this interpreter; the one place it is chosen."""
+    forced = _os.environ.get(BACKEND_ENV, "").strip()
+    if forced == "setprofile":
+        return "setprofile", BACKEND_ENV + "=setprofile asked for the profile hook"
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is None:
+        return "setprofile", "sys.monitoring needs Python 3.12+; this is %d.%d" % sys.version_info[:2]
+    if _free_tool_id(monitoring) is None:
+        return "setprofile", "every sys.monitoring tool id the probe may use is taken"
+    if forced and forced != "sys.monitoring":
+        return "sys.monitoring", "unknown %s=%r ignored; Python %d.%d has sys.monitoring" % (
+            (BACKEND_ENV, forced) + sys.version_info[:2])
+    version = "%d.%d" % sys.version_info[:2]
+    return "sys.monitoring", "Python " + version + " has sys.monitoring (PEP 669), the cheapest hook"
+
+
+def _free_tool_id(monitoring):
+    for tool_id in (monitoring.PROFILER_ID, 3, 4, 5):
+        if monitoring.get_tool(tool_id) is None:
+            return tool_id
+    return None
+
+
+class _CodeInfo:
+    """What the probe knows about one project code object; keeps the code alive so ids stay unique."""
+
+    __slots__ = ("code", "module", "fqn", "emitted")
+
+    def __init__(self, code, module):
+        self.code = code
+        self.module = module
+        self.fqn = None
+        self.emitted = False
+
+
+class _Recorder:
+    """Collects the project functions executed, and edges between them, for the current test."""
+
+    def __init__(self, root):
+        self.root = root.rstrip(_os.sep) + _os.sep
+        self.file_is_project = {}
+        self.known = {}  # id(code) -> _CodeInfo, project code only
+        self.active = False
+        self.covered = set()
+        self.edges = set()
+
+    def _is_project_file(self, filename):
+        verdict = self.file_is_project.get(filename)
+        if verdict is None:
+            verdict = filename.startswith(self.root) and filename.endswith(".py")
+            if verdict:
+                parts = filename[len(self.root):].split(_os.sep)
+                verdict = not any(p in FOREIGN_PARTS or p.startswith(".") for p in parts[:-1])
+            self.file_is_project[filename] = verdict
+        return verdict
+
+    def lookup(self, code, frame):
+        """The project info of ``code``, registering it on first sight; None for foreign code.
+
+        Only project code objects are kept (and so pinned in memory): keying foreign code by id
+        would let a freed code object's id, reused by a project function, hide that function.
+        """
+        info = self.known.get(id(code))
+        if info is not None:
+            return info
+        try:
+            if code.co_name in NOT_FUNCTIONS or not self._is_project_file(code.co_filename):
+                return None
+            module = frame.f_globals.get("__name__") if frame is not None else None
+        except Exception:  # never let the probe change a test's outcome
+            return None
+        info = self.known[id(code)] = _CodeInfo(code, module if isinstance(module, str) else None)
+        return info
+
+    def begin(self):
+        self.covered = set()
+        self.edges = set()
+        self.active = True
+
+    def end(self):
+        self.active = False
+        return self.covered, self.edges
+
+
+class _MonitoringBackend:
+    """sys.monitoring (3.12+): PY_START once per function per test; CALL once per call site."""
+
+    name = "sys.monitoring"
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.monitoring = sys.monitoring
+        self.tool_id = None
+
+    def install(self):
+        m = self.monitoring
+        self.tool_id = _free_tool_id(m)
+        m.use_tool_id(self.tool_id, "equisa-probe")
+        m.register_callback(self.tool_id, m.events.PY_START, self._on_start)
+        m.register_callback(self.tool_id, m.events.CALL, self._on_call)
+        m.set_events(self.tool_id, m.events.PY_START)
+
+    def uninstall(self):
+        m = self.monitoring
+        if self.tool_id is None:
+            return
+        m.set_events(self.tool_id, 0)
+        m.register_callback(self.tool_id, m.events.PY_START, None)
+        m.register_callback(self.tool_id, m.events.CALL, None)
+        m.free_tool_id(self.tool_id)
+        self.tool_id = None
+
+    def arm(self):
+        """Re-enable every event disabled during the previous test."""
+        self.monitoring.restart_events()
+
+    def _on_start(self, code, offset):
+        rec = self.recorder
+        known = id(code) in rec.known
+        frame = _getframe(1)
+        info = rec.lookup(code, frame)
+        if info is not None:
+            if not known:
+                # Per-code CALL events give every call site in project code, not just the first.
+                self.monitoring.set_local_events(self.tool_id, code, self.monitoring.events.CALL)
+            if rec.active:
+                key = id(code)
+                rec.covered.add(key)
+                caller = frame.f_back
+                if caller is not None and id(caller.f_code) in rec.known:
+                    rec.edges.add((id(caller.f_code), key))
+        return self.monitoring.DISABLE
+
+    def _on_call(self, code, offset, callable_, arg0):
+        rec = self.recorder
+        if rec.active:
+            callee = _callee_code(callable_)
+            if callee is not None and id(callee) in rec.known:
+                rec.edges.add((id(code), id(callee)))
+        return self.monitoring.DISABLE
+
+
+def _callee_code(obj):
+    """The code object a call to ``obj`` starts, for plain functions, methods and classes.
+
+    Only exact types are inspected, never arbitrary attributes: a user's ``__getattr__`` must not run.
+    """
+    kind = type(obj)
+    if kind is _FunctionType:
+        return obj.__code__
+    if kind is _MethodType:
+        func = obj.__func__
+        return func.__code__ if type(func) is _FunctionType else None
+    if isinstance(obj, type):
+        for klass in type.__getattribute__(obj, "__mro__"):
+            init = type.__getattribute__(klass, "__dict__").get("__init__")
+            if init is not None:
+                return init.__code__ if type(init) is _FunctionType else None
+    return None
+
+
+class _ProfileBackend:
+    """sys.setprofile (3.8-3.11): one callback per call and return; only calls are looked at."""
+
+    name = "setprofile"
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+
+    def install(self):
+        threading.setprofile(self._on_event)
+        sys.setprofile(self._on_event)
+
+    def uninstall(self):
+        sys.setprofile(None)
+        threading.setprofile(None)
+
+    def arm(self):
+        # A test that used cProfile (or anything else that owns the hook) may have replaced ours.
+        if sys.getprofile() is not self._on_event:
+            sys.setprofile(self._on_event)
+
+    def _on_event(self, frame, event, arg):
+        if event != "call":
+            return
+        rec = self.recorder
+        if not rec.active:
+            return
+        code = frame.f_code
+        info = rec.known.get(id(code)) or rec.lookup(code, frame)
+        if info is not None:
+            key = id(code)
+            rec.covered.add(key)
+            caller = frame.f_back
+            if caller is not None and id(caller.f_code) in rec.known:
+                rec.edges.add((id(caller.f_code), key))
+
+
+# ---------------------------------------------------------------------------------------------
+# Node naming: FQN = module + qualified name; line range from the code object.
+
+
+def _last_line(code):
+    last = code.co_firstlineno
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        if hasattr(current, "co_lines"):
+            for _start, _end, line in current.co_lines():
+                if line is not None and line > last:
+                    last = line
+        else:  # Python 3.8 / 3.9
+            import dis
+
+            for _offset, line in dis.findlinestarts(current):
+                if line > last:
+                    last = line
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    return last
+
+
+class _QualnameIndex:
+    """Qualified names by (file, first line) from the source, for interpreters without co_qualname."""
+
+    def __init__(self):
+        self.by_file = {}
+
+    def lookup(self, code):
+        table = self.by_file.get(code.co_filename)
+        if table is None:
+            table = self.by_file[code.co_filename] = self._index(code.co_filename)
+        return table.get(code.co_firstlineno)
+
+    @staticmethod
+    def _index(filename):
+        import ast
+
+        try:
+            with _open(filename, "rb") as handle:
+                tree = ast.parse(handle.read())
+        except Exception:
+            return {}
+        table = {}
+
+        def walk(node, prefix):
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    qualname = prefix + child.name
+                    first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                    table[first] = qualname
+                    table.setdefault(child.lineno, qualname)
+                    walk(child, qualname + ".<locals>.")
+                elif isinstance(child, ast.ClassDef):
+                    walk(child, prefix + child.name + ".")
+                else:
+                    walk(child, prefix)
+
+        walk(tree, "")
+        return table
+
+
+class ProbePlugin:
+    """The pytest plugin object: wires pytest's hooks to a recorder, a backend and the output file."""
+
+    def __init__(self, out_path, root):
+        self.root = _os_path.realpath(root)
+        self.out = _open(out_path, "a", encoding="utf-8")
+        self.recorder = _Recorder(self.root)
+        name, self.reason = choose_backend()
+        self.backend = (_MonitoringBackend if name == "sys.monitoring" else _ProfileBackend)(self.recorder)
+        self.qualnames = _QualnameIndex()
+        self.reports = {}
+        self.excinfo = {}
+        self._write({
+            "kind": "session",
+            "probe_version": PROBE_VERSION,
+            "python": "%d.%d.%d" % sys.version_info[:3],
+            "executable": sys.executable,
+            "backend": self.backend.name,
+            "reason": self.reason,
+            "root": self.root,
+        })
+
+    # -- output ---------------------------------------------------------------------------------
+    def _write(self, record):
+        self.out.write(_json_dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.out.flush()
+
+    def _relative(self, filename):
+        real = filename if _os_path.isabs(filename) else _os_path.join(self.root, filename)
+        if real.startswith(self.root + _os.sep):
+            return real[len(self.root) + 1:].replace(_os.sep, "/")
+        return filename
+
+    # -- pytest hooks ---------------------------------------------------------------------------
+    def pytest_sessionstart(self, session):
+        self.backend.install()
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        self.backend.uninstall()
+        self._write({"kind": "end", "exitstatus": int(exitstatus)})
+        self.out.close()
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self._write({
+                "kind": "collect_error",
+                "location": report.nodeid or str(getattr(report, "fspath", "")),
+                "message": _tail(report.longreprtext, MESSAGE_CHARS),
+            })
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        # Called before fixtures are set up, so fixture code counts towards the test.
+        self._write({"kind": "start", "test": nodeid})
+        self.backend.arm()
+        self.recorder.begin()
+
+    def pytest_runtest_makereport(self, item, call):
+        if call.excinfo is not None and call.when in ("setup", "call", "teardown"):
+            self.excinfo.setdefault(item.nodeid, call.excinfo)
+
+    def pytest_runtest_logreport(self, report):
+        self.reports.setdefault(report.nodeid, []).append(report)
+        if report.when == "teardown":
+            self._finish_test(report.nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if nodeid in self.reports:  # teardown never reported (e.g. an internal error)
+            self._finish_test(nodeid)
+
+    # -- per-test record ------------------------------------------------------------------------
+    def _finish_test(self, nodeid):
+        covered_ids, edge_ids = self.recorder.end()
+        reports = self.reports.pop(nodeid, [])
+        excinfo = self.excinfo.pop(nodeid, None)
+        covered = []
+        known = self.recorder.known
+        covered = [self._describe(known[key]) for key in covered_ids]
+        edges = {(self._describe(known[a]), self._describe(known[b])) for a, b in edge_ids}
+        record = {
+            "kind": "test",
+            "test": nodeid,
+            "outcome": _outcome(reports),
+            "duration": round(sum(r.duration for r in reports), 6),
+            "covered": sorted(covered),
+            "edges": sorted(list(e) for e in edges),
+            "stdout": _tail(reports[-1].capstdout, OUTPUT_TAIL_CHARS) if reports else "",
+            "stderr": _tail(reports[-1].capstderr, OUTPUT_TAIL_CHARS) if reports else "",
+        }
+        if excinfo is not None and record["outcome"] in ("failed", "error"):
+            record.update(self._describe_failure(excinfo))
+        self._write(record)
+
+    def _describe(self, info):
+        """The FQN of a project code object, announcing it with a ``node`` record the first time."""
+        if info.fqn is None:
+            code = info.code
+            qualname = getattr(code, "co_qualname", None) or self.qualnames.lookup(code) or code.co_name
+            info.fqn = (info.module + "." + qualname) if info.module else qualname
+        if not info.emitted:
+            info.emitted = True
+            self._write({
+                "kind": "node",
+                "fqn": info.fqn,
+                "file": self._relative(info.code.co_filename),
+                "start": info.code.co_firstlineno,
+                "end": _last_line(info.code),
+            })
+        return info.fqn
+
+    def _describe_failure(self, excinfo):
+        exc_type = excinfo.type
+        module = getattr(exc_type, "__module__", "builtins")
+        name = getattr(exc_type, "__qualname__", exc_type.__name__)
+        frames = [
+            {"file": self._relative(f.filename), "line": f.lineno, "function": f.name}
+            for f in _extract_tb(excinfo.tb)
+        ]
+        # Drop pytest's own frames above the first frame of the project (usually the test).
+        first_project = next((i for i, f in enumerate(frames) if not _os_path.isabs(f["file"])), 0)
+        frames = frames[first_project:][-MAX_FRAMES:]
+        try:
+            message = str(excinfo.value)
+        except Exception as error:  # a broken __str__ on the user's exception
+            message = "<unprintable %s: %s>" % (name, type(error).__name__)
+        return {
+            "exception_type": name if module in ("builtins", "exceptions") else module + "." + name,
+            "message": _tail(message, MESSAGE_CHARS),
+            "traceback": frames,
+        }
+
+
+def _outcome(reports):
+    """passed, failed, error or skipped from the setup/call/teardown reports of one test."""
+    by_phase = {r.when: r for r in reports}
+    setup, call, teardown = by_phase.get("setup"), by_phase.get("call"), by_phase.get("teardown")
+    if setup is not None and setup.failed:
+        return "error"
+    if call is not None and call.failed:
+        return "failed"
+    if teardown is not None and teardown.failed:
+        return "error"
+    if any(r.skipped for r in reports):
+        return "skipped"
+    if call is None:
+        return "error"
+    return "passed"
+
+
+def _tail(text, limit):
+    text = text or ""
+    return text if len(text) <= limit else "...[truncated]...\n" + text[-limit:]
+
+
+# ---------------------------------------------------------------------------------------------
+# pytest entry points: loaded with ``-p equisa_probe``.
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("equisa", "EQUISA probe")
+    group.addoption("--equisa-out", default=None, help="JSON-lines file the probe writes to.")
+    group.addoption("--equisa-root", default=None, help="Repository root; code under it is traced.")
+
+
+def pytest_configure(config):
+    out = config.getoption("--equisa-out")
+    if not out:
+        return
+    root = config.getoption("--equisa-root") or str(config.rootpath)
+    config.pluginmanager.register(ProbePlugin(out, root), "equisa-probe-recorder")

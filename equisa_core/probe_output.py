@@ -1,0 +1,83 @@
+"""Reads the probe's JSON-lines output into a ``SuiteTrace``: pure parsing, no I/O.
+
+Record kinds are documented in ``equisa_core/probe/equisa_probe.py``. A file without an ``end``
+record means the interpreter died mid-run: the trace is still built from what was recorded and
+is marked ``crashed``, naming the test that was running.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from equisa_core.errors import ProbeProtocolError
+from equisa_core.models import CollectError, Edge, Node, SuiteTrace, TestResult, TracebackFrame
+
+__all__ = ["parse_probe_output"]
+
+
+def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
+    """Build a ``SuiteTrace`` from the probe's JSON lines; a torn last line is ignored."""
+    session: dict | None = None
+    nodes: dict[str, Node] = {}
+    edges: set[Edge] = set()
+    tests: dict[str, TestResult] = {}
+    collect_errors: list[CollectError] = []
+    running: str | None = None
+    ended = False
+    records = list(lines)
+    for index, line in enumerate(records):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            if index == len(records) - 1:  # the interpreter died while writing it
+                break
+            raise ProbeProtocolError(f"probe output line {index + 1} is not JSON: {error}") from None
+        kind = record.get("kind")
+        if kind == "session":
+            session = record
+        elif kind == "start":
+            running = record["test"]
+        elif kind == "node":
+            nodes[record["fqn"]] = Node(
+                fqn=record["fqn"], file=record["file"],
+                start_line=record["start"], end_line=record["end"],
+            )
+        elif kind == "test":
+            result = _test_result(record)
+            tests[result.test_id] = result
+            edges.update(Edge(caller=a, callee=b) for a, b in record.get("edges", ()))
+            running = None
+        elif kind == "collect_error":
+            collect_errors.append(CollectError(location=record["location"], message=record["message"]))
+        elif kind == "end":
+            ended = True
+    if session is None:
+        raise ProbeProtocolError("the probe did not start: no session record in its output")
+    return SuiteTrace(
+        python_version=session["python"],
+        backend=session["backend"],
+        backend_reason=session["reason"],
+        tests=tuple(tests.values()),
+        nodes=tuple(sorted(nodes.values(), key=lambda n: n.fqn)),
+        edges=tuple(sorted(edges, key=lambda e: (e.caller, e.callee))),
+        collect_errors=tuple(collect_errors),
+        crashed=not ended,
+        crashed_in=running if not ended else None,
+    )
+
+
+def _test_result(record: dict) -> TestResult:
+    return TestResult(
+        test_id=record["test"],
+        outcome=record["outcome"],
+        duration=record.get("duration", 0.0),
+        exception_type=record.get("exception_type"),
+        message=record.get("message"),
+        traceback=tuple(TracebackFrame(**frame) for frame in record.get("traceback", ())),
+        stdout_tail=record.get("stdout", ""),
+        stderr_tail=record.get("stderr", ""),
+        covered=frozenset(record.get("covered", ())),
+    )

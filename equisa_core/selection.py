@@ -1,0 +1,166 @@
+"""Which node to inspect next (seed 002, section 5) and which tests exercise it (section 4.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+
+from pydantic import BaseModel, ConfigDict
+
+from equisa_core.models import Node, SuiteTrace, TestOutcome
+
+__all__ = [
+    "GENERATED_NAMES",
+    "TestSelection",
+    "is_test_file",
+    "is_test_id",
+    "is_valid_node",
+    "select_node",
+    "tests_for_node",
+]
+
+#: Code-object names the compiler makes up; such nodes have no definition to patch (5.1).
+GENERATED_NAMES = frozenset(
+    {"<listcomp>", "<lambda>", "<genexpr>", "<dictcomp>", "<setcomp>", "<module>"}
+)
+_TEST_DIRS = frozenset({"tests", "test"})
+
+
+def is_test_file(path: str) -> bool:
+    """Whether a relative path is test code.
+
+    True for basenames ``test_*.py``, ``*_test.py`` and ``conftest.py``, and for any file under a
+    directory named ``tests`` or ``test``. Backslashes count as separators.
+    """
+    *directories, basename = path.replace("\\", "/").split("/")
+    if basename == "conftest.py" or (
+        basename.endswith(".py") and (basename.startswith("test_") or basename.endswith("_test.py"))
+    ):
+        return True
+    return any(part in _TEST_DIRS for part in directories)
+
+
+def is_test_id(test_id: str) -> bool:
+    """Whether a pytest node id looks like a test (4.4).
+
+    Its file part (before the first ``::``) passes ``is_test_file``, or its function name (the
+    last ``::`` part, parameters ``[...]`` removed) starts with ``test``.
+    """
+    file_part, _, rest = test_id.partition("::")
+    function = rest.rsplit("::", 1)[-1].split("[", 1)[0]
+    return is_test_file(file_part) or function.startswith("test")
+
+
+def is_valid_node(node: Node) -> bool:
+    """Whether a node can be inspected (5.1).
+
+    It has a file and a start line, its FQN's last component is not compiler-generated
+    (``GENERATED_NAMES``), and its FQN neither starts with ``<`` nor contains ``.<`` (which also
+    leaves out functions nested in others: ``outer.<locals>.inner``).
+    """
+    fqn = node.fqn
+    return (
+        bool(node.file)
+        and node.start_line is not None
+        and bool(fqn)
+        and fqn.rsplit(".", 1)[-1] not in GENERATED_NAMES
+        and not fqn.startswith("<")
+        and ".<" not in fqn
+    )
+
+
+def select_node(
+    confidences: Mapping[str, float],
+    nodes: Mapping[str, Node],
+    exclude: AbstractSet[str] = frozenset(),
+) -> str | None:
+    """The valid node with the highest confidence (5.2), or ``None`` when there is none.
+
+    Candidates are the FQNs of ``confidences`` that have a ``Node`` in ``nodes`` passing
+    ``is_valid_node`` and are not in ``exclude``. Ties on confidence go to the smallest FQN.
+    """
+    candidates = [
+        (confidence, fqn)
+        for fqn, confidence in confidences.items()
+        if fqn not in exclude and fqn in nodes and is_valid_node(nodes[fqn])
+    ]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda item: (-item[0], item[1]))[1]
+
+
+class TestSelection(BaseModel):
+    """The tests to run when inspecting one node."""
+
+    __test__ = False  # not a pytest test class
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    test_ids: tuple[str, ...]
+    fallback: bool
+
+
+def _dotted(test_id: str) -> str:
+    """A pytest node id as a dotted name: ``tests/test_x.py::C::t[1]`` -> ``tests.test_x.C.t``."""
+    file_part, _, rest = test_id.partition("::")
+    module = file_part.replace("\\", "/").removesuffix(".py").strip("/").replace("/", ".")
+    names = [name.split("[", 1)[0] for name in rest.split("::") if name]
+    return ".".join([module, *names])
+
+
+def _same_dotted(a: str, b: str) -> bool:
+    """Whether two dotted names agree, one possibly a suffix of the other on a ``.`` boundary.
+
+    The module part of an FQN depends on ``sys.path`` (``tests.test_x`` or ``test_x``), so
+    ``test_x.test_b`` and ``tests.test_x.test_b`` name the same test.
+    """
+    return a == b or a.endswith("." + b) or b.endswith("." + a)
+
+
+def _is_test_caller(fqn: str, nodes: Mapping[str, Node]) -> bool:
+    """Whether a caller FQN is test code: its node's file is a test file, or its name starts with test."""
+    node = nodes.get(fqn)
+    if node is not None and node.file and is_test_file(node.file):
+        return True
+    return fqn.rsplit(".", 1)[-1].startswith("test")
+
+
+def tests_for_node(fqn: str, trace: SuiteTrace, max_tests: int | None = None) -> TestSelection:
+    """The tests that exercise node ``fqn`` (4.4), failing ones first.
+
+    A test of ``trace.tests`` is selected when it looks like a test (``is_test_id``) and either
+    its per-test coverage contains ``fqn``, or an edge of ``trace.edges`` shows a test-code caller
+    of ``fqn`` whose dotted name matches the test's id. Skipped tests are never selected. The ids
+    come failing (failed or errored) first, then passing, each group sorted. ``max_tests`` (>= 1)
+    caps the passing ones: every failing test is kept, passing tests fill the remaining room.
+    When nothing is selected the result is ``test_ids=()``, ``fallback=True``: run the whole
+    suite.
+    """
+    if max_tests is not None and max_tests < 1:
+        raise ValueError(f"max_tests must be >= 1 or None, got {max_tests}")
+    nodes = {node.fqn: node for node in trace.nodes}
+    test_callers = {
+        edge.caller
+        for edge in trace.edges
+        if edge.callee == fqn and _is_test_caller(edge.caller, nodes)
+    }
+    failing: set[str] = set()
+    passing: set[str] = set()
+    for test in trace.tests:
+        if test.outcome is TestOutcome.SKIPPED or not is_test_id(test.test_id):
+            continue
+        dotted = _dotted(test.test_id)
+        if fqn in test.covered or any(_same_dotted(dotted, caller) for caller in test_callers):
+            if test.outcome is TestOutcome.PASSED:
+                passing.add(test.test_id)
+            else:
+                failing.add(test.test_id)
+    if not failing and not passing:
+        return TestSelection(test_ids=(), fallback=True)
+    chosen_passing = sorted(passing)
+    if max_tests is not None:
+        chosen_passing = chosen_passing[: max(0, max_tests - len(failing))]
+    return TestSelection(test_ids=(*sorted(failing), *chosen_passing), fallback=False)
+
+
+tests_for_node.__test__ = False  # type: ignore[attr-defined]  # its name is pytest's test prefix

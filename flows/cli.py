@@ -1,0 +1,149 @@
+"""The ``equisa`` command line: parses arguments, calls flows and tasks, prints results.
+
+Exit codes (also in the README): 0 success; 2 malformed command line; 3 bad input (path,
+selection); 4 interpreter missing, too old or without pytest; 5 no tests collected; 6 the suite
+does not import; 7 the suite crashed or timed out (partial results are still written);
+9 the probe's output was unreadable; 70 an internal error (a bug: ``--debug`` shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from equisa_core.errors import EXIT_INTERNAL, EXIT_OK, EquisaError, SuiteCrashedError
+from equisa_core.trace_report import TraceReport, build_trace_report
+from tasks.interpreter import resolve_interpreter
+from tasks.trace_suite import DEFAULT_TIMEOUT_S, check_repository, run_traced_suite
+
+__all__ = ["main", "build_parser"]
+
+_TOP_NODES = 10
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every ``equisa`` sub-command."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        own_version = version("equisa")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        own_version = "unknown"
+    parser = argparse.ArgumentParser(
+        prog="equisa", description="Automated debugging and repair of Python code."
+    )
+    parser.add_argument("--version", action="version", version=f"equisa {own_version}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    trace = commands.add_parser(
+        "trace", help="run a repository's suite under the probe and score every function",
+        description="Run the suite once with the probe; write outcomes, coverage, edges, "
+        "Tarantula/Ochiai/DStar scores and ambiguity groups.",
+    )
+    trace.add_argument("path", type=Path, help="the repository's root folder")
+    trace.add_argument("--python", metavar="INTERPRETER",
+                       help="interpreter that runs the suite (default: the repository's .venv, "
+                            "else EQUISA's own)")
+    trace.add_argument("--tests", nargs="+", default=[], metavar="TEST",
+                       help="pytest node ids or paths to run (default: the whole suite)")
+    trace.add_argument("--json", type=Path, metavar="OUT", help="write the full report here")
+    trace.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                       help=f"wall-clock limit for the whole run (default {DEFAULT_TIMEOUT_S:g})")
+    trace.set_defaults(handler=_trace_command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``equisa`` console script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    console = Console(stderr=True)
+    try:
+        return args.handler(args, console)
+    except EquisaError as error:
+        console.print(f"[bold red]equisa:[/] {error.message}", highlight=False, soft_wrap=True)
+        return error.exit_code
+    except KeyboardInterrupt:
+        console.print("[bold red]equisa:[/] interrupted")
+        return 130
+    except Exception as error:  # a bug in EQUISA: one line, unless --debug
+        if args.debug:
+            traceback.print_exc()
+        else:
+            console.print(
+                f"[bold red]equisa: internal error:[/] {type(error).__name__}: {error} "
+                "(run with --debug for the traceback)", highlight=False, soft_wrap=True,
+            )
+        return EXIT_INTERNAL
+
+
+def _trace_command(args: argparse.Namespace, console: Console) -> int:
+    repo = check_repository(args.path)
+    interpreter = resolve_interpreter(repo, args.python)
+    console.print(
+        f"Tracing [bold]{repo}[/] with Python {interpreter.version} "
+        f"({interpreter.path}; {interpreter.chosen_because})", highlight=False,
+    )
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        job = progress.add_task("running tests", total=None)
+
+        def on_test(test_id: str, outcome: str) -> None:
+            counts[outcome] = counts.get(outcome, 0) + 1
+            done = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+            progress.update(job, description=f"running tests: {done}")
+
+        trace = run_traced_suite(repo, interpreter, args.tests, timeout_s=args.timeout,
+                                 progress=on_test)
+    report = build_trace_report(trace, str(repo))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    _print_report(report, console)
+    if args.json:
+        console.print(f"Report written to {args.json}")
+    if report.crashed:
+        raise SuiteCrashedError(
+            f"the suite's interpreter died ({report.crash_reason}) while running "
+            f"{report.crashed_in or 'the suite'}; the {report.summary.total} outcomes recorded "
+            "before are kept"
+        )
+    return EXIT_OK
+
+
+def _print_report(report: TraceReport, console: Console) -> None:
+    s = report.summary
+    console.print(
+        f"{s.total} tests: {s.passed} passed, {s.failed} failed, {s.error} errors, "
+        f"{s.skipped} skipped · {len(report.nodes)} functions · {len(report.edges)} edges · "
+        f"tracer {report.backend} ({report.backend_reason})", highlight=False,
+    )
+    table = Table(title=f"Most suspicious functions (top {_TOP_NODES})", title_justify="left")
+    table.add_column("function", overflow="fold", ratio=1)
+    for column in ("line", "fail", "pass", "tarantula", "ochiai", "dstar"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for node in report.nodes[:_TOP_NODES]:
+        table.add_row(
+            node.fqn, str(node.start_line), str(node.failed_s), str(node.passed_s),
+            f"{node.tarantula:.3f}", f"{node.ochiai:.3f}", f"{node.dstar:.3f}",
+        )
+    console.print(table)
+    if report.ambiguity_groups:
+        largest = report.ambiguity_groups[0]
+        console.print(
+            f"{len(report.ambiguity_groups)} ambiguity groups; largest has {len(largest)} "
+            f"functions: {', '.join(largest[:5])}{' …' if len(largest) > 5 else ''}",
+            highlight=False,
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

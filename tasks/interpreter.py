@@ -1,0 +1,86 @@
+"""Finds and checks the interpreter that runs a repository's suite (which is not EQUISA's)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from equisa_core.errors import InterpreterError
+from equisa_core.probe import MIN_PYTHON
+
+__all__ = ["Interpreter", "resolve_interpreter"]
+
+_PROBE_SCRIPT = (
+    "import sys; print('%d.%d.%d' % sys.version_info[:3]);\n"
+    "try:\n import pytest; print(pytest.__version__)\n"
+    "except Exception as e:\n print('!' + type(e).__name__)"
+)
+#: Virtualenv folders looked for inside the repository when no interpreter is named.
+_REPO_VENVS = (".venv", "venv", "env")
+
+
+class Interpreter(BaseModel):
+    """A checked interpreter: its path, version, pytest version and why it was chosen."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    version: str
+    pytest_version: str
+    chosen_because: str
+
+
+def resolve_interpreter(repo: Path, python: str | None) -> Interpreter:
+    """Pick the interpreter (``python``, else the repo's own venv, else EQUISA's) and check it.
+
+    Raises ``InterpreterError`` when it does not exist, does not run, is older than 3.8 or
+    cannot import pytest.
+    """
+    if python:
+        path, because = _locate(python), "given with --python"
+    else:
+        path, because = sys.executable, "EQUISA's own interpreter (no --python, no venv in the repository)"
+        for name in _REPO_VENVS:
+            candidate = repo / name / "bin" / "python"
+            if candidate.exists():
+                path, because = str(candidate), f"the repository's virtualenv {name}/"
+                break
+    try:
+        done = subprocess.run(
+            [path, "-c", _PROBE_SCRIPT], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise InterpreterError(f"interpreter {path} does not run: {error}") from None
+    lines = done.stdout.split()
+    if done.returncode != 0 or not lines:
+        raise InterpreterError(f"interpreter {path} does not run: {done.stderr.strip()[-300:]}")
+    version = lines[0]
+    if tuple(int(p) for p in version.split(".")[:2]) < MIN_PYTHON:
+        raise InterpreterError(
+            f"interpreter {path} is Python {version}; EQUISA needs Python "
+            f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer"
+        )
+    if len(lines) < 2 or lines[1].startswith("!"):
+        raise InterpreterError(
+            f"pytest is not importable by {path} (Python {version}); install it there: "
+            f"{path} -m pip install pytest"
+        )
+    return Interpreter(path=path, version=version, pytest_version=lines[1], chosen_because=because)
+
+
+def _locate(python: str) -> str:
+    if os.sep in python or python.startswith("."):
+        candidate = Path(python).expanduser()
+        if not candidate.exists():
+            raise InterpreterError(f"interpreter {python} does not exist")
+        return str(candidate.absolute())
+    found = shutil.which(python)
+    if found is None:
+        raise InterpreterError(f"interpreter {python} is not on PATH")
+    return found

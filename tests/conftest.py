@@ -1,0 +1,50 @@
+"""Shared fixtures: paths to the fixture suites and per-Python virtualenvs with pytest."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+PYENV_VERSIONS = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+VENV_CACHE = Path(os.environ.get("EQUISA_TEST_VENVS", Path.home() / ".cache" / "equisa-test-venvs"))
+
+
+def find_python(minor: str) -> Path | None:
+    """The newest pyenv interpreter of version ``minor`` (e.g. '3.8'), or None."""
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == minor:
+        return Path(sys.executable)
+    candidates = sorted(
+        (p for p in PYENV_VERSIONS.glob(f"{minor}.*") if (p / "bin" / "python").exists()),
+        key=lambda p: tuple(int(x) for x in p.name.split(".") if x.isdigit()),
+    )
+    if candidates:
+        return candidates[-1] / "bin" / "python"
+    found = shutil.which(f"python{minor}")
+    return Path(found) if found else None
+
+
+def venv_with_pytest(minor: str) -> Path:
+    """A cached virtualenv of Python ``minor`` with pytest; skips the test if impossible."""
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == minor:
+        return Path(sys.executable)
+    base = find_python(minor)
+    if base is None:
+        pytest.skip(f"Python {minor} is not installed on this machine (looked in {PYENV_VERSIONS})")
+    venv = VENV_CACHE / minor
+    python = venv / "bin" / "python"
+    if not python.exists() or subprocess.run([python, "-c", "import pytest"]).returncode != 0:
+        uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+        subprocess.run([uv, "venv", "-q", "--clear", "-p", str(base), str(venv)], check=True)
+        subprocess.run([uv, "pip", "install", "-q", "--python", str(python), "pytest"], check=True)
+    return python
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return FIXTURES

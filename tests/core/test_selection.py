@@ -1,0 +1,219 @@
+"""Node selection (seed 002, section 5) and per-node test selection (section 4.4)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from equisa_core.models import Edge, Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.selection import (
+    TestSelection,
+    is_test_file,
+    is_test_id,
+    is_valid_node,
+    select_node,
+    tests_for_node,
+)
+
+
+def node(fqn: str, file: str | None = "pkg/mod.py", start: int | None = 1) -> Node:
+    return Node(fqn=fqn, file=file, start_line=start, end_line=None if start is None else start + 3)
+
+
+# --- is_test_file / is_test_id ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("test_mod.py", True),
+        ("pkg/test_mod.py", True),
+        ("pkg/mod_test.py", True),
+        ("conftest.py", True),
+        ("src/pkg/conftest.py", True),
+        ("tests/helpers.py", True),
+        ("pkg/test/util.py", True),
+        ("tests\\unit\\helpers.py", True),
+        ("pkg\\test_win.py", True),
+        ("pkg/mod.py", False),
+        ("pkg/testing.py", False),
+        ("pkg/latest_mod.py", False),
+        ("pkg/test_data.txt", False),
+        ("pkg/contest.py", False),
+        ("testsuite/mod.py", False),
+        ("pkg/tests.py", False),
+    ],
+)
+def test_is_test_file(path: str, expected: bool) -> None:
+    assert is_test_file(path) is expected
+
+
+@pytest.mark.parametrize(
+    ("test_id", "expected"),
+    [
+        ("tests/test_a.py::test_x", True),
+        ("tests/test_a.py::TestK::test_y[1-2]", True),
+        ("src/pkg/checks.py::test_inline", True),  # name starts with test
+        ("src/pkg/checks.py::check_it", False),
+        ("src/pkg/mod.py::pkg.mod.f", False),  # a doctest item
+        ("tests/data.py::something", True),  # under tests/
+    ],
+)
+def test_is_test_id(test_id: str, expected: bool) -> None:
+    assert is_test_id(test_id) is expected
+
+
+# --- is_valid_node ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [
+        (node("pkg.mod.f"), True),
+        (node("pkg.mod.Cls.method"), True),
+        (node("pkg.mod.f", file=None), False),
+        (node("pkg.mod.f", file=""), False),
+        (node("pkg.mod.f", start=None), False),
+        (node("pkg.mod.<lambda>"), False),
+        (node("pkg.mod.f.<locals>.<listcomp>"), False),
+        (node("pkg.mod.<genexpr>"), False),
+        (node("pkg.mod.<dictcomp>"), False),
+        (node("pkg.mod.<setcomp>"), False),
+        (node("pkg.mod.<module>"), False),
+        (node("<module>"), False),
+        (node("<string>.f"), False),
+        (node("pkg.mod.outer.<locals>.inner"), False),
+        (node(""), False),
+    ],
+)
+def test_is_valid_node(n: Node, expected: bool) -> None:
+    assert is_valid_node(n) is expected
+
+
+# --- select_node --------------------------------------------------------------------------------
+
+
+def test_select_node_picks_the_maximum_valid_node() -> None:
+    nodes = {fqn: node(fqn) for fqn in ["m.a", "m.b", "m.c"]}
+    nodes["m.<lambda>"] = node("m.<lambda>")
+    nodes["m.nofile"] = node("m.nofile", file=None)
+    confidences = {"m.a": 0.2, "m.b": 0.3, "m.c": 0.1, "m.<lambda>": 0.9, "m.nofile": 0.8}
+    assert select_node(confidences, nodes) == "m.b"
+    assert select_node(confidences, nodes, exclude={"m.b"}) == "m.a"
+    assert select_node(confidences, nodes, exclude={"m.a", "m.b", "m.c"}) is None
+
+
+def test_select_node_ties_go_to_the_smallest_fqn() -> None:
+    nodes = {fqn: node(fqn) for fqn in ["m.z", "m.k", "m.a"]}
+    assert select_node({"m.z": 0.4, "m.k": 0.4, "m.a": 0.2}, nodes) == "m.k"
+
+
+def test_select_node_ignores_fqns_without_nodes() -> None:
+    assert select_node({"m.ghost": 0.9, "m.real": 0.1}, {"m.real": node("m.real")}) == "m.real"
+    assert select_node({"m.ghost": 0.9}, {}) is None
+    assert select_node({}, {"m.real": node("m.real")}) is None
+
+
+# --- tests_for_node -----------------------------------------------------------------------------
+
+
+def result(test_id: str, outcome: TestOutcome, covered: set[str] = frozenset()) -> TestResult:
+    return TestResult(test_id=test_id, outcome=outcome, duration=0.1, covered=frozenset(covered))
+
+
+P, F, E, S = TestOutcome.PASSED, TestOutcome.FAILED, TestOutcome.ERROR, TestOutcome.SKIPPED
+TARGET = "pkg.mod.f"
+
+
+def trace() -> SuiteTrace:
+    return SuiteTrace(
+        python_version="3.11.7",
+        backend="setprofile",
+        backend_reason="Python < 3.12",
+        tests=(
+            result("tests/test_b.py::test_pass2", P, {TARGET}),
+            result("tests/test_a.py::test_pass1", P, {TARGET, "pkg.mod.g"}),
+            result("tests/test_a.py::test_fail2", F, {TARGET}),
+            result("tests/test_a.py::test_fail1[0]", F, {TARGET}),
+            result("tests/test_a.py::test_error", E, {TARGET}),
+            result("tests/test_a.py::test_skipped", S, {TARGET}),
+            result("tests/test_a.py::test_other", F, {"pkg.mod.g"}),
+            result("src/pkg/mod.py::pkg.mod.f", P, {TARGET}),  # doctest: not a test by 4.4
+            # no per-test coverage, but a test-code caller of the target (module name as on
+            # sys.path without the tests package)
+            result("tests/test_c.py::TestK::test_via_edge", P),
+        ),
+        nodes=(
+            node(TARGET),
+            node("pkg.mod.g"),
+            node("test_c.TestK.test_via_edge", file="tests/test_c.py"),
+            node("pkg.mod.caller", file="pkg/mod.py"),
+        ),
+        edges=(
+            Edge(caller="test_c.TestK.test_via_edge", callee=TARGET),
+            Edge(caller="pkg.mod.caller", callee=TARGET),
+        ),
+    )
+
+
+def test_tests_for_node_failing_first_each_sorted() -> None:
+    selection = tests_for_node(TARGET, trace())
+    assert selection == TestSelection(
+        test_ids=(
+            "tests/test_a.py::test_error",
+            "tests/test_a.py::test_fail1[0]",
+            "tests/test_a.py::test_fail2",
+            "tests/test_a.py::test_pass1",
+            "tests/test_b.py::test_pass2",
+            "tests/test_c.py::TestK::test_via_edge",
+        ),
+        fallback=False,
+    )
+
+
+def test_tests_for_node_cap_keeps_every_failing_test() -> None:
+    selection = tests_for_node(TARGET, trace(), max_tests=4)
+    assert selection.test_ids == (
+        "tests/test_a.py::test_error",
+        "tests/test_a.py::test_fail1[0]",
+        "tests/test_a.py::test_fail2",
+        "tests/test_a.py::test_pass1",
+    )
+    # a cap below the number of failing tests drops passing ones only
+    assert tests_for_node(TARGET, trace(), max_tests=1).test_ids == (
+        "tests/test_a.py::test_error",
+        "tests/test_a.py::test_fail1[0]",
+        "tests/test_a.py::test_fail2",
+    )
+
+
+def test_tests_for_node_rejects_a_cap_below_one() -> None:
+    with pytest.raises(ValueError, match="max_tests"):
+        tests_for_node(TARGET, trace(), max_tests=0)
+
+
+def test_tests_for_node_other_node() -> None:
+    assert tests_for_node("pkg.mod.g", trace()).test_ids == (
+        "tests/test_a.py::test_other",
+        "tests/test_a.py::test_pass1",
+    )
+
+
+def test_tests_for_node_falls_back_when_nothing_runs_it() -> None:
+    assert tests_for_node("pkg.mod.unused", trace()) == TestSelection(test_ids=(), fallback=True)
+    # a non-test caller does not select anything on its own
+    assert tests_for_node("pkg.mod.caller", trace()).fallback
+
+
+def test_test_selection_is_frozen_and_not_collected() -> None:
+    selection = TestSelection(test_ids=("t",), fallback=False)
+    with pytest.raises(ValidationError):
+        selection.fallback = True  # type: ignore[misc]
+    assert TestSelection.__test__ is False
+
+
+def test_suite_trace_coverage_uses_is_test_file() -> None:
+    coverage = trace().coverage()
+    assert "test_c.TestK.test_via_edge" not in coverage
+    assert coverage["pkg.mod.g"] == {"tests/test_a.py::test_pass1", "tests/test_a.py::test_other"}
+    assert "test_c.TestK.test_via_edge" in trace().coverage(include_tests=True)

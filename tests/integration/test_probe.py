@@ -1,0 +1,157 @@
+"""The probe on real suites, under every supported Python that this machine has."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from equisa_core.models import SuiteTrace, TestOutcome
+from tasks.interpreter import resolve_interpreter
+from tasks.trace_suite import run_traced_suite
+from tests.conftest import FIXTURES, venv_with_pytest
+
+PYTHONS = ["3.8", "3.11", "3.12", "3.13"]
+SHAPES = FIXTURES / "shapes"
+T = "tests/test_geometry.py::"
+MOD = "shapes.geometry."
+
+
+def tree_digest(root: Path) -> str:
+    """A digest of every path and byte under ``root``: proves a run left the tree unchanged."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module", params=PYTHONS)
+def shapes_trace(request) -> tuple[str, SuiteTrace]:
+    python = venv_with_pytest(request.param)
+    before = tree_digest(SHAPES)
+    trace = run_traced_suite(SHAPES, resolve_interpreter(SHAPES, str(python)))
+    assert tree_digest(SHAPES) == before, "the run wrote into the repository"
+    return request.param, trace
+
+
+def outcomes(trace: SuiteTrace) -> dict[str, TestOutcome]:
+    return {t.test_id: t.outcome for t in trace.tests}
+
+
+def test_backend_is_chosen_by_version(shapes_trace):
+    minor, trace = shapes_trace
+    assert trace.python_version.startswith(minor + ".")
+    expected = "sys.monitoring" if tuple(map(int, minor.split("."))) >= (3, 12) else "setprofile"
+    assert trace.backend == expected
+    assert trace.backend_reason
+
+
+def test_outcomes_are_recorded(shapes_trace):
+    _, trace = shapes_trace
+    got = outcomes(trace)
+    assert got[T + "test_square"] is TestOutcome.PASSED
+    assert got[T + "test_triangle_area"] is TestOutcome.FAILED
+    assert got[T + "TestUnittestStyle::test_triangle"] is TestOutcome.FAILED
+    assert got[T + "TestUnittestStyle::test_area"] is TestOutcome.PASSED
+    assert got[T + "test_setup_error"] is TestOutcome.ERROR
+    assert got[T + "test_skipped"] is TestOutcome.SKIPPED
+    assert got[T + "test_expected_failure"] is TestOutcome.SKIPPED
+    assert got[T + "test_mocks_os_and_time"] is TestOutcome.PASSED
+    assert got[T + "test_parametrized[5-12-13]"] is TestOutcome.PASSED
+    assert len(got) == 16
+    assert not trace.crashed
+
+
+def test_outcomes_match_plain_pytest(shapes_trace, tmp_path):
+    minor, trace = shapes_trace
+    python = venv_with_pytest(minor)
+    copy = tmp_path / "shapes"
+    subprocess.run(["cp", "-r", str(SHAPES), str(copy)], check=True)
+    junit = tmp_path / "junit.xml"
+    subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"],
+        cwd=copy, capture_output=True,
+    )
+    plain = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = case.get("name")
+        kinds = {child.tag for child in case}
+        outcome = ("failed" if "failure" in kinds else "error" if "error" in kinds
+                   else "skipped" if "skipped" in kinds else "passed")
+        plain[name] = outcome
+    probed = {tid.split("::")[-1]: str(o) for tid, o in outcomes(trace).items()}
+    assert probed == plain
+
+
+def test_covered_functions_per_test(shapes_trace):
+    _, trace = shapes_trace
+    covered = {t.test_id: t.covered for t in trace.tests}
+    assert covered[T + "test_hypotenuse"] >= {
+        MOD + "hypotenuse", MOD + "square", MOD + "logged.<locals>.wrapper"}
+    assert MOD + "triangle_area" not in covered[T + "test_hypotenuse"]
+    assert covered[T + "test_rectangle_area_and_diagonal"] >= {
+        MOD + "Rectangle.__init__", MOD + "Rectangle.area", MOD + "Rectangle.diagonal"}
+    assert covered[T + "test_static_and_class_methods"] >= {
+        MOD + "Rectangle.unit", MOD + "Rectangle.square", MOD + "Rectangle.Corner.count"}
+    assert covered[T + "test_closure_and_generator"] >= {
+        MOD + "scaled", MOD + "scaled.<locals>.apply", MOD + "countdown"}
+    # The mocked os and time did not stop the probe from seeing the call.
+    assert MOD + "square" in covered[T + "test_mocks_os_and_time"]
+
+
+def test_edges_follow_calls(shapes_trace):
+    _, trace = shapes_trace
+    edges = {(e.caller, e.callee) for e in trace.edges}
+    assert (MOD + "Rectangle.diagonal", MOD + "logged.<locals>.wrapper") in edges
+    assert (MOD + "logged.<locals>.wrapper", MOD + "hypotenuse") in edges
+    assert (MOD + "hypotenuse", MOD + "square") in edges
+
+
+def test_nodes_carry_file_and_line_range(shapes_trace):
+    _, trace = shapes_trace
+    source = (SHAPES / "shapes" / "geometry.py").read_text()
+    expected = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            expected[node.name] = (first, node.end_lineno)
+    nodes = {n.fqn: n for n in trace.nodes}
+    for name in ("triangle_area", "hypotenuse", "perimeter", "countdown"):
+        node = nodes[MOD + name]
+        assert node.file == "shapes/geometry.py"
+        assert (node.start_line, node.end_line) == expected[name]
+
+
+def test_failures_carry_traceback_and_output(shapes_trace):
+    _, trace = shapes_trace
+    by_id = {t.test_id: t for t in trace.tests}
+    failed = by_id[T + "test_triangle_area"]
+    assert failed.exception_type == "AssertionError"
+    assert failed.traceback[-1].file == "tests/test_geometry.py"
+    assert failed.traceback[-1].function == "test_triangle_area"
+    assert "assert 4.0 == 6" in (failed.message or "")
+    errored = by_id[T + "test_setup_error"]
+    assert errored.exception_type == "RuntimeError"
+    assert "fixture failed" in (errored.message or "")
+    assert "visible on stdout" in by_id[T + "test_prints_output"].stdout_tail
+
+
+@pytest.mark.parametrize("minor", ["3.8", "3.12"])
+def test_a_crash_keeps_earlier_outcomes(minor):
+    python = venv_with_pytest(minor)
+    repo = FIXTURES / "crashing"
+    trace = run_traced_suite(repo, resolve_interpreter(repo, str(python)))
+    assert trace.crashed
+    assert trace.crashed_in == "tests/test_crash.py::test_kills_interpreter"
+    got = outcomes(trace)
+    assert got == {
+        "tests/test_crash.py::test_first": TestOutcome.PASSED,
+        "tests/test_crash.py::test_second_fails": TestOutcome.FAILED,
+    }
+    assert "helpers.double" in {n.fqn for n in trace.nodes}

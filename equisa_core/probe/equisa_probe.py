@@ -10,6 +10,7 @@ edges between them. It writes JSON lines to OUT, flushed after every record, so 
 the interpreter mid-run still leaves every outcome recorded before the crash:
 
     {"kind": "session", "python": "3.12.1", "backend": "sys.monitoring", "reason": "...", ...}
+    {"kind": "collected", "tests": ["tests/test_a.py::test_x", ...]}
     {"kind": "start", "test": "tests/test_a.py::test_x"}
     {"kind": "node", "fqn": "pkg.mod.f", "file": "pkg/mod.py", "start": 3, "end": 9}
     {"kind": "test", "test": "...", "outcome": "failed", "duration": 0.01, "covered": [...], ...}
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -268,6 +270,24 @@ class _ProfileBackend:
                 rec.edges.add((id(caller.f_code), key))
 
 
+class _NoBackend:
+    """Outcomes only: nothing is traced."""
+
+    name = "off"
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+
+    def install(self):
+        pass
+
+    def uninstall(self):
+        pass
+
+    def arm(self):
+        pass
+
+
 # ---------------------------------------------------------------------------------------------
 # Node naming: FQN = module + qualified name; line range from the code object.
 
@@ -334,12 +354,19 @@ class _QualnameIndex:
 class ProbePlugin:
     """The pytest plugin object: wires pytest's hooks to a recorder, a backend and the output file."""
 
-    def __init__(self, out_path, root):
+    def __init__(self, out_path, root, select_path=None, shard=None, test_timeout=None, trace=True):
         self.root = _os_path.realpath(root)
+        self.selection = _read_selection(select_path) if select_path else None
+        self.shard = shard
+        self.test_timeout = test_timeout if test_timeout and hasattr(signal, "setitimer") else None
+        self.previous_alarm = None
         self.out = _open(out_path, "a", encoding="utf-8")
         self.recorder = _Recorder(self.root)
         name, self.reason = choose_backend()
-        self.backend = (_MonitoringBackend if name == "sys.monitoring" else _ProfileBackend)(self.recorder)
+        if not trace:
+            name, self.reason = "off", "tracing was not asked for (--equisa-trace=0)"
+        backends = {"sys.monitoring": _MonitoringBackend, "setprofile": _ProfileBackend, "off": _NoBackend}
+        self.backend = backends[name](self.recorder)
         self.qualnames = _QualnameIndex()
         self.reports = {}
         self.excinfo = {}
@@ -369,9 +396,26 @@ class ProbePlugin:
         self.backend.install()
 
     def pytest_sessionfinish(self, session, exitstatus):
+        self._stop_alarm()
         self.backend.uninstall()
         self._write({"kind": "end", "exitstatus": int(exitstatus)})
         self.out.close()
+
+    def pytest_collection_modifyitems(self, session, config, items):
+        """Keep only the selected tests (``--equisa-select``) and this shard's share of them."""
+        keep = items
+        if self.selection is not None:
+            keep = [item for item in keep if item.nodeid in self.selection]
+        if self.shard is not None:
+            index, count = self.shard
+            keep = [item for position, item in enumerate(keep) if position % count == index]
+        if len(keep) != len(items):
+            kept = set(id(item) for item in keep)
+            config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
+            items[:] = keep
+
+    def pytest_collection_finish(self, session):
+        self._write({"kind": "collected", "tests": [item.nodeid for item in session.items]})
 
     def pytest_collectreport(self, report):
         if report.failed:
@@ -384,6 +428,7 @@ class ProbePlugin:
     def pytest_runtest_logstart(self, nodeid, location):
         # Called before fixtures are set up, so fixture code counts towards the test.
         self._write({"kind": "start", "test": nodeid})
+        self._start_alarm()
         self.backend.arm()
         self.recorder.begin()
 
@@ -401,7 +446,24 @@ class ProbePlugin:
             self._finish_test(nodeid)
 
     # -- per-test record ------------------------------------------------------------------------
+    def _start_alarm(self):
+        if self.test_timeout is None:
+            return
+        self.previous_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, self.test_timeout)
+
+    def _stop_alarm(self):
+        if self.test_timeout is None or self.previous_alarm is None:
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous_alarm)
+        self.previous_alarm = None
+
+    def _on_alarm(self, signum, frame):
+        raise TestTimeout("the test ran longer than %gs (EQUISA's per-test timeout)" % self.test_timeout)
+
     def _finish_test(self, nodeid):
+        self._stop_alarm()
         covered_ids, edge_ids = self.recorder.end()
         reports = self.reports.pop(nodeid, [])
         excinfo = self.excinfo.pop(nodeid, None)
@@ -462,6 +524,25 @@ class ProbePlugin:
         }
 
 
+class TestTimeout(Exception):
+    """Raised inside a test that outlives the per-test timeout; the test fails with it."""
+
+    __test__ = False
+
+
+def _read_selection(path):
+    with _open(path, encoding="utf-8") as handle:
+        return set(line.rstrip("\n") for line in handle if line.strip())
+
+
+def _parse_shard(text):
+    index, _, count = text.partition("/")
+    index, count = int(index), int(count)
+    if not 0 <= index < count:
+        raise ValueError("--equisa-shard must be K/N with 0 <= K < N, got " + text)
+    return index, count
+
+
 def _outcome(reports):
     """passed, failed, error or skipped from the setup/call/teardown reports of one test."""
     by_phase = {r.when: r for r in reports}
@@ -492,6 +573,11 @@ def pytest_addoption(parser):
     group = parser.getgroup("equisa", "EQUISA probe")
     group.addoption("--equisa-out", default=None, help="JSON-lines file the probe writes to.")
     group.addoption("--equisa-root", default=None, help="Repository root; code under it is traced.")
+    group.addoption("--equisa-select", default=None, help="File of node ids, one a line, to run.")
+    group.addoption("--equisa-shard", default=None, help="K/N: run every N-th test from the K-th.")
+    group.addoption("--equisa-trace", default="1", help="0 records outcomes only, without tracing.")
+    group.addoption("--equisa-test-timeout", type=float, default=None,
+                    help="Seconds a test may run before it fails with TestTimeout.")
 
 
 def pytest_configure(config):
@@ -499,4 +585,12 @@ def pytest_configure(config):
     if not out:
         return
     root = config.getoption("--equisa-root") or str(config.rootpath)
-    config.pluginmanager.register(ProbePlugin(out, root), "equisa-probe-recorder")
+    shard = config.getoption("--equisa-shard")
+    plugin = ProbePlugin(
+        out, root,
+        select_path=config.getoption("--equisa-select"),
+        shard=_parse_shard(shard) if shard else None,
+        test_timeout=config.getoption("--equisa-test-timeout"),
+        trace=config.getoption("--equisa-trace") != "0",
+    )
+    config.pluginmanager.register(plugin, "equisa-probe-recorder")

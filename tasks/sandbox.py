@@ -1,0 +1,254 @@
+"""The sandbox contract: what a test run asks for, what every backend returns, and the shared parts.
+
+A run is a pure function of (workspace digest, overlay, test selection, interpreter, environment,
+limits, EQUISA version): ``RunRequest.cache_key`` names it. Backends (``LocalSandbox``,
+``DockerSandbox``) only differ in how they isolate the process; they all
+
+1. make a throwaway run folder with ``prepare_run_folder`` (workspace copy + overlay + probe),
+2. run ``python -m pytest`` under the probe with ``probe_arguments`` and a ``scrubbed_environment``,
+3. return a ``SandboxRun``: the probe's JSON lines plus how the process ended.
+
+``tasks.run_tests`` turns ``SandboxRun`` into a ``SuiteTrace`` (resuming after crashes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from equisa_core.errors import EquisaError, InvalidSelectionError
+from equisa_core.probe import PROBE_MODULE, probe_file
+
+__all__ = [
+    "EQUISA_VERSION",
+    "SandboxLimits",
+    "RunRequest",
+    "SandboxRun",
+    "Sandbox",
+    "SandboxInfrastructureError",
+    "RecordCallback",
+    "scrubbed_environment",
+    "prepare_run_folder",
+    "probe_arguments",
+    "cap_text",
+    "tail_records",
+]
+
+#: Part of every cache key: a new runner version never reuses old results.
+EQUISA_VERSION = "0.1.0"
+
+KIB, MIB, GIB = 1024, 1024**2, 1024**3
+
+#: Called with each probe record (a parsed JSON object) as it is written.
+RecordCallback = Callable[[dict], None]
+
+#: Environment names that never enter a sandbox, whatever the caller passes: keys, tokens,
+#: passwords and cloud credentials.
+_SECRET_PATTERN = re.compile(
+    r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|SESSION|COOKIE)|^(AWS|AZURE|GOOGLE|GCP|"
+    r"OPENAI|ANTHROPIC|GITHUB|GITLAB|HF|HUGGING|DOCKER|PREFECT|SSH|GPG|NPM|PYPI|TWINE)_",
+    re.IGNORECASE,
+)
+#: The only host variables a sandbox inherits (besides the caller's explicit ``env``).
+_PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM")
+
+
+class SandboxInfrastructureError(EquisaError):
+    """The sandbox itself failed (engine down, isolation tool broken): worth a retry.
+
+    Never raised for anything the tests did; those are outcomes.
+    """
+
+    exit_code = 10
+
+
+class SandboxLimits(BaseModel):
+    """Resource limits of one sandboxed run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    wall_clock_s: float = Field(1800.0, gt=0, description="Whole run; then the process group dies.")
+    test_timeout_s: float | None = Field(300.0, gt=0, description="One test; then it fails.")
+    memory_bytes: int = Field(4 * GIB, gt=0, description="Address space per process (RLIMIT_AS).")
+    cpu_seconds: int = Field(3600, gt=0, description="CPU time per process (RLIMIT_CPU).")
+    file_size_bytes: int = Field(512 * MIB, gt=0, description="Largest file written (RLIMIT_FSIZE).")
+    max_processes: int = Field(512, gt=0, description="Processes and threads in the sandbox.")
+    output_bytes: int = Field(64 * KIB, gt=0, description="pytest's own output kept (tail).")
+
+
+class RunRequest(BaseModel):
+    """One run of (part of) a suite in a sandbox."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workspace: Path = Field(description="Root of the read-only workspace snapshot.")
+    workspace_digest: str = Field(description="Content hash of the workspace (cache key part).")
+    overlay: Mapping[str, str] = Field(
+        default_factory=dict,
+        description="Files to write over the copy: relative '/'-path -> new text (patches, "
+        "generated tests).",
+    )
+    tests: tuple[str, ...] = Field((), description="pytest paths or node ids; empty: all.")
+    only: tuple[str, ...] | None = Field(None, description="Exact node ids to keep, if given.")
+    shard: tuple[int, int] | None = Field(None, description="(index, count) of a round-robin split.")
+    interpreter: str = Field(description="Interpreter path (local) or command (docker).")
+    trace: bool = True
+    env: Mapping[str, str] = Field(default_factory=dict, description="Extra variables, not secrets.")
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+
+    @field_validator("overlay")
+    @classmethod
+    def _relative_paths(cls, overlay: Mapping[str, str]) -> Mapping[str, str]:
+        for path in overlay:
+            pure = PurePosixPath(path)
+            if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+                raise InvalidSelectionError(f"overlay path {path!r} must be relative and inside")
+        return overlay
+
+    @field_validator("shard")
+    @classmethod
+    def _valid_shard(cls, shard: tuple[int, int] | None) -> tuple[int, int] | None:
+        if shard is not None and not 0 <= shard[0] < shard[1]:
+            raise ValueError(f"shard {shard} must be (index, count) with 0 <= index < count")
+        return shard
+
+    def cache_key(self, backend: str, interpreter_version: str) -> str:
+        """Hash of everything the run's result depends on."""
+        payload = {
+            "equisa": EQUISA_VERSION,
+            "backend": backend,
+            "workspace": self.workspace_digest,
+            "overlay": {k: hashlib.sha256(v.encode()).hexdigest() for k, v in sorted(self.overlay.items())},
+            "tests": list(self.tests),
+            "only": sorted(self.only) if self.only is not None else None,
+            "shard": list(self.shard) if self.shard else None,
+            "interpreter": [self.interpreter, interpreter_version],
+            "trace": self.trace,
+            "env": dict(sorted(self.env.items())),
+            "limits": self.limits.model_dump(),
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class SandboxRun(BaseModel):
+    """How one sandboxed process ended, with the probe's output."""
+
+    model_config = ConfigDict(frozen=True)
+
+    probe_output: str = Field(description="The probe's JSON lines, as written.")
+    exit_code: int | None = Field(description="pytest's exit status; None when killed.")
+    timed_out: bool = False
+    log_tail: str = Field("", description="Tail of pytest's own stdout and stderr.")
+    duration_s: float = 0.0
+    isolation: str = Field(description="How the process was isolated, e.g. 'bwrap', 'docker'.")
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """A backend that runs a ``RunRequest`` in isolation."""
+
+    name: str
+
+    def run(self, request: RunRequest, on_record: RecordCallback | None = None) -> SandboxRun:
+        """Run the request; report probe records as they appear; never raise for test failures."""
+        ...
+
+
+def scrubbed_environment(extra: Mapping[str, str], home: str, tmp: str) -> dict[str, str]:
+    """A minimal environment: PATH and locale from the host, pinned hash seed and time zone.
+
+    ``extra`` is the caller's; secret-looking names are dropped from it too.
+    """
+    env = {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
+    env.update({k: v for k, v in extra.items() if not _SECRET_PATTERN.search(k)})
+    env.update({
+        "HOME": home,
+        "TMPDIR": tmp,
+        "PYTHONHASHSEED": "0",
+        "TZ": "UTC",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "NO_COLOR": "1",
+    })
+    return env
+
+
+def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
+    """Make ``folder`` hold ``repo/`` (workspace copy + overlay), ``probe/``, ``home/``, ``tmp/``.
+
+    Returns the repository copy. Files are copied (never linked) so the run cannot reach the
+    snapshot.
+    """
+    repo = folder / "repo"
+    shutil.copytree(request.workspace, repo, symlinks=True, copy_function=shutil.copyfile)
+    for relative, text in request.overlay.items():
+        target = repo / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            target.unlink()
+        target.write_text(text, encoding="utf-8")
+    _make_writable(repo)
+    (folder / "probe").mkdir()
+    shutil.copyfile(probe_file(), folder / "probe" / f"{PROBE_MODULE}.py")
+    for name in ("home", "tmp", "out"):
+        (folder / name).mkdir()
+    if request.only is not None:
+        (folder / "out" / "select.txt").write_text("".join(f"{t}\n" for t in request.only))
+    return repo
+
+
+def _make_writable(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | 0o200)
+
+
+def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
+    """``pytest`` arguments (after ``-m pytest``) as seen from inside the sandbox."""
+    args = [
+        "-p", PROBE_MODULE,
+        f"--equisa-out={out_dir}/probe.jsonl",
+        f"--equisa-root={repo}",
+        f"--equisa-trace={1 if request.trace else 0}",
+        "-p", "no:cacheprovider",
+        "-q", "-rN", "--tb=no", "--show-capture=no", "--rootdir", repo,
+    ]
+    if request.limits.test_timeout_s:
+        args.append(f"--equisa-test-timeout={request.limits.test_timeout_s:g}")
+    if request.only is not None:
+        args.append(f"--equisa-select={out_dir}/select.txt")
+    if request.shard is not None:
+        args.append(f"--equisa-shard={request.shard[0]}/{request.shard[1]}")
+    return [*args, *request.tests]
+
+
+def cap_text(data: bytes, limit: int) -> str:
+    """The last ``limit`` bytes of ``data`` as text, marked when cut."""
+    if len(data) <= limit:
+        return data.decode("utf-8", errors="replace")
+    return "...[truncated]...\n" + data[-limit:].decode("utf-8", errors="replace")
+
+
+def tail_records(path: Path, offset: int, on_record: RecordCallback) -> int:
+    """Report the complete JSON lines written to ``path`` after ``offset``; return the new offset."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read()
+    except FileNotFoundError:
+        return offset
+    complete = chunk[: chunk.rfind(b"\n") + 1]
+    for line in complete.splitlines():
+        try:
+            on_record(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return offset + len(complete)

@@ -96,6 +96,10 @@ class SuiteTrace(_Frozen):
     crashed: bool = Field(default=False, description="The interpreter died before the suite ended.")
     crashed_in: str | None = Field(default=None, description="The test running when it died.")
     crash_reason: str | None = Field(default=None, description="Exit status or timeout.")
+    collected: tuple[str, ...] = Field(default=(), description="Test ids pytest collected, in order.")
+    flaky: frozenset[str] = Field(
+        default=frozenset(), description="Tests that failed, then passed when re-run alone."
+    )
 
     def coverage(self, *, include_tests: bool = False) -> dict[str, set[str]]:
         """Map each node's FQN to the ids of the tests that executed it.
@@ -110,15 +114,20 @@ class SuiteTrace(_Frozen):
         }
         result: dict[str, set[str]] = {fqn: set() for fqn in wanted}
         for test in self.tests:
+            if test.test_id in self.flaky:
+                continue
             if test.outcome in (TestOutcome.PASSED, TestOutcome.FAILED, TestOutcome.ERROR):
                 for fqn in test.covered & wanted:
                     result[fqn].add(test.test_id)
         return result
 
     def failed_tests(self) -> set[str]:
-        """Ids of tests that failed or errored."""
-        return {t.test_id for t in self.tests if t.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)}
+        """Ids of tests that failed or errored, flaky ones excluded."""
+        failing = (TestOutcome.FAILED, TestOutcome.ERROR)
+        return {t.test_id for t in self.tests if t.outcome in failing and t.test_id not in self.flaky}
 
     def passed_tests(self) -> set[str]:
-        """Ids of tests that passed."""
-        return {t.test_id for t in self.tests if t.outcome is TestOutcome.PASSED}
+        """Ids of tests that passed, flaky ones excluded."""
+        return {
+            t.test_id for t in self.tests if t.outcome is TestOutcome.PASSED and t.test_id not in self.flaky
+        }

@@ -24,6 +24,7 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
     tests: dict[str, TestResult] = {}
     collect_errors: list[CollectError] = []
     running: str | None = None
+    collected: tuple[str, ...] = ()
     ended = False
     records = list(lines)
     for index, line in enumerate(records):
@@ -38,6 +39,8 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
         kind = record.get("kind")
         if kind == "session":
             session = record
+        elif kind == "collected":
+            collected = tuple(record["tests"])
         elif kind == "start":
             running = record["test"]
         elif kind == "node":
@@ -66,6 +69,7 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
         collect_errors=tuple(collect_errors),
         crashed=not ended,
         crashed_in=running if not ended else None,
+        collected=collected,
     )
 
 

@@ -62,6 +62,7 @@ class TraceReport(BaseModel):
     crashed: bool = False
     crashed_in: str | None = None
     crash_reason: str | None = None
+    flaky: tuple[str, ...] = Field((), description="Failed, then passed alone; left out of spectra.")
 
 
 def build_trace_report(trace: SuiteTrace, repository: str) -> TraceReport:
@@ -104,4 +105,5 @@ def build_trace_report(trace: SuiteTrace, repository: str) -> TraceReport:
         crashed=trace.crashed,
         crashed_in=trace.crashed_in,
         crash_reason=trace.crash_reason,
+        flaky=tuple(sorted(trace.flaky)),
     )

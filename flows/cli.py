@@ -9,8 +9,10 @@ does not import; 7 the suite crashed or timed out (partial results are still wri
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,13 +21,21 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from equisa_core.errors import EXIT_INTERNAL, EXIT_OK, EquisaError, SuiteCrashedError
-from equisa_core.trace_report import TraceReport, build_trace_report
-from tasks.interpreter import resolve_interpreter
-from tasks.trace_suite import DEFAULT_TIMEOUT_S, check_repository, run_traced_suite
+from equisa_core.trace_report import TraceReport
 
 __all__ = ["main", "build_parser"]
 
 _TOP_NODES = 10
+_DEFAULT_WALL_CLOCK_S = 1800.0
+#: Prefect settings for a laptop run with no server configured; the user's own settings win.
+_PREFECT_DEFAULTS = {
+    # The embedded (ephemeral) server can take a while to start on a busy 2-core machine.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # Failures reach the user as one line from EQUISA; Prefect's own logs (with tracebacks)
+    # stay in the Prefect UI unless --verbose.
+    "PREFECT_LOGGING_LEVEL": "CRITICAL",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"equisa {own_version}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    parser.add_argument("--verbose", action="store_true", help="show Prefect's flow and task logs")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     trace = commands.add_parser(
@@ -55,8 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--tests", nargs="+", default=[], metavar="TEST",
                        help="pytest node ids or paths to run (default: the whole suite)")
     trace.add_argument("--json", type=Path, metavar="OUT", help="write the full report here")
-    trace.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                       help=f"wall-clock limit for the whole run (default {DEFAULT_TIMEOUT_S:g})")
+    trace.add_argument("--sandbox", choices=("local", "docker"), default="local",
+                       help="where tests run: local (bubblewrap/unshare) or docker (default local)")
+    trace.add_argument("--docker-image", metavar="IMAGE", help="image for --sandbox docker")
+    trace.add_argument("--shards", type=_positive_int, metavar="N",
+                       help="parallel shards (default: the number of cores)")
+    trace.add_argument("--no-cache", action="store_true", help="run again even if cached")
+    trace.add_argument("--timeout", type=float, default=_DEFAULT_WALL_CLOCK_S, metavar="SECONDS",
+                       help=f"wall-clock limit per shard (default {_DEFAULT_WALL_CLOCK_S:g})")
+    trace.add_argument("--test-timeout", type=float, default=300.0, metavar="SECONDS",
+                       help="limit per test (default 300)")
     trace.set_defaults(handler=_trace_command)
     return parser
 
@@ -65,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``equisa`` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
     console = Console(stderr=True)
+    for name, value in _PREFECT_DEFAULTS.items():
+        if not (args.verbose and name == "PREFECT_LOGGING_LEVEL"):
+            os.environ.setdefault(name, value)
     try:
         return args.handler(args, console)
     except EquisaError as error:
@@ -85,25 +107,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _trace_command(args: argparse.Namespace, console: Console) -> int:
-    repo = check_repository(args.path)
-    interpreter = resolve_interpreter(repo, args.python)
-    console.print(
-        f"Tracing [bold]{repo}[/] with Python {interpreter.version} "
-        f"({interpreter.path}; {interpreter.chosen_because})", highlight=False,
+    from flows.trace import TraceParameters, trace_suite
+    from tasks.prepare import check_repository
+    from tasks.run_tests import register_progress, unregister_progress
+
+    check_repository(args.path)  # fail fast, before Prefect starts
+
+    params = TraceParameters(
+        path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
+        docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
+        wall_clock_s=args.timeout, test_timeout_s=args.test_timeout,
     )
+    console.print(f"Tracing [bold]{args.path}[/] in the {args.sandbox} sandbox", highlight=False)
     counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
-        job = progress.add_task("running tests", total=None)
+        job = progress.add_task("starting (snapshot, interpreter, Prefect)", total=None)
 
-        def on_test(test_id: str, outcome: str) -> None:
-            counts[outcome] = counts.get(outcome, 0) + 1
+        def on_record(record: dict) -> None:
+            if record.get("kind") != "test":
+                return
+            counts[record["outcome"]] = counts.get(record["outcome"], 0) + 1
             done = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
             progress.update(job, description=f"running tests: {done}")
 
-        trace = run_traced_suite(repo, interpreter, args.tests, timeout_s=args.timeout,
-                                 progress=on_test)
-    report = build_trace_report(trace, str(repo))
+        key = uuid.uuid4().hex
+        register_progress(key, on_record)
+        try:
+            report = trace_suite(params.model_copy(update={"progress_key": key}))
+        finally:
+            unregister_progress(key)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -119,11 +152,19 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _print_report(report: TraceReport, console: Console) -> None:
     s = report.summary
     console.print(
         f"{s.total} tests: {s.passed} passed, {s.failed} failed, {s.error} errors, "
-        f"{s.skipped} skipped · {len(report.nodes)} functions · {len(report.edges)} edges · "
+        f"{s.skipped} skipped{f' ({len(report.flaky)} flaky)' if report.flaky else ''} · "
+        f"{len(report.nodes)} functions · {len(report.edges)} edges · "
         f"tracer {report.backend} ({report.backend_reason})", highlight=False,
     )
     table = Table(title=f"Most suspicious functions (top {_TOP_NODES})", title_justify="left")

@@ -188,7 +188,7 @@ def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
     snapshot.
     """
     repo = folder / "repo"
-    shutil.copytree(request.workspace, repo, symlinks=True, copy_function=shutil.copyfile)
+    shutil.copytree(request.workspace, repo, symlinks=True, copy_function=shutil.copy)
     for relative, text in request.overlay.items():
         target = repo / relative
         target.parent.mkdir(parents=True, exist_ok=True)

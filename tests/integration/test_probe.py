@@ -11,14 +11,21 @@ from pathlib import Path
 import pytest
 
 from equisa_core.models import SuiteTrace, TestOutcome
-from tasks.interpreter import resolve_interpreter
-from tasks.trace_suite import run_traced_suite
+from tasks.run_tests import execute_request
+from tasks.sandbox import RunRequest
+from tasks.sandbox_local import LocalSandbox
 from tests.conftest import FIXTURES, venv_with_pytest
 
 PYTHONS = ["3.8", "3.11", "3.12", "3.13"]
 SHAPES = FIXTURES / "shapes"
 T = "tests/test_geometry.py::"
 MOD = "shapes.geometry."
+
+
+def run_traced_suite(repo: Path, python: Path) -> SuiteTrace:
+    """The suite of ``repo`` run once under the probe in the local sandbox."""
+    request = RunRequest(workspace=repo, workspace_digest="test", interpreter=str(python))
+    return execute_request(LocalSandbox(), request)
 
 
 def tree_digest(root: Path) -> str:
@@ -35,7 +42,7 @@ def tree_digest(root: Path) -> str:
 def shapes_trace(request) -> tuple[str, SuiteTrace]:
     python = venv_with_pytest(request.param)
     before = tree_digest(SHAPES)
-    trace = run_traced_suite(SHAPES, resolve_interpreter(SHAPES, str(python)))
+    trace = run_traced_suite(SHAPES, python)
     assert tree_digest(SHAPES) == before, "the run wrote into the repository"
     return request.param, trace
 
@@ -146,12 +153,18 @@ def test_failures_carry_traceback_and_output(shapes_trace):
 def test_a_crash_keeps_earlier_outcomes(minor):
     python = venv_with_pytest(minor)
     repo = FIXTURES / "crashing"
-    trace = run_traced_suite(repo, resolve_interpreter(repo, str(python)))
-    assert trace.crashed
-    assert trace.crashed_in == "tests/test_crash.py::test_kills_interpreter"
+    trace = run_traced_suite(repo, python)
+    # The crash is recorded against the test that caused it, and the run resumed after it.
+    assert not trace.crashed
     got = outcomes(trace)
     assert got == {
         "tests/test_crash.py::test_first": TestOutcome.PASSED,
         "tests/test_crash.py::test_second_fails": TestOutcome.FAILED,
+        "tests/test_crash.py::test_kills_interpreter": TestOutcome.ERROR,
+        "tests/test_crash.py::test_never_runs": TestOutcome.PASSED,
     }
+    killer = next(t for t in trace.tests if t.test_id.endswith("test_kills_interpreter"))
+    assert killer.exception_type == "InterpreterCrash"
+    assert "exit status 3" in (killer.message or "")
+    assert [t.test_id for t in trace.tests] == list(trace.collected)
     assert "helpers.double" in {n.fqn for n in trace.nodes}

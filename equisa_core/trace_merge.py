@@ -1,0 +1,82 @@
+"""Combining traces: shards of one suite, runs resumed after a crash, flaky re-runs. Pure.
+
+Shards split the collected tests round-robin (test ``i`` goes to shard ``i mod n``), so the
+suite's order is rebuilt exactly by interleaving the shards' collected lists; merging is
+therefore deterministic whatever order the shards finish in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import zip_longest
+
+from equisa_core.models import SuiteTrace, TestOutcome, TestResult
+
+__all__ = ["CRASH_EXCEPTION", "crash_result", "interleave", "combine", "mark_flaky"]
+
+#: ``exception_type`` of a test during which the interpreter died.
+CRASH_EXCEPTION = "InterpreterCrash"
+
+
+def crash_result(test_id: str, reason: str) -> TestResult:
+    """The result recorded for a test that killed its interpreter."""
+    return TestResult(
+        test_id=test_id,
+        outcome=TestOutcome.ERROR,
+        duration=0.0,
+        exception_type=CRASH_EXCEPTION,
+        message=f"the interpreter died while running this test ({reason})",
+    )
+
+
+def interleave(collected_per_shard: Sequence[Sequence[str]]) -> list[str]:
+    """The suite's collection order from round-robin shards' collected lists."""
+    order: list[str] = []
+    for row in zip_longest(*collected_per_shard):
+        order.extend(test for test in row if test is not None)
+    return order
+
+
+def combine(
+    parts: Sequence[SuiteTrace], order: Sequence[str], extra: Iterable[TestResult] = ()
+) -> SuiteTrace:
+    """One trace from several runs of disjoint tests: tests in ``order`` (others last, by id).
+
+    ``extra`` adds results that no run wrote (crashed tests). The result is crashed when any part
+    ended crashed without being resumed: the caller passes only unresolved crashes as such.
+    """
+    if not parts:
+        raise ValueError("combine needs at least one trace")
+    results: dict[str, TestResult] = {}
+    for part in parts:
+        for test in part.tests:
+            results[test.test_id] = test
+    for test in extra:
+        results.setdefault(test.test_id, test)
+    rank = {test_id: index for index, test_id in enumerate(order)}
+    tests = sorted(results.values(), key=lambda t: (rank.get(t.test_id, len(rank)), t.test_id))
+    nodes = {node.fqn: node for part in parts for node in part.nodes}
+    edges = {edge for part in parts for edge in part.edges}
+    errors = {(e.location, e.message): e for part in parts for e in part.collect_errors}
+    unresolved = [part for part in parts if part.crashed]
+    first = parts[0]
+    return SuiteTrace(
+        python_version=first.python_version,
+        backend=first.backend,
+        backend_reason=first.backend_reason,
+        tests=tuple(tests),
+        nodes=tuple(sorted(nodes.values(), key=lambda n: n.fqn)),
+        edges=tuple(sorted(edges, key=lambda e: (e.caller, e.callee))),
+        collect_errors=tuple(errors.values()),
+        crashed=bool(unresolved),
+        crashed_in=unresolved[0].crashed_in if unresolved else None,
+        crash_reason=unresolved[0].crash_reason if unresolved else None,
+        collected=tuple(order),
+        flaky=frozenset().union(*(part.flaky for part in parts)),
+    )
+
+
+def mark_flaky(trace: SuiteTrace, rerun_passed: Iterable[str]) -> SuiteTrace:
+    """``trace`` with the failing tests that passed when re-run alone marked flaky."""
+    failing = trace.failed_tests()
+    return trace.model_copy(update={"flaky": trace.flaky | (set(rerun_passed) & failing)})

@@ -1,0 +1,95 @@
+"""The ``trace-suite`` flow: snapshot, fan the suite out over sandboxed shards, merge, find flaky tests.
+
+Control flow only; the work is in ``tasks``. The report is returned and published as a table
+artifact of the most suspicious functions.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from prefect import flow, unmapped
+from prefect.artifacts import create_table_artifact
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.models import SuiteTrace
+from equisa_core.trace_merge import combine, interleave, mark_flaky
+from equisa_core.trace_report import TraceReport, build_trace_report
+from tasks.prepare import check_interpreter, check_repository, snapshot_workspace
+from tasks.run_tests import run_tests
+from tasks.sandbox import RunRequest, SandboxLimits
+
+__all__ = ["TraceParameters", "trace_suite", "MAX_FLAKY_RERUNS"]
+
+#: Failing tests re-run alone to tell flaky ones apart; more than this are not re-run.
+MAX_FLAKY_RERUNS = 20
+
+
+class TraceParameters(BaseModel):
+    """Parameters of one traced run of a repository's suite."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="The repository's root folder.")
+    python: str | None = Field(None, description="Interpreter (local) or command in the image (docker).")
+    tests: list[str] = Field(default_factory=list, description="pytest paths or node ids; empty: all.")
+    sandbox: Literal["local", "docker"] = "local"
+    docker_image: str | None = Field(None, description="Image for the docker sandbox.")
+    shards: int | None = Field(None, ge=1, description="Parallel shards; default: the number of cores.")
+    no_cache: bool = Field(False, description="Run again even when a cached result exists.")
+    wall_clock_s: float = Field(1800.0, gt=0, description="Limit per shard run.")
+    test_timeout_s: float | None = Field(300.0, gt=0, description="Limit per test.")
+    rerun_failures: bool = Field(True, description="Re-run failing tests alone to find flaky ones.")
+    progress_key: str | None = Field(None, description="Key of a registered progress callback.")
+
+
+@flow(name="trace-suite", flow_run_name="trace {params.path}", log_prints=True)
+def trace_suite(params: TraceParameters) -> TraceReport:
+    """Trace a repository's suite in sandboxes and score every function."""
+    repo = check_repository(Path(params.path))
+    workspace = snapshot_workspace(str(repo))
+    if params.sandbox == "local":
+        interpreter = check_interpreter(repo, params.python)
+        command, version = interpreter.path, interpreter.version
+    else:
+        command, version = params.python or "python3", f"image:{params.docker_image or 'default'}"
+    limits = SandboxLimits(wall_clock_s=params.wall_clock_s, test_timeout_s=params.test_timeout_s)
+    base = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, tests=tuple(params.tests),
+                      interpreter=command, limits=limits)
+    shards = params.shards or os.cpu_count() or 1
+    requests = [base] if shards == 1 else [
+        base.model_copy(update={"shard": (index, shards)}) for index in range(shards)
+    ]
+    runner = run_tests.with_options(refresh_cache=params.no_cache or None)
+    common = {"backend": unmapped(params.sandbox), "interpreter_version": unmapped(version),
+              "docker_image": unmapped(params.docker_image), "progress_key": unmapped(params.progress_key)}
+    parts: list[SuiteTrace] = runner.map(requests, **common).result()
+    trace = combine(parts, interleave([part.collected for part in parts]))
+    failing = sorted(trace.failed_tests())
+    if params.rerun_failures and failing:
+        alone = [
+            base.model_copy(update={"only": (test,), "trace": False})
+            for test in failing[:MAX_FLAKY_RERUNS]
+        ]
+        reruns: list[SuiteTrace] = runner.map(alone, **{**common, "progress_key": unmapped(None)}).result()
+        passed = {t.test_id for rerun in reruns for t in rerun.tests if t.outcome == "passed"}
+        trace = mark_flaky(trace, passed)
+    report = build_trace_report(trace, str(repo))
+    _publish(report)
+    return report
+
+
+def _publish(report: TraceReport) -> None:
+    rows = [
+        {"function": n.fqn, "file": f"{n.file}:{n.start_line}", "failed": n.failed_s,
+         "passed": n.passed_s, "tarantula": round(n.tarantula, 4), "ochiai": round(n.ochiai, 4)}
+        for n in report.nodes[:10]
+    ]
+    s = report.summary
+    create_table_artifact(
+        table=rows, key="trace-ranking",
+        description=f"{s.total} tests: {s.passed} passed, {s.failed} failed, {s.error} errors, "
+                    f"{s.skipped} skipped, {len(report.flaky)} flaky",
+    )

@@ -1,0 +1,47 @@
+"""Prefect tasks that prepare a run: the workspace snapshot and the interpreter check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from equisa_core.errors import RepositoryNotFoundError
+from tasks.interpreter import Interpreter, resolve_interpreter
+from tasks.workspace import Workspace, WorkspaceError, snapshot
+
+__all__ = ["check_repository", "snapshot_workspace", "check_interpreter"]
+
+
+def check_repository(path: Path) -> Path:
+    """Return the resolved repository path, or raise ``RepositoryNotFoundError``."""
+    if not path.exists():
+        raise RepositoryNotFoundError(f"repository path {path} does not exist")
+    if not path.is_dir():
+        raise RepositoryNotFoundError(f"repository path {path} is not a directory")
+    return path.resolve()
+
+
+def _workspace_fault(task: object, task_run: object, state: object) -> bool:
+    """Retry only faults of the machine (disk, git), never bad input (path, URL, ref)."""
+    try:
+        state.result(raise_on_failure=True)  # type: ignore[attr-defined]
+    except WorkspaceError:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+@task(name="snapshot-workspace", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=2,
+      retry_condition_fn=_workspace_fault)
+def snapshot_workspace(source: str, ref: str | None = None) -> Workspace:
+    """A content-hashed read-only snapshot of the repository (hashing is the cache check)."""
+    return snapshot(source, ref)
+
+
+@task(name="check-interpreter", cache_policy=NO_CACHE)
+def check_interpreter(repo: Path, python: str | None) -> Interpreter:
+    """The interpreter that runs the suite, checked: exists, Python 3.8+, pytest importable."""
+    return resolve_interpreter(repo, python)

@@ -1,0 +1,201 @@
+"""The ``run_tests`` Prefect task: one sandboxed, cached, crash-resuming run of (part of) a suite.
+
+``execute_request`` is the plain function (no Prefect): it runs the request in a sandbox and,
+when a test kills the interpreter, records that test as an ``InterpreterCrash`` error and
+resumes with the tests not yet run, up to ``MAX_RESUMES`` times. The task wraps it with a cache
+key of everything the result depends on (``RunRequest.cache_key``) and retries that fire only for
+``SandboxInfrastructureError`` — a failing test is a result, never a reason to retry.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from prefect import Task, task
+from prefect.client.schemas.objects import TaskRun
+from prefect.context import TaskRunContext
+from prefect.states import State
+
+from equisa_core.errors import (
+    CollectionError,
+    InvalidSelectionError,
+    NoTestsCollectedError,
+    ProbeProtocolError,
+)
+from equisa_core.models import SuiteTrace
+from equisa_core.probe_output import parse_probe_output
+from equisa_core.trace_merge import combine, crash_result
+from tasks.sandbox import RecordCallback, RunRequest, Sandbox, SandboxInfrastructureError, SandboxRun
+
+__all__ = [
+    "MAX_RESUMES",
+    "SANDBOX_BACKENDS",
+    "make_sandbox",
+    "execute_request",
+    "run_tests",
+    "register_progress",
+    "unregister_progress",
+]
+
+#: Crashes survived per run before the rest of the tests are given up.
+MAX_RESUMES = 10
+SANDBOX_BACKENDS = ("local", "docker")
+_PYTEST_USAGE_ERROR = 4
+_PYTEST_NO_TESTS = 5
+
+# Progress callbacks by key: a task's parameters must stay plain data (they are recorded by
+# Prefect), so the caller registers its callback here and passes only the key.
+_progress: dict[str, RecordCallback] = {}
+_progress_lock = threading.Lock()
+
+
+def register_progress(key: str, callback: RecordCallback) -> None:
+    """Have ``run_tests(progress_key=key)`` report each probe record to ``callback``."""
+    with _progress_lock:
+        _progress[key] = callback
+
+
+def unregister_progress(key: str) -> None:
+    """Forget the callback registered under ``key``."""
+    with _progress_lock:
+        _progress.pop(key, None)
+
+
+def make_sandbox(backend: str, docker_image: str | None = None) -> Sandbox:
+    """The sandbox for ``backend`` ('local' or 'docker')."""
+    if backend == "local":
+        from tasks.sandbox_local import LocalSandbox
+
+        return LocalSandbox()
+    if backend == "docker":
+        from tasks.sandbox_docker import DockerSandbox
+
+        return DockerSandbox(image=docker_image) if docker_image else DockerSandbox()
+    raise InvalidSelectionError(f"unknown sandbox {backend!r}; choose one of {', '.join(SANDBOX_BACKENDS)}")
+
+
+def execute_request(
+    sandbox: Sandbox, request: RunRequest, on_record: RecordCallback | None = None
+) -> SuiteTrace:
+    """Run ``request`` in ``sandbox``, resuming after crashes; raise when no test could run."""
+    first_run = sandbox.run(request, on_record)
+    if not first_run.probe_output:
+        raise _no_output_error(first_run, request)
+    parts = [_parse(first_run, request)]
+    crashed = []
+    current, last_run = parts[0], first_run
+    for _ in range(MAX_RESUMES):
+        # A timeout spent the run's budget; a death outside any test leaves nothing to resume.
+        if not current.crashed or current.crashed_in is None or last_run.timed_out:
+            break
+        crashed.append(crash_result(current.crashed_in, current.crash_reason or "crashed"))
+        done = {t.test_id for part in parts for t in part.tests} | {c.test_id for c in crashed}
+        remaining = tuple(t for t in parts[0].collected if t not in done)
+        parts[-1] = current.model_copy(update={"crashed": False, "crashed_in": None, "crash_reason": None})
+        if not remaining:
+            break
+        last_run = sandbox.run(request.model_copy(update={"only": remaining, "shard": None}), on_record)
+        if not last_run.probe_output:
+            break
+        current = _parse(last_run, request)
+        parts.append(current)
+    trace = combine(parts, parts[0].collected, extra=crashed)
+    if not trace.tests and not trace.crashed:
+        if trace.collect_errors:
+            first = trace.collect_errors[0]
+            more = len(trace.collect_errors) - 1
+            raise CollectionError(
+                f"the test suite does not import: {first.location}: {_last_line(first.message)}"
+                + (f" (and {more} more)" if more else "")
+            )
+        if first_run.exit_code == _PYTEST_USAGE_ERROR:
+            raise InvalidSelectionError(f"pytest rejected the selection: {_last_line(first_run.log_tail)}")
+        raise NoTestsCollectedError(
+            "no tests collected" + (f" for {' '.join(request.tests)}" if request.tests else "")
+        )
+    return trace
+
+
+def _parse(run: SandboxRun, request: RunRequest) -> SuiteTrace:
+    trace = parse_probe_output(run.probe_output.splitlines())
+    if trace.crashed:
+        reason = f"timed out after {request.limits.wall_clock_s:g}s" if run.timed_out else (
+            f"exit status {run.exit_code}" if run.exit_code is not None else "killed by a signal"
+        )
+        trace = trace.model_copy(update={"crash_reason": reason})
+    return trace
+
+
+def _no_output_error(run: SandboxRun, request: RunRequest) -> Exception:
+    if run.exit_code == _PYTEST_USAGE_ERROR:
+        return InvalidSelectionError(f"pytest rejected the selection: {_last_line(run.log_tail)}")
+    if run.exit_code == _PYTEST_NO_TESTS:
+        return NoTestsCollectedError("no tests collected")
+    if run.timed_out:
+        return ProbeProtocolError("the run timed out before the probe started")
+    return ProbeProtocolError(
+        f"pytest exited with status {run.exit_code} before the probe started: {_last_line(run.log_tail)}"
+    )
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    meaningful = [line for line in lines if not set(line) <= set("=-_ ")]
+    return (meaningful or lines or ["(no output)"])[-1][:300]
+
+
+# ---------------------------------------------------------------------------------------------
+# The Prefect task.
+
+
+def _cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
+    request: RunRequest = parameters["request"]
+    image = parameters.get("docker_image") or ""
+    return request.cache_key(parameters["backend"] + image, parameters.get("interpreter_version", ""))
+
+
+def _infrastructure_only(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:
+    """Retry only when the sandbox itself failed."""
+    try:
+        state.result(raise_on_failure=True)
+    except SandboxInfrastructureError:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+def _run_name() -> str:
+    from prefect.runtime import task_run
+
+    request: RunRequest = task_run.parameters["request"]
+    if request.only is not None and len(request.only) == 1:
+        return f"rerun {request.only[0]}"
+    if request.shard is not None:
+        return f"run-tests shard {request.shard[0] + 1}/{request.shard[1]}"
+    return "run-tests"
+
+
+@task(
+    name="run-tests",
+    task_run_name=_run_name,
+    cache_key_fn=_cache_key,
+    cache_expiration=timedelta(days=30),
+    persist_result=True,
+    retries=2,
+    retry_delay_seconds=[2, 10],
+    retry_condition_fn=_infrastructure_only,
+)
+def run_tests(
+    request: RunRequest,
+    backend: str = "local",
+    interpreter_version: str = "",
+    docker_image: str | None = None,
+    progress_key: str | None = None,
+) -> SuiteTrace:
+    """Run (a shard of) a suite in a sandbox and return the probe's per-test results."""
+    callback: Callable[[dict], None] | None = _progress.get(progress_key) if progress_key else None
+    return execute_request(make_sandbox(backend, docker_image), request, callback)

@@ -1,0 +1,85 @@
+"""The sandbox contract: cache keys, scrubbed environments, run folders and probe arguments."""
+
+from __future__ import annotations
+
+import pytest
+
+from equisa_core.errors import InvalidSelectionError
+from tasks.sandbox import (
+    RunRequest,
+    SandboxLimits,
+    cap_text,
+    prepare_run_folder,
+    probe_arguments,
+    scrubbed_environment,
+)
+from tests.conftest import FIXTURES
+
+
+def request(**changes) -> RunRequest:
+    base = {"workspace": FIXTURES / "shapes", "workspace_digest": "abc", "interpreter": "/usr/bin/python3"}
+    return RunRequest(**{**base, **changes})
+
+
+def test_cache_key_changes_with_everything_the_result_depends_on():
+    key = request().cache_key("local", "3.11.7")
+    assert key == request().cache_key("local", "3.11.7")
+    variants = [
+        request(workspace_digest="abd").cache_key("local", "3.11.7"),
+        request(overlay={"a.py": "x = 1\n"}).cache_key("local", "3.11.7"),
+        request(tests=("tests/test_a.py",)).cache_key("local", "3.11.7"),
+        request(only=("t",)).cache_key("local", "3.11.7"),
+        request(shard=(0, 2)).cache_key("local", "3.11.7"),
+        request(env={"X": "1"}).cache_key("local", "3.11.7"),
+        request(trace=False).cache_key("local", "3.11.7"),
+        request(limits=SandboxLimits(test_timeout_s=5)).cache_key("local", "3.11.7"),
+        request().cache_key("docker", "3.11.7"),
+        request().cache_key("local", "3.12.1"),
+    ]
+    assert len({key, *variants}) == len(variants) + 1
+
+
+def test_environment_is_scrubbed_and_pinned(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-1")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s")
+    monkeypatch.setenv("SOME_RANDOM_HOST_VAR", "v")
+    env = scrubbed_environment({"GITHUB_TOKEN": "t", "MY_SETTING": "ok", "DB_PASSWORD": "p"}, "/h", "/t")
+    assert env["MY_SETTING"] == "ok"
+    for name in ("OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "SOME_RANDOM_HOST_VAR", "GITHUB_TOKEN",
+                 "DB_PASSWORD"):
+        assert name not in env
+    assert (env["PYTHONHASHSEED"], env["TZ"], env["HOME"], env["TMPDIR"]) == ("0", "UTC", "/h", "/t")
+
+
+def test_overlay_paths_must_stay_inside():
+    for bad in ("/etc/passwd", "../x.py", "a/../../x.py"):
+        with pytest.raises(InvalidSelectionError):
+            request(overlay={bad: ""})
+
+
+def test_run_folder_holds_copy_overlay_and_probe(tmp_path):
+    overlay = {"shapes/geometry.py": "X = 1\n", "tests/new/test_n.py": "pass\n"}
+    repo = prepare_run_folder(request(overlay=overlay, only=("t1", "t2")), tmp_path)
+    assert (repo / "shapes" / "geometry.py").read_text() == "X = 1\n"
+    assert (repo / "tests" / "new" / "test_n.py").exists()
+    assert (repo / "tests" / "test_geometry.py").read_bytes() == (
+        FIXTURES / "shapes" / "tests" / "test_geometry.py").read_bytes()
+    assert (tmp_path / "probe" / "equisa_probe.py").exists()
+    assert (tmp_path / "out" / "select.txt").read_text() == "t1\nt2\n"
+    # The snapshot itself was not touched.
+    assert "X = 1" not in (FIXTURES / "shapes" / "shapes" / "geometry.py").read_text()
+
+
+def test_probe_arguments_carry_selection_shard_and_timeout():
+    args = probe_arguments(request(only=("t",), shard=(1, 3), tests=("tests",), trace=False), "/r", "/o")
+    assert "--equisa-select=/o/select.txt" in args
+    assert "--equisa-shard=1/3" in args
+    assert "--equisa-trace=0" in args
+    assert "--equisa-test-timeout=300" in args
+    assert args[-1] == "tests"
+
+
+def test_cap_text_keeps_the_tail():
+    assert cap_text(b"abc", 10) == "abc"
+    capped = cap_text(b"a" * 100 + b"END", 10)
+    assert capped.endswith("aaaaaaaEND") and capped.startswith("...[truncated]...")

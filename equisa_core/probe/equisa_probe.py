@@ -28,6 +28,7 @@ keeps private copies of what it needs from those modules, taken at import, as co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -36,6 +37,8 @@ import threading
 import time
 import traceback
 import types
+
+import pytest
 
 __all__ = ["choose_backend", "ProbePlugin"]
 
@@ -79,8 +82,8 @@ def choose_backend():
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is None:
         return "setprofile", "sys.monitoring needs Python 3.12+; this is %d.%d" % sys.version_info[:2]
-    if _free_tool_id(monitoring) is None:
-        return "setprofile", "every sys.monitoring tool id the probe may use is taken"
+    if len(_free_tool_ids(monitoring)) < 2:
+        return "setprofile", "fewer than two sys.monitoring tool ids are free for the probe"
     if forced and forced != "sys.monitoring":
         return "sys.monitoring", "unknown %s=%r ignored; Python %d.%d has sys.monitoring" % (
             (BACKEND_ENV, forced) + sys.version_info[:2])
@@ -88,11 +91,9 @@ def choose_backend():
     return "sys.monitoring", "Python " + version + " has sys.monitoring (PEP 669), the cheapest hook"
 
 
-def _free_tool_id(monitoring):
-    for tool_id in (monitoring.PROFILER_ID, 3, 4, 5):
-        if monitoring.get_tool(tool_id) is None:
-            return tool_id
-    return None
+def _free_tool_ids(monitoring):
+    """Tool ids the probe may take (the profiler's and the unassigned ones) that are free."""
+    return [t for t in (monitoring.PROFILER_ID, 3, 4, 5) if monitoring.get_tool(t) is None]
 
 
 class _CodeInfo:
@@ -149,7 +150,6 @@ class _Recorder:
     def begin(self):
         self.covered = set()
         self.edges = set()
-        self.active = True
 
     def end(self):
         self.active = False
@@ -157,61 +157,97 @@ class _Recorder:
 
 
 class _MonitoringBackend:
-    """sys.monitoring (3.12+): PY_START once per function per test; CALL once per call site."""
+    """sys.monitoring (3.12+) with two tools, so code outside the project costs nothing after once.
+
+    The *discovery* tool listens to PY_START everywhere; it sees each code object once per session
+    (it always answers DISABLE and the probe never calls ``restart_events``). Project code found
+    that way gets *local* PY_START and CALL events of the *tracking* tool, which record coverage
+    and call edges once per function and call site, then DISABLE; at the next test only those
+    locations are re-armed, by resetting their local events. pytest's own functions, libraries
+    and the standard library are therefore not re-instrumented for every test.
+    """
 
     name = "sys.monitoring"
 
     def __init__(self, recorder):
         self.recorder = recorder
         self.monitoring = sys.monitoring
-        self.tool_id = None
+        self.events = self.monitoring.events.PY_START | self.monitoring.events.CALL
+        self.discovery = self.tracking = None
+        self.disabled = set()  # ids of project code whose tracking events fired since the last arm
 
     def install(self):
         m = self.monitoring
-        self.tool_id = _free_tool_id(m)
-        m.use_tool_id(self.tool_id, "equisa-probe")
-        m.register_callback(self.tool_id, m.events.PY_START, self._on_start)
-        m.register_callback(self.tool_id, m.events.CALL, self._on_call)
-        m.set_events(self.tool_id, m.events.PY_START)
+        self.discovery, self.tracking = _free_tool_ids(m)[:2]
+        m.use_tool_id(self.discovery, "equisa-probe-discovery")
+        m.use_tool_id(self.tracking, "equisa-probe")
+        m.register_callback(self.discovery, m.events.PY_START, self._on_discover)
+        m.register_callback(self.tracking, m.events.PY_START, self._on_start)
+        m.register_callback(self.tracking, m.events.CALL, self._on_call)
+        m.set_events(self.discovery, m.events.PY_START)
 
     def uninstall(self):
         m = self.monitoring
-        if self.tool_id is None:
+        if self.discovery is None:
             return
-        m.set_events(self.tool_id, 0)
-        m.register_callback(self.tool_id, m.events.PY_START, None)
-        m.register_callback(self.tool_id, m.events.CALL, None)
-        m.free_tool_id(self.tool_id)
-        self.tool_id = None
+        m.set_events(self.discovery, 0)
+        for info in self.recorder.known.values():
+            m.set_local_events(self.tracking, info.code, 0)
+        for tool in (self.discovery, self.tracking):
+            m.register_callback(tool, m.events.PY_START, None)
+            m.register_callback(tool, m.events.CALL, None)
+            m.free_tool_id(tool)
+        self.discovery = self.tracking = None
 
     def arm(self):
-        """Re-enable every event disabled during the previous test."""
-        self.monitoring.restart_events()
+        """Re-enable the project locations the previous test disabled, and only those."""
+        m, known = self.monitoring, self.recorder.known
+        for key in self.disabled:
+            code = known[key].code
+            m.set_local_events(self.tracking, code, 0)
+            m.set_local_events(self.tracking, code, self.events)
+        self.disabled = set()
 
-    def _on_start(self, code, offset):
+    def _on_discover(self, code, offset):
         rec = self.recorder
-        known = id(code) in rec.known
         frame = _getframe(1)
         info = rec.lookup(code, frame)
         if info is not None:
-            if not known:
-                # Per-code CALL events give every call site in project code, not just the first.
-                self.monitoring.set_local_events(self.tool_id, code, self.monitoring.events.CALL)
-            if rec.active:
-                key = id(code)
-                rec.covered.add(key)
+            self.monitoring.set_local_events(self.tracking, code, self.events)
+            if rec.active:  # this call itself is not seen by the tracking tool
+                rec.covered.add(id(code))
                 caller = frame.f_back
                 if caller is not None and id(caller.f_code) in rec.known:
-                    rec.edges.add((id(caller.f_code), key))
+                    rec.edges.add((id(caller.f_code), id(code)))
+        return self.monitoring.DISABLE
+
+    def _on_start(self, code, offset):
+        rec = self.recorder
+        if not rec.active:  # pytest's reporting between phases: ignore, but stay armed
+            return None
+        key = id(code)
+        self.disabled.add(key)
+        rec.covered.add(key)
+        caller = _getframe(1).f_back
+        if caller is not None and id(caller.f_code) in rec.known:
+            rec.edges.add((id(caller.f_code), key))
         return self.monitoring.DISABLE
 
     def _on_call(self, code, offset, callable_, arg0):
         rec = self.recorder
-        if rec.active:
-            callee = _callee_code(callable_)
-            if callee is not None and id(callee) in rec.known:
-                rec.edges.add((id(code), id(callee)))
+        if not rec.active:
+            return None
+        self.disabled.add(id(code))
+        callee = _callee_code(callable_)
+        if callee is not None and id(callee) in rec.known:
+            rec.edges.add((id(code), id(callee)))
         return self.monitoring.DISABLE
+
+    def enter(self):
+        pass
+
+    def leave(self):
+        pass
 
 
 def _callee_code(obj):
@@ -234,40 +270,55 @@ def _callee_code(obj):
 
 
 class _ProfileBackend:
-    """sys.setprofile (3.8-3.11): one callback per call and return; only calls are looked at."""
+    """sys.setprofile (3.8-3.11), installed only during a test's setup, call and teardown phases.
+
+    While any profile or trace function is set, CPython before 3.12 runs every instruction on its
+    slow path; keeping the hook off during collection and pytest's reporting is what keeps the
+    overhead down. Only ``call`` events are looked at.
+    """
 
     name = "setprofile"
 
     def __init__(self, recorder):
         self.recorder = recorder
+        self.hook = self._make_hook()
+
+    def _make_hook(self):
+        rec = self.recorder
+        known = rec.known
+        lookup = rec.lookup
+
+        def hook(frame, event, arg):
+            if event != "call":
+                return
+            code = frame.f_code
+            key = id(code)
+            if key in known or lookup(code, frame) is not None:
+                rec.covered.add(key)
+                caller = frame.f_back
+                if caller is not None:
+                    caller_key = id(caller.f_code)
+                    if caller_key in known:
+                        rec.edges.add((caller_key, key))
+
+        return hook
 
     def install(self):
-        threading.setprofile(self._on_event)
-        sys.setprofile(self._on_event)
+        pass
 
     def uninstall(self):
-        sys.setprofile(None)
-        threading.setprofile(None)
+        self.leave()
 
     def arm(self):
-        # A test that used cProfile (or anything else that owns the hook) may have replaced ours.
-        if sys.getprofile() is not self._on_event:
-            sys.setprofile(self._on_event)
+        pass
 
-    def _on_event(self, frame, event, arg):
-        if event != "call":
-            return
-        rec = self.recorder
-        if not rec.active:
-            return
-        code = frame.f_code
-        info = rec.known.get(id(code)) or rec.lookup(code, frame)
-        if info is not None:
-            key = id(code)
-            rec.covered.add(key)
-            caller = frame.f_back
-            if caller is not None and id(caller.f_code) in rec.known:
-                rec.edges.add((id(caller.f_code), key))
+    def enter(self):
+        threading.setprofile(self.hook)
+        sys.setprofile(self.hook)
+
+    def leave(self):
+        sys.setprofile(None)
+        threading.setprofile(None)
 
 
 class _NoBackend:
@@ -285,6 +336,12 @@ class _NoBackend:
         pass
 
     def arm(self):
+        pass
+
+    def enter(self):
+        pass
+
+    def leave(self):
         pass
 
 
@@ -431,6 +488,32 @@ class ProbePlugin:
         self._start_alarm()
         self.backend.arm()
         self.recorder.begin()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item):
+        with self._phase():
+            yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        with self._phase():
+            yield
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        with self._phase():
+            yield
+
+    @contextlib.contextmanager
+    def _phase(self):
+        """Trace one of the test's phases; pytest's reporting in between is not traced."""
+        self.recorder.active = True
+        self.backend.enter()
+        try:
+            yield
+        finally:
+            self.backend.leave()
+            self.recorder.active = False
 
     def pytest_runtest_makereport(self, item, call):
         if call.excinfo is not None and call.when in ("setup", "call", "teardown"):

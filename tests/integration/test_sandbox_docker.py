@@ -66,7 +66,7 @@ def outcomes(trace: SuiteTrace) -> dict[str, TestOutcome]:
 
 
 @pytest.mark.parametrize("transfer", ["bind", "copy"])
-def test_shapes_suite_runs_in_a_container(docker_engine, workspace, transfer):  # noqa: F811
+def test_shapes_suite_runs_in_a_container(docker_engine, workspace, transfer):
     before = tree_digest(workspace)
     records: list[dict] = []
     request = RunRequest(workspace=workspace, workspace_digest="test", interpreter="python3")
@@ -99,7 +99,7 @@ def test_shapes_suite_runs_in_a_container(docker_engine, workspace, transfer):  
     assert docker_engine.volumes.list(filters={"label": RUN_LABEL}) == []
 
 
-def test_a_suite_that_vandalises_its_copy_leaves_the_snapshot_unchanged(docker_engine, workspace):  # noqa: F811
+def test_a_suite_that_vandalises_its_copy_leaves_the_snapshot_unchanged(docker_engine, workspace):
     before = tree_digest(workspace)
     vandal = textwrap.dedent("""
         import os, pathlib, shutil
@@ -117,7 +117,7 @@ def test_a_suite_that_vandalises_its_copy_leaves_the_snapshot_unchanged(docker_e
     assert tree_digest(workspace) == before
 
 
-def test_container_is_locked_down(docker_engine, workspace):  # noqa: F811
+def test_container_is_locked_down(docker_engine, workspace):
     limits = SandboxLimits(wall_clock_s=120, memory_bytes=2 * GIB, max_processes=100)
     probe = textwrap.dedent("""
         import os, pathlib, resource
@@ -166,7 +166,7 @@ def test_container_is_locked_down(docker_engine, workspace):  # noqa: F811
     assert len(got) == 7
 
 
-def test_no_network_to_a_server_on_the_host(docker_engine, workspace):  # noqa: F811
+def test_no_network_to_a_server_on_the_host(docker_engine, workspace):
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
     port = server.getsockname()[1]
@@ -207,7 +207,7 @@ def test_no_network_to_a_server_on_the_host(docker_engine, workspace):  # noqa: 
     assert len(accepted) == 1, "the sandbox reached the host's server"
 
 
-def test_secrets_are_not_visible(docker_engine, workspace, monkeypatch):  # noqa: F811
+def test_secrets_are_not_visible(docker_engine, workspace, monkeypatch):
     secrets = {"OPENAI_API_KEY": "sk-equisa-test-secret", "AWS_SECRET_ACCESS_KEY": "aws-equisa-secret"}
     for name, value in secrets.items():
         monkeypatch.setenv(name, value)
@@ -234,7 +234,7 @@ def test_secrets_are_not_visible(docker_engine, workspace, monkeypatch):  # noqa
     assert "equisa-test-secret" not in run.probe_output + run.log_tail
 
 
-def test_memory_limit_contains_a_10_gb_allocation(docker_engine, workspace):  # noqa: F811
+def test_memory_limit_contains_a_10_gb_allocation(docker_engine, workspace):
     hog = textwrap.dedent("""
         def test_allocate_10_gb():
             block = bytearray(10 * 1024 ** 3)
@@ -258,7 +258,7 @@ def test_memory_limit_contains_a_10_gb_allocation(docker_engine, workspace):  # 
         assert got["tests/test_hog.py::test_after_the_hog"] is TestOutcome.PASSED
 
 
-def test_wall_clock_timeout_kills_and_removes_the_container(docker_engine, workspace):  # noqa: F811
+def test_wall_clock_timeout_kills_and_removes_the_container(docker_engine, workspace):
     hang = textwrap.dedent("""
         import time
 
@@ -286,14 +286,14 @@ def test_unreachable_engine_is_an_infrastructure_error(workspace):
     assert "unreachable" in raised.value.message and "\n" not in raised.value.message
 
 
-def test_missing_image_says_how_to_build_it(docker_engine, workspace):  # noqa: F811
+def test_missing_image_says_how_to_build_it(docker_engine, workspace):
     request = RunRequest(workspace=workspace, workspace_digest="test", interpreter="python3")
     with pytest.raises(SandboxInfrastructureError) as raised:
         DockerSandbox(image="equisa-no-such-image:none", client=docker_engine).run(request)
     assert "python -m tasks.docker_image" in raised.value.message
 
 
-def test_connects_through_base_url(docker_engine_info, workspace):  # noqa: F811
+def test_connects_through_base_url(docker_engine_info, workspace):
     request = RunRequest(workspace=workspace, workspace_digest="test", interpreter="python3",
                          tests=(T + "test_square",))
     run = DockerSandbox(base_url=docker_engine_info.base_url).run(request)

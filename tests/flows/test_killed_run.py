@@ -1,0 +1,105 @@
+"""A run killed with SIGKILL leaves the user's tree byte-identical and no sandbox behind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.integration.test_probe import tree_digest
+
+EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
+
+SLOW_SUITE = '''
+import time
+
+from slowpkg import work
+
+
+def test_slow_{n}():
+    time.sleep(1.5)
+    assert work({n}) == {n} * 2
+'''
+
+
+def make_repo(root: Path) -> Path:
+    (root / "slowpkg").mkdir(parents=True)
+    (root / "slowpkg" / "__init__.py").write_text("def work(x):\n    return x * 2\n")
+    (root / "tests").mkdir()
+    for n in range(12):
+        (root / "tests" / f"test_slow_{n}.py").write_text(SLOW_SUITE.format(n=n))
+    (root / "conftest.py").write_text("")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                   check=True)
+    return root
+
+
+def descendants(root: int) -> dict[int, str]:
+    """Processes below ``root`` (pid -> command line), from /proc."""
+    parents: dict[int, int] = {}
+    commands: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            commands[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace")
+        except OSError:
+            continue
+        ppid = next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:"))
+        parents[int(entry.name)] = int(ppid)
+    found: dict[int, str] = {}
+    frontier = [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in found:
+                found[pid] = commands.get(pid, "")
+                frontier.append(pid)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                     if line.startswith("State:"))
+    except (OSError, StopIteration):
+        return False
+    return " Z " not in state + " "  # a zombie has already died
+
+
+def test_sigkill_mid_run_leaves_the_tree_untouched(tmp_path, cli_env):
+    repo = make_repo(tmp_path / "user-repo")
+    before = tree_digest(repo)
+    process = subprocess.Popen([EQUISA, "trace", str(repo), "--shards", "2", "--no-cache"], env=cli_env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        suites: dict[int, str] = {}
+        while time.monotonic() < deadline and not suites:
+            suites = {p: c for p, c in descendants(process.pid).items() if "--equisa-out=" in c}
+            time.sleep(0.2)
+        assert suites, "the sandboxed suite never started"
+        time.sleep(1.0)  # mid-run: tests are sleeping inside the sandboxes
+        below = descendants(process.pid)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == -signal.SIGKILL
+    # The sandboxes die with EQUISA (bubblewrap's --die-with-parent, the killed process group).
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(alive(pid) for pid in below):
+        time.sleep(0.2)
+    assert [below[pid] for pid in below if alive(pid)] == []
+    assert tree_digest(repo) == before
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""

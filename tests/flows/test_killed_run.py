@@ -35,8 +35,8 @@ def make_repo(root: Path) -> Path:
     (root / "conftest.py").write_text("")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
-                   check=True)
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "-C", str(root), *identity, "commit", "-qm", "x"], check=True)
     return root
 
 

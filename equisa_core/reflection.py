@@ -1,0 +1,91 @@
+"""Deterministic reflection: the Golden Rule of Callees applied to tracebacks (seed 002 §4.2).
+
+Where the LLM reads an inspection run's output and says CONFIRMED_BUGGY or CONFIRMED_NOT_BUGGY,
+this module reads the probe's structured tracebacks and decides from *where the failure
+originated*: the deepest frame that belongs to the project (not to tests, not to libraries).
+
+- The deepest project frame lies inside the target function: the failure comes from the target's
+  own code (one of its inspection assertions, or its logic) → CONFIRMED_BUGGY.
+- The target is on the failing stack but a callee below it is the deepest project frame: the
+  failure originated in a dependency → CONFIRMED_NOT_BUGGY (the Golden Rule).
+- The target is not on the failing stack, or nothing failed: no opinion (``None``, neutral), which
+  the Bayesian model turns into COLLATERAL_FAILURE or COVERED_AND_PASSED.
+
+Over several failing tests, one that blames the target is enough for CONFIRMED_BUGGY; otherwise
+CONFIRMED_NOT_BUGGY needs every failing stack that includes the target to blame a callee.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from equisa_core.bayes import LLM_BUGGY, LLM_NOT_BUGGY
+from equisa_core.models import Node, TestOutcome, TestResult, TracebackFrame
+from equisa_core.selection import is_test_file
+from equisa_core.signals import same_file
+
+__all__ = ["Reflection", "reflect", "deepest_project_frame"]
+
+
+class Reflection(BaseModel):
+    """A reflection's decision (None: neutral) and the reasoning behind it, for the history."""
+
+    model_config = ConfigDict(frozen=True)
+
+    decision: str | None
+    reasoning: str
+
+
+def deepest_project_frame(frames: Sequence[TracebackFrame]) -> TracebackFrame | None:
+    """The innermost frame in the project's own code (relative path, not test code)."""
+    for frame in reversed(frames):
+        if not frame.file.startswith("/") and not is_test_file(frame.file):
+            return frame
+    return None
+
+
+def _in_target(frame: TracebackFrame, target: Node) -> bool:
+    if target.file is None or target.start_line is None or target.end_line is None:
+        return False
+    return same_file(frame.file, target.file) and target.start_line <= frame.line <= target.end_line
+
+
+def reflect(target: Node, results: Sequence[TestResult]) -> Reflection:
+    """Decide whether ``target`` is buggy from the failing tests' tracebacks (see module doc)."""
+    failing = [r for r in results if r.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)]
+    if not failing:
+        return Reflection(decision=None, reasoning="No test failed; nothing to attribute.")
+    blamed_callees: list[str] = []
+    unrelated = 0
+    for result in failing:
+        on_stack = [f for f in result.traceback if _in_target(f, target)]
+        deepest = deepest_project_frame(result.traceback)
+        if deepest is not None and _in_target(deepest, target):
+            return Reflection(
+                decision=LLM_BUGGY,
+                reasoning=(
+                    f"{result.test_id} fails with {result.exception_type} raised in {target.fqn} "
+                    f"itself ({deepest.file}:{deepest.line}, in {deepest.function}): the error is "
+                    "in the target's own implementation."
+                ),
+            )
+        if on_stack and deepest is not None:
+            blamed_callees.append(
+                f"{result.test_id}: {result.exception_type} originates in callee {deepest.function} "
+                f"({deepest.file}:{deepest.line})"
+            )
+        else:
+            unrelated += 1
+    if blamed_callees and not unrelated:
+        return Reflection(
+            decision=LLM_NOT_BUGGY,
+            reasoning="Golden Rule of Callees: every failing stack through the target fails deeper, "
+            "in a function it calls. " + "; ".join(blamed_callees[:3]),
+        )
+    return Reflection(
+        decision=None,
+        reasoning=f"{len(failing)} failing test(s); {unrelated} fail without {target.fqn} on the "
+        "stack, so the evidence does not single it out.",
+    )

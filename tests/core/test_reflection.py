@@ -1,0 +1,56 @@
+"""The deterministic reflection applies the Golden Rule of Callees to real tracebacks."""
+
+from __future__ import annotations
+
+from equisa_core.bayes import LLM_BUGGY, LLM_NOT_BUGGY
+from equisa_core.models import Node, TestResult, TracebackFrame
+from equisa_core.reflection import deepest_project_frame, reflect
+
+TARGET = Node(fqn="pkg.mod.outer", file="pkg/mod.py", start_line=10, end_line=20)
+
+
+def failing(*frames: tuple[str, int, str], test: str = "tests/test_m.py::test_x") -> TestResult:
+    return TestResult(
+        test_id=test, outcome="failed", duration=0.0, exception_type="ValueError",
+        traceback=tuple(TracebackFrame(file=f, line=n, function=fn) for f, n, fn in frames),
+    )
+
+
+TEST_FRAME = ("tests/test_m.py", 5, "test_x")
+
+
+def test_failure_raised_in_the_target_is_its_own_bug():
+    result = failing(TEST_FRAME, ("pkg/mod.py", 14, "outer"))
+    assert reflect(TARGET, [result]).decision == LLM_BUGGY
+
+
+def test_failure_in_a_callee_clears_the_target():
+    result = failing(TEST_FRAME, ("pkg/mod.py", 14, "outer"), ("pkg/helpers.py", 3, "inner"),
+                     ("/usr/lib/python3.11/json/__init__.py", 346, "loads"))
+    reflection = reflect(TARGET, [result])
+    assert reflection.decision == LLM_NOT_BUGGY
+    assert "inner" in reflection.reasoning
+
+
+def test_library_frames_below_the_target_still_blame_the_target():
+    result = failing(TEST_FRAME, ("pkg/mod.py", 15, "outer"), ("/usr/lib/python3.11/json/decoder.py", 9, "x"))
+    assert deepest_project_frame(result.traceback).function == "outer"
+    assert reflect(TARGET, [result]).decision == LLM_BUGGY
+
+
+def test_failure_without_the_target_on_the_stack_is_neutral():
+    result = failing(TEST_FRAME, ("pkg/other.py", 4, "other"))
+    assert reflect(TARGET, [result]).decision is None
+
+
+def test_passing_runs_are_neutral():
+    passed = TestResult(test_id="t", outcome="passed", duration=0.0)
+    assert reflect(TARGET, [passed]).decision is None
+
+
+def test_one_test_blaming_the_target_wins_over_callee_failures():
+    callee = failing(TEST_FRAME, ("pkg/mod.py", 14, "outer"), ("pkg/helpers.py", 3, "inner"), test="t1")
+    own = failing(TEST_FRAME, ("pkg/mod.py", 18, "outer"), test="t2")
+    assert reflect(TARGET, [callee, own]).decision == LLM_BUGGY
+    unrelated = failing(TEST_FRAME, ("pkg/other.py", 4, "other"), test="t3")
+    assert reflect(TARGET, [callee, unrelated]).decision is None

@@ -15,6 +15,8 @@ __all__ = [
     "Edge",
     "TestOutcome",
     "TracebackFrame",
+    "EncodedValue",
+    "RecordedCall",
     "TestResult",
     "CollectError",
     "SuiteTrace",
@@ -60,6 +62,25 @@ class TracebackFrame(_Frozen):
     function: str
 
 
+class EncodedValue(_Frozen):
+    """A value seen by the probe: its type, a capped repr, and how to rebuild it if possible."""
+
+    type: str = Field(description="Qualified type name, e.g. 'builtins.int'.")
+    repr: str | None = None
+    literal: str | None = Field(None, description="A Python literal equal to the value.")
+    state: dict[str, str] | None = Field(None, description="Attribute -> literal, for plain objects.")
+
+
+class RecordedCall(_Frozen):
+    """One call of a function whose calls were asked for: arguments, then result or exception."""
+
+    fqn: str
+    args: dict[str, EncodedValue]
+    result: EncodedValue | None = None
+    raised: str | None = Field(None, description="Qualified exception type, when it raised.")
+    raised_message: str | None = None
+
+
 class TestResult(_Frozen):
     """One test's run as the probe recorded it."""
 
@@ -74,6 +95,7 @@ class TestResult(_Frozen):
     stdout_tail: str = ""
     stderr_tail: str = ""
     covered: frozenset[str] = Field(default=frozenset(), description="FQNs of nodes executed.")
+    calls: tuple[RecordedCall, ...] = Field((), description="Recorded calls (only when asked).")
 
 
 class CollectError(_Frozen):

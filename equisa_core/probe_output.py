@@ -11,7 +11,15 @@ import json
 from collections.abc import Iterable
 
 from equisa_core.errors import ProbeProtocolError
-from equisa_core.models import CollectError, Edge, Node, SuiteTrace, TestResult, TracebackFrame
+from equisa_core.models import (
+    CollectError,
+    Edge,
+    Node,
+    RecordedCall,
+    SuiteTrace,
+    TestResult,
+    TracebackFrame,
+)
 
 __all__ = ["parse_probe_output"]
 
@@ -84,4 +92,5 @@ def _test_result(record: dict) -> TestResult:
         stdout_tail=record.get("stdout", ""),
         stderr_tail=record.get("stderr", ""),
         covered=frozenset(record.get("covered", ())),
+        calls=tuple(RecordedCall.model_validate(call) for call in record.get("calls", ())),
     )

@@ -101,6 +101,7 @@ class RunRequest(BaseModel):
     shard: tuple[int, int] | None = Field(None, description="(index, count) of a round-robin split.")
     interpreter: str = Field(description="Interpreter path (local) or command (docker).")
     trace: bool = True
+    record: tuple[str, ...] = Field((), description="FQNs whose calls the probe records.")
     env: Mapping[str, str] = Field(default_factory=dict, description="Extra variables, not secrets.")
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
 
@@ -132,6 +133,7 @@ class RunRequest(BaseModel):
             "shard": list(self.shard) if self.shard else None,
             "interpreter": [self.interpreter, interpreter_version],
             "trace": self.trace,
+            "record": sorted(self.record),
             "env": dict(sorted(self.env.items())),
             "limits": self.limits.model_dump(),
         }
@@ -202,6 +204,8 @@ def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
         (folder / name).mkdir()
     if request.only is not None:
         (folder / "out" / "select.txt").write_text("".join(f"{t}\n" for t in request.only))
+    if request.record:
+        (folder / "out" / "record.txt").write_text("".join(f"{fqn}\n" for fqn in request.record))
     return repo
 
 
@@ -227,6 +231,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
         args.append(f"--equisa-select={out_dir}/select.txt")
     if request.shard is not None:
         args.append(f"--equisa-shard={request.shard[0]}/{request.shard[1]}")
+    if request.record:
+        args.append(f"--equisa-record={out_dir}/record.txt")
     return [*args, *request.tests]
 
 

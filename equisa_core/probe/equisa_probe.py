@@ -408,10 +408,134 @@ class _QualnameIndex:
         return table
 
 
+# ---------------------------------------------------------------------------------------------
+# Recording calls (arguments, results, exceptions) of requested functions, for carved tests and
+# invariant mining. A trace hook (not the coverage backend) is used because it alone reports
+# returns and exceptions of chosen frames on every version from 3.8 on; it is on only during a
+# recorded run's test phases, so ordinary traced runs never pay for it.
+
+MAX_CALLS_PER_FUNCTION = 10
+MAX_REPR = 500
+
+
+def encode_value(value):
+    """A JSON description of ``value``: type, capped repr, and a Python literal when one exists.
+
+    ``literal`` is set when ``ast.literal_eval(repr(value))`` gives back an equal value of the
+    same type; objects with a literal ``__dict__`` get ``state`` (attribute -> literal).
+    """
+    kind = type(value)
+    described = {"type": kind.__module__ + "." + kind.__qualname__}
+    try:
+        text = repr(value)
+    except Exception:
+        return described
+    described["repr"] = text[:MAX_REPR]
+    if _literal(value, text):
+        described["literal"] = text
+        return described
+    state = getattr(value, "__dict__", None)
+    if isinstance(state, dict) and not isinstance(value, type) and len(state) <= 20:
+        literals = {}
+        for name, item in state.items():
+            try:
+                item_text = repr(item)
+            except Exception:
+                return described
+            if not isinstance(name, str) or not _literal(item, item_text):
+                return described
+            literals[name] = item_text
+        described["state"] = literals
+    return described
+
+
+def _literal(value, text):
+    if len(text) > 4 * MAX_REPR:
+        return False
+    import ast
+
+    try:
+        again = ast.literal_eval(text)
+    except Exception:
+        return False
+    try:
+        return type(again) is type(value) and again == value
+    except Exception:
+        return False
+
+
+class _CallRecorder:
+    """Records calls of the functions named by FQN during test phases."""
+
+    def __init__(self, fqns, describe_code):
+        self.fqns = frozenset(fqns)
+        self.names = frozenset(f.rsplit(".", 1)[-1] for f in self.fqns)
+        self.describe_code = describe_code  # (code, frame) -> fqn or None
+        self.by_code = {}  # id(code) -> (code, fqn or None)
+        self.calls = []
+        self.counts = {}
+
+    def begin(self):
+        self.calls = []
+        self.counts = {}
+
+    def enter(self):
+        threading.settrace(self._global)
+        sys.settrace(self._global)
+
+    def leave(self):
+        sys.settrace(None)
+        threading.settrace(None)
+
+    def _fqn(self, code, frame):
+        known = self.by_code.get(id(code))
+        if known is None:
+            known = self.by_code[id(code)] = (code, self.describe_code(code, frame))
+        return known[1]
+
+    def _global(self, frame, event, arg):
+        code = frame.f_code
+        if code.co_name not in self.names:
+            return None
+        fqn = self._fqn(code, frame)
+        if fqn not in self.fqns or self.counts.get(fqn, 0) >= MAX_CALLS_PER_FUNCTION:
+            return None
+        self.counts[fqn] = self.counts.get(fqn, 0) + 1
+        count = code.co_argcount + code.co_kwonlyargcount
+        count += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
+        local = frame.f_locals
+        call = {"fqn": fqn, "args": {}, "result": None, "raised": None}
+        try:
+            for name in code.co_varnames[:count]:
+                if name in local:
+                    call["args"][name] = encode_value(local[name])
+        except Exception:
+            return None
+        self.calls.append(call)
+        pending = []
+
+        def local_tracer(frame, event, arg):
+            if event == "exception":
+                pending[:] = [arg[1]]
+            elif event == "line" and pending:
+                pending[:] = []  # the exception was caught inside the function
+            elif event == "return":
+                if pending:
+                    error = pending[0]
+                    call["raised"] = type(error).__module__ + "." + type(error).__qualname__
+                    call["raised_message"] = _tail(str(error), 300)
+                else:
+                    call["result"] = encode_value(arg)
+            return local_tracer
+
+        return local_tracer
+
+
 class ProbePlugin:
     """The pytest plugin object: wires pytest's hooks to a recorder, a backend and the output file."""
 
-    def __init__(self, out_path, root, select_path=None, shard=None, test_timeout=None, trace=True):
+    def __init__(self, out_path, root, select_path=None, shard=None, test_timeout=None, trace=True,
+                 record_path=None):
         self.root = _os_path.realpath(root)
         self.selection = _read_selection(select_path) if select_path else None
         self.shard = shard
@@ -425,6 +549,9 @@ class ProbePlugin:
         backends = {"sys.monitoring": _MonitoringBackend, "setprofile": _ProfileBackend, "off": _NoBackend}
         self.backend = backends[name](self.recorder)
         self.qualnames = _QualnameIndex()
+        self.call_recorder = None
+        if record_path:
+            self.call_recorder = _CallRecorder(_read_selection(record_path), self._code_fqn)
         self.reports = {}
         self.excinfo = {}
         self._write({
@@ -485,6 +612,8 @@ class ProbePlugin:
     def pytest_runtest_logstart(self, nodeid, location):
         # Called before fixtures are set up, so fixture code counts towards the test.
         self._write({"kind": "start", "test": nodeid})
+        if self.call_recorder is not None:
+            self.call_recorder.begin()
         self._start_alarm()
         self.backend.arm()
         self.recorder.begin()
@@ -509,11 +638,20 @@ class ProbePlugin:
         """Trace one of the test's phases; pytest's reporting in between is not traced."""
         self.recorder.active = True
         self.backend.enter()
+        if self.call_recorder is not None:
+            self.call_recorder.enter()
         try:
             yield
         finally:
+            if self.call_recorder is not None:
+                self.call_recorder.leave()
             self.backend.leave()
             self.recorder.active = False
+
+    def _code_fqn(self, code, frame):
+        """The FQN of a project code object (None for code outside the project)."""
+        info = self.recorder.lookup(code, frame)
+        return None if info is None else self._describe(info)
 
     def pytest_runtest_makereport(self, item, call):
         if call.excinfo is not None and call.when in ("setup", "call", "teardown"):
@@ -564,6 +702,8 @@ class ProbePlugin:
             "stdout": _tail(reports[-1].capstdout, OUTPUT_TAIL_CHARS) if reports else "",
             "stderr": _tail(reports[-1].capstderr, OUTPUT_TAIL_CHARS) if reports else "",
         }
+        if self.call_recorder is not None:
+            record["calls"] = self.call_recorder.calls
         if excinfo is not None and record["outcome"] in ("failed", "error"):
             record.update(self._describe_failure(excinfo))
         self._write(record)
@@ -659,6 +799,8 @@ def pytest_addoption(parser):
     group.addoption("--equisa-select", default=None, help="File of node ids, one a line, to run.")
     group.addoption("--equisa-shard", default=None, help="K/N: run every N-th test from the K-th.")
     group.addoption("--equisa-trace", default="1", help="0 records outcomes only, without tracing.")
+    group.addoption("--equisa-record", default=None,
+                    help="File of FQNs, one a line, whose calls (arguments, results) are recorded.")
     group.addoption("--equisa-test-timeout", type=float, default=None,
                     help="Seconds a test may run before it fails with TestTimeout.")
 
@@ -675,5 +817,6 @@ def pytest_configure(config):
         shard=_parse_shard(shard) if shard else None,
         test_timeout=config.getoption("--equisa-test-timeout"),
         trace=config.getoption("--equisa-trace") != "0",
+        record_path=config.getoption("--equisa-record"),
     )
     config.pluginmanager.register(plugin, "equisa-probe-recorder")

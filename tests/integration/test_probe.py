@@ -168,3 +168,29 @@ def test_a_crash_keeps_earlier_outcomes(minor):
     assert "exit status 3" in (killer.message or "")
     assert [t.test_id for t in trace.tests] == list(trace.collected)
     assert "helpers.double" in {n.fqn for n in trace.nodes}
+
+
+@pytest.mark.parametrize("minor", ["3.8", "3.11", "3.12"])
+def test_recorded_calls_carry_arguments_results_and_exceptions(minor):
+    python = venv_with_pytest(minor)
+    overlay = {"tests/test_raises.py": (
+        "import pytest\nfrom shapes.geometry import perimeter\n\n"
+        "def test_perimeter_of_nothing():\n    with pytest.raises(TypeError):\n        perimeter(None)\n"
+    )}
+    request = RunRequest(
+        workspace=SHAPES, workspace_digest="test", interpreter=str(python), overlay=overlay,
+        record=(MOD + "triangle_area", MOD + "Rectangle.diagonal", MOD + "perimeter"),
+    )
+    trace = execute_request(LocalSandbox(), request)
+    by_id = {t.test_id: t for t in trace.tests}
+    [call] = by_id[T + "test_triangle_area"].calls
+    assert call.fqn == MOD + "triangle_area"
+    assert {k: v.literal for k, v in call.args.items()} == {"base": "4", "height": "3"}
+    assert call.result.literal == repr(4 * 3 / 3) and call.raised is None
+    [diagonal] = [c for c in by_id[T + "test_rectangle_area_and_diagonal"].calls]
+    assert diagonal.args["self"].state == {"width": "3", "height": "4"}
+    assert diagonal.result.literal == "5.0"
+    [raising] = by_id["tests/test_raises.py::test_perimeter_of_nothing"].calls
+    assert raising.raised == "builtins.TypeError" and raising.result is None
+    assert raising.args["sides"].literal == "None"
+    assert by_id[T + "test_square"].calls == ()

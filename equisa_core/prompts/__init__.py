@@ -1,0 +1,1 @@
+"""Prompt templates, one module per agent: named constants and pure render functions."""

@@ -166,6 +166,12 @@ def _parses(text: str) -> bool:
     return True
 
 
+def _parses_block(lines: Sequence[str]) -> bool:
+    """Whether ``lines`` parse as code; an indented block (a method) is parsed under ``if True:``."""
+    text = "\n".join(lines)
+    return _parses("if True:\n" + text if lines and lines[0][:1] in (" ", "\t") else text)
+
+
 def _is_statement(line: str) -> bool:
     """A line that parses alone as a statement other than a bare expression (``x = 1``, not prose)."""
     try:
@@ -201,13 +207,13 @@ def _trim_trailing_prose(lines: list[str], def_index: int) -> list[str]:
         stripped = line.strip()
         if _CODE_START_RE.match(stripped) or _is_statement(stripped):
             continue
-        if _parses("\n".join(lines[:i])):
+        if _parses_block(lines[:i]):
             return lines[:i]
-    if _parses("\n".join(lines)):
+    if _parses_block(lines):
         return lines
     # Prose that looked like code: fall back to the longest prefix ending at the margin that parses.
     for i in range(len(lines) - 1, def_index, -1):
-        if lines[i].strip() and _indent_width(lines[i]) <= margin and _parses("\n".join(lines[:i])):
+        if lines[i].strip() and _indent_width(lines[i]) <= margin and _parses_block(lines[:i]):
             return lines[:i]
     return lines
 

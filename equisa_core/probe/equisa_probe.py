@@ -17,9 +17,18 @@ the interpreter mid-run still leaves every outcome recorded before the crash:
     {"kind": "collect_error", "location": "tests/test_b.py", "message": "..."}
     {"kind": "end", "exitstatus": 1}
 
-The tracing backend is chosen in one place, ``choose_backend``: ``sys.monitoring`` on 3.12+ (each
-function start is reported once per test, then disabled until the next test re-arms it), a
-profile hook (``sys.setprofile``) otherwise; the session record says which ran and why.
+The tracing backend is chosen in one place, ``choose_backend``, and the session record says which
+ran and why:
+
+- ``sys.monitoring`` (3.12+): each function start and call site is reported once per test, then
+  disabled until the next test re-arms only those locations; code outside the project is seen once
+  per session.
+- ``instrument`` (3.8-3.11): the project's modules are compiled, at import, with a one-line entry
+  marker in every function; a function calls into the probe once per test and otherwise pays a
+  set lookup. (Any profile hook costs more than 2.5x on these versions: CPython runs every
+  instruction on its slow path while one is set.) Edges are the first caller per test.
+- ``setprofile`` (any version; ``EQUISA_PROBE_BACKEND=setprofile``, or when instrumentation cannot
+  be installed first): a profile hook, on only during each test's setup, call and teardown.
 
 Suites that mock ``os`` or ``time`` must not break the probe (nor the probe them), so the probe
 keeps private copies of what it needs from those modules, taken at import, as coverage.py's
@@ -53,7 +62,9 @@ FOREIGN_PARTS = ("site-packages", "dist-packages", ".venv", "venv", ".tox", ".no
 BACKEND_ENV = "EQUISA_PROBE_BACKEND"
 #: Code objects that are part of their enclosing function, not functions of their own: module
 #: bodies, and comprehensions (which 3.12+ inlines anyway, so every version reports the same).
-NOT_FUNCTIONS = frozenset(("<module>", "<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"))
+#: Lambdas too: they have no definition to inspect and the import-time instrumentation cannot
+#: mark them, so no backend reports them.
+NOT_FUNCTIONS = frozenset(("<module>", "<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>", "<lambda>"))
 
 
 def _isolate(module):
@@ -79,9 +90,13 @@ def choose_backend():
     forced = _os.environ.get(BACKEND_ENV, "").strip()
     if forced == "setprofile":
         return "setprofile", BACKEND_ENV + "=setprofile asked for the profile hook"
+    if forced == "instrument":
+        return "instrument", BACKEND_ENV + "=instrument asked for import-time instrumentation"
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is None:
-        return "setprofile", "sys.monitoring needs Python 3.12+; this is %d.%d" % sys.version_info[:2]
+        return "instrument", (
+            "sys.monitoring needs Python 3.12+; this is %d.%d, where any profile hook costs over "
+            "2.5x, so project functions are instrumented at import" % sys.version_info[:2])
     if len(_free_tool_ids(monitoring)) < 2:
         return "setprofile", "fewer than two sys.monitoring tool ids are free for the probe"
     if forced and forced != "sys.monitoring":
@@ -321,6 +336,162 @@ class _ProfileBackend:
         threading.setprofile(None)
 
 
+class _ImportInstrumenter:
+    """A meta-path finder that compiles the project's own modules with a cheap entry marker.
+
+    Every function in a project module (test code excluded: pytest rewrites it) gets, as its
+    first statement (after the docstring, on the first statement's line, so tracebacks keep their
+    line numbers)::
+
+        if <K> not in __equisa_seen__: __equisa_enter__(<K>)
+
+    ``__equisa_seen__`` is one set shared by every module and emptied at each test, so a function
+    calls into the probe once per test and otherwise pays one set lookup. ``__equisa_enter__``
+    records the function and the caller that reached it first. It must be installed before the
+    project is imported, hence at ``pytest_load_initial_conftests`` (before conftest files).
+    """
+
+    def __init__(self, root):
+        self.root = root.rstrip(_os.sep) + _os.sep
+        self.recorder = None
+        self.seen = set()
+        self.next_key = 0
+        self.instrumented = []
+
+    def enter(self, key):
+        rec = self.recorder
+        if rec is None or not rec.active:
+            return
+        self.seen.add(key)
+        frame = _getframe(1)
+        if rec.lookup(frame.f_code, frame) is None:
+            return
+        code_key = id(frame.f_code)
+        rec.covered.add(code_key)
+        caller = frame.f_back
+        if caller is not None and rec.lookup(caller.f_code, caller) is not None:
+            rec.covered.add(id(caller.f_code))  # it is running too (tests are not instrumented)
+            rec.edges.add((id(caller.f_code), code_key))
+
+    # -- importlib protocol ----------------------------------------------------------------------
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.machinery
+
+        # Anything not instrumented is declined (None), so the finders after this one, pytest's
+        # assertion rewriter among them, handle it exactly as they would without the probe.
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            return None
+        origin = spec.origin or ""
+        relative = origin[len(self.root):] if origin.startswith(self.root) else None
+        if relative is None or _is_test_path(relative) or _foreign_path(relative):
+            return None
+        spec.loader = _InstrumentingLoader(fullname, origin, self)
+        return spec
+
+    def transform(self, source, path):
+        import ast
+
+        tree = ast.parse(source, path)
+        instrumenter = self
+
+        class Marker(ast.NodeTransformer):
+            def visit_FunctionDef(self, node):
+                self.generic_visit(node)
+                body = node.body
+                at = 1 if (body and isinstance(body[0], ast.Expr)
+                           and isinstance(getattr(body[0], "value", None), ast.Constant)
+                           and isinstance(body[0].value.value, str)) else 0
+                anchor = body[at] if at < len(body) else body[-1]
+                key = instrumenter.next_key
+                instrumenter.next_key += 1
+                marker = ast.If(
+                    test=ast.Compare(left=ast.Constant(key), ops=[ast.NotIn()],
+                                     comparators=[ast.Name("__equisa_seen__", ast.Load())]),
+                    body=[ast.Expr(ast.Call(ast.Name("__equisa_enter__", ast.Load()),
+                                            [ast.Constant(key)], []))],
+                    orelse=[],
+                )
+                for part in ast.walk(marker):
+                    ast.copy_location(part, anchor)
+                    if hasattr(part, "end_lineno"):
+                        part.end_lineno = anchor.lineno
+                        part.end_col_offset = anchor.col_offset
+                body.insert(at, marker)
+                return node
+
+            visit_AsyncFunctionDef = visit_FunctionDef
+
+        return compile(Marker().visit(tree), path, "exec", dont_inherit=True)
+
+
+def _is_test_path(relative):
+    parts = relative.split(_os.sep)
+    name = parts[-1]
+    return (name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+            or any(p in ("tests", "test") for p in parts[:-1]))
+
+
+def _foreign_path(relative):
+    return any(p in FOREIGN_PARTS or p.startswith(".") for p in relative.split(_os.sep)[:-1])
+
+
+try:
+    import importlib.machinery as _machinery
+
+    class _InstrumentingLoader(_machinery.SourceFileLoader):
+        """Compiles from source (never from a cached .pyc) with the entry markers inserted."""
+
+        def __init__(self, fullname, path, instrumenter):
+            super().__init__(fullname, path)
+            self.instrumenter = instrumenter
+
+        def get_code(self, fullname):
+            source = self.get_data(self.path)
+            try:
+                code = self.instrumenter.transform(source, self.path)
+            except SyntaxError:
+                return super().get_code(fullname)  # let Python report it as usual
+            self.instrumenter.instrumented.append(fullname)
+            return code
+
+        def exec_module(self, module):
+            module.__dict__["__equisa_seen__"] = self.instrumenter.seen
+            module.__dict__["__equisa_enter__"] = self.instrumenter.enter
+            super().exec_module(module)
+except ImportError:  # pragma: no cover - importlib.machinery is always there
+    pass
+
+
+class _InstrumentBackend:
+    """Import-time instrumentation (3.8-3.11): see ``_ImportInstrumenter``."""
+
+    name = "instrument"
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.instrumenter = _EARLY.get("instrumenter")
+        if self.instrumenter is not None:
+            self.instrumenter.recorder = recorder
+
+    def install(self):
+        pass
+
+    def uninstall(self):
+        if self.instrumenter is not None and self.instrumenter in sys.meta_path:
+            sys.meta_path.remove(self.instrumenter)
+
+    def arm(self):
+        if self.instrumenter is not None:
+            self.instrumenter.seen.clear()
+
+    def enter(self):
+        pass
+
+    def leave(self):
+        pass
+
+
 class _NoBackend:
     """Outcomes only: nothing is traced."""
 
@@ -546,7 +717,10 @@ class ProbePlugin:
         name, self.reason = choose_backend()
         if not trace:
             name, self.reason = "off", "tracing was not asked for (--equisa-trace=0)"
-        backends = {"sys.monitoring": _MonitoringBackend, "setprofile": _ProfileBackend, "off": _NoBackend}
+        if name == "instrument" and "instrumenter" not in _EARLY:
+            name, self.reason = "setprofile", "the instrumenter was not installed before the project loaded"
+        backends = {"sys.monitoring": _MonitoringBackend, "setprofile": _ProfileBackend,
+                    "instrument": _InstrumentBackend, "off": _NoBackend}
         self.backend = backends[name](self.recorder)
         self.qualnames = _QualnameIndex()
         self.call_recorder = None
@@ -790,6 +964,24 @@ def _tail(text, limit):
 
 # ---------------------------------------------------------------------------------------------
 # pytest entry points: loaded with ``-p equisa_probe``.
+
+
+#: The instrumenter made at ``pytest_load_initial_conftests``, before the ProbePlugin exists
+#: (module state is what carries it across; it is this process's only probe).
+_EARLY = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):
+    """Install the import instrumenter before conftest files can import the project."""
+    options = early_config.known_args_namespace
+    out = getattr(options, "equisa_out", None)
+    if not out or getattr(options, "equisa_trace", "1") == "0" or choose_backend()[0] != "instrument":
+        return
+    root = getattr(options, "equisa_root", None) or str(early_config.rootpath)
+    instrumenter = _ImportInstrumenter(_os_path.realpath(root))
+    sys.meta_path.insert(0, instrumenter)
+    _EARLY["instrumenter"] = instrumenter
 
 
 def pytest_addoption(parser):

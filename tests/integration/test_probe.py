@@ -22,9 +22,10 @@ T = "tests/test_geometry.py::"
 MOD = "shapes.geometry."
 
 
-def run_traced_suite(repo: Path, python: Path) -> SuiteTrace:
+def run_traced_suite(repo: Path, python: Path, backend: str | None = None) -> SuiteTrace:
     """The suite of ``repo`` run once under the probe in the local sandbox."""
-    request = RunRequest(workspace=repo, workspace_digest="test", interpreter=str(python))
+    env = {"EQUISA_PROBE_BACKEND": backend} if backend else {}
+    request = RunRequest(workspace=repo, workspace_digest="test", interpreter=str(python), env=env)
     return execute_request(LocalSandbox(), request)
 
 
@@ -38,24 +39,31 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-@pytest.fixture(scope="module", params=PYTHONS)
+#: (Python, forced backend): every backend on the versions that choose it, and the profile hook,
+#: the fallback everywhere, on 3.11 and 3.12.
+CASES = [(minor, None) for minor in PYTHONS] + [("3.11", "setprofile"), ("3.12", "setprofile")]
+EXPECTED_BACKEND = {"3.8": "instrument", "3.11": "instrument", "3.12": "sys.monitoring",
+                    "3.13": "sys.monitoring"}
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
 def shapes_trace(request) -> tuple[str, SuiteTrace]:
-    python = venv_with_pytest(request.param)
+    minor, backend = request.param
+    python = venv_with_pytest(minor)
     before = tree_digest(SHAPES)
-    trace = run_traced_suite(SHAPES, python)
+    trace = run_traced_suite(SHAPES, python, backend)
     assert tree_digest(SHAPES) == before, "the run wrote into the repository"
-    return request.param, trace
+    assert trace.backend == (backend or EXPECTED_BACKEND[minor]), trace.backend_reason
+    return minor, trace
 
 
 def outcomes(trace: SuiteTrace) -> dict[str, TestOutcome]:
     return {t.test_id: t.outcome for t in trace.tests}
 
 
-def test_backend_is_chosen_by_version(shapes_trace):
+def test_backend_says_why(shapes_trace):
     minor, trace = shapes_trace
     assert trace.python_version.startswith(minor + ".")
-    expected = "sys.monitoring" if tuple(map(int, minor.split("."))) >= (3, 12) else "setprofile"
-    assert trace.backend == expected
     assert trace.backend_reason
 
 
@@ -194,3 +202,15 @@ def test_recorded_calls_carry_arguments_results_and_exceptions(minor):
     assert raising.raised == "builtins.TypeError" and raising.result is None
     assert raising.args["sides"].literal == "None"
     assert by_id[T + "test_square"].calls == ()
+
+
+@pytest.mark.parametrize("minor", ["3.8", "3.11"])
+def test_instrumentation_sees_modules_a_root_conftest_imports(minor):
+    python = venv_with_pytest(minor)
+    request = RunRequest(workspace=SHAPES, workspace_digest="test", interpreter=str(python),
+                         overlay={"conftest.py": "import shapes.geometry  # noqa\n"},
+                         tests=("tests/test_geometry.py::test_square",))
+    trace = execute_request(LocalSandbox(), request)
+    assert trace.backend == "instrument"
+    [result] = trace.tests
+    assert MOD + "square" in result.covered

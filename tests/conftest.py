@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripted_llm_server import scripted_llm_fixture  # noqa: F401  (the ``scripted_llm`` fixture)
+
 FIXTURES = Path(__file__).parent / "fixtures"
 PYENV_VERSIONS = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
 VENV_CACHE = Path(os.environ.get("EQUISA_TEST_VENVS", Path.home() / ".cache" / "equisa-test-venvs"))

@@ -14,8 +14,10 @@ Every request is recorded (path, model, messages, the whole body, arrival time) 
 Served paths: ``POST /v1/chat/completions`` and ``POST /chat/completions``. Use ``base_url`` (ends
 with ``/v1``) as the client's ``base_url``.
 
-Fixture: ``scripted_llm`` (function scope) yields a started ``ScriptedLLM`` and stops it after the
-test; register it in a conftest with ``from tests.scripted_llm_server import scripted_llm``.
+Fixture: ``scripted_llm`` (function scope; defined as ``scripted_llm_fixture`` so that importing it
+does not clash with test parameters of that name) yields a started ``ScriptedLLM`` and stops it
+after the test. Register it in a conftest with
+``from tests.scripted_llm_server import scripted_llm_fixture  # noqa: F401``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["Reply", "Fault", "RecordedRequest", "ScriptedLLM", "Response", "scripted_llm"]
+__all__ = ["Reply", "Fault", "RecordedRequest", "ScriptedLLM", "Response", "scripted_llm_fixture"]
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -98,7 +100,7 @@ class RecordedRequest:
 
     path: str
     body: dict[str, Any]
-    headers: dict[str, str]
+    headers: dict[str, str] = field(compare=False)  # names lower-cased
     received_at: float = field(compare=False)
 
     @property
@@ -152,6 +154,12 @@ def _completion(reply: Reply, model: str, number: int) -> dict[str, Any]:
     return body
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # a stalled handler must not hold up the test's teardown
+    request_queue_size = 128  # concurrent clients must not wait in a full listen backlog
+
+
 class ScriptedLLM:
     """The scripted server; use as a context manager or ``start()`` / ``stop()``."""
 
@@ -193,9 +201,7 @@ class ScriptedLLM:
 
     def start(self) -> ScriptedLLM:
         handler = type("_Handler", (_Handler,), {"script": self})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        server.daemon_threads = True
-        server.block_on_close = False  # a stalled handler must not hold up the test's teardown
+        server = _Server(("127.0.0.1", 0), handler)
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="scripted-llm", daemon=True)
         self._thread.start()
@@ -248,11 +254,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": "request body is not JSON", "type": "bad_request"}})
             return
         request = RecordedRequest(
-            path=self.path, body=body, headers=dict(self.headers.items()), received_at=time.monotonic()
+            path=self.path,
+            body=body,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            received_at=time.monotonic(),
         )
         response = self.script._next_response(request)
         if response is None:
-            self._send_json(400, {"error": {"message": "unscripted request", "type": "invalid_request_error"}})
+            error = {"message": "unscripted request", "type": "invalid_request_error"}
+            self._send_json(400, {"error": error})
             return
         if response.delay_s:
             self.script._wait(response.delay_s)
@@ -284,8 +294,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-@pytest.fixture
-def scripted_llm() -> Iterator[ScriptedLLM]:
+@pytest.fixture(name="scripted_llm")
+def scripted_llm_fixture() -> Iterator[ScriptedLLM]:
     """A started scripted OpenAI-compatible server, stopped after the test."""
     with ScriptedLLM() as server:
         yield server

@@ -218,6 +218,7 @@ class LocalSandbox:
             isolate = [
                 "bwrap", "--die-with-parent", "--new-session", "--unshare-all",
                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                *_reexpose_under_tmp(request.interpreter),
                 "--bind", str(folder), str(folder), "--chdir", str(repo), "--",
             ]
         elif level == "unshare":
@@ -256,6 +257,23 @@ class LocalSandbox:
         if exit_code is not None and exit_code < 0:
             exit_code = None  # killed by a signal
         return exit_code, timed_out
+
+
+def _reexpose_under_tmp(interpreter: str) -> list[str]:
+    """``--ro-bind`` arguments for the interpreter's environment when it lives under /tmp.
+
+    The sandbox gets a private, empty /tmp; an interpreter installed there (a CI checkout's
+    ``.venv``, say) must stay visible, read-only. Its environment is the nearest folder above it
+    holding ``pyvenv.cfg``, else the folder above ``bin/``.
+    """
+    binds: list[str] = []
+    for path in {Path(interpreter).absolute(), Path(interpreter).resolve()}:
+        if not str(path).startswith("/tmp/"):
+            continue
+        root = next((p for p in path.parents if (p / "pyvenv.cfg").exists()), path.parent.parent)
+        if str(root) not in ("/", "/tmp"):
+            binds += ["--ro-bind", str(root), str(root)]
+    return binds
 
 
 def _kill_group(pid: int) -> None:

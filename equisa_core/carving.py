@@ -1,0 +1,644 @@
+"""Disambiguating tests carved from recorded executions (the deterministic test generator).
+
+The members of an ambiguity group are executed by exactly the same tests, so no spectrum formula
+can tell them apart (seed 000 §1, Problem 1). A test that executes one member *alone* splits the
+group. Carving builds such tests without a model: the probe records the arguments and the result
+or exception of every call of the members (``RunRequest.record``); each recorded call becomes a
+test that rebuilds those arguments, calls that one member directly, and asserts what the real run
+observed.
+
+What is trusted:
+
+- a call recorded in a passing test: its result (floats and flat containers of numbers compared
+  with ``pytest.approx``) or its exception;
+- a call recorded in a failing (or erroring, or skipped) test: only an exception, and not the one
+  the test failed with when the traceback runs through the member — that exception may be the bug
+  itself, and a test asserting it would pass on the buggy code and clear the culprit. A value
+  returned in a failing test is exactly what cannot be trusted;
+- nothing from flaky tests, and no inputs seen with two different outcomes (the member then
+  depends on something beyond its arguments).
+
+Arguments are rebuilt from their literals; objects with a literal ``__dict__`` (``self`` of a
+method, or any argument) as ``obj = Cls.__new__(Cls); obj.__dict__.update({...})``; classes by
+name. A call with any other argument is skipped, as are functions nested in others (``<locals>``).
+The recorded arguments carry names but not their kinds, so the carved module holds one small
+helper, ``_equisa_call``, that places each by the member's signature (positional-only,
+``*args`` as a tuple, keyword-only, ``**kwargs`` as a dict).
+
+Carved tests still have to be run before they are kept: a member that reads global state, files
+or the clock gives tests that fail on the code they were carved from.
+(Generators need no special case: the probe records each resumption as a call with the same
+arguments and another result — the value yielded, then None — so they are dropped as
+non-deterministic.)
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+import sys
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.models import EncodedValue, Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
+
+__all__ = [
+    "GENERATED_TESTS_DIR",
+    "CarvedTest",
+    "carve_tests",
+    "carved_module",
+    "carved_module_path",
+]
+
+#: Folder of the workspace copy that holds generated tests, relative to its root.
+GENERATED_TESTS_DIR = "tests/equisa_generated"
+
+#: Exceptions a carved test never asserts: interpreter control flow and test-runner outcomes.
+_UNASSERTABLE_EXCEPTIONS = frozenset(
+    {"builtins.BaseException", "builtins.GeneratorExit", "builtins.KeyboardInterrupt", "builtins.SystemExit"}
+)
+_UNASSERTABLE_MODULES = ("_pytest.", "pytest.", "equisa_probe.")
+_NAMESPACE_TYPES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
+_CLASS_REPR = re.compile(r"<class '([A-Za-z_][\w.]*)'>\Z")
+_HELPER = "_equisa_call"
+_RESERVED = frozenset({"pytest", "inspect", _HELPER})
+
+_HELPER_SOURCE = f'''\
+def {_HELPER}(function, /, **arguments):
+    """Call ``function`` with its recorded arguments, each placed as the signature wants."""
+    if isinstance(function, property):
+        function = function.fget if len(arguments) < 2 else function.fset
+    elif type(function).__name__ == "cached_property":
+        function = function.func
+    if inspect.ismethod(function) and arguments:
+        first = next(iter(arguments))
+        if arguments[first] is function.__self__:  # a classmethod: the class is already bound
+            del arguments[first]
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return function(**arguments)
+    positional, keywords, in_order = [], {{}}, True
+    for parameter in parameters:
+        if parameter.name not in arguments:
+            in_order = in_order and parameter.kind not in (parameter.POSITIONAL_ONLY,
+                                                           parameter.POSITIONAL_OR_KEYWORD)
+            continue
+        value = arguments.pop(parameter.name)
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            positional.extend(value)
+        elif parameter.kind is parameter.VAR_KEYWORD:
+            keywords.update(value)
+        elif parameter.kind is parameter.KEYWORD_ONLY or not in_order:
+            keywords[parameter.name] = value
+        else:
+            positional.append(value)
+    keywords.update(arguments)
+    return function(*positional, **keywords)
+'''
+
+
+class CarvedTest(BaseModel):
+    """One test that calls one ambiguity-group member directly with recorded arguments."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="The test function's name, unique among one carving's tests.")
+    target_fqn: str = Field(description="The member the test calls.")
+    source_test: str = Field(description="Id of the test the call was recorded in.")
+    expects: Literal["result", "exception"] = Field(description="What the test asserts.")
+    code: str = Field(description="The test function's source; needs ``imports`` and the helper.")
+    imports: tuple[str, ...] = Field((), description="Import statements the code needs.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Names: where a dotted name's module ends, and what a carved module binds.
+
+
+def _module_of(fqn: str, file: str | None) -> str | None:
+    """The module part of ``fqn``, found as the longest dotted suffix of ``file`` that prefixes it.
+
+    ``invoicing.discounts.ThresholdDiscount.applies`` in ``src/invoicing/discounts.py`` gives
+    ``invoicing.discounts``: the FQN's module part is the name the code was imported under.
+    """
+    if not file or not file.endswith(".py"):
+        return None
+    parts = file[: -len(".py")].replace("\\", "/").split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    for start in range(len(parts)):
+        candidate = ".".join(parts[start:])
+        if candidate and fqn.startswith(candidate + "."):
+            return candidate
+    return None
+
+
+def _guess_module(dotted: str, known_modules: Collection[str]) -> str | None:
+    """The module part of a type's dotted name: a known module, else up to the first CapWord."""
+    best = max((m for m in known_modules if dotted.startswith(m + ".")), key=len, default=None)
+    if best is not None:
+        return best
+    parts = dotted.split(".")
+    if len(parts) < 2:
+        return None
+    for index, part in enumerate(parts[1:], start=1):
+        if part.lstrip("_")[:1].isupper():
+            return ".".join(parts[:index])
+    return ".".join(parts[:-1])
+
+
+def _rebuildable_type(dotted: str) -> bool:
+    """Whether an object of this type can be rebuilt from ``__dict__`` alone (``Cls.__new__``).
+
+    Project and third-party classes, and namespaces; not functions, modules or other types of
+    the standard library, whose instances keep their real state elsewhere.
+    """
+    return dotted in _NAMESPACE_TYPES or dotted.split(".", 1)[0] not in sys.stdlib_module_names
+
+
+def _is_name(text: str) -> bool:
+    return text.isidentifier() and not keyword.iskeyword(text)
+
+
+def _attribute(owner_parts: Sequence[str], name: str) -> str:
+    """How ``name`` defined in class ``owner_parts[-1]`` is reached as an attribute (mangling)."""
+    if owner_parts and name.startswith("__") and not name.endswith("__"):
+        owner = owner_parts[-1].lstrip("_")
+        if owner:
+            return f"_{owner}{name}"
+    return name
+
+
+class _Namespace:
+    """The module-level names one carving binds by imports, allocated without clashes."""
+
+    def __init__(self) -> None:
+        self.by_identity: dict[tuple[str, ...], str] = {}
+        self.taken: dict[str, tuple[str, ...]] = {name: ("reserved", name) for name in _RESERVED}
+
+    def _bind(self, identity: tuple[str, ...], preferred: str, fallback: str) -> str:
+        known = self.by_identity.get(identity)
+        if known is not None:
+            return known
+        name, counter = preferred, 1
+        while name in self.taken:
+            name = fallback if counter == 1 else f"{fallback}_{counter}"
+            counter += 1
+        self.taken[name] = identity
+        self.by_identity[identity] = name
+        return name
+
+    def from_import(self, module: str, top: str) -> tuple[str, str]:
+        """The name bound to ``top`` of ``module`` and the import statement binding it."""
+        name = self._bind(("from", module, top), top, f"{top}_{module.replace('.', '_')}")
+        if name == top:
+            return name, f"from {module} import {top}"
+        return name, f"from {module} import {top} as {name}"
+
+    def module(self, module: str) -> tuple[str, str]:
+        """An expression naming ``module`` and the import statement that makes it valid."""
+        root = module.split(".", 1)[0]
+        identity = ("root", root)
+        if self.taken.get(root, identity) == identity:
+            self.taken[root] = identity
+            self.by_identity[identity] = root
+            return module, f"import {module}"
+        alias = module.replace(".", "_") + "_module"
+        name = self._bind(("module", module), alias, alias)
+        return name, f"import {module} as {name}"
+
+
+@dataclass(frozen=True)
+class _Target:
+    fqn: str
+    module: str
+    qualname: tuple[str, ...]
+    file: str | None
+
+    @property
+    def code_name(self) -> str:
+        return self.qualname[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Rebuilding values as code.
+
+
+def _literal(text: str | None) -> str | None:
+    """``text`` when it is a Python literal (so safe to paste into code), else None."""
+    if text is None:
+        return None
+    try:
+        ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return text
+
+
+class _Builder:
+    """Turns recorded values into code for one carving, sharing its namespace."""
+
+    def __init__(self, namespace: _Namespace, known_modules: Collection[str], targets: Sequence[_Target]):
+        self.namespace = namespace
+        self.known_modules = known_modules
+        # Classes of the targets' own modules are imported by name, like the targets.
+        self.target_modules = {t.module for t in targets}
+
+    def type_expression(self, dotted: str, imports: set[str]) -> str | None:
+        """An expression for the class named ``dotted`` ('module.Qual.Name'), adding its import."""
+        if "<" in dotted or not all(_is_name(part) for part in dotted.split(".")):
+            return None
+        if "." not in dotted:
+            return dotted  # repr of a builtin class: "<class 'int'>"
+        if dotted.startswith("builtins."):
+            rest = dotted[len("builtins.") :]
+            return rest if "." not in rest else None
+        module = _guess_module(dotted, self.known_modules)
+        if module is None:
+            return None
+        qualname = dotted[len(module) + 1 :].split(".")
+        if module in self.target_modules:
+            name, statement = self.namespace.from_import(module, qualname[0])
+            imports.add(statement)
+            return ".".join([name, *qualname[1:]])
+        expression, statement = self.namespace.module(module)
+        imports.add(statement)
+        return ".".join([expression, *qualname])
+
+    def value(
+        self, value: EncodedValue, variable: Callable[[], str], imports: set[str], setup: list[str]
+    ) -> str | None:
+        """An expression equal to ``value`` (setup lines appended), or None if it can't be rebuilt.
+
+        ``variable`` names the local an object is rebuilt in; it is asked for only after the
+        object's class is imported, so it can avoid every name the imports bind.
+        """
+        literal = _literal(value.literal)
+        if literal is not None:
+            return literal
+        if value.state is not None and _rebuildable_type(value.type):
+            items = []
+            for attribute, text in value.state.items():
+                if _literal(text) is None:
+                    return None
+                items.append(f"{attribute!r}: {text}")
+            cls = self.type_expression(value.type, imports)
+            if cls is None:
+                return None
+            name = variable()
+            setup.append(f"{name} = {cls}.__new__({cls})")
+            if items:
+                setup.append(f"{name}.__dict__.update({{{', '.join(items)}}})")
+            return name
+        match = _CLASS_REPR.match(value.repr or "")
+        if match is not None and value.type.endswith(("type", "Meta", "meta")):
+            return self.type_expression(match.group(1), imports)
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Choosing the calls.
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    call: RecordedCall
+    test: TestResult
+    index: int  # order of appearance in the trace
+    inputs: tuple[tuple[str, str], ...]
+    outcome: tuple[str, str]  # ("result", literal) or ("exception", type)
+
+    @property
+    def trusted_source(self) -> bool:
+        return self.test.outcome is TestOutcome.PASSED
+
+
+def _input_key(value: EncodedValue) -> str:
+    if value.literal is not None:
+        return "L" + value.literal
+    if value.state is not None:
+        return "S" + value.type + repr(sorted(value.state.items()))
+    return "R" + value.type + (value.repr or "")
+
+
+def _short_exception(raised: str) -> str:
+    return raised[len("builtins.") :] if raised.startswith("builtins.") else raised
+
+
+def _assertable_exception(raised: str) -> bool:
+    return raised not in _UNASSERTABLE_EXCEPTIONS and not raised.startswith(_UNASSERTABLE_MODULES)
+
+
+def _failure_came_from(test: TestResult, call: RecordedCall, target: _Target) -> bool:
+    """Whether the exception ``call`` raised is, as far as the trace shows, the one that failed ``test``."""
+    if call.raised is None or test.exception_type != _short_exception(call.raised):
+        return False
+    if not test.traceback:
+        return True
+    return any(
+        frame.function == target.code_name and (target.file is None or frame.file == target.file)
+        for frame in test.traceback
+    )
+
+
+def _outcome_of(call: RecordedCall, test: TestResult, target: _Target) -> tuple[str, str] | None:
+    """What a carved test may assert about ``call``, or None when nothing can be trusted."""
+    if call.raised is not None:
+        if not _assertable_exception(call.raised):
+            return None
+        if test.outcome is not TestOutcome.PASSED and _failure_came_from(test, call, target):
+            return None
+        return ("exception", call.raised)
+    if test.outcome is not TestOutcome.PASSED or call.result is None:
+        return None
+    literal = _literal(call.result.literal)
+    return None if literal is None else ("result", literal)
+
+
+def _distance(a: _Candidate, b: _Candidate) -> int:
+    """Arguments whose recorded values differ between two calls."""
+    left, right = dict(a.inputs), dict(b.inputs)
+    return sum(left.get(name) != right.get(name) for name in left.keys() | right.keys())
+
+
+def _select(candidates: list[_Candidate], limit: int) -> list[_Candidate]:
+    """Up to ``limit`` calls with distinct inputs, spread over outcomes and argument values.
+
+    Inputs seen with two different outcomes are dropped. Among the rest, each pick prefers an
+    outcome kind not chosen yet, then the call whose arguments differ most from those chosen
+    (the smallest number of differing arguments to any chosen call, maximised), then the
+    earliest call; calls from passing tests come first among equal inputs.
+    """
+    outcomes: dict[tuple[tuple[str, str], ...], set[tuple[str, str]]] = {}
+    for candidate in candidates:
+        outcomes.setdefault(candidate.inputs, set()).add(candidate.outcome)
+    unique: dict[tuple[tuple[str, str], ...], _Candidate] = {}
+    for candidate in sorted(candidates, key=lambda c: (not c.trusted_source, c.index)):
+        if len(outcomes[candidate.inputs]) == 1:
+            unique.setdefault(candidate.inputs, candidate)
+    pool = sorted(unique.values(), key=lambda c: c.index)
+    chosen: list[_Candidate] = []
+    while pool and len(chosen) < limit:
+        kinds = {c.outcome[0] for c in chosen}
+
+        def preference(candidate: _Candidate, kinds: set[str] = kinds) -> tuple[int, int, int]:
+            spread = min((_distance(candidate, c) for c in chosen), default=0)
+            return (candidate.outcome[0] not in kinds, spread, -candidate.index)
+
+        best = max(pool, key=preference)
+        chosen.append(best)
+        pool.remove(best)
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing the tests.
+
+
+def _expectation_lines(outcome: tuple[str, str], call_expression: str, result: str,
+                       exception: str | None) -> list[str]:
+    kind, value = outcome
+    if kind == "exception":
+        return [f"with pytest.raises({exception}):", f"    {call_expression}"]
+    lines = [f"{result} = {call_expression}"]
+    parsed = ast.literal_eval(value)
+    if parsed is None or isinstance(parsed, bool):
+        lines.append(f"assert {result} is {value}")
+    elif _approximate(parsed):
+        lines.append(f"assert {result} == pytest.approx({value})")
+    else:
+        lines.append(f"assert {result} == {value}")
+    return lines
+
+
+def _approximate(value: object) -> bool:
+    """Whether ``value`` holds floats that ``pytest.approx`` can compare (a flat container at most)."""
+
+    def number(item: object) -> bool:
+        return isinstance(item, int | float | complex) and not isinstance(item, bool)
+
+    if isinstance(value, float | complex):
+        return True
+    if isinstance(value, list | tuple) and value:
+        items = list(value)
+    elif isinstance(value, dict) and value:
+        items = list(value.values())
+    else:
+        return False
+    return all(number(item) for item in items) and any(isinstance(i, float | complex) for i in items)
+
+
+def _local(preferred: str, taken: Collection[str]) -> str:
+    name = preferred
+    while name in taken:
+        name += "_"
+    return name
+
+
+def _carve_one(
+    candidate: _Candidate, target: _Target, builder: _Builder, name: str
+) -> CarvedTest | None:
+    """The test for one call, or None when an argument or the exception cannot be rebuilt."""
+    imports = {"import inspect"}
+    top, statement = builder.namespace.from_import(target.module, target.qualname[0])
+    imports.add(statement)
+    owner = target.qualname[:-1]
+    function = ".".join([top, *owner[1:], _attribute(owner, target.code_name)]) if owner else top
+    kind, expected = candidate.outcome
+    exception = None
+    if kind == "exception":
+        exception = builder.type_expression(expected, imports)
+        if exception is None:
+            return None
+    if kind == "exception" or _approximate(ast.literal_eval(expected)):
+        imports.add("import pytest")
+
+    setup: list[str] = []
+    arguments: list[str] = [function]
+    locals_: set[str] = set()
+
+    def variable_for(parameter: str) -> Callable[[], str]:
+        def allocate() -> str:
+            local = _local("obj" if parameter == "self" else f"{parameter}_obj",
+                           builder.namespace.taken.keys() | locals_)
+            locals_.add(local)
+            return local
+
+        return allocate
+
+    for parameter, value in candidate.call.args.items():
+        if not _is_name(parameter):
+            return None
+        expression = builder.value(value, variable_for(parameter), imports, setup)
+        if expression is None:
+            return None
+        arguments.append(f"{parameter}={expression}")
+    call_expression = f"{_HELPER}({', '.join(arguments)})"
+    result = _local("result", builder.namespace.taken.keys() | locals_)
+    body = setup + _expectation_lines(candidate.outcome, call_expression, result, exception)
+    source = " ".join(candidate.test.test_id.split())
+    lines = [
+        f"def {name}():",
+        f"    # Carved from {source} ({candidate.test.outcome.value}): calls {target.fqn} directly.",
+        *(f"    {line}" for line in body),
+    ]
+    return CarvedTest(
+        name=name,
+        target_fqn=target.fqn,
+        source_test=candidate.test.test_id,
+        expects="exception" if kind == "exception" else "result",
+        code="\n".join(lines) + "\n",
+        imports=tuple(sorted(imports)),
+    )
+
+
+def _target(fqn: str, node: Node | None, known_modules: Collection[str]) -> _Target | None:
+    if "<" in fqn:  # <locals>, <lambda>, comprehensions: not reachable from a module
+        return None
+    file = node.file if node is not None else None
+    module = _module_of(fqn, file) or _guess_module(fqn, known_modules)
+    if module is None or not all(_is_name(p) for p in module.split(".")):
+        return None
+    qualname = tuple(fqn[len(module) + 1 :].split("."))
+    if not qualname or not all(_is_name(part) for part in qualname):
+        return None
+    return _Target(fqn=fqn, module=module, qualname=qualname, file=file)
+
+
+def _base_names(targets: Sequence[_Target]) -> dict[str, str]:
+    """A test-name stem per target: its last name, qualified further only where names clash."""
+    def stem(target: _Target, depth: int) -> str:
+        parts = [*target.module.split("."), *target.qualname][-depth:]
+        return "_".join(part.strip("_") or "x" for part in parts)
+
+    stems: dict[str, str] = {}
+    for target in targets:
+        for depth in range(1, len(target.module.split(".")) + len(target.qualname) + 1):
+            candidate = stem(target, depth)
+            if all(stem(other, depth) != candidate for other in targets if other is not target):
+                break
+        stems[target.fqn] = candidate
+    return stems
+
+
+def carve_tests(
+    trace: SuiteTrace,
+    group: Collection[str],
+    nodes: Mapping[str, Node],
+    max_per_member: int = 3,
+) -> list[CarvedTest]:
+    """Tests that each call one member of ``group`` directly with arguments recorded in ``trace``.
+
+    ``trace`` must come from a run that recorded the members' calls (``RunRequest.record``);
+    ``nodes`` maps FQNs to nodes (for the file each member lives in). At most
+    ``max_per_member`` tests per member, chosen by ``_select``; members in sorted order, and
+    tests named ``test_carved_<member>_<n>``. Members without a usable recorded call get none.
+    """
+    if max_per_member < 0:
+        raise ValueError(f"max_per_member must be >= 0, not {max_per_member}")
+    known_modules = {m for n in nodes.values() if (m := _module_of(n.fqn, n.file)) is not None}
+    targets = [t for fqn in sorted(set(group)) if (t := _target(fqn, nodes.get(fqn), known_modules))]
+    by_fqn = {t.fqn: t for t in targets}
+    candidates: dict[str, list[_Candidate]] = {t.fqn: [] for t in targets}
+    index = 0
+    for test in trace.tests:
+        if test.test_id in trace.flaky:
+            continue
+        for call in test.calls:
+            target = by_fqn.get(call.fqn)
+            index += 1
+            if target is None:
+                continue
+            outcome = _outcome_of(call, test, target)
+            if outcome is None:
+                continue
+            inputs = tuple((name, _input_key(value)) for name, value in call.args.items())
+            candidates[call.fqn].append(_Candidate(call, test, index, inputs, outcome))
+
+    namespace = _Namespace()
+    builder = _Builder(namespace, known_modules, targets)
+    stems = _base_names(targets)
+    names: set[str] = set()
+    carved: list[CarvedTest] = []
+    for target in targets:
+        # Only buildable calls compete for the slots; a scratch namespace keeps the real one
+        # free of names that no kept test uses.
+        scratch = _Builder(_Namespace(), known_modules, targets)
+        buildable = [c for c in candidates[target.fqn] if _carve_one(c, target, scratch, "t") is not None]
+        for number, candidate in enumerate(_select(buildable, max_per_member)):
+            name = _local(f"test_carved_{stems[target.fqn]}_{number}", names)
+            test = _carve_one(candidate, target, builder, name)
+            if test is not None:
+                names.add(name)
+                carved.append(test)
+    return carved
+
+
+# ---------------------------------------------------------------------------------------------
+# The module.
+
+
+def carved_module_path(group_index: int) -> str:
+    """Where the carved tests of ambiguity group ``group_index`` go in the workspace copy."""
+    if group_index < 0:
+        raise ValueError(f"group_index must be >= 0, not {group_index}")
+    return f"{GENERATED_TESTS_DIR}/test_carved_group_{group_index}.py"
+
+
+def _import_sort_key(statement: str) -> tuple[int, str]:
+    return (statement.startswith("from "), statement)
+
+
+def _bound_names(statement: str) -> dict[str, str]:
+    """Name -> what it is bound to, for one import statement."""
+    node = ast.parse(statement).body[0]
+    bound: dict[str, str] = {}
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            bound[alias.asname or alias.name.split(".")[0]] = (
+                alias.name if alias.asname else "module " + alias.name.split(".")[0]
+            )
+    elif isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bound
+
+
+def carved_module(tests: Sequence[CarvedTest]) -> str:
+    """One pytest module holding ``tests``, their imports (de-duplicated, sorted) and the helper.
+
+    Raises ``ValueError`` when two tests share a name or their imports bind one name to two
+    different things (tests from different carvings merged carelessly).
+    """
+    names = [t.name for t in tests]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise ValueError(f"carved tests share names: {', '.join(duplicated)}")
+    statements = sorted({s for t in tests for s in (*t.imports, "import inspect")}, key=_import_sort_key)
+    bindings: dict[str, str] = {}
+    for statement in statements:
+        for name, meaning in _bound_names(statement).items():
+            if bindings.setdefault(name, meaning) != meaning:
+                raise ValueError(f"carved tests import two different things as {name!r}")
+    header = (
+        '"""Tests carved by EQUISA from recorded executions.\n\n'
+        "Each test calls one function directly with arguments recorded in a real run of the suite and\n"
+        "asserts the result (or exception) that run observed. Generated: do not edit.\n"
+        '"""\n'
+    )
+    plain = [s for s in statements if s.startswith("import ")]
+    from_imports: dict[str, list[str]] = {}
+    for statement in statements:
+        if statement.startswith("from "):
+            module, _, names = statement[len("from ") :].partition(" import ")
+            from_imports.setdefault(module, []).append(names)
+    merged = [f"from {module} import {', '.join(names)}" for module, names in sorted(from_imports.items())]
+    import_block = "\n".join(plain) + ("\n\n" + "\n".join(merged) if merged else "")
+    parts = [header + "\n" + import_block, _HELPER_SOURCE, *(t.code for t in tests)]
+    source = "\n\n\n".join(part.rstrip("\n") for part in parts) + "\n"
+    ast.parse(source)  # a carving bug must fail here, not in the sandbox
+    return source

@@ -1,0 +1,553 @@
+"""Carved disambiguating tests: hand-built traces run in-process, and one real probe round trip."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from equisa_core.ambiguity import ambiguity_groups
+from equisa_core.carving import (
+    GENERATED_TESTS_DIR,
+    CarvedTest,
+    carve_tests,
+    carved_module,
+    carved_module_path,
+)
+from equisa_core.models import (
+    EncodedValue,
+    Node,
+    RecordedCall,
+    SuiteTrace,
+    TestOutcome,
+    TestResult,
+    TracebackFrame,
+)
+from equisa_core.probe.equisa_probe import encode_value
+
+SHOP = {
+    "shop/__init__.py": "",
+    "shop/errors.py": '''
+        class PricingError(ValueError):
+            """A price that cannot be right."""
+    ''',
+    "shop/pricing.py": '''
+        from shop.errors import PricingError
+
+
+        class Rate:
+            def __init__(self, percent):
+                self.percent = percent
+
+            def apply(self, amount):
+                return amount * (1 + self.percent / 100)
+
+            @classmethod
+            def named(cls, label):
+                return label.upper() + "-RATE"
+
+            @staticmethod
+            def clamp(value, low=0, high=100):
+                return max(low, min(high, value))
+
+            @property
+            def factor(self):
+                return 1 + self.percent / 100
+
+            def __halve(self, amount):
+                return amount / 2
+
+
+        class Discount(Rate):
+            pass
+
+
+        def parse_amount(text):
+            text = text.strip()
+            if not text:
+                raise ValueError("empty amount")
+            if text.startswith("-"):
+                raise PricingError("negative amount: " + text)
+            return float(text)
+
+
+        def combine(a, /, b, *rest, scale=1, **options):
+            return [(a + b + sum(rest)) * scale, sorted(options)]
+
+
+        def split(total, parts):
+            return [total / parts] * parts
+
+
+        def nested_result(n):
+            return {"n": n, "halves": [n / 2, [n / 4]]}
+
+
+        def describe(label, cents):
+            return f"{label}: {cents / 100:.2f}"
+    ''',
+}
+P = "shop.pricing."
+
+
+def write_tree(root: Path, files: dict[str, str]) -> None:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+
+
+@pytest.fixture
+def shop(tmp_path, monkeypatch):
+    """The ``shop`` package on sys.path, forgotten again after the test."""
+    write_tree(tmp_path, SHOP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield importlib.import_module("shop.pricing")
+    for name in [n for n in sys.modules if n == "shop" or n.startswith("shop.")]:
+        del sys.modules[name]
+
+
+def enc(value: object) -> EncodedValue:
+    """A value encoded exactly as the probe encodes it."""
+    return EncodedValue.model_validate(encode_value(value))
+
+
+def recorded(fqn: str, function, **args) -> RecordedCall:
+    """A call as the probe records it: run ``function`` for real with ``args`` (in order)."""
+    encoded = {name: enc(value) for name, value in args.items()}
+    try:
+        result = function(*args.values())
+    except Exception as error:
+        kind = type(error)
+        return RecordedCall(fqn=fqn, args=encoded, raised=f"{kind.__module__}.{kind.__qualname__}",
+                            raised_message=str(error))
+    return RecordedCall(fqn=fqn, args=encoded, result=enc(result))
+
+
+def result(test_id: str, *calls: RecordedCall, outcome: TestOutcome = TestOutcome.PASSED,
+           **failure) -> TestResult:
+    covered = frozenset(c.fqn for c in calls)
+    return TestResult(test_id=test_id, outcome=outcome, duration=0.01, covered=covered, calls=calls,
+                      **failure)
+
+
+def node(fqn: str, file: str = "shop/pricing.py") -> Node:
+    return Node(fqn=fqn, file=file, start_line=1, end_line=2)
+
+
+def suite(*tests: TestResult, flaky: frozenset[str] = frozenset()) -> SuiteTrace:
+    return SuiteTrace(python_version="3.12", backend="sys.monitoring", backend_reason="test",
+                      tests=tests, flaky=flaky)
+
+
+def nodes_of(*fqns: str) -> dict[str, Node]:
+    return {fqn: node(fqn) for fqn in fqns}
+
+
+def run_in_process(tests: list[CarvedTest]) -> dict[str, object]:
+    """Execute the carved module and each of its tests; return the module's namespace."""
+    source = carved_module(tests)
+    namespace: dict[str, object] = {"__name__": "carved_under_test"}
+    exec(compile(source, "carved_under_test.py", "exec"), namespace)
+    for test in tests:
+        namespace[test.name]()  # raises if the carved assertion fails
+    return namespace
+
+
+# ---------------------------------------------------------------------------------------------
+# Functions, results and exceptions.
+
+
+def test_functions_get_result_and_exception_tests_that_pass_on_the_code(shop):
+    trace = suite(
+        result("tests/test_p.py::test_parse", recorded(P + "parse_amount", shop.parse_amount, text=" 12.5")),
+        result("tests/test_p.py::test_empty", recorded(P + "parse_amount", shop.parse_amount, text="  ")),
+        result("tests/test_p.py::test_label", recorded(P + "describe", shop.describe, label="tea", cents=25)),
+    )
+    tests = carve_tests(trace, {P + "parse_amount", P + "describe"}, nodes_of(P + "parse_amount"))
+    assert [(t.name, t.target_fqn, t.expects, t.source_test) for t in tests] == [
+        ("test_carved_describe_0", P + "describe", "result", "tests/test_p.py::test_label"),
+        ("test_carved_parse_amount_0", P + "parse_amount", "result", "tests/test_p.py::test_parse"),
+        ("test_carved_parse_amount_1", P + "parse_amount", "exception", "tests/test_p.py::test_empty"),
+    ]
+    describe, parsed, empty = tests
+    assert "from shop.pricing import describe" in describe.imports
+    assert "_equisa_call(describe, label='tea', cents=25)" in describe.code
+    assert "assert result == 'tea: 0.25'" in describe.code
+    assert "assert result == pytest.approx(12.5)" in parsed.code
+    assert "with pytest.raises(ValueError):" in empty.code
+    run_in_process(tests)
+
+
+def test_a_project_exception_is_asserted_through_its_module(shop):
+    call = recorded(P + "parse_amount", shop.parse_amount, text="-3")
+    assert call.raised == "shop.errors.PricingError"
+    nodes = {**nodes_of(P + "parse_amount"), "shop.errors.f": node("shop.errors.f", "shop/errors.py")}
+    [test] = carve_tests(suite(result("t.py::test_negative", call)), [P + "parse_amount"], nodes)
+    assert test.expects == "exception"
+    assert "import shop.errors" in test.imports
+    assert "with pytest.raises(shop.errors.PricingError):" in test.code
+    run_in_process([test])
+    # A wrong type would be caught: the same test against a different exception fails.
+    broken = test.model_copy(update={"code": test.code.replace("shop.errors.PricingError", "KeyError")})
+    with pytest.raises(ValueError):
+        run_in_process([broken])
+
+
+def test_floats_are_compared_approximately_and_exact_values_exactly(shop):
+    trace = suite(result(
+        "t.py::test_numbers",
+        recorded(P + "split", shop.split, total=1.0, parts=3),
+        recorded(P + "nested_result", shop.nested_result, n=0.3),
+        recorded(P + "describe", shop.describe, label="x", cents=10),
+    ))
+    group = [P + "split", P + "nested_result", P + "describe"]
+    by_target = {t.target_fqn: t for t in carve_tests(trace, group, nodes_of(*group))}
+    assert "assert result == pytest.approx([0.3333333333333333, 0.3333333333333333, " in (
+        by_target[P + "split"].code
+    )
+    # pytest.approx cannot compare nested containers: they are compared exactly (a float's repr
+    # round-trips, so the recorded literal is the value itself).
+    assert "assert result == {'n': 0.3, 'halves': [0.15, [0.075]]}" in by_target[P + "nested_result"].code
+    assert "import pytest" not in by_target[P + "describe"].imports
+    run_in_process(list(by_target.values()))
+
+
+def test_bools_and_none_are_asserted_by_identity(shop):
+    fake = RecordedCall(fqn=P + "describe", args={"label": enc("a"), "cents": enc(1)}, result=enc(True))
+    none = RecordedCall(fqn=P + "describe", args={"label": enc("b"), "cents": enc(1)}, result=enc(None))
+    tests = carve_tests(suite(result("t.py::test_a", fake, none)), [P + "describe"], nodes_of(P + "describe"))
+    assert "assert result is True" in tests[0].code
+    assert "assert result is None" in tests[1].code
+
+
+# ---------------------------------------------------------------------------------------------
+# Methods and objects.
+
+
+def test_methods_are_called_on_an_object_rebuilt_from_its_state(shop):
+    rate = shop.Rate(20)
+    call = recorded(P + "Rate.apply", shop.Rate.apply, self=rate, amount=10.0)
+    trace = suite(result("t.py::test_rate", call))
+    [test] = carve_tests(trace, [P + "Rate.apply"], nodes_of(P + "Rate.apply"))
+    assert "from shop.pricing import Rate" in test.imports
+    assert "obj = Rate.__new__(Rate)" in test.code
+    assert "obj.__dict__.update({'percent': 20})" in test.code
+    assert "_equisa_call(Rate.apply, self=obj, amount=10.0)" in test.code
+    assert test.name == "test_carved_apply_0"
+    run_in_process([test])
+
+
+def test_a_subclass_instance_is_rebuilt_as_itself_and_calls_exactly_the_member(shop):
+    discount = shop.Discount(50)
+    call = recorded(P + "Rate.apply", shop.Rate.apply, self=discount, amount=8.0)
+    [test] = carve_tests(suite(result("t.py::test_d", call)), [P + "Rate.apply"], nodes_of(P + "Rate.apply"))
+    assert "obj = Discount.__new__(Discount)" in test.code
+    assert "from shop.pricing import Discount" in test.imports
+    run_in_process([test])
+
+
+def test_classmethods_staticmethods_properties_and_private_methods(shop):
+    rate = shop.Rate(10)
+    calls = (
+        recorded(P + "Rate.named", shop.Rate.named.__func__, cls=shop.Rate, label="vat"),
+        recorded(P + "Rate.clamp", shop.Rate.clamp, value=150, low=0, high=100),
+        recorded(P + "Rate.factor", shop.Rate.factor.fget, self=rate),
+        recorded(P + "Rate.__halve", shop.Rate._Rate__halve, self=rate, amount=3),
+    )
+    group = [c.fqn for c in calls]
+    tests = carve_tests(suite(result("t.py::test_all", *calls)), group, nodes_of(*group))
+    assert {t.target_fqn for t in tests} == set(group)
+    named = next(t for t in tests if t.target_fqn == P + "Rate.named")
+    assert "_equisa_call(Rate.named, cls=Rate, label='vat')" in named.code
+    halve = next(t for t in tests if t.target_fqn == P + "Rate.__halve")
+    assert "Rate._Rate__halve" in halve.code and halve.name == "test_carved_halve_0"
+    run_in_process(tests)
+
+
+def test_positional_only_varargs_keyword_only_and_kwargs_are_placed_by_signature(shop):
+    # The probe records in co_varnames order: parameters, keyword-only, then *args and **kwargs.
+    args = {"a": 1, "b": 2, "scale": 3, "rest": (4, 5), "options": {"z": 1, "y": 2}}
+    call = RecordedCall(fqn=P + "combine", args={k: enc(v) for k, v in args.items()},
+                        result=enc(shop.combine(1, 2, 4, 5, scale=3, z=1, y=2)))
+    [test] = carve_tests(suite(result("t.py::test_c", call)), [P + "combine"], nodes_of(P + "combine"))
+    assert "rest=(4, 5)" in test.code and "options={'z': 1, 'y': 2}" in test.code
+    assert "assert result == [36, ['y', 'z']]" in test.code
+    run_in_process([test])
+
+
+# ---------------------------------------------------------------------------------------------
+# What is skipped.
+
+
+def test_calls_with_arguments_that_cannot_be_rebuilt_are_skipped(shop):
+    opaque = RecordedCall(fqn=P + "describe", args={"label": enc(shop.describe), "cents": enc(1)},
+                          result=enc("x"))
+    broken_state = RecordedCall(
+        fqn=P + "Rate.apply",
+        args={"self": EncodedValue(type="shop.pricing.Rate", state={"percent": "<object>"}),
+              "amount": enc(1)},
+        result=enc(1.0),
+    )
+    local_class = RecordedCall(
+        fqn=P + "Rate.apply",
+        args={"self": EncodedValue(type="shop.pricing.f.<locals>.Rate", state={"percent": "1"}),
+              "amount": enc(1)},
+        result=enc(1.01),
+    )
+    good = recorded(P + "describe", shop.describe, label="ok", cents=5)
+    assert opaque.args["label"].literal is None and opaque.args["label"].type == "builtins.function"
+    trace = suite(result("t.py::test_x", opaque, broken_state, local_class, good))
+    group = [P + "describe", P + "Rate.apply"]
+    # The unbuildable calls take no slot: the one buildable call is carved even with a limit of 1.
+    tests = carve_tests(trace, group, nodes_of(*group), max_per_member=1)
+    assert [(t.target_fqn, t.source_test) for t in tests] == [(P + "describe", "t.py::test_x")]
+    assert "label='ok'" in tests[0].code
+
+
+def test_nested_functions_and_lambdas_are_skipped(shop):
+    nested = RecordedCall(fqn=P + "outer.<locals>.inner", args={"x": enc(1)}, result=enc(2))
+    trace = suite(result("t.py::test_n", nested))
+    assert carve_tests(trace, [nested.fqn], nodes_of(nested.fqn)) == []
+
+
+def test_failing_tests_contribute_only_exceptions_that_did_not_fail_them(shop):
+    wrong_value = recorded(P + "describe", shop.describe, label="a", cents=1)
+    caught = recorded(P + "parse_amount", shop.parse_amount, text="")
+    propagated = recorded(P + "parse_amount", shop.parse_amount, text="-1")
+    trace = suite(
+        # Failed on an assertion after parse_amount("") raised and was caught: that raise is trusted.
+        result("t.py::test_caught", wrong_value, caught, outcome=TestOutcome.FAILED,
+               exception_type="AssertionError",
+               traceback=(TracebackFrame(file="t.py", line=3, function="test_caught"),)),
+        # Failed with the very exception parse_amount raised: it may be the bug, so it is not asserted.
+        result("t.py::test_propagated", propagated, outcome=TestOutcome.FAILED,
+               exception_type="shop.errors.PricingError",
+               traceback=(TracebackFrame(file="t.py", line=3, function="test_propagated"),
+                          TracebackFrame(file="shop/pricing.py", line=9, function="parse_amount"))),
+    )
+    group = [P + "describe", P + "parse_amount"]
+    tests = carve_tests(trace, group, nodes_of(*group))
+    assert [(t.target_fqn, t.expects, t.source_test) for t in tests] == [
+        (P + "parse_amount", "exception", "t.py::test_caught")
+    ]
+    assert "# Carved from t.py::test_caught (failed)" in tests[0].code
+    run_in_process(tests)
+
+
+def test_flaky_tests_and_inputs_with_two_outcomes_are_not_trusted(shop):
+    first = RecordedCall(fqn=P + "describe", args={"label": enc("a"), "cents": enc(1)}, result=enc("one"))
+    second = RecordedCall(fqn=P + "describe", args={"label": enc("a"), "cents": enc(1)}, result=enc("two"))
+    from_flaky = recorded(P + "describe", shop.describe, label="f", cents=1)
+    stable = recorded(P + "describe", shop.describe, label="s", cents=1)
+    trace = suite(result("t.py::test_1", first, stable), result("t.py::test_2", second),
+                  result("t.py::test_flaky", from_flaky), flaky=frozenset({"t.py::test_flaky"}))
+    tests = carve_tests(trace, [P + "describe"], nodes_of(P + "describe"))
+    assert len(tests) == 1 and "label='s'" in tests[0].code
+
+
+def test_generators_are_dropped_as_their_resumptions_disagree():
+    # What the probe records for ``list(one(5))`` with ``def one(x): yield x``: the first
+    # resumption "returns" 5, the last None, both with the same arguments.
+    calls = (RecordedCall(fqn="g.m.one", args={"x": enc(5)}, result=enc(5)),
+             RecordedCall(fqn="g.m.one", args={"x": enc(5)}, result=enc(None)))
+    assert carve_tests(suite(result("t.py::test_g", *calls)), ["g.m.one"], {}) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Choosing calls, naming, determinism.
+
+
+def test_identical_calls_are_carved_once_and_distinct_inputs_are_preferred(shop):
+    texts = ["1", "1", "1", "2", " ", "-4"]
+    tests_ = [result(f"t.py::test_{i}", recorded(P + "parse_amount", shop.parse_amount, text=text))
+              for i, text in enumerate(texts)]
+    trace = suite(*tests_)
+    carved = carve_tests(trace, [P + "parse_amount"], nodes_of(P + "parse_amount"), max_per_member=2)
+    # The first call, then the first of another kind (an exception) beats a second result.
+    assert [(t.name, t.expects, t.source_test) for t in carved] == [
+        ("test_carved_parse_amount_0", "result", "t.py::test_0"),
+        ("test_carved_parse_amount_1", "exception", "t.py::test_4"),
+    ]
+    nodes = nodes_of(P + "parse_amount")
+    everything = carve_tests(trace, [P + "parse_amount"], nodes, max_per_member=10)
+    assert len(everything) == 4  # "1", "2", " ", "-4": the repeats of "1" are one call
+    assert carve_tests(trace, [P + "parse_amount"], nodes, max_per_member=10) == everything
+    assert carve_tests(trace, [P + "parse_amount"], nodes, max_per_member=0) == []
+    with pytest.raises(ValueError):
+        carve_tests(trace, [P + "parse_amount"], {}, max_per_member=-1)
+
+
+def test_calls_differing_in_more_arguments_are_preferred():
+    def call(a: int, b: int) -> RecordedCall:
+        return RecordedCall(fqn="m.f", args={"a": enc(a), "b": enc(b)}, result=enc(a + b))
+
+    trace = suite(result("t.py::test", call(1, 1), call(1, 2), call(2, 2)))
+    carved = carve_tests(trace, ["m.f"], {"m.f": node("m.f", "m.py")}, max_per_member=2)
+    assert ["a=1, b=1" in carved[0].code, "a=2, b=2" in carved[1].code] == [True, True]
+
+
+def test_members_with_one_last_name_get_distinct_names_and_imports(tmp_path, monkeypatch):
+    write_tree(tmp_path, {
+        "alpha/__init__.py": "", "alpha/util.py": "def parse(x):\n    return x + 1\n",
+        "beta/__init__.py": "", "beta/util.py": "def parse(x):\n    return x * 2\n",
+    })
+    monkeypatch.syspath_prepend(str(tmp_path))
+    calls = (
+        RecordedCall(fqn="alpha.util.parse", args={"x": enc(3)}, result=enc(4)),
+        RecordedCall(fqn="beta.util.parse", args={"x": enc(3)}, result=enc(6)),
+    )
+    nodes = {"alpha.util.parse": node("alpha.util.parse", "alpha/util.py"),
+             "beta.util.parse": node("beta.util.parse", "beta/util.py")}
+    tests = carve_tests(suite(result("t.py::test_p", *calls)), list(nodes), nodes)
+    assert [t.name for t in tests] == ["test_carved_alpha_util_parse_0", "test_carved_beta_util_parse_0"]
+    assert tests[0].imports != tests[1].imports
+    assert "from beta.util import parse as parse_beta_util" in tests[1].imports
+    try:
+        run_in_process(tests)
+    finally:
+        for name in [n for n in sys.modules if n.split(".")[0] in ("alpha", "beta")]:
+            del sys.modules[name]
+
+
+def test_src_layouts_import_the_module_part_of_the_fqn():
+    call = RecordedCall(fqn="shop.pricing.describe", args={"label": enc("a"), "cents": enc(1)},
+                        result=enc("a: 0.01"))
+    nodes = {call.fqn: node(call.fqn, "src/shop/pricing.py")}
+    [test] = carve_tests(suite(result("tests/test_x.py::test_a", call)), [call.fqn], nodes)
+    assert "from shop.pricing import describe" in test.imports
+    package = Node(fqn="shop.total", file="src/shop/__init__.py", start_line=1, end_line=2)
+    total = RecordedCall(fqn="shop.total", args={"xs": enc([1, 2])}, result=enc(3))
+    trace = suite(result("tests/test_x.py::test_t", total))
+    [test] = carve_tests(trace, ["shop.total"], {"shop.total": package})
+    assert "from shop import total" in test.imports
+
+
+# ---------------------------------------------------------------------------------------------
+# The module.
+
+
+def test_the_carved_module_parses_and_has_unique_names_sorted_imports_and_a_docstring(shop):
+    trace = suite(
+        result("t.py::test_a", recorded(P + "parse_amount", shop.parse_amount, text="1"),
+               recorded(P + "parse_amount", shop.parse_amount, text="-1"),
+               recorded(P + "Rate.apply", shop.Rate.apply, self=shop.Rate(5), amount=2.0)),
+    )
+    group = [P + "parse_amount", P + "Rate.apply"]
+    tests = carve_tests(trace, group, nodes_of(*group))
+    source = carved_module(tests)
+    tree = ast.parse(source)
+    assert "carved by EQUISA from recorded executions" in ast.get_docstring(tree)
+    functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert functions == ["_equisa_call", *(t.name for t in tests)]
+    assert len(set(functions)) == len(functions)
+    imports = [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert imports == [
+        "import inspect", "import pytest", "import shop.errors",
+        "from shop.pricing import Rate, parse_amount",
+    ]
+    run_in_process(tests)
+    assert carved_module_path(0) == "tests/equisa_generated/test_carved_group_0.py"
+    assert carved_module_path(3).startswith(GENERATED_TESTS_DIR + "/")
+
+
+def test_carved_module_refuses_duplicate_names_and_clashing_imports():
+    test = CarvedTest(name="test_carved_f_0", target_fqn="m.f", source_test="t", expects="result",
+                      code="def test_carved_f_0():\n    assert f() == 1\n", imports=("from m import f",))
+    with pytest.raises(ValueError, match="share names"):
+        carved_module([test, test])
+    other = test.model_copy(update={"name": "test_carved_f_1", "imports": ("from n import f",)})
+    with pytest.raises(ValueError, match="'f'"):
+        carved_module([test, other])
+    assert carved_module([]).startswith('"""Tests carved by EQUISA')
+
+
+# ---------------------------------------------------------------------------------------------
+# The real thing: record, carve, run the carved tests, and see the ambiguity group split.
+
+LEDGER = {
+    "ledger/__init__.py": "",
+    "ledger/money.py": '''
+        class Rate:
+            def __init__(self, percent):
+                self.percent = percent
+
+            def apply(self, amount):
+                return amount * (1 + self.percent / 100)
+
+
+        def parse_amount(text):
+            text = text.strip()
+            if not text:
+                raise ValueError("empty amount")
+            return float(text)
+    ''',
+    "tests/test_money.py": '''
+        import pytest
+
+        from ledger.money import Rate, parse_amount
+
+        RATE = Rate(20)  # built at import: Rate.__init__ is not part of any test
+
+
+        def test_taxed_amount():
+            assert RATE.apply(parse_amount(" 10.00 ")) == pytest.approx(12.0)
+
+
+        def test_blank_amount_is_rejected():
+            assert RATE.apply(0.0) == 0.0
+            with pytest.raises(ValueError):
+                parse_amount("   ")
+
+
+        def test_wrong_expectation():
+            assert RATE.apply(parse_amount("1")) == 1.3
+    ''',
+}
+APPLY, PARSE = "ledger.money.Rate.apply", "ledger.money.parse_amount"
+
+
+@pytest.mark.integration
+def test_carved_tests_split_a_real_ambiguity_group(tmp_path):
+    from tasks.run_tests import execute_request
+    from tasks.sandbox import RunRequest
+    from tasks.sandbox_local import LocalSandbox
+
+    write_tree(tmp_path, LEDGER)
+    request = RunRequest(workspace=tmp_path, workspace_digest="t", interpreter=sys.executable,
+                         record=(APPLY, PARSE))
+    trace = execute_request(LocalSandbox(), request)
+    assert {t.test_id.split("::")[1]: t.outcome for t in trace.tests} == {
+        "test_taxed_amount": TestOutcome.PASSED,
+        "test_blank_amount_is_rejected": TestOutcome.PASSED,
+        "test_wrong_expectation": TestOutcome.FAILED,
+    }
+    group = frozenset({APPLY, PARSE})
+    assert group in ambiguity_groups(trace.coverage())
+
+    tests = carve_tests(trace, group, {n.fqn: n for n in trace.nodes})
+    assert {(t.target_fqn, t.expects) for t in tests} == {
+        (APPLY, "result"), (PARSE, "result"), (PARSE, "exception"),
+    }
+    assert len([t for t in tests if t.target_fqn == APPLY]) == 2  # amount=10.0 and amount=0.0
+    # Nothing is carved from what the failing test saw returned.
+    assert all(t.source_test != "tests/test_money.py::test_wrong_expectation" for t in tests)
+
+    path = carved_module_path(0)
+    rerun = execute_request(LocalSandbox(), request.model_copy(
+        update={"overlay": {path: carved_module(tests)}, "record": ()}))
+    carved = {t.test_id.split("::")[1]: t for t in rerun.tests if t.test_id.startswith(path + "::")}
+    assert set(carved) == {t.name for t in tests}
+    assert all(t.outcome is TestOutcome.PASSED for t in carved.values()), [
+        (t.test_id, t.message) for t in carved.values() if t.outcome is not TestOutcome.PASSED]
+    exception_test = next(t for t in tests if t.expects == "exception")
+    assert carved[exception_test.name].outcome is TestOutcome.PASSED
+    for test in tests:  # each carved test executes exactly its own member of the group
+        assert carved[test.name].covered & group == {test.target_fqn}
+    assert len({carved[t.name].covered & group for t in tests}) == 2
+    assert group not in ambiguity_groups(rerun.coverage())
+    assert not any(len(g & group) > 1 for g in ambiguity_groups(rerun.coverage()))

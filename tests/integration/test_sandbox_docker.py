@@ -86,8 +86,8 @@ def test_shapes_suite_runs_in_a_container(docker_engine, workspace, transfer):
     assert got[T + "test_skipped"] is TestOutcome.SKIPPED
     assert got[T + "test_expected_failure"] is TestOutcome.SKIPPED
     assert not trace.crashed
-    # The image's own Python (bookworm: 3.11) ran it, traced with the profile hook.
-    assert trace.python_version.startswith("3.11.") and trace.backend == "setprofile"
+    # The image's own Python (bookworm: 3.11) ran it, traced by import-time instrumentation.
+    assert trace.python_version.startswith("3.11.") and trace.backend == "instrument"
     square = next(t for t in trace.tests if t.test_id == T + "test_square")
     assert "shapes.geometry.square" in square.covered
     assert {n.fqn for n in trace.nodes} >= {"shapes.geometry.square", "shapes.geometry.hypotenuse"}

@@ -15,7 +15,8 @@ errors are translated into these at the boundary where they occur.
     ├── SourceEditError (8)            a source edit cannot be made
     │   ├── FunctionNotFoundError      no function with that FQN in the file
     │   └── InvalidReplacementError    the new code does not parse or changes the signature
-    └── ProbeProtocolError (9)         the probe's output cannot be read
+    ├── ProbeProtocolError (9)         the probe's output cannot be read
+    └── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "FunctionNotFoundError",
     "InvalidReplacementError",
     "ProbeProtocolError",
+    "NothingToLocalizeError",
     "EXIT_OK",
     "EXIT_USAGE",
     "EXIT_INTERNAL",
@@ -119,3 +121,9 @@ class ProbeProtocolError(EquisaError):
     """The probe's JSON-lines output is missing or malformed."""
 
     exit_code = 9
+
+
+class NothingToLocalizeError(EquisaError):
+    """Every test passes (flaky ones aside): there is no failure to localize or repair."""
+
+    exit_code = 20

@@ -59,6 +59,28 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the suite once with the probe; write outcomes, coverage, edges, "
         "Tarantula/Ochiai/DStar scores and ambiguity groups.",
     )
+    _add_run_options(trace)
+    trace.set_defaults(handler=_trace_command)
+
+    localize = commands.add_parser(
+        "localize", help="find the buggy function: trace, then Bayesian inspection until 0.9",
+        description="Trace the suite, then inspect the most suspicious functions with inspection "
+        "patches in sandboxes, updating confidences until one reaches 0.9 or the budget runs out.",
+    )
+    _add_run_options(localize)
+    mode = localize.add_mutually_exclusive_group()
+    mode.add_argument("--llm", dest="llm", action="store_true", default=None,
+                      help="use the model at OPENAI_BASE_URL (default: when one is configured)")
+    mode.add_argument("--no-llm", dest="llm", action="store_false", help="deterministic mode only")
+    localize.add_argument("--max-iterations", type=_positive_int, default=12, metavar="N",
+                          help="inspections before giving up (default 12)")
+    localize.set_defaults(handler=_localize_command)
+    return parser
+
+
+def _add_run_options(command: argparse.ArgumentParser) -> None:
+    """Options every command that runs the suite shares."""
+    trace = command
     trace.add_argument("path", type=Path, help="the repository's root folder")
     trace.add_argument("--python", metavar="INTERPRETER",
                        help="interpreter that runs the suite (default: the repository's .venv, "
@@ -76,8 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"wall-clock limit per shard (default {_DEFAULT_WALL_CLOCK_S:g})")
     trace.add_argument("--test-timeout", type=float, default=300.0, metavar="SECONDS",
                        help="limit per test (default 300)")
-    trace.set_defaults(handler=_trace_command)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -149,6 +169,51 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
             f"{report.crashed_in or 'the suite'}; the {report.summary.total} outcomes recorded "
             "before are kept"
         )
+    return EXIT_OK
+
+
+def _localize_command(args: argparse.Namespace, console: Console) -> int:
+    from flows.localize import LocalizeParameters, localize
+    from tasks.prepare import check_repository
+    from tasks.run_tests import register_progress, unregister_progress
+
+    check_repository(args.path)
+    params = LocalizeParameters(
+        path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
+        docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
+        wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
+        max_iterations=args.max_iterations,
+    )
+    console.print(f"Localizing the bug in [bold]{args.path}[/]", highlight=False)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        job = progress.add_task("tracing the suite, then inspecting candidates", total=None)
+        key = uuid.uuid4().hex
+        register_progress(key, lambda record: progress.update(job, advance=0))
+        try:
+            report = localize(params.model_copy(update={"progress_key": key}))
+        finally:
+            unregister_progress(key)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    verdict = "converged" if report.converged else "not converged"
+    console.print(
+        f"{report.mode} mode · {verdict} ({report.stopped_because}) · {len(report.inspections)} "
+        f"inspections · {report.tests.failed} failing, {report.tests.passed} passing, "
+        f"{report.tests.flaky} flaky tests", highlight=False,
+    )
+    table = Table(title="Ranking (top 10)", title_justify="left")
+    table.add_column("function", overflow="fold", ratio=1)
+    for column in ("line", "suspiciousness", "confidence"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for node in report.ranking[:_TOP_NODES]:
+        table.add_row(node.fqn, str(node.start_line), f"{node.suspiciousness:.3f}", f"{node.confidence:.3f}")
+    console.print(table)
+    for problem in report.problems:
+        console.print(f"[yellow]note:[/] {problem}", highlight=False, soft_wrap=True)
+    if args.json:
+        console.print(f"Report written to {args.json}")
     return EXIT_OK
 
 

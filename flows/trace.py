@@ -14,14 +14,16 @@ from prefect import flow, unmapped
 from prefect.artifacts import create_table_artifact
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.errors import NoTestsCollectedError
 from equisa_core.models import SuiteTrace
 from equisa_core.trace_merge import combine, interleave, mark_flaky
 from equisa_core.trace_report import TraceReport, build_trace_report
 from tasks.prepare import check_interpreter, check_repository, snapshot_workspace
 from tasks.run_tests import run_tests
 from tasks.sandbox import RunRequest, SandboxLimits
+from tasks.workspace import Workspace
 
-__all__ = ["TraceParameters", "trace_suite", "MAX_FLAKY_RERUNS"]
+__all__ = ["TraceParameters", "PreparedRun", "prepare_run", "run_suite", "trace_suite", "MAX_FLAKY_RERUNS"]
 
 #: Failing tests re-run alone to tell flaky ones apart; more than this are not re-run.
 MAX_FLAKY_RERUNS = 20
@@ -45,9 +47,19 @@ class TraceParameters(BaseModel):
     progress_key: str | None = Field(None, description="Key of a registered progress callback.")
 
 
-@flow(name="trace-suite", flow_run_name="trace {params.path}", log_prints=True)
-def trace_suite(params: TraceParameters) -> TraceReport:
-    """Trace a repository's suite in sandboxes and score every function."""
+class PreparedRun(BaseModel):
+    """What every run of one repository shares: its folder, snapshot, interpreter and base request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo: Path
+    workspace: Workspace
+    interpreter_version: str
+    base: RunRequest
+
+
+def prepare_run(params: TraceParameters) -> PreparedRun:
+    """Check the repository, snapshot it and check the interpreter (tasks), then the base request."""
     repo = check_repository(Path(params.path))
     workspace = snapshot_workspace(str(repo))
     if params.sandbox == "local":
@@ -58,6 +70,21 @@ def trace_suite(params: TraceParameters) -> TraceReport:
     limits = SandboxLimits(wall_clock_s=params.wall_clock_s, test_timeout_s=params.test_timeout_s)
     base = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, tests=tuple(params.tests),
                       interpreter=command, limits=limits)
+    return PreparedRun(repo=repo, workspace=workspace, interpreter_version=version, base=base)
+
+
+@flow(name="trace-suite", flow_run_name="trace {params.path}", log_prints=True)
+def trace_suite(params: TraceParameters) -> TraceReport:
+    """Trace a repository's suite in sandboxes and score every function."""
+    prepared = prepare_run(params)
+    report = build_trace_report(run_suite(prepared, params), str(prepared.repo))
+    _publish(report)
+    return report
+
+
+def run_suite(prepared: PreparedRun, params: TraceParameters) -> SuiteTrace:
+    """Fan the suite out over shards (mapped ``run-tests`` tasks), merge, and mark flaky tests."""
+    base, version = prepared.base, prepared.interpreter_version
     shards = params.shards or os.cpu_count() or 1
     requests = [base] if shards == 1 else [
         base.model_copy(update={"shard": (index, shards)}) for index in range(shards)
@@ -67,6 +94,9 @@ def trace_suite(params: TraceParameters) -> TraceReport:
               "docker_image": unmapped(params.docker_image), "progress_key": unmapped(params.progress_key)}
     parts: list[SuiteTrace] = runner.map(requests, **common).result()
     trace = combine(parts, interleave([part.collected for part in parts]))
+    if not trace.tests and not trace.crashed:
+        raise NoTestsCollectedError(
+            "no tests collected" + (f" for {' '.join(params.tests)}" if params.tests else ""))
     failing = sorted(trace.failed_tests())
     if params.rerun_failures and failing:
         alone = [
@@ -76,9 +106,7 @@ def trace_suite(params: TraceParameters) -> TraceReport:
         reruns: list[SuiteTrace] = runner.map(alone, **{**common, "progress_key": unmapped(None)}).result()
         passed = {t.test_id for rerun in reruns for t in rerun.tests if t.outcome == "passed"}
         trace = mark_flaky(trace, passed)
-    report = build_trace_report(trace, str(repo))
-    _publish(report)
-    return report
+    return trace
 
 
 def _publish(report: TraceReport) -> None:

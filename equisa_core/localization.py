@@ -1,0 +1,116 @@
+"""The Localization loop's state and its pure steps (seed 002 §2, §3; seed 000 §5).
+
+The flow (``flows/localize.py``) does the I/O — runs inspection patches in sandboxes, asks the
+model — and hands every observation to ``apply_observation``, which classifies it into an
+``Outcome`` and moves the confidences. Everything here is deterministic and testable alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.bayes import Outcome, classify, is_converged, update_confidences
+from equisa_core.signals import Signals
+
+__all__ = [
+    "RankedNode",
+    "InspectionRecord",
+    "TestCounts",
+    "LocalizationReport",
+    "apply_observation",
+    "rank",
+]
+
+
+class RankedNode(BaseModel):
+    """A node in the final ranking."""
+
+    model_config = ConfigDict(frozen=True)
+
+    fqn: str
+    file: str | None
+    start_line: int | None
+    end_line: int | None
+    suspiciousness: float = Field(description="Tarantula score from the (amplified) suite.")
+    confidence: float = Field(description="Posterior probability of being the bug.")
+
+
+class InspectionRecord(BaseModel):
+    """One iteration of the loop: what was inspected, what was seen, how beliefs moved."""
+
+    model_config = ConfigDict(frozen=True)
+
+    iteration: int
+    target: str
+    strategy: str = Field(description="'deterministic' or 'llm': who wrote the inspection patch.")
+    tests_run: tuple[str, ...]
+    signals: Signals
+    reflection: str | None = Field(description="CONFIRMED_BUGGY, CONFIRMED_NOT_BUGGY or None.")
+    reflection_by: str = Field(description="'traceback' (Golden Rule) or 'llm'.")
+    reasoning: str
+    outcome: Outcome
+    prior: float
+    posterior: float
+    invariants: int = Field(0, description="Assertions in a deterministic inspection patch.")
+
+
+class TestCounts(BaseModel):
+    """How many tests of each kind the run saw."""
+
+    __test__ = False
+    model_config = ConfigDict(frozen=True)
+
+    passed: int
+    failed: int
+    flaky: int
+    generated: int
+
+
+class LocalizationReport(BaseModel):
+    """What ``equisa localize`` writes as JSON."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: str = Field(description="'llm' or 'deterministic'.")
+    converged: bool
+    stopped_because: str
+    ranking: tuple[RankedNode, ...]
+    ambiguity_groups: tuple[tuple[str, ...], ...]
+    inspections: tuple[InspectionRecord, ...]
+    tests: TestCounts
+    cost: dict[str, float] = Field(default_factory=dict, description="LLM tokens and USD.")
+    problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
+
+
+def apply_observation(
+    confidences: Mapping[str, float], target: str, signals: Signals, decision: str | None
+) -> tuple[Outcome, dict[str, float], str | None]:
+    """Classify one inspection and update every node; also return the converged node, if any.
+
+    The target moves by Bayes' rule on the outcome's likelihoods; the other nodes share the rest
+    of the mass in proportion to their previous confidence (single-bug hypothesis, see
+    ``bayes.update_confidences``).
+    """
+    outcome = classify(signals, decision)
+    updated = update_confidences(confidences, target, outcome)
+    return outcome, updated, is_converged(updated)
+
+
+def rank(
+    confidences: Mapping[str, float],
+    suspiciousness: Mapping[str, float],
+    locations: Mapping[str, tuple[str | None, int | None, int | None]],
+) -> list[RankedNode]:
+    """Nodes best first: by confidence, then suspiciousness, then name."""
+    order: Sequence[str] = sorted(
+        confidences, key=lambda f: (-confidences[f], -suspiciousness.get(f, 0.0), f)
+    )
+    return [
+        RankedNode(
+            fqn=fqn, file=locations[fqn][0], start_line=locations[fqn][1], end_line=locations[fqn][2],
+            suspiciousness=suspiciousness.get(fqn, 0.0), confidence=confidences[fqn],
+        )
+        for fqn in order
+    ]

@@ -1,0 +1,101 @@
+"""``equisa localize`` end to end: deterministic mode, LLM mode against a scripted server, no bug."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from equisa_core.errors import NothingToLocalizeError
+from equisa_core.localization import LocalizationReport
+from tests.integration.test_probe import tree_digest
+from tests.scripted_llm_server import Reply
+
+ROOT = Path(__file__).resolve().parents[2]
+INVOICING = ROOT / "examples" / "invoicing"
+BUGGY = "invoicing.discounts.ThresholdDiscount.applies"
+EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
+
+
+def localize(env: dict[str, str], *args: str) -> tuple[int, str]:
+    done = subprocess.run([EQUISA, "localize", *args], capture_output=True, text=True, env=env, timeout=900)
+    return done.returncode, done.stderr
+
+
+def test_deterministic_mode_reports_ranking_history_and_tests(tmp_path, cli_env):
+    out = tmp_path / "loc.json"
+    before = tree_digest(INVOICING)
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--max-iterations", "3", "--json", str(out))
+    assert code == 0, err
+    assert tree_digest(INVOICING) == before
+    report = LocalizationReport.model_validate_json(out.read_text())
+    assert report.mode == "deterministic" and "deterministic mode" in err
+    assert (report.tests.failed, report.tests.passed, report.tests.flaky) == (3, 45, 0)
+    assert len(report.inspections) == 3
+    confidences = [node.confidence for node in report.ranking]
+    assert confidences == sorted(confidences, reverse=True)
+    assert abs(sum(confidences) - 1.0) < 1e-6
+    assert all(n.file and not n.file.startswith("/") for n in report.ranking)
+    assert BUGGY in {n.fqn for n in report.ranking[:3]}
+    for inspection in report.inspections:
+        assert inspection.signals.is_covered and inspection.tests_run
+        assert 0.01 <= inspection.posterior <= 0.99
+    assert any(group and BUGGY in group for group in report.ambiguity_groups)
+
+
+def _with_heartbeat(source: str, fqn: str, extra: str = "") -> str:
+    """The function with the heartbeat (and ``extra``) as the first statements of its body."""
+    lines = source.rstrip("\n").splitlines()
+    header = next(i for i, line in enumerate(lines) if re.match(r"\s*(async\s+)?def ", line))
+    while not lines[header].rstrip().endswith(":"):
+        header += 1
+    indent = re.match(r"\s*", lines[header + 1]).group(0)
+    body = [f'{indent}print("--- INSPECTION_START: {fqn} ---")']
+    if extra:
+        body.append(indent + extra)
+    return "\n".join(lines[: header + 1] + body + lines[header + 1:]) + "\n"
+
+
+def scripted_debugger(request) -> Reply:
+    """An LLM that writes inspection patches and reflections like a careful debugger would."""
+    content = request.last_user_message
+    target = re.search(r"Target Function: (\S+)", content).group(1)
+    if "Reflection" not in content and "Inspection Patch:" not in content:
+        source = content.split("Source Code:\n", 1)[1]
+        boundary = 'assert subtotal.amount != self.minimum.amount, "an order at exactly the minimum"'
+        return Reply(_with_heartbeat(source, target, boundary if target == BUGGY else ""))
+    verdict = "CONFIRMED_BUGGY" if target == BUGGY else "CONFIRMED_NOT_BUGGY"
+    return Reply(f"The traceback shows where the failure comes from.\n{verdict}")
+
+
+def test_llm_mode_converges_on_the_bug(tmp_path, cli_env, scripted_llm):
+    scripted_llm.respond_with(scripted_debugger)
+    env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
+           "EQUISA_MODEL": "scripted-debugger"}
+    out = tmp_path / "loc.json"
+    code, err = localize(env, str(INVOICING), "--llm", "--json", str(out))
+    assert code == 0, err
+    report = LocalizationReport.model_validate_json(out.read_text())
+    assert report.mode == "llm"
+    assert report.converged and report.ranking[0].fqn == BUGGY
+    assert report.ranking[0].confidence >= 0.9
+    last = report.inspections[-1]
+    assert last.target == BUGGY and last.outcome == "TARGET_ASSERTION_FAILED" and last.strategy == "llm"
+    innocents = [i for i in report.inspections if i.target != BUGGY]
+    assert innocents and all(i.posterior < i.prior for i in innocents)
+    assert all(i.reflection == "CONFIRMED_NOT_BUGGY" and i.reflection_by == "llm" for i in innocents)
+    assert "scripted-debugger" in scripted_llm.models_seen()
+
+
+def test_a_suite_without_failures_has_nothing_to_localize(tmp_path, cli_env):
+    repo = tmp_path / "fine"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "mod.py").write_text("def ok():\n    return 1\n")
+    (repo / "conftest.py").write_text("")
+    test = "from mod import ok\n\n\ndef test_ok():\n    assert ok() == 1\n"
+    (repo / "tests" / "test_ok.py").write_text(test)
+    code, err = localize(cli_env, str(repo), "--no-llm")
+    assert code == NothingToLocalizeError.exit_code
+    assert "nothing to localize" in err and "Traceback" not in err

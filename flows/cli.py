@@ -13,9 +13,11 @@ import os
 import sys
 import traceback
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -129,7 +131,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _trace_command(args: argparse.Namespace, console: Console) -> int:
     from flows.trace import TraceParameters, trace_suite
     from tasks.prepare import check_repository
-    from tasks.run_tests import register_progress, unregister_progress
 
     check_repository(args.path)  # fail fast, before Prefect starts
 
@@ -139,27 +140,9 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout,
     )
     console.print(f"Tracing [bold]{args.path}[/] in the {args.sandbox} sandbox", highlight=False)
-    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
-        job = progress.add_task("starting (snapshot, interpreter, Prefect)", total=None)
-
-        def on_record(record: dict) -> None:
-            if record.get("kind") != "test":
-                return
-            counts[record["outcome"]] = counts.get(record["outcome"], 0) + 1
-            done = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-            progress.update(job, description=f"running tests: {done}")
-
-        key = uuid.uuid4().hex
-        register_progress(key, on_record)
-        try:
-            report = trace_suite(params.model_copy(update={"progress_key": key}))
-        finally:
-            unregister_progress(key)
+    report = _run_with_progress(console, "starting (snapshot, interpreter, Prefect)", trace_suite, params)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        _write_json(args.json, report)
     _print_report(report, console)
     if args.json:
         console.print(f"Report written to {args.json}")
@@ -175,7 +158,6 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
 def _localize_command(args: argparse.Namespace, console: Console) -> int:
     from flows.localize import LocalizeParameters, localize
     from tasks.prepare import check_repository
-    from tasks.run_tests import register_progress, unregister_progress
 
     check_repository(args.path)
     params = LocalizeParameters(
@@ -185,18 +167,9 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
         max_iterations=args.max_iterations,
     )
     console.print(f"Localizing the bug in [bold]{args.path}[/]", highlight=False)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
-        job = progress.add_task("tracing the suite, then inspecting candidates", total=None)
-        key = uuid.uuid4().hex
-        register_progress(key, lambda record: progress.update(job, advance=0))
-        try:
-            report = localize(params.model_copy(update={"progress_key": key}))
-        finally:
-            unregister_progress(key)
+    report = _run_with_progress(console, "tracing the suite, then inspecting candidates", localize, params)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        _write_json(args.json, report)
     verdict = "converged" if report.converged else "not converged"
     console.print(
         f"{report.mode} mode · {verdict} ({report.stopped_because}) · {len(report.inspections)} "
@@ -215,6 +188,35 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print(f"Report written to {args.json}")
     return EXIT_OK
+
+
+def _run_with_progress(console: Console, label: str, run: Callable[[Any], Any], params: Any) -> Any:
+    """Run a flow while a spinner counts the tests the probe reports, in every sandbox."""
+    from tasks.run_tests import register_progress, unregister_progress
+
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        job = progress.add_task(label, total=None)
+
+        def on_record(record: dict) -> None:
+            if record.get("kind") != "test":
+                return
+            counts[record["outcome"]] = counts.get(record["outcome"], 0) + 1
+            done = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+            progress.update(job, description=f"running tests: {done}")
+
+        key = uuid.uuid4().hex
+        register_progress(key, on_record)
+        try:
+            return run(params.model_copy(update={"progress_key": key}))
+        finally:
+            unregister_progress(key)
+
+
+def _write_json(path: Path, report: BaseModel) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 
 def _positive_int(text: str) -> int:

@@ -12,12 +12,16 @@ What it does (issue 3, "Done means", bench item):
    distance, a knapsack, matrices, shortest paths, an expression parser, the game of life,
    checksums — each cross-checked against a second implementation, each test about 0.25 s; 2 tests
    fail on purpose, a run-length decoder bug) and ``tiny``, 2 trivial tests; both are
-   snapshotted with ``tasks.workspace.snapshot``;
+   snapshotted with ``tasks.workspace.snapshot``. The suites run on a fresh venv of this Python
+   with EQUISA's pytest version, bytecode compiled at install (``--python`` to use another); the
+   temporary folder is under ``/var/tmp`` because bwrap hides the host's ``/tmp``;
 2. **fan-out**: times ``execute_request`` with the local sandbox, tracing on, for the whole suite
    in one sandbox (``1 shard``) against two sandboxes at once (``RunRequest(shard=(i, 2))`` in a
    ``ThreadPoolExecutor``, merged with ``combine``/``interleave`` as the flow does), alternating
    which goes first in each round; checks that the merged trace has every test exactly once,
-   in the 1-shard order, with the same outcomes;
+   in the 1-shard order, with the same outcomes. Each round starts with a control without
+   EQUISA (one CPU-bound process alone, then two at once) that shows what the machine itself
+   gives two processes at that moment;
 3. **cache**: starts a temporary Prefect server (``prefect_test_harness``, untimed) with
    ``PREFECT_HOME``, ``PREFECT_LOCAL_STORAGE_PATH`` and ``EQUISA_WORKSPACES`` in the temporary
    folder, warms Prefect up with one flow run on ``tiny``, then times the ``trace_suite`` flow
@@ -26,10 +30,11 @@ What it does (issue 3, "Done means", bench item):
    around ``LocalSandbox.run``) and that the server records its ``run-tests`` task runs as
    ``Cached``, and that both runs report the same outcomes;
 4. **start-up**: times, on ``tiny``, a plain ``python -m pytest`` subprocess, the same with the
-   probe, ``LocalSandbox.run`` at each isolation level that works here (bwrap, unshare, none:
-   ``EQUISA_LOCAL_ISOLATION`` set and ``detect_isolation``'s cache cleared before each run,
-   outside the timing) and ``DockerSandbox.run`` on a private ``dockerd`` started with the helpers
-   of ``tests/integration/docker_fixtures.py`` (skipped, with the reason, when none can start, or
+   probe, the plain run with EQUISA's own interpreter (for comparison), ``LocalSandbox.run`` at
+   each isolation level that works here (bwrap, unshare, none: ``EQUISA_LOCAL_ISOLATION`` set and
+   ``detect_isolation``'s cache cleared before each run, outside the timing) and
+   ``DockerSandbox.run`` on a private ``dockerd`` started with the helpers of
+   ``tests/integration/docker_fixtures.py`` (skipped, with the reason, when none can start, or
    with ``--no-docker``); interleaved, the starting configuration rotating each round, after one
    untimed warm-up round;
 5. prints a table of medians and ratios with PASS/FAIL against the targets (2 shards >= 1.7x
@@ -78,7 +83,7 @@ TARGET_CACHE = 10.0
 #: The fan-out suite must take at least this long in one sandbox.
 MIN_SERIAL_S = 20.0
 ISOLATION_LEVELS = ("bwrap", "unshare", "none")
-#: The machine's own 2-process scaling, without EQUISA: one edit distance of this size (about 2 s
+#: The machine's own 2-process scaling, without EQUISA: one edit distance of this size (about 1 s
 #: of pure Python here) in one process, then in two processes at once.
 CONTROL_SIZE = 2300
 CONTROL_SCRIPT = (
@@ -524,16 +529,16 @@ CPU_FILES = {
 
         @pytest.mark.parametrize("seed", range({N}))
         def test_prime_counts_agree(seed):
-            limit = 130000 + 2000 * seed
+            limit = 235000 + 2000 * seed
             assert count_primes_trial(limit) == len(sieve(limit))
 
 
         @pytest.mark.parametrize("seed", range({N}))
         def test_longest_collatz(seed):
             start = 1 + 20000 * seed
-            best, length = longest_collatz(start, start + 40000)
+            best, length = longest_collatz(start, start + 110000)
             assert collatz_plain(best) == length
-            assert all(collatz_plain(n) <= length for n in range(start, start + 3000))
+            assert all(collatz_plain(n) <= length for n in range(start, start + 8000))
     ''',
     "tests/test_sorting.py": '''
         import pytest
@@ -544,7 +549,7 @@ CPU_FILES = {
 
         @pytest.fixture(params=range({N}))
         def data(request):
-            return Lcg(request.param).ints(14000, -10**6, 10**6)
+            return Lcg(request.param).ints(55000, -10**6, 10**6)
 
 
         def test_sorts_agree(data):
@@ -563,7 +568,7 @@ CPU_FILES = {
         @pytest.mark.parametrize("seed", range({N}))
         def test_edit_distance_bounds(seed):
             rng = Lcg(seed)
-            a, b = rng.text(430), rng.text(400)
+            a, b = rng.text(770), rng.text(710)
             distance = edit_distance(a, b)
             assert distance == edit_distance(b, a)
             assert abs(len(a) - len(b)) <= distance <= max(len(a), len(b))
@@ -573,8 +578,8 @@ CPU_FILES = {
         @pytest.mark.parametrize("seed", range({N}))
         def test_knapsack_matches_brute_force(seed):
             rng = Lcg(100 + seed)
-            items = [(rng.randint(1, 40), rng.randint(1, 100)) for _ in range(14)]
-            for capacity in (60, 100, 150):
+            items = [(rng.randint(1, 40), rng.randint(1, 100)) for _ in range(17)]
+            for capacity in (60, 100, 150, 200):
                 assert knapsack(items, capacity) == knapsack_brute(items, capacity)
     ''',
     "tests/test_matrix.py": '''
@@ -587,7 +592,7 @@ CPU_FILES = {
         @pytest.mark.parametrize("seed", range({N}))
         def test_determinant_is_multiplicative(seed):
             rng = Lcg(seed)
-            n = 56
+            n = 112
             a = Matrix([[rng.randint(-9, 9) for _ in range(n)] for _ in range(n)])
             b = Matrix([[rng.randint(-9, 9) for _ in range(n)] for _ in range(n)])
             product = (a @ b).determinant()
@@ -605,7 +610,7 @@ CPU_FILES = {
         @pytest.mark.parametrize("seed", range({N}))
         def test_shortest_paths_agree(seed):
             graph = random_graph(Lcg(seed), 800, 4000)
-            for source in range(0, 800, 30):
+            for source in range(0, 800, 12):
                 assert dijkstra(graph, source) == bellman_ford(graph, source)
     ''',
     "tests/test_expr.py": '''
@@ -618,7 +623,7 @@ CPU_FILES = {
         @pytest.mark.parametrize("seed", range({N}))
         def test_parser_matches_python(seed):
             rng = Lcg(seed)
-            for _ in range(800):
+            for _ in range(3200):
                 text = random_expression(rng, 6)
                 assert evaluate(text) == eval(text)
     ''',
@@ -635,7 +640,7 @@ CPU_FILES = {
             rows = cols = 60
             grid = [[1 if rng.randint(0, 3) == 0 else 0 for _ in range(cols)] for _ in range(rows)]
             cells = {(r, c) for r in range(rows) for c in range(cols) if grid[r][c]}
-            for _ in range(34):
+            for _ in range(73):
                 grid, cells = step_grid(grid), step_set(cells, rows, cols)
                 assert cells == {(r, c) for r in range(rows) for c in range(cols) if grid[r][c]}
     ''',
@@ -651,7 +656,7 @@ CPU_FILES = {
 
         @pytest.mark.parametrize("seed", range({N_CODEC}))
         def test_checksum_and_base64(seed):
-            data = Lcg(seed).data(170000 + seed)
+            data = Lcg(seed).data(550000 + seed)
             assert crc32(data) == zlib.crc32(data)
             assert b64encode(data) == base64.b64encode(data).decode()
 
@@ -659,7 +664,7 @@ CPU_FILES = {
         @pytest.mark.parametrize("run", [9, 14], ids=["long-runs-a", "long-runs-b"])
         def test_rle_roundtrip(run):
             rng = Lcg(run)
-            text = "".join(rng.text(1, "abc") * (1 + rng.randint(0, run)) for _ in range(40000))
+            text = "".join(rng.text(1, "abc") * (1 + rng.randint(0, run)) for _ in range(120000))
             assert rle_decode(rle_encode(text)) == text
     ''',
 }
@@ -900,12 +905,10 @@ def bench_fanout(workspace, project: Path, python: str, repeats: int, console: C
             "part_test_time_s": [round(t, 3) for t in part_tests],
             "test_time_inflation": round(sum(part_tests) / serial_tests, 3),
             "shard_imbalance": round(max(part_tests) / statistics.mean(part_tests), 3),
-            "two_shard_wall_outside_slowest_part_tests_s": round(sharded["wall"] - max(part_tests), 3),
             "ceiling_speedup": round(serial["wall"] / (max(part_tests) + serial["wall"] - serial_tests), 3),
         })
     out = {
         "isolation": isolation.model_dump(),
-        "interpreter": interpreter_info(python),
         "tests": len(ref_ids),
         "failed_tests": failed,
         "order_per_round": order_log,
@@ -928,9 +931,13 @@ def bench_fanout(workspace, project: Path, python: str, repeats: int, console: C
     for key, results in runs.items():
         walls = [r["wall"] for r in results]
         tests_s = [sum(t.duration for t in r["trace"].tests) for r in results]
+        # Wall time not spent in tests: sandbox, pytest start-up and collection, merging. For 2
+        # shards, beyond the slower part's tests.
+        critical = tests_s if key == "1 shard" else [
+            max(sum(t.duration for t in p.tests) for p in r["parts"]) for r in results]
         entry = {"wall_s": [round(w, 4) for w in walls], **summary_stats(walls),
                  "test_time_s": [round(t, 3) for t in tests_s],
-                 "outside_tests_s": [round(w - t, 3) for w, t in zip(walls, tests_s, strict=True)]}
+                 "outside_tests_s": [round(w - t, 3) for w, t in zip(walls, critical, strict=True)]}
         if key == "2 shards":
             entry["part_walls_s"] = [r["part_walls"] for r in results]
             entry["part_tests"] = [[len(p.tests) for p in r["parts"]] for r in results]

@@ -47,12 +47,10 @@ It asserts nothing: the exit status is 0 unless the benchmark itself could not r
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import hashlib
 import json
 import logging
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -72,7 +70,8 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(1, str(REPO))  # tasks, flows, equisa_core and tests.integration.docker_fixtures
-from tracing_overhead import cpu_model, run_text  # noqa: E402  (shared environment helpers)
+from tracing_overhead import environment as tracing_environment  # noqa: E402  (shared helpers)
+from tracing_overhead import run_text  # noqa: E402
 
 DEFAULT_OUT = REPO / "bench" / "results" / "sandbox_execution.json"
 PROBE_FILE = REPO / "equisa_core" / "probe" / "equisa_probe.py"
@@ -716,29 +715,16 @@ def children_cpu() -> float:
 
 
 def environment(uv: str) -> dict:
+    """The tracing benchmark's environment record plus this benchmark's own tools and sources."""
     import docker
     import prefect
 
-    commit = run_text(["git", "-C", str(REPO), "rev-parse", "HEAD"])
-    dirty = run_text(["git", "-C", str(REPO), "status", "--porcelain"])
     return {
-        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "host_python": platform.python_version(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "loadavg_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-        "uv": run_text([uv, "--version"]),
+        **tracing_environment(uv),
         "prefect": prefect.__version__,
         "docker_sdk": docker.__version__,
         "bwrap": run_text(["bwrap", "--version"]),
         "unshare": run_text(["unshare", "--version"]),
-        "git_commit": commit,
-        "git_note": None if commit else "repository has no commits yet",
-        "git_dirty": bool(dirty) if commit else None,
-        "probe_file": str(PROBE_FILE.relative_to(REPO)),
-        "probe_sha256": hashlib.sha256(PROBE_FILE.read_bytes()).hexdigest(),
         "sandbox_sources_sha256": {
             name: hashlib.sha256((REPO / name).read_bytes()).hexdigest()
             for name in ("tasks/sandbox.py", "tasks/sandbox_local.py", "tasks/sandbox_docker.py",

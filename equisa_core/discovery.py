@@ -1,0 +1,54 @@
+"""Discovery-loop decisions (seed 000 §4): which ambiguity groups are worth splitting, and when to stop.
+
+Pure. The flow traces, calls ``groups_to_split`` and, while it returns groups and the budget
+lasts, generates disambiguating tests for them and traces again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["DiscoveryBudget", "groups_to_split", "group_sizes"]
+
+
+class DiscoveryBudget(BaseModel):
+    """How much test generation the Discovery loop may spend."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_rounds: int = Field(2, ge=0, description="Generate-and-retrace rounds.")
+    max_tests: int = Field(30, ge=0, description="Generated tests kept in all.")
+    min_group_size: int = Field(2, ge=2, description="Smaller groups are not worth a test.")
+    max_groups_per_round: int = Field(3, ge=1, description="Groups attacked per round.")
+
+
+def groups_to_split(
+    groups: Collection[frozenset[str]],
+    suspiciousness: Mapping[str, float],
+    budget: DiscoveryBudget,
+    rounds_done: int,
+    tests_generated: int,
+) -> list[frozenset[str]]:
+    """The ambiguity groups to generate tests for now; empty means ``need_more_tests`` is False.
+
+    Only groups that matter are worth tests: those whose members are suspicious (score above 0,
+    i.e. executed by a failing test). The most suspicious groups come first, larger before smaller
+    at equal score, then by their sorted members; at most ``max_groups_per_round``, and none once
+    the rounds or the test budget are spent.
+    """
+    if rounds_done >= budget.max_rounds or tests_generated >= budget.max_tests:
+        return []
+
+    def score(group: frozenset[str]) -> float:
+        return max((suspiciousness.get(member, 0.0) for member in group), default=0.0)
+
+    worth = [g for g in groups if len(g) >= budget.min_group_size and score(g) > 0.0]
+    worth.sort(key=lambda g: (-score(g), -len(g), sorted(g)))
+    return worth[: budget.max_groups_per_round]
+
+
+def group_sizes(groups: Collection[frozenset[str]]) -> list[int]:
+    """Sizes of the groups, largest first: what the report shows before and after Discovery."""
+    return sorted((len(g) for g in groups), reverse=True)

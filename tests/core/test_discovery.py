@@ -1,0 +1,34 @@
+"""Discovery-loop decisions: which groups to split and when the budget says stop."""
+
+from __future__ import annotations
+
+from equisa_core.discovery import DiscoveryBudget, group_sizes, groups_to_split
+
+A = frozenset({"m.a", "m.b", "m.c"})
+B = frozenset({"m.d", "m.e"})
+C = frozenset({"m.f", "m.g"})  # only passing tests run it: Tarantula 0
+SCORES = {"m.a": 0.9, "m.b": 0.9, "m.c": 0.9, "m.d": 0.95, "m.e": 0.95, "m.f": 0.0, "m.g": 0.0}
+
+
+def test_suspicious_groups_first_and_harmless_ones_never():
+    assert groups_to_split([A, B, C], SCORES, DiscoveryBudget(), 0, 0) == [B, A]
+
+
+def test_equal_scores_put_larger_groups_first():
+    scores = {**SCORES, "m.d": 0.9, "m.e": 0.9}
+    assert groups_to_split([B, A], scores, DiscoveryBudget(), 0, 0) == [A, B]
+
+
+def test_the_budget_stops_the_loop():
+    budget = DiscoveryBudget(max_rounds=2, max_tests=10, max_groups_per_round=1)
+    assert groups_to_split([A, B], SCORES, budget, 0, 0) == [B]
+    assert groups_to_split([A, B], SCORES, budget, 2, 0) == []
+    assert groups_to_split([A, B], SCORES, budget, 1, 10) == []
+
+
+def test_small_groups_can_be_ignored():
+    assert groups_to_split([A, B], SCORES, DiscoveryBudget(min_group_size=3), 0, 0) == [A]
+
+
+def test_group_sizes_largest_first():
+    assert group_sizes([B, A, C]) == [3, 2, 2]

@@ -71,7 +71,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(1, str(REPO))  # tasks, flows, equisa_core and tests.integration.docker_fixtures
 from tracing_overhead import environment as tracing_environment  # noqa: E402  (shared helpers)
-from tracing_overhead import run_text  # noqa: E402
+from tracing_overhead import finish_report, run_text  # noqa: E402
 
 DEFAULT_OUT = REPO / "bench" / "results" / "sandbox_execution.json"
 PROBE_FILE = REPO / "equisa_core" / "probe" / "equisa_probe.py"
@@ -1450,12 +1450,7 @@ def main(argv=None) -> int:
             console.print(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    report["environment"]["loadavg_at_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    report["elapsed_s"] = round(time.perf_counter() - started, 1)
-    print_table(console, report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    console.print(f"wrote {args.out} in {report['elapsed_s']} s")
+    finish_report(console, report, print_table, args.out, started)
     return 0
 
 

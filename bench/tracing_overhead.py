@@ -586,6 +586,16 @@ def instructions_phase(report: dict, runners: dict, console: Console) -> None:
             c["instructions_ratio_vs_plain"] = round(ir / plain, 4) if ir and plain else None
 
 
+def finish_report(console, report: dict, print_table, out: Path, started: float) -> None:
+    """Stamp the end load and elapsed time, print the table, write the JSON (both benchmarks)."""
+    report["environment"]["loadavg_at_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    report["elapsed_s"] = round(time.perf_counter() - started, 1)
+    print_table(console, report)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {out} in {report['elapsed_s']} s")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed rounds per Python (default 5)")
@@ -662,12 +672,7 @@ def main(argv=None) -> int:
             console.print(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    report["environment"]["loadavg_at_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    report["elapsed_s"] = round(time.perf_counter() - started, 1)
-    print_table(console, report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    console.print(f"wrote {args.out} in {report['elapsed_s']} s")
+    finish_report(console, report, print_table, args.out, started)
     return 0 if report["pythons"] else 2
 
 

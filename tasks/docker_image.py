@@ -38,6 +38,7 @@ __all__ = [
     "CONTAINER_PATH",
     "TARBALL_NAME",
     "ensure_base_image",
+    "one_line",
     "build_rootfs_tarball",
     "main",
 ]
@@ -75,7 +76,7 @@ def ensure_base_image(
     except docker.errors.ImageNotFound:
         pass
     except (docker.errors.DockerException, requests.RequestException) as error:
-        raise SandboxInfrastructureError(f"docker engine: {_one_line(error)}") from None
+        raise SandboxInfrastructureError(f"docker engine: {one_line(error)}") from None
     cache_dir = Path(cache_dir).expanduser()
     tarball = cache_dir / TARBALL_NAME
     if not tarball.is_file():
@@ -89,11 +90,11 @@ def ensure_base_image(
                                        network_mode="none", stdout=True, stderr=True)
     except docker.errors.ContainerError as error:
         raise SandboxInfrastructureError(
-            f"image {name} was imported but `python3 -m pytest` fails in it: {_one_line(error)}; "
+            f"image {name} was imported but `python3 -m pytest` fails in it: {one_line(error)}; "
             f"delete {tarball} to rebuild it"
         ) from None
     except (docker.errors.DockerException, requests.RequestException) as error:
-        raise SandboxInfrastructureError(f"cannot import {tarball} as {name}: {_one_line(error)}") from None
+        raise SandboxInfrastructureError(f"cannot import {tarball} as {name}: {one_line(error)}") from None
     log.info("image %s ready: %s", name, output.decode(errors="replace").strip())
     return name
 
@@ -138,7 +139,7 @@ def build_rootfs_tarball(tarball: Path, mirror: str = DEFAULT_MIRROR) -> Path:
                                  str(partial), "."], capture_output=True, stdin=subprocess.DEVNULL)
         if packed.returncode != 0:
             raise SandboxInfrastructureError(
-                f"packing the root file system failed: {_one_line(packed.stderr.decode(errors='replace'))}"
+                f"packing the root file system failed: {one_line(packed.stderr.decode(errors='replace'))}"
             )
         os.replace(partial, tarball)
         return tarball
@@ -158,7 +159,8 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _one_line(error: object) -> str:
+def one_line(error: object) -> str:
+    """An error message on one line, capped at 300 characters."""
     text = " ".join(str(error).split())
     return text[:300] + ("..." if len(text) > 300 else "")
 
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         client = docker.from_env()
         ensure_base_image(client, args.name, args.cache_dir)
     except docker.errors.DockerException as error:
-        print(f"equisa: docker engine unreachable: {_one_line(error)}", file=sys.stderr)
+        print(f"equisa: docker engine unreachable: {one_line(error)}", file=sys.stderr)
         return SandboxInfrastructureError.exit_code
     except SandboxInfrastructureError as error:
         print(f"equisa: {error.message}", file=sys.stderr)

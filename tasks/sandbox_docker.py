@@ -46,7 +46,7 @@ from docker.models.containers import Container
 from docker.models.volumes import Volume
 from docker.types import LogConfig, Mount, Ulimit
 
-from tasks.docker_image import CONTAINER_PATH, DEFAULT_IMAGE
+from tasks.docker_image import CONTAINER_PATH, DEFAULT_IMAGE, one_line
 from tasks.sandbox import (
     MIB,
     RecordCallback,
@@ -134,7 +134,7 @@ class DockerSandbox:
                     client.ping()
                 except (docker.errors.DockerException, requests.RequestException) as error:
                     raise SandboxInfrastructureError(
-                        f"docker engine unreachable at {where}: {_one_line(error)}"
+                        f"docker engine unreachable at {where}: {one_line(error)}"
                     ) from None
                 self._client = client
             return self._client
@@ -153,7 +153,7 @@ class DockerSandbox:
                 f"--name {self.image}` (debootstrap + docker import, no registry needed)"
             ) from None
         except (docker.errors.DockerException, requests.RequestException) as error:
-            raise SandboxInfrastructureError(f"docker engine: {_one_line(error)}") from None
+            raise SandboxInfrastructureError(f"docker engine: {one_line(error)}") from None
 
     # -- a run ----------------------------------------------------------------------------------
     def run(self, request: RunRequest, on_record: RecordCallback | None = None) -> SandboxRun:
@@ -209,7 +209,7 @@ class DockerSandbox:
         if exit_code not in (None, 0, 1, 2, 3, 4, 5) and not output:
             raise SandboxInfrastructureError(
                 f"the docker sandbox failed to start pytest (exit {exit_code}): "
-                f"{_one_line(log_tail[-300:])}"
+                f"{one_line(log_tail[-300:])}"
             )
         return SandboxRun(
             probe_output=output,
@@ -345,7 +345,7 @@ def _kill(container: Container) -> None:
     try:
         container.wait(timeout=30)
     except (docker.errors.DockerException, requests.RequestException) as error:
-        log.warning("container %s did not stop after SIGKILL: %s", container.name, _one_line(error))
+        log.warning("container %s did not stop after SIGKILL: %s", container.name, one_line(error))
 
 
 def _remove(container: Container | None, volume: Volume | None) -> None:
@@ -365,7 +365,7 @@ def _remove(container: Container | None, volume: Volume | None) -> None:
             except (docker.errors.DockerException, requests.RequestException) as error:
                 if attempt:
                     log.warning("could not remove sandbox %s %s: %s", type(thing).__name__.lower(),
-                                thing.name, _one_line(error))
+                                thing.name, one_line(error))
                 else:
                     time.sleep(0.5)
 
@@ -393,14 +393,9 @@ def _translated(action: str) -> Iterator[None]:
     try:
         yield
     except docker.errors.ImageNotFound as error:
-        raise SandboxInfrastructureError(f"{action}: image missing: {_one_line(error)}") from None
+        raise SandboxInfrastructureError(f"{action}: image missing: {one_line(error)}") from None
     except docker.errors.APIError as error:
         reason = error.explanation or str(error)
-        raise SandboxInfrastructureError(f"{action}: docker API error: {_one_line(reason)}") from None
+        raise SandboxInfrastructureError(f"{action}: docker API error: {one_line(reason)}") from None
     except (docker.errors.DockerException, requests.RequestException) as error:
-        raise SandboxInfrastructureError(f"{action}: docker engine: {_one_line(error)}") from None
-
-
-def _one_line(error: object) -> str:
-    text = " ".join(str(error).split())
-    return text[:300] + ("..." if len(text) > 300 else "")
+        raise SandboxInfrastructureError(f"{action}: docker engine: {one_line(error)}") from None

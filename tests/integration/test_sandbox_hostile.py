@@ -36,7 +36,7 @@ class _Recorder(socketserver.BaseRequestHandler):
         self.received.append(self.request.recv(100))
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def host_server():
     """A TCP server on the host's 127.0.0.1 that records whoever reaches it."""
     _Recorder.received = []
@@ -48,16 +48,16 @@ def host_server():
     server.server_close()
 
 
-@pytest.fixture(params=["local", "docker"])
-def hostile_run(request, host_server, monkeypatch, tmp_path) -> tuple[SuiteTrace, list[Path]]:
+@pytest.fixture(scope="module", params=["local", "docker"])
+def hostile_run(request, host_server, tmp_path_factory) -> tuple[SuiteTrace, list[Path]]:
+    """The hostile suite run once per backend; both tests below read the same run."""
     if request.param == "local":
         if detect_isolation().level != "bwrap":
             pytest.skip(f"needs bubblewrap for file-system isolation; here: {detect_isolation().reason}")
         sandbox, interpreter = LocalSandbox(), sys.executable
     else:
         sandbox, interpreter = DockerSandbox(client=request.getfixturevalue("docker_engine")), "python3"
-    for name, value in SECRETS.items():
-        monkeypatch.setenv(name, value)
+    tmp_path = tmp_path_factory.mktemp(f"hostile-{request.param}")
     nonce = uuid.uuid4().hex[:8]
     targets = [tmp_path / f"outside-{nonce}", Path.home() / f"equisa-hostile-{nonce}",
                Path("/var/tmp") / f"equisa-hostile-{nonce}"]
@@ -67,7 +67,10 @@ def hostile_run(request, host_server, monkeypatch, tmp_path) -> tuple[SuiteTrace
              "EQUISA_HOSTILE_TARGETS": os.pathsep.join(map(str, targets)), **SECRETS},
     )
     before = tree_digest(HOSTILE)
-    trace = execute_request(sandbox, run_request)
+    with pytest.MonkeyPatch.context() as monkeypatch:  # the secrets are in EQUISA's own environment
+        for name, value in SECRETS.items():
+            monkeypatch.setenv(name, value)
+        trace = execute_request(sandbox, run_request)
     assert tree_digest(HOSTILE) == before
     return trace, targets
 

@@ -1,0 +1,1083 @@
+"""Deterministic mutants of one function: small, verified source edits, most likely fixes first.
+
+``mutate_function`` takes one function definition (as ``source_edit.function_source`` returns it)
+and lists its mutants: the function with one small change, such as ``>`` turned into ``>=``, a
+condition negated, a constant moved by one or a statement removed. Three users share it:
+mutation-based evidence in fault localization, the deterministic repair search (a mutant that
+makes the failing tests pass is a candidate patch) and the mutation score of generated tests.
+
+Ordering. Mutants come by operator priority (the order of ``OPERATORS``), then by position in
+the function, then by edit size, then in the order they were made. The priority is a judgement
+of how often each kind of fix appears in studies of single-statement bugs (wrong boundary in a
+comparison, wrong boolean connective, wrong constant, off-by-one, wrong operator, missing None
+check, wrong variable), with the operators that make many mutants per site (``variable_swap``,
+statement removal and duplication) late, so that a budget reaches the cheap, likely ones first.
+Duplicates (equal ``ast.dump``) keep their first place; ``max_mutants`` truncates last. The edit
+size is the number of tokens changed (a replaced token counts once: ``>`` -> ``>=`` is 1,
+``n`` -> ``n + 1`` is 2, an inserted guard is 7, a removed statement its own tokens).
+
+Every mutant is a minimal text edit. The changed node's span (``lineno``/``col_offset`` to
+``end_lineno``/``end_col_offset``, columns in UTF-8 bytes) is replaced in the original text, so
+comments and formatting outside the span are byte-identical: a repair's diff is then one token
+(``>`` -> ``>=``), not a re-rendered function. Operator swaps edit only the operator token; ``not``
+and ``+ 1`` are inserted next to the operand. ``ast.unparse`` renders only replacement fragments,
+and the whole changed node only as a fallback. Statement removal and duplication splice whole
+lines (removing the only statement of a block leaves ``pass``); a statement that shares a line
+(``if x: return 1``, ``a = 1; b = 2``) is not removed or duplicated, and an ``elif`` only goes
+with its whole ``if``.
+
+Every mutant is verified, not trusted: the intended change is applied to the original AST, the
+edited text is parsed and must dump equal to it (so precedence can never silently change the
+meaning: when ``not a or b`` would parse as ``(not a) or b`` the edit is retried as
+``not (a or b)``), it must compile when the original does, and it must differ from the original.
+ASTs are compared through a structural hash that reuses the hashes of untouched subtrees (see
+``_Shape``), so a mutant of a long function costs one path of its tree, not a whole ``ast.dump``.
+The docstring, decorators, signature (defaults and annotations included), annotations in the body
+and nested function and class definitions are never mutated; lambdas and comprehensions are.
+
+No mutation library is used: mutmut and cosmic-ray are mutation *testing* tools that mutate whole
+files or projects under their own runners and session stores (mutmut 3 writes trampolined copies
+of the project, cosmic-ray works on parso trees through sessions and distributors); neither
+offers "the mutants of this function's text" as an importable function, and ``equisa_core`` may
+import only the stdlib and pydantic.
+
+Bad input (text that does not parse, or is not exactly one function definition) raises
+``InvalidReplacementError``; unknown operator names and a negative ``max_mutants`` raise
+``ValueError``.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import difflib
+import hashlib
+import re
+import warnings
+from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.errors import InvalidReplacementError
+
+__all__ = ["Mutant", "OPERATORS", "mutate_function"]
+
+#: Operator names, in priority order (see the module docstring).
+OPERATORS: tuple[str, ...] = (
+    "comparison_swap",  # < <= > >= == != is / is not, in / not in
+    "boolean_operator_swap",  # and <-> or
+    "negate_condition",  # if/elif/while/ternary/assert/comprehension tests: add or remove `not`
+    "constant_off_by_one",  # int literals +1 / -1 (so 0 <-> 1)
+    "range_bound",  # range(n) -> range(n + 1) / range(n - 1), start and stop
+    "subscript_off_by_one",  # x[i] -> x[i + 1] / x[i - 1], slice bounds +-1
+    "arithmetic_swap",  # + <-> -, * <-> /, / <-> //, // <-> %, ** -> *, & <-> |, << <-> >>
+    "augmented_assignment_swap",  # += <-> -=, ...
+    "boolean_constant_flip",  # True <-> False
+    "none_guard",  # `if <param> is None: return None` first in the body
+    "return_value",  # return x -> return None; boolean returns negated
+    "variable_swap",  # a local read replaced by another local bound before it
+    "argument_swap",  # f(a, b) -> f(b, a), adjacent positional arguments
+    "min_max_swap",  # min <-> max
+    "any_all_swap",  # any <-> all
+    "unary_minus",  # -x -> x, a + b -> -a + b
+    "break_continue_swap",  # break <-> continue
+    "statement_removal",  # expression, assignment, return, raise, if-block
+    "statement_duplication",  # expression, assignment
+)
+
+_FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+# Physical lines as the tokenizer sees them: "\r\n", "\r" and "\n" all end a line.
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+#: At most this many replacement variables per variable read.
+_MAX_VARIABLE_SWAPS = 3
+_MAX_SHOWN = 60
+_SELF_NAMES = frozenset({"self", "cls"})
+
+_COMPARE_SWAPS: dict[type[ast.cmpop], tuple[type[ast.cmpop], ...]] = {
+    ast.Lt: (ast.LtE, ast.Gt),
+    ast.LtE: (ast.Lt, ast.GtE),
+    ast.Gt: (ast.GtE, ast.Lt),
+    ast.GtE: (ast.Gt, ast.LtE),
+    ast.Eq: (ast.NotEq,),
+    ast.NotEq: (ast.Eq,),
+    ast.Is: (ast.IsNot,),
+    ast.IsNot: (ast.Is,),
+    ast.In: (ast.NotIn,),
+    ast.NotIn: (ast.In,),
+}
+_COMPARE_TEXT: dict[type[ast.cmpop], str] = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.In: "in",
+    ast.NotIn: "not in",
+}
+_ARITHMETIC_SWAPS: dict[type[ast.operator], tuple[type[ast.operator], ...]] = {
+    ast.Add: (ast.Sub,),
+    ast.Sub: (ast.Add,),
+    ast.Mult: (ast.Div,),
+    ast.Div: (ast.Mult, ast.FloorDiv),
+    ast.FloorDiv: (ast.Div, ast.Mod),
+    ast.Mod: (ast.FloorDiv,),
+    ast.Pow: (ast.Mult,),
+    ast.BitAnd: (ast.BitOr,),
+    ast.BitOr: (ast.BitAnd,),
+    ast.LShift: (ast.RShift,),
+    ast.RShift: (ast.LShift,),
+}
+_OPERATOR_TEXT: dict[type[ast.operator], str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitXor: "^",
+    ast.MatMult: "@",
+}
+_NAME_SWAPS = {"min": "max", "max": "min", "any": "all", "all": "any"}
+# Calls that return a bool: `return isinstance(x, T)` is a boolean return.
+_BOOLEAN_CALLS = frozenset({"isinstance", "issubclass", "callable", "hasattr", "all", "any", "bool"})
+_CONDITION_PARENTS = (ast.If, ast.While, ast.IfExp, ast.Assert)
+_NEGATABLE_OPERANDS = (ast.Name, ast.Attribute, ast.Subscript, ast.Call)
+_NEGATABLE_IN = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# Leaves of the tree that are not code positions: operators and expression contexts.
+_NOT_SITES = (ast.expr_context, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)
+# Fields never descended into: signatures, annotations, decorators.
+_SKIPPED_FIELDS = frozenset({"annotation", "returns", "decorator_list", "type_comment", "type_params"})
+# Tokens, for counting an edit's size: strings, numbers, names and operators; blanks and comments
+# are skipped. Cruder than ``tokenize`` but it counts fragments (``not (``) that do not tokenize alone.
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<blank>[ \t\f\r\n\\]+) | (?P<comment>\#[^\r\n]*)
+    | (?P<token>
+        [rRbBuUfF]{0,2}(?:'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|'(?:\\.|[^'\\\r\n])*'|"(?:\\.|[^"\\\r\n])*")
+      | (?:\d|\.\d)(?:[eE][-+]|[\w.])*
+      | \w+
+      | \*\*=|//=|>>=|<<=|\.\.\.|->|:=|[-+*/%@&|^<>=!]=|\*\*|//|<<|>>|.
+    )
+    """,
+    re.VERBOSE,
+)
+
+
+class Mutant(BaseModel):
+    """One mutant of a function: its whole source text and what changed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fqn: str = Field(description="The mutated function's fully qualified name, as passed in.")
+    operator: str = Field(description="The operator that made it, one of OPERATORS.")
+    description: str = Field(description='What changed, e.g. "line 58: `>` -> `>=`".')
+    line: int = Field(ge=1, description="The file line of the edit (start_line + offset in the text).")
+    source: str = Field(description="The whole mutated function, byte-identical outside the edit.")
+    edit_size: int = Field(ge=1, description="Tokens changed (replaced, inserted or removed).")
+
+
+# --- the function and its sites ------------------------------------------------------------------
+
+_Edit = tuple[int, int, str]  # (start, end, replacement) in characters of the function text
+# A structural hash of an AST: blake2b over what ``ast.dump`` prints (node types, fields in order,
+# other values by repr; positions excluded), built bottom-up so that unchanged subtrees reuse their
+# hash. Two trees have the same shape exactly when their ``ast.dump`` is the same (up to a 128-bit
+# collision), at the cost of one path of the tree per mutant instead of a whole dump.
+_Shape = bytes
+
+
+@dataclass(frozen=True)
+class _Site:
+    """A node of the function's own code and where it hangs: ``parent.field[index]``."""
+
+    node: ast.AST
+    parent: ast.AST
+    field: str
+    index: int | None
+    shadow: frozenset[str]  # names bound by enclosing lambdas and comprehensions
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """An intended change (``parent.field = value``) and the text edits that should make it."""
+
+    parent: ast.AST
+    field: str
+    value: object
+    alternatives: tuple[tuple[_Edit, ...], ...]  # tried in order; the first that verifies wins
+    display: tuple[int, int]  # the span of the original shown in the description
+    verb: str = ""  # "removed", "duplicated" or "inserted" for line edits; "" for replacements
+
+
+@dataclass(frozen=True)
+class _Made:
+    operator: str
+    source: str
+    shape: _Shape
+    line: int
+    description: str
+    edit_size: int
+    position: int
+
+
+def _parse(text: str) -> ast.Module:
+    """``ast.parse`` with the compiler's warnings (invalid escapes, ...) silenced."""
+    with warnings.catch_warnings(action="ignore"):
+        return ast.parse(text)
+
+
+def _compiles(tree: ast.Module) -> bool:
+    try:
+        with warnings.catch_warnings(action="ignore"):
+            compile(tree, "<mutant>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _docstring(node: _FunctionNode) -> ast.Expr | None:
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return first
+    return None
+
+
+def _is_int(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _is_stringy(node: ast.AST) -> bool:
+    """A str/bytes literal, an f-string or a sequence display: `+` and `%` there are not arithmetic."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str | bytes)
+    return isinstance(node, ast.JoinedStr | ast.List | ast.Tuple | ast.ListComp)
+
+
+def _with(node: ast.AST, field: str, value: object) -> ast.AST:
+    """A shallow copy of ``node`` with one field replaced."""
+    copy = type(node)(**{name: getattr(node, name, None) for name in node._fields})
+    setattr(copy, field, value)
+    return copy
+
+
+def _arg_names(args: ast.arguments) -> list[str]:
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    every += [a for a in (args.vararg, args.kwarg) if a is not None]
+    return [a.arg for a in every]
+
+
+def _shown(text: str) -> str:
+    """A fragment on one line for a description: comments dropped, blanks collapsed, shortened."""
+    flat = " ".join("".join(m["token"] or " " for m in _TOKEN_RE.finditer(text) if not m["comment"]).split())
+    return flat if len(flat) <= _MAX_SHOWN else flat[: _MAX_SHOWN - 3] + "..."
+
+
+def _splice(text: str, edits: Sequence[_Edit]) -> str:
+    out, cursor = [], 0
+    for start, end, replacement in sorted(edits, key=lambda e: (e[0], e[1])):
+        out += [text[cursor:start], replacement]
+        cursor = end
+    out.append(text[cursor:])
+    return "".join(out)
+
+
+def _lex(text: str) -> list[str]:
+    return [m["token"] for m in _TOKEN_RE.finditer(text) if m["token"]]
+
+
+def _edit_size(text: str, edits: Sequence[_Edit]) -> int:
+    """Tokens changed: per edit, the replaced, inserted and removed tokens (a replacement counts once)."""
+    size = 0
+    for start, end, replacement in edits:
+        matcher = difflib.SequenceMatcher(None, _lex(text[start:end]), _lex(replacement), autojunk=False)
+        size += sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+    return max(size, 1)
+
+
+def _shape(
+    node: ast.AST, known: Callable[[ast.AST], _Shape | None], store: dict[int, _Shape] | None = None
+) -> _Shape:
+    """The structural hash of ``node``; ``known`` may supply the hash of a subtree, ``store`` keeps them."""
+    hit = known(node)
+    if hit is not None:
+        return hit
+    digest = hashlib.blake2b(type(node).__name__.encode(), digest_size=16)
+    for name in node._fields:
+        value = getattr(node, name, None)
+        digest.update(b"[" if isinstance(value, list) else b"(")
+        for item in value if isinstance(value, list) else (value,):
+            if isinstance(item, ast.AST):
+                digest.update(b"N" + _shape(item, known, store))
+            else:
+                digest.update(b"V" + repr(item).encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(b"]")
+    result = digest.digest()
+    if store is not None:
+        store[id(node)] = result
+    return result
+
+
+def _statement_key(lines: Sequence[str], stmt: ast.stmt) -> tuple[str, int, int]:
+    """The exact text of a statement (its whole lines and the columns it starts and ends at)."""
+    first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+    return "".join(lines[first - 1 : stmt.end_lineno]), stmt.col_offset, stmt.end_col_offset  # type: ignore[return-value]
+
+
+class _Function:
+    """The parsed function with its text, its sites and the facts the operators share."""
+
+    def __init__(self, text: str, tree: ast.Module, node: _FunctionNode) -> None:
+        self.text = text
+        self.tree = tree
+        self.node = node
+        self.lines: list[str] = _LINE_RE.findall(text)
+        self.starts: list[int] = []
+        total = 0
+        for line in self.lines:
+            self.starts.append(total)
+            total += len(line)
+        self.shapes: dict[int, _Shape] = {}  # id(node) -> shape, for every node of the original
+        self.shape = _shape(node, lambda _: None, self.shapes)
+        self.parents = {
+            id(child): parent for parent in ast.walk(node) for child in ast.iter_child_nodes(parent)
+        }
+        # statements by their exact text: a mutant's statement with the same text has the same shape
+        self.statement_shapes = {
+            _statement_key(self.lines, stmt): self.shapes[id(stmt)]
+            for stmt in ast.walk(node)
+            if isinstance(stmt, ast.stmt) and stmt is not node
+        }
+        self.compiles = _compiles(tree)
+        self.docstring = _docstring(node)
+        self.sites = self._walk()
+        self.parameters = _arg_names(node.args)
+        self.bound = self._bound_names()
+        self.bindings = self._local_bindings()
+
+    # positions
+
+    def offset(self, lineno: int, col: int) -> int:
+        """The character offset of (1-based line, UTF-8 byte column)."""
+        line = self.lines[lineno - 1]
+        return self.starts[lineno - 1] + len(
+            line.encode("utf-8", "surrogatepass")[:col].decode("utf-8", "replace")
+        )
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        return start, self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+
+    def src(self, node: ast.AST) -> str:
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def line_of(self, offset: int) -> int:
+        """The 1-based line holding a character offset."""
+        return bisect.bisect_right(self.starts, offset)
+
+    def eol(self) -> str:
+        return next((ln[len(ln.rstrip("\r\n")) :] for ln in self.lines if ln.endswith(("\n", "\r"))), "\n")
+
+    # analysis
+
+    def _walk(self) -> list[_Site]:
+        """The function's own nodes in source order, docstring and nested definitions excluded."""
+        sites: list[_Site] = []
+        first = 1 if self.docstring is not None else 0
+        stack: list[_Site] = [
+            _Site(stmt, self.node, "body", i, frozenset())
+            for i, stmt in enumerate(self.node.body)
+            if i >= first
+        ]
+        stack.reverse()
+        while stack:
+            site = stack.pop()
+            node = site.node
+            if isinstance(node, (*_NOT_SITES, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            sites.append(site)
+            shadow = site.shadow
+            if isinstance(node, ast.Lambda):
+                shadow = shadow | set(_arg_names(node.args))
+            elif isinstance(node, _COMPREHENSIONS):
+                shadow = shadow | {
+                    n.id for gen in node.generators for n in ast.walk(gen.target) if isinstance(n, ast.Name)
+                }
+            children: list[_Site] = []
+            for name, value in ast.iter_fields(node):
+                if name in _SKIPPED_FIELDS or isinstance(value, ast.arguments):
+                    continue
+                if isinstance(value, list):
+                    children += [
+                        _Site(child, node, name, i, shadow)
+                        for i, child in enumerate(value)
+                        if isinstance(child, ast.AST)
+                    ]
+                elif isinstance(value, ast.AST):
+                    children.append(_Site(value, node, name, None, shadow))
+            stack.extend(reversed(children))
+        return sites
+
+    def _bound_names(self) -> set[str]:
+        """Every name the function may bind anywhere (an over-approximation, to spot shadowed builtins)."""
+        bound = set(self.parameters)
+        for node in ast.walk(self.node):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+            elif (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                and node is not self.node
+            ):
+                bound.add(node.name)
+            elif isinstance(node, ast.alias):
+                bound.add((node.asname or node.name).split(".")[0])
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                bound.add(node.name)
+            elif isinstance(node, ast.arg):
+                bound.add(node.arg)
+        return bound
+
+    def _local_bindings(self) -> dict[str, list[int]]:
+        """Local variables (parameters and assigned names) with the offsets from which they are bound.
+
+        A name is bound once the value assigned to it is evaluated: after the right-hand side of
+        an assignment, after the iterable of a ``for``, after the context expression of a
+        ``with``, after the value of a ``:=``; elsewhere (``except ... as``, ``match`` captures)
+        at the name itself. Parameters are bound at offset -1. Names declared global or
+        nonlocal, names bound only inside lambdas and comprehensions, and ``self``/``cls`` are
+        left out.
+        """
+        declared = {
+            name
+            for site in self.sites
+            if isinstance(site.node, ast.Global | ast.Nonlocal)
+            for name in site.node.names
+        }
+        bound_at: dict[int, int] = {}  # id(Name) -> offset from which the name is bound
+        for site in self.sites:
+            node = site.node
+            pairs: list[tuple[ast.AST, ast.AST]] = []
+            if isinstance(node, ast.Assign):
+                pairs = [(target, node.value) for target in node.targets]
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+                pairs = [(node.target, node.value)]
+            elif isinstance(node, ast.For | ast.AsyncFor):
+                pairs = [(node.target, node.iter)]
+            elif isinstance(node, ast.With | ast.AsyncWith):
+                pairs = [(item.optional_vars, item.context_expr) for item in node.items if item.optional_vars]
+            for target, value in pairs:
+                end = self.span(value)[1]
+                bound_at.update((id(n), end) for n in ast.walk(target) if isinstance(n, ast.Name))
+        bindings: dict[str, list[int]] = {name: [-1] for name in self.parameters}
+        for site in self.sites:
+            node = site.node
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in site.shadow:
+                offset = bound_at.get(id(node), self.span(node)[0])
+                bindings.setdefault(node.id, []).append(offset)
+        return {
+            name: sorted(offsets)
+            for name, offsets in bindings.items()
+            if name not in declared and name not in _SELF_NAMES
+        }
+
+    def own_lines(self, stmt: ast.stmt) -> bool:
+        """Whether a statement occupies whole lines (nothing but a comment shares them)."""
+        start, end = self.span(stmt)
+        before = self.text[self.starts[stmt.lineno - 1] : start]
+        last = self.lines[stmt.end_lineno - 1]  # type: ignore[index]
+        after = self.text[end : self.starts[stmt.end_lineno - 1] + len(last)]  # type: ignore[operator]
+        return before.strip(" \t\f") == "" and (after.strip() == "" or after.lstrip().startswith("#"))
+
+    def line_span(self, first: int, last: int) -> tuple[int, int]:
+        """Character span of whole lines ``first``..``last`` (1-based, inclusive, endings included)."""
+        return self.starts[first - 1], self.starts[last - 1] + len(self.lines[last - 1])
+
+    # candidates
+
+    def replace(
+        self,
+        site: _Site,
+        new: ast.AST,
+        primary: Sequence[Sequence[_Edit]],
+        display: tuple[int, int] | None = None,
+    ) -> _Candidate:
+        """Replace ``site.node`` by ``new``: the primary edits first, then an unparsed fragment."""
+        start, end = self.span(site.node)
+        rendered = ast.unparse(new)
+        alternatives = [tuple(edits) for edits in primary]
+        alternatives.append(((start, end, rendered),))
+        if isinstance(new, ast.expr):
+            alternatives.append(((start, end, f"({rendered})"),))
+        value: object = new
+        if site.index is not None:
+            value = list(getattr(site.parent, site.field))
+            value[site.index] = new  # type: ignore[index]
+        return _Candidate(site.parent, site.field, value, tuple(alternatives), display or (start, end))
+
+    def operator_span(self, start: int, end: int, expected: str) -> tuple[int, int] | None:
+        """The span of the operator between two operands, skipping parentheses, blanks and comments."""
+        text, i = self.text, start
+        first = last = -1
+        while i < end:
+            ch = text[i]
+            if ch == "#":
+                newline = text.find("\n", i, end)
+                i = end if newline < 0 else newline
+                continue
+            if ch in " \t\f\r\n()\\":
+                i += 1
+                continue
+            if first < 0:
+                first = i
+            last = i = i + 1
+        if first < 0 or " ".join(text[first:last].split()) != expected:
+            return None
+        return first, last
+
+    def intended_shape(self, candidate: _Candidate) -> _Shape:
+        """The shape of the function with the candidate's change applied (in place, then undone)."""
+        stale: set[int] = set()  # the changed node's ancestors: their stored shapes no longer hold
+        node: ast.AST | None = candidate.parent
+        while node is not None:
+            stale.add(id(node))
+            node = self.parents.get(id(node))
+        old = getattr(candidate.parent, candidate.field)
+        setattr(candidate.parent, candidate.field, candidate.value)
+        try:
+            return _shape(self.node, lambda n: None if id(n) in stale else self.shapes.get(id(n)))
+        finally:
+            setattr(candidate.parent, candidate.field, old)
+
+    def shape_of(self, node: _FunctionNode, text: str) -> _Shape:
+        """The shape of a parsed mutant; statements whose text is unchanged reuse the original's."""
+        lines = _LINE_RE.findall(text)
+
+        def known(sub: ast.AST) -> _Shape | None:
+            if isinstance(sub, ast.stmt) and sub is not node:
+                return self.statement_shapes.get(_statement_key(lines, sub))
+            return None
+
+        return _shape(node, known)
+
+
+# --- operators -----------------------------------------------------------------------------------
+
+
+def _comparison_swap(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for i, op in enumerate(node.ops):
+            gap = fn.operator_span(
+                fn.span(operands[i])[1], fn.span(operands[i + 1])[0], _COMPARE_TEXT[type(op)]
+            )
+            for new_op in _COMPARE_SWAPS[type(op)]:
+                ops = [*node.ops[:i], new_op(), *node.ops[i + 1 :]]
+                primary = [] if gap is None else [[(*gap, _COMPARE_TEXT[new_op])]]
+                yield fn.replace(site, _with(node, "ops", ops), primary, gap)
+
+
+def _boolean_operator_swap(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not isinstance(node, ast.BoolOp):
+            continue
+        old, new = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+        gaps = [
+            fn.operator_span(fn.span(a)[1], fn.span(b)[0], old)
+            for a, b in zip(node.values, node.values[1:], strict=False)
+        ]
+        primary = [] if None in gaps else [[(*gap, new) for gap in gaps if gap is not None]]
+        display = gaps[0] if len(gaps) == 1 and gaps[0] is not None else None
+        yield fn.replace(site, _with(node, "op", ast.Or() if old == "and" else ast.And()), primary, display)
+
+
+def _negate(fn: _Function, site: _Site) -> _Candidate:
+    """``not X`` for ``X``, or ``X`` for ``not X``."""
+    node = site.node
+    start, end = fn.span(node)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = fn.src(node.operand)
+        return fn.replace(site, node.operand, [[(start, end, inner)], [(start, end, f"({inner})")]])
+    new = ast.UnaryOp(ast.Not(), node)
+    return fn.replace(site, new, [[(start, start, "not ")], [(start, start, "not ("), (end, end, ")")]])
+
+
+def _negate_condition(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        if (isinstance(site.parent, _CONDITION_PARENTS) and site.field == "test") or (
+            isinstance(site.parent, ast.comprehension) and site.field == "ifs"
+        ):
+            yield _negate(fn, site)
+
+
+def _int_node(value: int) -> ast.expr:
+    return ast.Constant(value) if value >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-value))
+
+
+def _constant_off_by_one(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not _is_int(node):
+            continue
+        start, end = fn.span(node)
+        for delta in (1, -1):
+            value = node.value + delta  # type: ignore[attr-defined]
+            yield fn.replace(site, _int_node(value), [[(start, end, str(value))]])
+
+
+def _shift(fn: _Function, site: _Site, delta: int, display: tuple[int, int]) -> _Candidate:
+    """``e + 1`` / ``e - 1`` for ``e``; an existing ``e + k`` / ``e - k`` becomes ``e + (k +- 1)``."""
+    node = site.node
+    start, end = fn.span(node)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub) and _is_int(node.right):
+        amount = node.right.value if isinstance(node.op, ast.Add) else -node.right.value  # type: ignore[attr-defined]
+        amount += delta
+        if amount == 0:  # `n - 1` + 1 is `n`
+            left = fn.src(node.left)
+            return fn.replace(site, node.left, [[(start, end, left)], [(start, end, f"({left})")]], display)
+        new = ast.BinOp(node.left, ast.Add() if amount > 0 else ast.Sub(), ast.Constant(abs(amount)))
+        same_sign = (amount > 0) == isinstance(node.op, ast.Add)
+        primary = [[(*fn.span(node.right), str(abs(amount)))]] if same_sign else []
+        return fn.replace(site, new, primary, display)
+    tail = " + 1" if delta > 0 else " - 1"
+    new = ast.BinOp(node, ast.Add() if delta > 0 else ast.Sub(), ast.Constant(1))
+    return fn.replace(site, new, [[(end, end, tail)], [(start, start, "("), (end, end, ")" + tail)]], display)
+
+
+def _range_bound(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "range"
+            and "range" not in fn.bound
+            and 1 <= len(node.args) <= 3
+            and not node.keywords
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
+            continue
+        for i, arg in enumerate(node.args[:2]):
+            if _is_int(arg):  # constant_off_by_one covers literals
+                continue
+            for delta in (1, -1):
+                yield _shift(fn, _Site(arg, node, "args", i, site.shadow), delta, fn.span(node))
+
+
+def _subscript_off_by_one(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not isinstance(node, ast.Subscript):
+            continue
+        index = node.slice
+        targets: list[_Site] = []
+        if isinstance(index, ast.Slice):
+            targets = [
+                _Site(bound, index, name, None, site.shadow)
+                for name, bound in (("lower", index.lower), ("upper", index.upper))
+                if bound is not None and not _is_int(bound) and not _is_stringy(bound)
+            ]
+        elif not isinstance(index, ast.Tuple | ast.Constant | ast.JoinedStr | ast.UnaryOp):
+            targets = [_Site(index, node, "slice", None, site.shadow)]
+        for target in targets:
+            for delta in (1, -1):
+                yield _shift(fn, target, delta, fn.span(node))
+
+
+def _arithmetic_swap(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not isinstance(node, ast.BinOp) or type(node.op) not in _ARITHMETIC_SWAPS:
+            continue
+        if isinstance(node.op, ast.Add | ast.Mod) and (_is_stringy(node.left) or _is_stringy(node.right)):
+            continue  # concatenation and %-formatting
+        old = _OPERATOR_TEXT[type(node.op)]
+        gap = fn.operator_span(fn.span(node.left)[1], fn.span(node.right)[0], old)
+        for new_op in _ARITHMETIC_SWAPS[type(node.op)]:
+            primary = [] if gap is None else [[(*gap, _OPERATOR_TEXT[new_op])]]
+            yield fn.replace(site, _with(node, "op", new_op()), primary, gap)
+
+
+def _augmented_assignment_swap(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not isinstance(node, ast.AugAssign) or type(node.op) not in _ARITHMETIC_SWAPS:
+            continue
+        if isinstance(node.op, ast.Add | ast.Mod) and _is_stringy(node.value):
+            continue
+        old = _OPERATOR_TEXT[type(node.op)] + "="
+        gap = fn.operator_span(fn.span(node.target)[1], fn.span(node.value)[0], old)
+        for new_op in _ARITHMETIC_SWAPS[type(node.op)]:
+            primary = [] if gap is None else [[(*gap, _OPERATOR_TEXT[new_op] + "=")]]
+            yield fn.replace(site, _with(node, "op", new_op()), primary, gap)
+
+
+def _boolean_constant_flip(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            new = not node.value
+            yield fn.replace(site, ast.Constant(new), [[(*fn.span(node), str(new))]])
+
+
+def _none_guard(fn: _Function) -> Iterator[_Candidate]:
+    body = fn.node.body
+    anchor = body[0]  # the docstring, or the first statement
+    if not fn.own_lines(anchor):
+        return
+    indent = fn.lines[anchor.lineno - 1][: anchor.col_offset]
+    def_line = fn.lines[fn.node.lineno - 1]
+    outer = def_line[: len(def_line) - len(def_line.lstrip(" \t\f"))]
+    unit = indent[len(outer) :] if indent.startswith(outer) and len(indent) > len(outer) else "    "
+    eol = fn.eol()
+    at, lead = 0, ""
+    if fn.docstring is not None:  # right after the docstring
+        at, line = 1, fn.docstring.end_lineno + 1  # type: ignore[operator]
+    else:  # right before the first statement (the decorators of a nested definition included)
+        line = min([anchor.lineno, *(d.lineno for d in getattr(anchor, "decorator_list", []))])
+    if line > len(fn.lines):
+        point = len(fn.text)
+        lead = "" if fn.text.endswith(("\n", "\r")) else eol
+    else:
+        point = fn.starts[line - 1]
+    args = fn.node.args
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+        if arg.arg in _SELF_NAMES:
+            continue
+        guard = ast.If(
+            test=ast.Compare(ast.Name(arg.arg, ast.Load()), [ast.Is()], [ast.Constant(None)]),
+            body=[ast.Return(ast.Constant(None))],
+            orelse=[],
+        )
+        text = f"{lead}{indent}if {arg.arg} is None:{eol}{indent}{unit}return None{eol}"
+        value = [*body[:at], guard, *body[at:]]
+        yield _Candidate(fn.node, "body", value, (((point, point, text),),), (point, point), "inserted")
+
+
+def _is_boolean(node: ast.expr) -> bool:
+    if isinstance(node, ast.Compare):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.Not)
+    if isinstance(node, ast.BoolOp):
+        return all(_is_boolean(v) for v in node.values)
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _BOOLEAN_CALLS
+
+
+def _return_value(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        value = node.value
+        if isinstance(value, ast.Constant) and value.value is None:
+            continue
+        target = _Site(value, node, "value", None, site.shadow)
+        if _is_boolean(value):
+            if isinstance(value, ast.Constant):
+                flipped = not value.value
+                yield fn.replace(
+                    target, ast.Constant(flipped), [[(*fn.span(value), str(flipped))]], fn.span(node)
+                )
+            else:
+                negated = _negate(fn, target)
+                yield _Candidate(
+                    negated.parent, negated.field, negated.value, negated.alternatives, fn.span(node)
+                )
+        yield fn.replace(target, ast.Constant(None), [[(*fn.span(value), "None")]], fn.span(node))
+
+
+def _variable_swap(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Load)
+            and node.id in fn.bindings
+            and node.id not in site.shadow
+            and not (isinstance(site.parent, ast.Call) and site.field == "func")
+        ):
+            continue
+        start, end = fn.span(node)
+        # the most recently bound other locals first (nearest binding before this read)
+        recent = []
+        for name, offsets in fn.bindings.items():
+            before = [o for o in offsets if o < start]
+            if name != node.id and name not in site.shadow and before:
+                recent.append((-before[-1], name))
+        # shown with the enclosing expression: one line may read the same variable twice
+        display = fn.span(site.parent) if isinstance(site.parent, ast.expr) else None
+        for _, name in sorted(recent)[:_MAX_VARIABLE_SWAPS]:
+            yield fn.replace(site, ast.Name(name, ast.Load()), [[(start, end, name)]], display)
+
+
+def _argument_swap(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if not isinstance(node, ast.Call):
+            continue
+        for i in range(len(node.args) - 1):
+            a, b = node.args[i], node.args[i + 1]
+            if isinstance(a, ast.Starred) or isinstance(b, ast.Starred) or ast.dump(a) == ast.dump(b):
+                continue
+            args = [*node.args[:i], b, a, *node.args[i + 2 :]]
+            (a0, a1), (b0, b1) = fn.span(a), fn.span(b)
+            edits = [(a0, a1, fn.text[b0:b1]), (b0, b1, fn.text[a0:a1])]
+            yield fn.replace(site, _with(node, "args", args), [edits], (a0, b1))
+
+
+def _name_swap(fn: _Function, names: Collection[str]) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if (
+            isinstance(node, ast.Name)
+            and node.id in names
+            and node.id not in fn.bound
+            and isinstance(site.parent, ast.Call)
+            and site.field == "func"
+        ):
+            new = _NAME_SWAPS[node.id]
+            yield fn.replace(site, ast.Name(new, ast.Load()), [[(*fn.span(node), new)]])
+
+
+def _min_max_swap(fn: _Function) -> Iterator[_Candidate]:
+    return _name_swap(fn, ("min", "max"))
+
+
+def _any_all_swap(fn: _Function) -> Iterator[_Candidate]:
+    return _name_swap(fn, ("any", "all"))
+
+
+def _unary_minus(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        start, end = fn.span(node) if isinstance(node, ast.expr) else (0, 0)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = fn.src(node.operand)
+            yield fn.replace(site, node.operand, [[(start, end, inner)], [(start, end, f"({inner})")]])
+        elif (
+            isinstance(node, _NEGATABLE_OPERANDS)
+            and isinstance(site.parent, ast.BinOp)
+            and isinstance(site.parent.op, _NEGATABLE_IN)
+            and not (_is_stringy(site.parent.left) or _is_stringy(site.parent.right))
+        ):
+            new = ast.UnaryOp(ast.USub(), node)
+            yield fn.replace(site, new, [[(start, start, "-")], [(start, start, "-("), (end, end, ")")]])
+
+
+def _break_continue_swap(fn: _Function) -> Iterator[_Candidate]:
+    for site in fn.sites:
+        node = site.node
+        if isinstance(node, ast.Break | ast.Continue):
+            new: ast.stmt = ast.Continue() if isinstance(node, ast.Break) else ast.Break()
+            yield fn.replace(
+                site, new, [[(*fn.span(node), "continue" if isinstance(node, ast.Break) else "break")]]
+            )
+
+
+def _line_statement(fn: _Function, site: _Site) -> bool:
+    """A statement of a block (not a docstring-like bare literal, not an ``elif``) on its own lines."""
+    node = site.node
+    if not isinstance(node, ast.stmt) or site.index is None:
+        return False
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return False
+    if isinstance(node, ast.If) and fn.text.startswith("elif", fn.span(node)[0]):
+        return False
+    return fn.own_lines(node)
+
+
+def _statement_removal(fn: _Function) -> Iterator[_Candidate]:
+    removable = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Raise, ast.If)
+    for site in fn.sites:
+        node = site.node
+        if not isinstance(node, removable) or not _line_statement(fn, site):
+            continue
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            continue
+        assert site.index is not None
+        block: list[ast.stmt] = getattr(site.parent, site.field)
+        start, end = fn.line_span(node.lineno, node.end_lineno)  # type: ignore[arg-type]
+        if len(block) == 1:  # the only statement of its block: leave `pass`
+            line = fn.lines[node.lineno - 1]
+            indent = line[: len(line) - len(line.lstrip(" \t\f"))]
+            eol = fn.lines[node.end_lineno - 1][len(fn.lines[node.end_lineno - 1].rstrip("\r\n")) :]  # type: ignore[index]
+            value: list[ast.stmt] = [ast.Pass()]
+            edits: tuple[_Edit, ...] = ((start, end, f"{indent}pass{eol}"),)
+        else:
+            value = [*block[: site.index], *block[site.index + 1 :]]
+            edits = ((start, end, ""),)
+        yield _Candidate(site.parent, site.field, value, (edits,), fn.span(node), "removed")
+
+
+def _statement_duplication(fn: _Function) -> Iterator[_Candidate]:
+    duplicable = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)
+    for site in fn.sites:
+        node = site.node
+        if not isinstance(node, duplicable) or not _line_statement(fn, site):
+            continue
+        if isinstance(node, ast.AnnAssign) and node.value is None:
+            continue
+        assert site.index is not None
+        block: list[ast.stmt] = getattr(site.parent, site.field)
+        start, end = fn.line_span(node.lineno, node.end_lineno)  # type: ignore[arg-type]
+        lines = fn.text[start:end]
+        copy = lines if lines.endswith(("\n", "\r")) else fn.eol() + lines
+        value = [*block[: site.index + 1], node, *block[site.index + 1 :]]
+        yield _Candidate(site.parent, site.field, value, (((end, end, copy),),), fn.span(node), "duplicated")
+
+
+_GENERATORS: dict[str, Callable[[_Function], Iterator[_Candidate]]] = {
+    "comparison_swap": _comparison_swap,
+    "boolean_operator_swap": _boolean_operator_swap,
+    "negate_condition": _negate_condition,
+    "constant_off_by_one": _constant_off_by_one,
+    "range_bound": _range_bound,
+    "subscript_off_by_one": _subscript_off_by_one,
+    "arithmetic_swap": _arithmetic_swap,
+    "augmented_assignment_swap": _augmented_assignment_swap,
+    "boolean_constant_flip": _boolean_constant_flip,
+    "none_guard": _none_guard,
+    "return_value": _return_value,
+    "variable_swap": _variable_swap,
+    "argument_swap": _argument_swap,
+    "min_max_swap": _min_max_swap,
+    "any_all_swap": _any_all_swap,
+    "unary_minus": _unary_minus,
+    "break_continue_swap": _break_continue_swap,
+    "statement_removal": _statement_removal,
+    "statement_duplication": _statement_duplication,
+}
+
+
+# --- making mutants ------------------------------------------------------------------------------
+
+
+def _describe(fn: _Function, candidate: _Candidate, edits: Sequence[_Edit], line: int) -> str:
+    start, end = candidate.display
+    if candidate.verb == "inserted":
+        return f"line {line}: inserted `{_shown(edits[0][2])}`"
+    if candidate.verb:
+        return f"line {line}: {candidate.verb} `{_shown(fn.text[start:end])}`"
+    start = min(start, *(e[0] for e in edits))
+    end = max(end, *(e[1] for e in edits))
+    local = [(s - start, e - start, r) for s, e, r in edits]
+    old = fn.text[start:end]
+    return f"line {line}: `{_shown(old)}` -> `{_shown(_splice(old, local))}`"
+
+
+def _make(fn: _Function, operator: str, candidate: _Candidate, start_line: int) -> _Made | None:
+    """Verify a candidate's edits against its intended AST; the first alternative that holds wins."""
+    expected = fn.intended_shape(candidate)
+    if expected == fn.shape:
+        return None
+    for edits in candidate.alternatives:
+        text = _splice(fn.text, edits)
+        try:
+            tree = _parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        node = tree.body[0] if len(tree.body) == 1 else None
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if fn.shape_of(node, text) != expected:
+            continue
+        if fn.compiles and not _compiles(tree):
+            return None  # every alternative has this same AST
+        position = min(e[0] for e in edits)
+        first = candidate.display[0] if candidate.verb in ("removed", "duplicated") else position
+        line = start_line + fn.line_of(first) - 1
+        return _Made(
+            operator=operator,
+            source=text,
+            shape=expected,
+            line=line,
+            description=_describe(fn, candidate, edits, line),
+            edit_size=_edit_size(fn.text, edits),
+            position=position,
+        )
+    return None
+
+
+def _load(function_source: str, fqn: str) -> _Function:
+    try:
+        tree = _parse(function_source)
+    except (SyntaxError, ValueError) as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        raise InvalidReplacementError(f"the source of {fqn!r} does not parse: {message}{where}") from exc
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef | ast.AsyncFunctionDef):
+        kinds = ", ".join(type(s).__name__ for s in tree.body[:5]) or "nothing"
+        raise InvalidReplacementError(
+            f"the source of {fqn!r} must be exactly one function definition; it has {kinds}"
+        )
+    return _Function(function_source, tree, tree.body[0])
+
+
+def mutate_function(
+    function_source: str,
+    fqn: str,
+    *,
+    start_line: int = 1,
+    max_mutants: int | None = None,
+    operators: Collection[str] | None = None,
+) -> list[Mutant]:
+    """The mutants of one function, most likely fixes first (see the module docstring).
+
+    ``function_source`` is one function or method definition at column 0, decorators included
+    (``source_edit.function_source``); ``start_line`` is the file line of its first line.
+    ``operators`` restricts the operators used (names from ``OPERATORS``); ``max_mutants`` keeps
+    the first ones. Raises InvalidReplacementError when the text does not parse or is not exactly
+    one function definition, ValueError for an unknown operator or a negative ``max_mutants``.
+    """
+    if start_line < 1:
+        raise ValueError(f"start_line must be >= 1, got {start_line}")
+    if max_mutants is not None and max_mutants < 0:
+        raise ValueError(f"max_mutants must be >= 0, got {max_mutants}")
+    chosen = (
+        set(OPERATORS) if operators is None else {operators} if isinstance(operators, str) else set(operators)
+    )
+    unknown = chosen - set(OPERATORS)
+    if unknown:
+        raise ValueError(f"unknown mutation operator(s) {sorted(unknown)}; known: {', '.join(OPERATORS)}")
+    fn = _load(function_source, fqn)
+    seen = {fn.shape}
+    mutants: list[Mutant] = []
+    for operator in OPERATORS:
+        if operator not in chosen or (max_mutants is not None and len(mutants) >= max_mutants):
+            continue
+        made = [m for c in _GENERATORS[operator](fn) if (m := _make(fn, operator, c, start_line)) is not None]
+        for m in sorted(made, key=lambda m: (m.position, m.edit_size)):  # stable: ties keep their order
+            if m.shape in seen:
+                continue
+            seen.add(m.shape)
+            mutants.append(
+                Mutant(
+                    fqn=fqn,
+                    operator=m.operator,
+                    description=m.description,
+                    line=m.line,
+                    source=m.source,
+                    edit_size=m.edit_size,
+                )
+            )
+    return mutants if max_mutants is None else mutants[:max_mutants]

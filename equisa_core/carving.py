@@ -10,7 +10,9 @@ observed.
 What is trusted:
 
 - a call recorded in a passing test: its result (floats and flat containers of numbers compared
-  with ``pytest.approx``) or its exception;
+  with ``pytest.approx``; values rebuilt from a build, such as ``Decimal``, exactly with ``==``;
+  an object by its exact type and then attribute by attribute, since a plain class compares by
+  identity) or its exception;
 - a call recorded in a failing (or erroring, or skipped) test: only an exception, and not the one
   the test failed with when the traceback runs through the member — that exception may be the bug
   itself, and a test asserting it would pass on the buggy code and clear the culprit. A value
@@ -18,9 +20,12 @@ What is trusted:
 - nothing from flaky tests, and no inputs seen with two different outcomes (the member then
   depends on something beyond its arguments).
 
-Arguments are rebuilt from their literals; objects with a literal ``__dict__`` (``self`` of a
-method, or any argument) as ``obj = Cls.__new__(Cls); obj.__dict__.update({...})``; classes by
-name. A call with any other argument is skipped, as are functions nested in others (``<locals>``).
+Arguments are rebuilt from their literals, or from their builds (``equisa_core.values``: stdlib
+values such as ``decimal.Decimal('10.00')`` or dates, enum members, and plain objects, nested ones
+included, as ``obj = Cls.__new__(Cls); obj.__dict__.update({...})``, with ``object.__setattr__``
+for slots, so frozen dataclasses too, without running ``__init__``); objects of older records
+from their literal ``state`` the same way; classes by name. A call with any other argument is
+skipped, as are functions nested in others (``<locals>``).
 The recorded arguments carry names but not their kinds, so the carved module holds one small
 helper, ``_equisa_call``, that places each by the member's signature (positional-only,
 ``*args`` as a tuple, keyword-only, ``**kwargs`` as a dict).
@@ -38,13 +43,15 @@ import ast
 import keyword
 import re
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.errors import ProbeProtocolError
 from equisa_core.models import EncodedValue, Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
+from equisa_core.values import build_expression, object_build, parse_build, walk_build
 
 __all__ = [
     "GENERATED_TESTS_DIR",
@@ -65,7 +72,7 @@ _UNASSERTABLE_MODULES = ("_pytest.", "pytest.", "equisa_probe.")
 _NAMESPACE_TYPES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 _CLASS_REPR = re.compile(r"<class '([A-Za-z_][\w.]*)'>\Z")
 _HELPER = "_equisa_call"
-_RESERVED = frozenset({"pytest", "inspect", _HELPER})
+_RESERVED = frozenset({"pytest", "inspect", "object", "type", "getattr", _HELPER})
 
 _HELPER_SOURCE = f'''\
 def {_HELPER}(function, /, **arguments):
@@ -260,43 +267,96 @@ class _Builder:
         module = _guess_module(dotted, self.known_modules)
         if module is None:
             return None
-        qualname = dotted[len(module) + 1 :].split(".")
+        return self.class_expression(module, dotted[len(module) + 1 :], imports)
+
+    def class_expression(self, module: str, qualname: str, imports: set[str]) -> str | None:
+        """An expression for class ``qualname`` of ``module`` (both known exactly), adding its import."""
+        parts = qualname.split(".")
+        if not all(_is_name(part) for part in [*module.split("."), *parts]):
+            return None
+        if module == "builtins":
+            return qualname if len(parts) == 1 else None
         if module in self.target_modules:
-            name, statement = self.namespace.from_import(module, qualname[0])
+            name, statement = self.namespace.from_import(module, parts[0])
             imports.add(statement)
-            return ".".join([name, *qualname[1:]])
+            return ".".join([name, *parts[1:]])
         expression, statement = self.namespace.module(module)
         imports.add(statement)
-        return ".".join([expression, *qualname])
+        return ".".join([expression, *parts])
 
-    def value(
-        self, value: EncodedValue, variable: Callable[[], str], imports: set[str], setup: list[str]
-    ) -> str | None:
-        """An expression equal to ``value`` (setup lines appended), or None if it can't be rebuilt.
+    def value(self, value: EncodedValue, emitter: _Emitter, hint: str) -> str | None:
+        """An expression equal to ``value`` (setup lines go to ``emitter``), or None if it can't be rebuilt.
 
-        ``variable`` names the local an object is rebuilt in; it is asked for only after the
+        ``hint`` names the local an object is rebuilt in; a local is allocated only after the
         object's class is imported, so it can avoid every name the imports bind.
         """
         literal = _literal(value.literal)
         if literal is not None:
             return literal
+        node = _parsed(value.build)
+        if node is not None:
+            expression = build_expression(node, emitter, hint)
+            if expression is not None:
+                return expression
         if value.state is not None and _rebuildable_type(value.type):
             items = []
             for attribute, text in value.state.items():
                 if _literal(text) is None:
                     return None
                 items.append(f"{attribute!r}: {text}")
-            cls = self.type_expression(value.type, imports)
+            cls = self.type_expression(value.type, emitter.imports)
             if cls is None:
                 return None
-            name = variable()
-            setup.append(f"{name} = {cls}.__new__({cls})")
+            name = emitter.variable(hint)
+            emitter.statement(f"{name} = {cls}.__new__({cls})")
             if items:
-                setup.append(f"{name}.__dict__.update({{{', '.join(items)}}})")
+                emitter.statement(f"{name}.__dict__.update({{{', '.join(items)}}})")
             return name
         match = _CLASS_REPR.match(value.repr or "")
         if match is not None and value.type.endswith(("type", "Meta", "meta")):
-            return self.type_expression(match.group(1), imports)
+            return self.type_expression(match.group(1), emitter.imports)
+        return None
+
+
+class _Emitter:
+    """Where rebuilt values of one carved test put their imports, setup lines and locals.
+
+    Implements ``values.Emitter``: modules and classes are named through the carving's
+    namespace, locals avoid every name bound so far.
+    """
+
+    def __init__(self, builder: _Builder, imports: set[str], setup: list[str], locals_: set[str]) -> None:
+        self.builder = builder
+        self.imports = imports
+        self.setup = setup
+        self.locals = locals_
+
+    def module(self, name: str) -> str:
+        expression, statement = self.builder.namespace.module(name)
+        self.imports.add(statement)
+        return expression
+
+    def cls(self, module: str | None, qualname: str) -> str | None:
+        if module is None:
+            return self.builder.type_expression(qualname, self.imports)
+        return self.builder.class_expression(module, qualname, self.imports)
+
+    def variable(self, hint: str) -> str:
+        local = _local(hint, self.builder.namespace.taken.keys() | self.locals)
+        self.locals.add(local)
+        return local
+
+    def statement(self, line: str) -> None:
+        self.setup.append(line)
+
+
+def _parsed(build: str | None) -> ast.expr | None:
+    """The checked syntax tree of a recorded build, or None when there is none or it is rejected."""
+    if build is None:
+        return None
+    try:
+        return parse_build(build)
+    except ProbeProtocolError:
         return None
 
 
@@ -320,6 +380,8 @@ class _Candidate:
 def _input_key(value: EncodedValue) -> str:
     if value.literal is not None:
         return "L" + value.literal
+    if value.build is not None:
+        return "B" + value.build
     if value.state is not None:
         return "S" + value.type + repr(sorted(value.state.items()))
     return "R" + value.type + (value.repr or "")
@@ -356,7 +418,28 @@ def _outcome_of(call: RecordedCall, test: TestResult, target: _Target) -> tuple[
     if test.outcome is not TestOutcome.PASSED or call.result is None:
         return None
     literal = _literal(call.result.literal)
-    return None if literal is None else ("result", literal)
+    if literal is not None:
+        return ("result", literal)
+    node = _parsed(call.result.build)
+    if node is None or not _assertable(node):
+        return None
+    return ("result", call.result.build)  # type: ignore[return-value]
+
+
+def _is_nan(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float"
+        and bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == "nan"
+    )
+
+
+def _assertable(node: ast.expr) -> bool:
+    """Whether a built result can be asserted: no NaN, and objects only where they are compared
+    attribute by attribute (the result itself, or an attribute of an asserted object)."""
+    found = object_build(node)
+    if found is not None:
+        return all(_assertable(child) for child in (*found.attributes.values(), *found.slots.values()))
+    return not any(_is_nan(part) or object_build(part) is not None for part in walk_build(node))
 
 
 def _distance(a: _Candidate, b: _Candidate) -> int:
@@ -400,18 +483,58 @@ def _select(candidates: list[_Candidate], limit: int) -> list[_Candidate]:
 
 
 def _expectation_lines(outcome: tuple[str, str], call_expression: str, result: str,
-                       exception: str | None) -> list[str]:
+                       exception: str | None, emitter: _Emitter) -> list[str] | None:
+    """The lines that call the member and assert ``outcome``; None when a class cannot be named."""
     kind, value = outcome
     if kind == "exception":
+        emitter.imports.add("import pytest")
         return [f"with pytest.raises({exception}):", f"    {call_expression}"]
-    lines = [f"{result} = {call_expression}"]
-    parsed = ast.literal_eval(value)
-    if parsed is None or isinstance(parsed, bool):
-        lines.append(f"assert {result} is {value}")
-    elif _approximate(parsed):
-        lines.append(f"assert {result} == pytest.approx({value})")
+    if _literal(value) is not None:
+        checks = _literal_assertion(result, value, emitter)
     else:
-        lines.append(f"assert {result} == {value}")
+        checks = _built_assertions(result, parse_build(value), emitter)
+    return None if checks is None else [f"{result} = {call_expression}", *checks]
+
+
+def _literal_assertion(subject: str, text: str, emitter: _Emitter) -> list[str]:
+    """``subject is None``/``True``/``False``, ``== pytest.approx(...)`` for floats, else ``==``."""
+    parsed = ast.literal_eval(text)
+    if parsed is None or isinstance(parsed, bool):
+        return [f"assert {subject} is {text}"]
+    if _approximate(parsed):
+        emitter.imports.add("import pytest")
+        return [f"assert {subject} == pytest.approx({text})"]
+    return [f"assert {subject} == {text}"]
+
+
+def _built_assertions(subject: str, node: ast.expr, emitter: _Emitter) -> list[str] | None:
+    """Assertions that ``subject`` equals the build ``node`` (one ``_assertable`` allows).
+
+    An object: its exact type, then each recorded attribute in turn (a plain class compares by
+    identity, so ``==`` against a rebuilt copy would fail); anything else: ``==`` (``Decimal``
+    exactly, never approximately).
+    """
+    try:
+        text = ast.unparse(node)
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        pass
+    else:
+        return _literal_assertion(subject, text, emitter)
+    found = object_build(node)
+    if found is None:
+        expression = build_expression(node, emitter, "expected")
+        return None if expression is None else [f"assert {subject} == {expression}"]
+    cls = emitter.cls(found.module, found.qualname)
+    if cls is None:
+        return None
+    lines = [f"assert type({subject}) is {cls}"]
+    for attribute, child in (*found.attributes.items(), *found.slots.items()):
+        access = f"{subject}.{attribute}" if _is_name(attribute) else f"getattr({subject}, {attribute!r})"
+        checks = _built_assertions(access, child, emitter)
+        if checks is None:
+            return None
+        lines.extend(checks)
     return lines
 
 
@@ -454,32 +577,25 @@ def _carve_one(
         exception = builder.type_expression(expected, imports)
         if exception is None:
             return None
-    if kind == "exception" or _approximate(ast.literal_eval(expected)):
-        imports.add("import pytest")
 
     setup: list[str] = []
     arguments: list[str] = [function]
     locals_: set[str] = set()
-
-    def variable_for(parameter: str) -> Callable[[], str]:
-        def allocate() -> str:
-            local = _local("obj" if parameter == "self" else f"{parameter}_obj",
-                           builder.namespace.taken.keys() | locals_)
-            locals_.add(local)
-            return local
-
-        return allocate
-
+    emitter = _Emitter(builder, imports, setup, locals_)
     for parameter, value in candidate.call.args.items():
         if not _is_name(parameter):
             return None
-        expression = builder.value(value, variable_for(parameter), imports, setup)
+        expression = builder.value(value, emitter, "obj" if parameter == "self" else f"{parameter}_obj")
         if expression is None:
             return None
         arguments.append(f"{parameter}={expression}")
     call_expression = f"{_HELPER}({', '.join(arguments)})"
+    # Once to import what the assertions name, then with a local that avoids those names.
+    if _expectation_lines(candidate.outcome, call_expression, "result", exception, emitter) is None:
+        return None
     result = _local("result", builder.namespace.taken.keys() | locals_)
-    body = setup + _expectation_lines(candidate.outcome, call_expression, result, exception)
+    expectation = _expectation_lines(candidate.outcome, call_expression, result, exception, emitter)
+    body = setup + expectation  # type: ignore[operator]
     source = " ".join(candidate.test.test_id.split())
     lines = [
         f"def {name}():",

@@ -68,6 +68,15 @@ class EncodedValue(_Frozen):
     type: str = Field(description="Qualified type name, e.g. 'builtins.int'.")
     repr: str | None = None
     literal: str | None = Field(None, description="A Python literal equal to the value.")
+    build: str | None = Field(
+        None,
+        description=(
+            "Only when there is no literal: an expression in the build grammar of "
+            "equisa_core.values (e.g. \"decimal.Decimal('10.00')\", enum members, "
+            "\"__equisa_object__('pkg.mod:Money', {...})\"); untrusted text, checked by "
+            "values.parse_build and never evaluated."
+        ),
+    )
     state: dict[str, str] | None = Field(None, description="Attribute -> literal, for plain objects.")
 
 

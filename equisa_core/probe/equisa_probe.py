@@ -590,10 +590,12 @@ MAX_REPR = 500
 
 
 def encode_value(value):
-    """A JSON description of ``value``: type, capped repr, and a Python literal when one exists.
+    """A JSON description of ``value``: type, capped repr, and how to rebuild it when possible.
 
     ``literal`` is set when ``ast.literal_eval(repr(value))`` gives back an equal value of the
-    same type; objects with a literal ``__dict__`` get ``state`` (attribute -> literal).
+    same type. Otherwise ``build`` is set when ``_build`` can write the value in the build
+    grammar (``Decimal('1.50')``, dates, enum members, plain objects holding such values...);
+    and objects with a literal ``__dict__`` get ``state`` (attribute -> literal) as well.
     """
     kind = type(value)
     described = {"type": kind.__module__ + "." + kind.__qualname__}
@@ -605,19 +607,35 @@ def encode_value(value):
     if _literal(value, text):
         described["literal"] = text
         return described
-    state = getattr(value, "__dict__", None)
-    if isinstance(state, dict) and not isinstance(value, type) and len(state) <= 20:
-        literals = {}
-        for name, item in state.items():
-            try:
-                item_text = repr(item)
-            except Exception:
-                return described
-            if not isinstance(name, str) or not _literal(item, item_text):
-                return described
-            literals[name] = item_text
-        described["state"] = literals
+    build = _build(value)
+    if build is not None:
+        described["build"] = build
+    state = _literal_state(value)
+    if state is not None:
+        described["state"] = state
     return described
+
+
+def _literal_state(value):
+    """Attribute -> literal for an object whose ``__dict__`` holds only literals, else None."""
+    if issubclass(type(value), type):
+        return None
+    try:  # the raw __dict__: a user __getattribute__ or __getattr__ must not run (nor raise here)
+        state = object.__getattribute__(value, "__dict__")
+    except Exception:
+        return None
+    if type(state) is not dict or len(state) > 20:
+        return None
+    literals = {}
+    for name, item in state.items():
+        try:
+            item_text = repr(item)
+        except Exception:
+            return None
+        if not isinstance(name, str) or not _literal(item, item_text):
+            return None
+        literals[name] = item_text
+    return literals
 
 
 def _literal(value, text):
@@ -633,6 +651,304 @@ def _literal(value, text):
         return type(again) is type(value) and again == value
     except Exception:
         return False
+
+
+# -- builds: values without a literal, written in a small grammar ----------------------------------
+# The host checks a build against this grammar (``equisa_core.values.parse_build``) and never
+# evaluates it:
+#
+#   build := literal | float('nan') | float('inf') | float('-inf')
+#          | [build, ...] | (build, ...) | {build: build, ...} | {build, ...} | set()
+#          | frozenset() | frozenset({build, ...})
+#          | decimal.Decimal('1.50') | fractions.Fraction(1, 3) | uuid.UUID('...')
+#          | datetime.date(y, m, d) | datetime.datetime(y, m, d, H, M, S, us[, tzinfo=tz][, fold=1])
+#          | datetime.time(H, M, S, us[, tzinfo=tz][, fold=1]) | datetime.timedelta(days=.., ...)
+#          | datetime.timezone.utc | datetime.timezone(datetime.timedelta(...)[, 'name'])
+#          | pathlib.PurePosixPath('a/b') (and PureWindowsPath, PosixPath, WindowsPath)
+#          | module.Class.MEMBER                                   an enum member
+#          | __equisa_object__('module:Qualname', {'attr': build, ...}[, {'slot': build, ...}])
+#
+# Objects are instances of classes found again at ``module.Qualname`` whose whole state is their
+# ``__dict__`` and ``__slots__`` (no base but ``object`` keeps C-level state: ``_class_layout``).
+# Stdlib values are recognised by exact type, so no user code runs: no ``repr``, no
+# ``__getattr__``, no ``__eq__``; slots are read through their member descriptors. The cost is
+# bounded: containers and objects nest at most MAX_BUILD_DEPTH deep, a build holds at most
+# MAX_BUILD_ITEMS values and MAX_BUILD_CHARS characters, and no module is imported.
+
+MAX_BUILD_DEPTH = 3
+MAX_BUILD_ITEMS = 200
+MAX_BUILD_CHARS = 4 * MAX_REPR
+_POINTER = 8 if sys.maxsize > 2 ** 32 else 4
+_HEAP_TYPE = 1 << 9
+_CLASS_CACHE_SIZE = 2000
+#: id(class) -> (class, (module, qualname) or None, slots or None); the class is kept alive so
+#: its id cannot be reused.
+_CLASSES = {}
+
+
+class _NoBuild(Exception):
+    """The value, or a part of it, has no build."""
+
+
+def _build(value):
+    """The build of ``value`` (see above), or None."""
+    budget = [MAX_BUILD_ITEMS, MAX_BUILD_CHARS]
+    try:
+        text = _build_part(value, 0, budget)
+    except Exception:  # _NoBuild, or anything a strange value raises: never fail the test
+        return None
+    return text if len(text) <= MAX_BUILD_CHARS else None
+
+
+def _spend(budget, text):
+    budget[1] -= len(text)
+    if budget[1] < 0:
+        raise _NoBuild()
+    return text
+
+
+def _build_part(value, depth, budget):
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _NoBuild()
+    kind = type(value)
+    if value is None or kind is bool:
+        return repr(value)
+    if kind is int:
+        if value.bit_length() > 4 * MAX_BUILD_CHARS:
+            raise _NoBuild()
+        return _spend(budget, repr(value))
+    if kind is float:
+        if value != value:
+            return "float('nan')"
+        if value in (_INF, -_INF):
+            return "float('inf')" if value > 0 else "float('-inf')"
+        return _spend(budget, repr(value))
+    if kind is complex:
+        if value != value or abs(value) == _INF:
+            raise _NoBuild()
+        return _spend(budget, repr(value))
+    if kind is str or kind is bytes:
+        if len(value) > budget[1]:
+            raise _NoBuild()
+        return _spend(budget, repr(value))
+    if kind in (list, tuple, set, frozenset, dict):
+        return _build_container(value, kind, depth, budget)
+    stdlib = _STDLIB_BUILDS.get(kind.__name__)
+    if stdlib is not None:
+        module = sys.modules.get(stdlib[0])
+        if module is not None and vars(module).get(kind.__name__) is kind:
+            return _spend(budget, stdlib[1](value, module))
+    enum = sys.modules.get("enum")
+    if enum is not None and issubclass(kind, enum.Enum):  # isinstance could ask value.__class__
+        return _spend(budget, _build_enum(value, kind))
+    return _build_object(value, kind, depth, budget)
+
+
+_INF = float("inf")
+
+
+def _build_container(value, kind, depth, budget):
+    if depth >= MAX_BUILD_DEPTH or len(value) > budget[0]:
+        raise _NoBuild()
+    if kind is dict:
+        items = ["%s: %s" % (_build_part(k, depth + 1, budget), _build_part(v, depth + 1, budget))
+                 for k, v in dict.items(value)]
+        return "{" + ", ".join(items) + "}"
+    parts = [_build_part(item, depth + 1, budget) for item in value]
+    if kind is list:
+        return "[" + ", ".join(parts) + "]"
+    if kind is tuple:
+        return "(" + parts[0] + ",)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+    parts.sort()  # a set's order is the hash's: sorted, the same set is written the same way
+    if kind is set:
+        return "{" + ", ".join(parts) + "}" if parts else "set()"
+    return "frozenset({" + ", ".join(parts) + "})" if parts else "frozenset()"
+
+
+def _build_enum(value, kind):
+    where = _class_info(kind)[0]
+    name = object.__getattribute__(value, "_name_")
+    members = vars(kind).get("_member_map_")
+    if where is None or not isinstance(members, dict) or members.get(name) is not value:
+        raise _NoBuild()
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("__"):
+        raise _NoBuild()
+    return where[0] + "." + where[1] + "." + name
+
+
+def _build_object(value, kind, depth, budget):
+    if depth >= MAX_BUILD_DEPTH or kind is object:  # a bare object() is a sentinel: only its identity counts
+        raise _NoBuild()
+    where, slots = _class_info(kind)[:2]
+    if where is None or slots is None:
+        raise _NoBuild()
+    try:
+        state = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        state = {}
+    if type(state) is not dict or len(state) + len(slots) > budget[0]:
+        raise _NoBuild()
+    attributes = []
+    for name, item in dict.items(state):
+        if type(name) is not str:
+            raise _NoBuild()
+        attributes.append(_spend(budget, "%r: " % name) + _build_part(item, depth + 1, budget))
+    slot_values = []
+    for name, descriptor in slots:
+        try:
+            item = descriptor.__get__(value, kind)
+        except AttributeError:  # an unset slot stays unset
+            continue
+        slot_values.append(_spend(budget, "%r: " % name) + _build_part(item, depth + 1, budget))
+    text = "__equisa_object__(%r, {%s}" % (where[0] + ":" + where[1], ", ".join(attributes))
+    if slot_values:
+        text += ", {%s}" % ", ".join(slot_values)
+    _spend(budget, where[0] + where[1])
+    return text + ")"
+
+
+def _class_info(cls):
+    """``((module, qualname) or None, slots or None)`` of a class, cached.
+
+    The first part is set when ``module.qualname`` names the class itself (so a carved test can
+    import it); the second, the slot names and member descriptors, when instances keep all
+    their state in ``__dict__`` and slots: each class of the MRO is a Python class adding at
+    most its slots, a ``__dict__`` and a weakref pointer to its base's layout, or a C class
+    adding nothing (``typing.Generic``). Builtin bases that hold data (``int``, ``list``,
+    ``Exception``, ``Decimal``) fail that test.
+    """
+    known = _CLASSES.get(id(cls))
+    if known is not None and known[0] is cls:
+        return known[1:]
+    info = (_class_place(cls), _class_layout(cls))
+    if len(_CLASSES) < _CLASS_CACHE_SIZE:
+        _CLASSES[id(cls)] = (cls,) + info
+    return info
+
+
+def _class_place(cls):
+    module_name, qualname = cls.__module__, cls.__qualname__
+    if not isinstance(module_name, str) or not isinstance(qualname, str):
+        return None
+    parts = module_name.split(".") + qualname.split(".")
+    if not all(p.isidentifier() and not p.startswith("__") for p in parts):
+        return None  # <locals>, __main__
+    found = sys.modules.get(module_name)
+    for part in qualname.split("."):
+        if found is None:
+            return None
+        try:
+            found = vars(found).get(part)
+        except TypeError:
+            return None
+    return (module_name, qualname) if found is cls else None
+
+
+def _class_layout(cls):
+    slots = []
+    for klass in cls.__mro__[:-1]:
+        base = klass.__base__
+        growth = klass.__basicsize__ - base.__basicsize__
+        if klass.__itemsize__:
+            return None
+        if not klass.__flags__ & _HEAP_TYPE:
+            if growth:
+                return None
+            continue
+        own = vars(klass).get("__slots__", ())
+        names = [own] if isinstance(own, str) else list(own)
+        if growth > _POINTER * (len(names) + 2):
+            return None
+        for name in names:
+            if not isinstance(name, str) or name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = "_" + klass.__name__.lstrip("_") + name
+            descriptor = vars(klass).get(name)
+            if type(descriptor) is not types.MemberDescriptorType:
+                return None
+            slots.append((name, descriptor))
+    return tuple(slots)
+
+
+def _build_decimal(value, module):
+    if value.is_nan():
+        raise _NoBuild()  # NaN cannot be compared (sNaN even raises)
+    return "decimal.Decimal(%r)" % str(value)
+
+
+def _build_fraction(value, module):
+    if max(abs(value.numerator).bit_length(), value.denominator.bit_length()) > 4 * MAX_BUILD_CHARS:
+        raise _NoBuild()
+    return "fractions.Fraction(%d, %d)" % (value.numerator, value.denominator)
+
+
+def _build_date(value, module):
+    return "datetime.date(%d, %d, %d)" % (value.year, value.month, value.day)
+
+
+def _time_options(value, module):
+    text = ""
+    if value.tzinfo is not None:
+        text += ", tzinfo=" + _build_timezone(value.tzinfo, module)
+    if value.fold:
+        text += ", fold=1"
+    return text + ")"
+
+
+def _build_datetime(value, module):
+    return "datetime.datetime(%d, %d, %d, %d, %d, %d, %d" % (
+        value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond
+    ) + _time_options(value, module)
+
+
+def _build_time(value, module):
+    return "datetime.time(%d, %d, %d, %d" % (
+        value.hour, value.minute, value.second, value.microsecond) + _time_options(value, module)
+
+
+def _build_timedelta(value, module):
+    fields = (("days", value.days), ("seconds", value.seconds), ("microseconds", value.microseconds))
+    parts = ["%s=%d" % (name, amount) for name, amount in fields if amount]
+    return "datetime.timedelta(%s)" % (", ".join(parts) or "0")
+
+
+def _build_timezone(value, module):
+    if type(value) is not module.timezone:
+        raise _NoBuild()  # zoneinfo, pytz, dateutil: not in the grammar
+    if value is module.timezone.utc:
+        return "datetime.timezone.utc"
+    offset = value.utcoffset(None)
+    text = "datetime.timezone(" + _build_timedelta(offset, module)
+    if value.tzname(None) != module.timezone(offset).tzname(None):
+        text += ", %r" % value.tzname(None)
+    return text + ")"
+
+
+def _build_uuid(value, module):
+    return "uuid.UUID(%r)" % str(value)
+
+
+def _build_path(value, module):
+    return "pathlib.%s(%r)" % (type(value).__name__, str(value))
+
+
+#: Stdlib value types by class name: (the module that must hold exactly that class, writer).
+_STDLIB_BUILDS = {
+    "Decimal": ("decimal", _build_decimal),
+    "Fraction": ("fractions", _build_fraction),
+    "date": ("datetime", _build_date),
+    "datetime": ("datetime", _build_datetime),
+    "time": ("datetime", _build_time),
+    "timedelta": ("datetime", _build_timedelta),
+    "timezone": ("datetime", _build_timezone),
+    "UUID": ("uuid", _build_uuid),
+    "PurePosixPath": ("pathlib", _build_path),
+    "PureWindowsPath": ("pathlib", _build_path),
+    "PosixPath": ("pathlib", _build_path),
+    "WindowsPath": ("pathlib", _build_path),
+}
 
 
 class _CallRecorder:

@@ -467,6 +467,181 @@ def test_carved_module_refuses_duplicate_names_and_clashing_imports():
 
 
 # ---------------------------------------------------------------------------------------------
+# Values without literals: rebuilt from the probe's builds (equisa_core.values).
+
+TILL = {
+    "till/__init__.py": "",
+    "till/money.py": '''
+        import dataclasses
+        import datetime
+        import enum
+        from decimal import Decimal
+
+
+        class Status(enum.Enum):
+            OPEN = "open"
+            PAID = "paid"
+
+
+        @dataclasses.dataclass(frozen=True)
+        class Money:
+            amount: Decimal
+            currency: str = "EUR"
+
+
+        class Threshold:
+            def __init__(self, minimum, off):
+                self.minimum = Money(Decimal(minimum))
+                self.off = Money(Decimal(off))
+
+            def applies(self, subtotal):
+                return subtotal.amount >= self.minimum.amount
+
+            def amount(self, subtotal):
+                return self.off if self.applies(subtotal) else Money(Decimal("0.00"), subtotal.currency)
+
+
+        class Point:
+            __slots__ = ("x", "y")
+
+            def __init__(self, x, y):
+                self.x = x
+                self.y = y
+
+            def shifted(self, by):
+                return Point(self.x + by, self.y + by)
+
+
+        def half(amount):
+            return amount / 2
+
+
+        def is_due(day, status):
+            return status is Status.OPEN and day <= datetime.date(2024, 1, 31)
+
+
+        def split(total, parts):
+            return [Money(total.amount / parts, total.currency)] * parts
+
+
+        def nothing(amount):
+            return float("nan")
+    ''',
+}
+M = "till.money."
+
+
+@pytest.fixture
+def till(tmp_path, monkeypatch):
+    """The ``till`` package on sys.path, forgotten again after the test."""
+    write_tree(tmp_path, TILL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield importlib.import_module("till.money")
+    for name in [n for n in sys.modules if n == "till" or n.startswith("till.")]:
+        del sys.modules[name]
+
+
+def till_nodes(*fqns: str) -> dict[str, Node]:
+    return {fqn: node(fqn, "till/money.py") for fqn in fqns}
+
+
+def test_methods_of_objects_holding_money_are_carved_and_pass(till):
+    from decimal import Decimal
+
+    threshold = till.Threshold("100", "10")
+    calls = (
+        recorded(M + "Threshold.applies", till.Threshold.applies, self=threshold,
+                 subtotal=till.Money(Decimal("150.00"))),
+        recorded(M + "Threshold.applies", till.Threshold.applies, self=threshold,
+                 subtotal=till.Money(Decimal("99.99"))),
+        recorded(M + "Threshold.amount", till.Threshold.amount, self=threshold,
+                 subtotal=till.Money(Decimal("150.00"))),
+    )
+    assert calls[0].args["subtotal"].literal is None and calls[0].args["subtotal"].build is not None
+    group = [M + "Threshold.applies", M + "Threshold.amount"]
+    tests = carve_tests(suite(result("t.py::test_t", *calls)), group, till_nodes(*group))
+    assert [(t.target_fqn, t.expects) for t in tests] == [
+        (M + "Threshold.amount", "result"),
+        (M + "Threshold.applies", "result"),
+        (M + "Threshold.applies", "result"),
+    ]
+    amount, applies, _ = tests
+    assert {"import decimal", "from till.money import Money", "from till.money import Threshold"} <= set(
+        applies.imports)
+    assert "obj_minimum = Money.__new__(Money)" in applies.code
+    assert "obj_minimum.__dict__.update({'amount': decimal.Decimal('100'), 'currency': 'EUR'})" in (
+        applies.code)
+    assert "obj.__dict__.update({'minimum': obj_minimum, 'off': obj_off})" in applies.code
+    assert "subtotal_obj.__dict__.update({'amount': decimal.Decimal('150.00'), 'currency': 'EUR'})" in (
+        applies.code)
+    assert "_equisa_call(Threshold.applies, self=obj, subtotal=subtotal_obj)" in applies.code
+    assert "assert result is True" in applies.code
+    # An object result: its exact type, then each attribute; the Decimal exactly, never approx.
+    assert "assert type(result) is Money" in amount.code
+    assert "assert result.amount == decimal.Decimal('10')" in amount.code
+    assert "assert result.currency == 'EUR'" in amount.code
+    assert "approx" not in amount.code and "import pytest" not in amount.imports
+    run_in_process(tests)
+    assertion = "assert result.amount == decimal.Decimal('10')"
+    wrong = amount.model_copy(update={"code": amount.code.replace(assertion, assertion[:-2] + ".01')")})
+    with pytest.raises(AssertionError):
+        run_in_process([wrong])
+
+
+def test_decimal_results_are_compared_exactly(till):
+    from decimal import Decimal
+
+    trace = suite(result("t.py::test_h", recorded(M + "half", till.half, amount=Decimal("3"))))
+    [test] = carve_tests(trace, [M + "half"], till_nodes(M + "half"))
+    assert "_equisa_call(half, amount=decimal.Decimal('3'))" in test.code
+    assert "assert result == decimal.Decimal('1.5')" in test.code
+    assert "import decimal" in test.imports and "import pytest" not in test.imports
+    run_in_process([test])
+
+
+def test_slots_enum_members_and_dates(till):
+    import datetime
+
+    calls = (
+        recorded(M + "Point.shifted", till.Point.shifted, self=till.Point(1, 2), by=1),
+        recorded(M + "is_due", till.is_due, day=datetime.date(2024, 1, 2), status=till.Status.OPEN),
+        recorded(M + "is_due", till.is_due, day=datetime.date(2024, 2, 1), status=till.Status.OPEN),
+    )
+    group = [M + "Point.shifted", M + "is_due"]
+    tests = carve_tests(suite(result("t.py::test_p", *calls)), group, till_nodes(*group))
+    shifted = next(t for t in tests if t.target_fqn == M + "Point.shifted")
+    assert "object.__setattr__(obj, 'x', 1)" in shifted.code
+    assert "assert type(result) is Point" in shifted.code and "assert result.y == 3" in shifted.code
+    due = [t for t in tests if t.target_fqn == M + "is_due"]
+    assert len(due) == 2
+    assert "day=datetime.date(2024, 1, 2), status=Status.OPEN" in due[0].code
+    assert "from till.money import Status" in due[0].imports and "import datetime" in due[0].imports
+    run_in_process(tests)
+
+
+def test_results_that_cannot_be_asserted_are_not_carved(till):
+    from decimal import Decimal
+
+    money = till.Money(Decimal("9.00"))
+    calls = (
+        recorded(M + "split", till.split, total=money, parts=3),  # a list of objects: no == to trust
+        recorded(M + "nothing", till.nothing, amount=money),  # NaN equals nothing
+    )
+    assert calls[0].result.build is not None and calls[1].result.build == "float('nan')"
+    group = [M + "split", M + "nothing"]
+    assert carve_tests(suite(result("t.py::test_s", *calls)), group, till_nodes(*group)) == []
+
+
+def test_builds_that_break_the_grammar_are_skipped(till):
+    hostile = EncodedValue(type="till.money.Money", build="__import__('os').system('echo hacked')")
+    call = RecordedCall(fqn=M + "half", args={"amount": hostile}, result=enc(1))
+    assert carve_tests(suite(result("t.py::test_x", call)), [M + "half"], till_nodes(M + "half")) == []
+    bad_result = RecordedCall(fqn=M + "half", args={"amount": enc(2)},
+                              result=EncodedValue(type="x.Y", build="os.system('echo hacked')"))
+    assert carve_tests(suite(result("t.py::test_x", bad_result)), [M + "half"], till_nodes(M + "half")) == []
+
+
+# ---------------------------------------------------------------------------------------------
 # The real thing: record, carve, run the carved tests, and see the ambiguity group split.
 
 LEDGER = {

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import datetime
+import enum
 import math
+import threading
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -23,7 +29,10 @@ _NO_RESULT = object()
 
 
 class Opaque:
-    """A user type: no literal, a non-builtin type name."""
+    """A user type the probe cannot rebuild: no literal, and no build (it holds a lock)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
 
     def __repr__(self) -> str:
         return "Opaque()"
@@ -311,3 +320,136 @@ def test_mined_expressions_hold_on_the_observations() -> None:
             env = {name: eval(value.literal, {}) for name, value in c.args.items()}
             env[R] = eval(c.result.literal, {})
             assert eval(inv.expression, {}, env), inv
+
+
+# --- values without literals: builds ---------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Money:
+    """Like the invoicing example's: a frozen dataclass holding a Decimal (importable by name)."""
+
+    amount: Decimal
+    currency: str = "EUR"
+
+
+def take_off(subtotal: Money, off: Money) -> Money:
+    if off.amount > subtotal.amount:
+        return subtotal
+    return Money(subtotal.amount - off.amount, subtotal.currency)
+
+
+TAKE_OFF_SOURCE = '''
+def take_off(subtotal, off):
+    if off.amount > subtotal.amount:
+        return subtotal
+    return Money(subtotal.amount - off.amount, subtotal.currency)
+'''
+
+
+def take_off_calls() -> list[RecordedCall]:
+    rows = (("150.00", "10.00"), ("99.99", "5.00"), ("20.00", "30.00"), ("10.00", "10.00"))
+    pairs = [(Money(Decimal(s)), Money(Decimal(o))) for s, o in rows]
+    return [call(result=take_off(subtotal, off), subtotal=subtotal, off=off) for subtotal, off in pairs]
+
+
+def test_decimals_get_a_type_by_name_and_signs() -> None:
+    assert ev(Decimal("1.5")).build == "decimal.Decimal('1.5')"
+    assert unary([Decimal("1.5"), Decimal("2")]) == ["x > 0", "type(x).__name__ == 'Decimal'"]
+    assert "0 <= x <= 1" in unary([Fraction(1, 3), Fraction(1, 2), Fraction(1)])
+    assert unary([1, Decimal("2")]) == ["x > 0", "isinstance(x, int) or type(x).__name__ == 'Decimal'"]
+    assert unary([None, Decimal("2")]) == ["x is None or type(x).__name__ == 'Decimal'"]
+
+
+def test_dates_get_a_type_but_no_sign() -> None:
+    assert unary([datetime.date(2024, 1, 1), datetime.date(2024, 2, 1)]) == ["type(x).__name__ == 'date'"]
+
+
+def test_attributes_of_objects_are_subjects_of_their_own() -> None:
+    mined = mine_invariants(take_off_calls(), ["subtotal", "off"], limit=50)
+    expressions_ = [inv.expression for inv in mined]
+    for expected in (
+        f"type({R}).__name__ == 'Money'",
+        f"type({R}.amount).__name__ == 'Decimal'",
+        f"{R}.amount <= subtotal.amount",
+        f"{R}.amount >= 0",
+        "type(subtotal).__name__ == 'Money'",
+        "type(subtotal.amount).__name__ == 'Decimal'",
+        "subtotal.amount > 0",
+        "isinstance(subtotal.currency, str)",
+        "len(subtotal.currency) > 0",
+    ):
+        assert expected in expressions_, expected
+    subjects = {inv.subject for inv in mined}
+    assert {"result", "result.amount", "subtotal", "subtotal.amount", "off.amount"} <= subjects
+    relation = next(inv for inv in mined if inv.expression == f"{R}.amount <= subtotal.amount")
+    assert relation.kind is InvariantKind.RELATION and relation.evidence == 4
+    assert "result.amount is at most subtotal.amount" in relation.description
+    # An object's type is guarded before its attributes are read.
+    assert expressions_.index("type(subtotal).__name__ == 'Money'") < expressions_.index(
+        "type(subtotal.amount).__name__ == 'Decimal'")
+
+
+def test_a_relation_on_attributes_brings_every_guard_along() -> None:
+    mined = expressions(take_off_calls(), ["subtotal", "off"], limit=5)
+    assert mined == [
+        f"{R}.amount <= subtotal.amount",
+        f"type({R}).__name__ == 'Money'",
+        f"type({R}.amount).__name__ == 'Decimal'",
+        "type(subtotal).__name__ == 'Money'",
+        "type(subtotal.amount).__name__ == 'Decimal'",
+    ]
+
+
+def test_mined_attribute_invariants_hold_on_the_real_objects() -> None:
+    rows = (("150.00", "10.00"), ("99.99", "5.00"), ("20.00", "30.00"), ("10.00", "10.00"))
+    calls = take_off_calls()
+    mined = mine_invariants(calls, ["subtotal", "off"], limit=50)
+    assert len(mined) > 10
+    for s, o in rows:
+        env = {"subtotal": Money(Decimal(s)), "off": Money(Decimal(o))}
+        env[R] = take_off(env["subtotal"], env["off"])
+        for inv in mined:
+            assert eval(inv.expression, {}, env), inv
+
+
+def test_inspection_patches_assert_attribute_invariants_on_real_objects() -> None:
+    from equisa_core.inspection import ASSERTION_PREFIX, build_inspection_patch
+
+    mined = mine_invariants(take_off_calls(), ["subtotal", "off"])
+    patched = build_inspection_patch(TAKE_OFF_SOURCE.lstrip(), "pkg.take_off", mined)
+    namespace: dict[str, Any] = {"Money": Money}
+    exec(compile(patched, "patched.py", "exec"), namespace)
+    function = namespace["take_off"]
+    assert function(Money(Decimal("50.00")), Money(Decimal("5.00"))) == Money(Decimal("45.00"))
+    # A plain string where Money was always passed: the type guard fires, not an AttributeError.
+    with pytest.raises(AssertionError, match=ASSERTION_PREFIX):
+        function("50.00", Money(Decimal("5.00")))
+    # A bug that adds the discount: the result's amount exceeds the subtotal's.
+    buggy = build_inspection_patch(TAKE_OFF_SOURCE.lstrip().replace("amount - off", "amount + off"),
+                                   "pkg.take_off", mined)
+    exec(compile(buggy, "buggy.py", "exec"), namespace)
+    with pytest.raises(AssertionError, match=r"result\.amount is at most subtotal\.amount"):
+        namespace["take_off"](Money(Decimal("50.00")), Money(Decimal("5.00")))
+
+
+def test_builds_that_are_rejected_or_undecodable_give_no_value() -> None:
+    hostile = EncodedValue(type="pkg.Money", build="__import__('os').system('echo hacked')")
+    wrong = EncodedValue(type="datetime.date", build="datetime.date(2024, 13, 1)")
+    calls = [RecordedCall(fqn="m.f", args={"x": value}) for value in (hostile, wrong, hostile)]
+    assert expressions(calls, ["x"]) == ["x is not None"]
+
+
+def test_enum_members_and_objects_mixed_with_none() -> None:
+    members = [ev(Color.RED), ev(Color.BLUE)]
+    assert members[0].build is not None and members[0].build.endswith(".Color.RED")
+    calls = [RecordedCall(fqn="m.f", args={"x": value}) for value in members]
+    assert expressions(calls, ["x"]) == ["type(x).__name__ == 'Color'"]
+    optional = [call(x=Money(Decimal("1"))), call(x=None), call(x=Money(Decimal("2")))]
+    mined = expressions(optional, ["x"])
+    assert mined == ["x is None or type(x).__name__ == 'Money'"]  # no attributes read from a maybe-None
+
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2

@@ -1,14 +1,15 @@
 """The sandbox contract: what a test run asks for, what every backend returns, and the shared parts.
 
 A run is a pure function of (workspace digest, overlay, test selection, interpreter, environment,
-limits, EQUISA version): ``RunRequest.cache_key`` names it. Backends (``LocalSandbox``,
+limits, mutants, EQUISA version): ``RunRequest.cache_key`` names it. Backends (``LocalSandbox``,
 ``DockerSandbox``) only differ in how they isolate the process; they all
 
 1. make a throwaway run folder with ``prepare_run_folder`` (workspace copy + overlay + probe),
 2. run ``python -m pytest`` under the probe with ``probe_arguments`` and a ``scrubbed_environment``,
 3. return a ``SandboxRun``: the probe's JSON lines plus how the process ended.
 
-``tasks.run_tests`` turns ``SandboxRun`` into a ``SuiteTrace`` (resuming after crashes).
+``tasks.run_tests`` turns ``SandboxRun`` into a ``SuiteTrace`` (resuming after crashes);
+``tasks.mutants`` turns the runs of a request with ``mutants`` into a ``MutantRunReport``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from equisa_core.probe import PROBE_MODULE, probe_file
 __all__ = [
     "EQUISA_VERSION",
     "SandboxLimits",
+    "MutantSpec",
     "RunRequest",
     "SandboxRun",
     "Sandbox",
@@ -44,6 +46,8 @@ __all__ = [
 
 #: Part of every cache key: a new runner version never reuses old results.
 EQUISA_VERSION = "0.1.0"
+#: The probe's name for the round of a mutant run that runs the code unmutated.
+ORIGINAL_ROUND = "original"
 
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
 
@@ -84,6 +88,40 @@ class SandboxLimits(BaseModel):
     output_bytes: int = Field(64 * KIB, gt=0, description="pytest's own output kept (tail).")
 
 
+def _inside(path: str) -> bool:
+    """Whether ``path`` is relative and stays inside the folder it is relative to."""
+    pure = PurePosixPath(path)
+    return bool(pure.parts) and not pure.is_absolute() and ".." not in pure.parts
+
+
+class MutantSpec(BaseModel):
+    """A variant of one function, run by the probe's mutant rounds (see ``tasks.mutants``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1, description="Names the mutant in the results; not 'original'.")
+    fqn: str = Field(min_length=1, description="The function's FQN as the probe names it: 'pkg.mod.Cls.f'.")
+    file: str = Field(description="The module's path relative to the repository root, '/'-separated.")
+    source: str = Field(
+        min_length=1,
+        description="The mutated function's whole definition at column 0, decorators included.",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _not_original(cls, value: str) -> str:
+        if value == ORIGINAL_ROUND:
+            raise InvalidSelectionError(f"mutant id {ORIGINAL_ROUND!r} is reserved for the unmutated round")
+        return value
+
+    @field_validator("file")
+    @classmethod
+    def _relative_file(cls, file: str) -> str:
+        if not _inside(file):
+            raise InvalidSelectionError(f"mutant file {file!r} must be relative and inside")
+        return file
+
+
 class RunRequest(BaseModel):
     """One run of (part of) a suite in a sandbox."""
 
@@ -104,15 +142,26 @@ class RunRequest(BaseModel):
     record: tuple[str, ...] = Field((), description="FQNs whose calls the probe records.")
     env: Mapping[str, str] = Field(default_factory=dict, description="Extra variables, not secrets.")
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    mutants: tuple[MutantSpec, ...] = Field(
+        (), description="Variants of one function: the tests run once as they are, then once per mutant."
+    )
 
     @field_validator("overlay")
     @classmethod
     def _relative_paths(cls, overlay: Mapping[str, str]) -> Mapping[str, str]:
         for path in overlay:
-            pure = PurePosixPath(path)
-            if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+            if not _inside(path):
                 raise InvalidSelectionError(f"overlay path {path!r} must be relative and inside")
         return overlay
+
+    @field_validator("mutants")
+    @classmethod
+    def _unique_ids(cls, mutants: tuple[MutantSpec, ...]) -> tuple[MutantSpec, ...]:
+        ids = [mutant.id for mutant in mutants]
+        if len(set(ids)) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            raise InvalidSelectionError(f"mutant ids must be unique; repeated: {', '.join(repeated)}")
+        return mutants
 
     @field_validator("shard")
     @classmethod
@@ -137,6 +186,8 @@ class RunRequest(BaseModel):
             "env": dict(sorted(self.env.items())),
             "limits": self.limits.model_dump(),
         }
+        if self.mutants:  # only then, so keys of runs without mutants stay as they were
+            payload["mutants"] = [mutant.model_dump() for mutant in self.mutants]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -206,6 +257,9 @@ def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
         (folder / "out" / "select.txt").write_text("".join(f"{t}\n" for t in request.only))
     if request.record:
         (folder / "out" / "record.txt").write_text("".join(f"{fqn}\n" for fqn in request.record))
+    if request.mutants:
+        specs = [mutant.model_dump() for mutant in request.mutants]
+        (folder / "out" / "mutants.json").write_text(json.dumps(specs), encoding="utf-8")
     return repo
 
 
@@ -233,6 +287,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
         args.append(f"--equisa-shard={request.shard[0]}/{request.shard[1]}")
     if request.record:
         args.append(f"--equisa-record={out_dir}/record.txt")
+    if request.mutants:
+        args.append(f"--equisa-mutants={out_dir}/mutants.json")
     return [*args, *request.tests]
 
 

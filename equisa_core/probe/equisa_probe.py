@@ -17,6 +17,10 @@ the interpreter mid-run still leaves every outcome recorded before the crash:
     {"kind": "collect_error", "location": "tests/test_b.py", "message": "..."}
     {"kind": "end", "exitstatus": 1}
 
+With ``--equisa-mutants FILE`` the tests then run again once per mutant of a function, in this
+process, adding ``mutant-start``, ``mutant-test`` and ``mutant-done`` records (see the section
+"Mutant rounds" below).
+
 The tracing backend is chosen in one place, ``choose_backend``, and the session record says which
 ran and why:
 
@@ -1279,6 +1283,586 @@ def _tail(text, limit):
 
 
 # ---------------------------------------------------------------------------------------------
+# >>> Mutant rounds (``--equisa-mutants FILE``) >>>
+#
+# Many variants ("mutants") of one function run against the selected tests in this one process,
+# instead of one pytest start per mutant. FILE is a JSON list of ``{"id", "fqn", "file" (relative
+# to the root), "source" (the function's whole definition at column 0, decorators included)}``.
+#
+# After collection the selected tests run once with the original code (round ``original``,
+# through pytest's ordinary protocol, so its ``start``/``test`` records are the usual ones), then
+# once per mutant: the mutant's code is swapped into the live function object (its ``__code__``
+# and default values are replaced, so every reference to it -- other modules' imports, subclasses,
+# decorators' wrappers -- runs the mutant), the tests run through ``runtestprotocol`` under the
+# per-test timeout, untraced, and the original is put back. Each round ends with every fixture
+# torn down, so each starts from fresh fixtures (state the code under test keeps in its own modules
+# is not reset). ``-x``/``--maxfail`` are ignored: every round runs every selected test.
+#
+#     {"kind": "mutant-start", "mutant": "m1", "tests": 3}
+#     {"kind": "mutant-test", "mutant": "m1", "test_id": "...", "outcome": "failed",
+#      "duration": 0.01, "exception_type": "AssertionError", "message": "assert 1 == 2"}
+#     {"kind": "mutant-done", "mutant": "m1", "status": "ran", "reason": null, "duration": 0.03}
+#
+# ``status``: ``ran``; ``timeout`` when a test outlived --equisa-test-timeout (it failed with
+# TestTimeout; when even that could not stop it, a watchdog thread wrote the test's record and this
+# one, then ended the process with WATCHDOG_EXIT); ``unswappable``, with no start or test records,
+# when the function cannot be found or replaced (``reason`` says why: no such function, nested in
+# another function, does not compile, free variables the original's closure does not have). A
+# process that dies mid-mutant leaves a ``mutant-start`` without its ``mutant-done``: the host
+# records the crash and resumes with the remaining mutants.
+
+ORIGINAL_ROUND = "original"
+MUTANT_MESSAGE_CHARS = 500
+#: Exit status of a process whose mutant test the per-test timeout could not stop.
+WATCHDOG_EXIT = 87
+#: ``__wrapped__`` links and closures followed, at most, from a name to its function.
+MAX_UNWRAP = 20
+_ModuleType = types.ModuleType
+_json_loads = json.loads
+
+
+class MutantUnswappable(Exception):
+    """A mutant that cannot be swapped in; the message says why."""
+
+
+def _read_mutants(path):
+    with _open(path, encoding="utf-8") as handle:
+        specs = _json_loads(handle.read())
+    if not isinstance(specs, list):
+        raise ValueError("--equisa-mutants must name a JSON list of mutants")
+    return specs
+
+
+def _own_attribute(obj, name):
+    """``obj.name`` from the instance dict only, so no user ``__getattr__`` (or Mock) runs."""
+    try:
+        namespace = object.__getattribute__(obj, "__dict__")
+    except Exception:
+        return None
+    return namespace.get(name) if isinstance(namespace, dict) else None
+
+
+def _same_value(old, new):
+    try:
+        return old is new or (type(old) is type(new) and bool(old == new))
+    except Exception:
+        return False
+
+
+def _future_flags(code):
+    """The ``from __future__`` compiler flags ``code`` was compiled with."""
+    import __future__
+
+    flags = 0
+    for feature in __future__.all_feature_names:
+        flag = getattr(__future__, feature).compiler_flag
+        if code.co_flags & flag:
+            flags |= flag
+    return flags
+
+
+class _MutantSwap:
+    """One live function object, the mutant's code and defaults for it, and what to put back."""
+
+    def __init__(self, func, code, defaults, kwdefaults, caches):
+        self.func = func
+        self.code = code
+        self.defaults = defaults
+        self.kwdefaults = kwdefaults
+        self.caches = caches  # functools.lru_cache wrappers around it: emptied at both swaps
+        self.saved = None
+
+    def apply(self):
+        func = self.func
+        self.saved = (func.__code__, func.__defaults__, func.__kwdefaults__)
+        func.__code__ = self.code
+        func.__defaults__ = self.defaults
+        func.__kwdefaults__ = self.kwdefaults
+        self._clear_caches()
+
+    def restore(self):
+        if self.saved is not None:
+            func = self.func
+            func.__code__, func.__defaults__, func.__kwdefaults__ = self.saved
+            self.saved = None
+            self._clear_caches()
+
+    def _clear_caches(self):
+        for cache in self.caches:
+            try:
+                cache.cache_clear()
+            except Exception:
+                pass
+
+
+class _MutantSwapper:
+    """Finds the live function object(s) a mutant names and compiles the mutant for each."""
+
+    def __init__(self, root):
+        self.root = root
+        self.real_files = {}  # a module's __file__ -> its real path
+
+    def prepare(self, spec):
+        """The swaps that put ``spec`` in place; raises MutantUnswappable with the reason."""
+        try:
+            fqn, file, source = str(spec["fqn"]), str(spec["file"]), str(spec["source"])
+        except (KeyError, TypeError):
+            raise MutantUnswappable("the mutant needs an fqn, a file and a source") from None
+        wanted = _os_path.realpath(_os_path.join(self.root, file))
+        modules = self._modules_from(wanted) or [self._import(fqn, file, wanted)]
+        qualname = self._qualname(fqn, file, modules)
+        found = {}
+        for module in modules:  # one per name the file was imported under
+            func, klass, caches = self._find(module, qualname, source)
+            found.setdefault(id(func), (func, klass, caches))
+        return [self._compile(source, func, klass, caches) for func, klass, caches in found.values()]
+
+    # -- finding the function ---------------------------------------------------------------------
+    def _modules_from(self, wanted):
+        found = []
+        for module in list(sys.modules.values()):
+            if not isinstance(module, _ModuleType):
+                continue
+            filename = module.__dict__.get("__file__")
+            if not isinstance(filename, str):
+                continue
+            real = self.real_files.get(filename)
+            if real is None:
+                real = self.real_files[filename] = _os_path.realpath(filename)
+            if real == wanted:
+                found.append(module)
+        return found
+
+    @staticmethod
+    def _module_prefixes(fqn, file):
+        """Prefixes of ``fqn`` that can name the module in ``file``, longest first."""
+        dotted = (file[:-3] if file.endswith(".py") else file).replace("/", ".")
+        if dotted.endswith(".__init__") or dotted == "__init__":
+            dotted = dotted[: -len("__init__")].rstrip(".")
+        parts = fqn.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:cut])
+            if dotted == prefix or dotted.endswith("." + prefix):
+                yield cut, prefix
+
+    def _import(self, fqn, file, wanted):
+        import importlib
+
+        for _cut, prefix in self._module_prefixes(fqn, file):
+            try:
+                module = importlib.import_module(prefix)
+            except Exception as error:
+                raise MutantUnswappable("importing %s failed: %s: %s" % (
+                    prefix, type(error).__name__, _tail(str(error), 200))) from None
+            if module in self._modules_from(wanted):
+                return module
+        raise MutantUnswappable("no module was imported from %s, and %s names none that is" % (file, fqn))
+
+    def _qualname(self, fqn, file, modules):
+        names = set(module.__dict__.get("__name__") for module in modules)
+        parts = fqn.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            if ".".join(parts[:cut]) in names:
+                return ".".join(parts[cut:])
+        for cut, _prefix in self._module_prefixes(fqn, file):
+            return ".".join(parts[cut:])
+        raise MutantUnswappable("%s does not start with the name of the module in %s" % (fqn, file))
+
+    def _find(self, module, qualname, source):
+        """``(function, class it was found in or None, cache wrappers on the way)``."""
+        parts = qualname.split(".")
+        if "<locals>" in parts:
+            raise MutantUnswappable(
+                "%s is nested in a function: its function objects are made anew at each call of the "
+                "enclosing function, so none lives to be swapped (mutate the enclosing function)" % qualname)
+        owner, klass = module, None
+        for position, part in enumerate(parts):
+            namespace = owner.__dict__ if isinstance(owner, (_ModuleType, type)) else {}
+            if part not in namespace and klass is not None and part.startswith("__") \
+                    and not part.endswith("__"):
+                part = "_" + klass.__name__.lstrip("_") + part  # a private name, mangled
+            if part not in namespace:
+                where = ".".join([module.__name__] + parts[:position])
+                raise MutantUnswappable("%s has no attribute %s" % (where, parts[position]))
+            owner = namespace[part]
+            if position < len(parts) - 1:
+                if not isinstance(owner, type):
+                    raise MutantUnswappable("%s is not a class" % ".".join(parts[: position + 1]))
+                klass = owner
+        func, caches = self._unwrap(owner, parts[-1], source)
+        return func, klass, caches
+
+    @staticmethod
+    def _unwrap(obj, name, source):
+        """The plain function named ``name`` behind ``obj``: through staticmethod, classmethod,
+        property, ``__wrapped__`` (functools.wraps, lru_cache) and decorators' closures."""
+        accessor = "fget"
+        if "@%s.setter" % name in source:
+            accessor = "fset"
+        elif "@%s.deleter" % name in source:
+            accessor = "fdel"
+        caches, seen, current = [], set(), obj
+        for _ in range(MAX_UNWRAP):
+            if current is None or id(current) in seen:
+                break
+            seen.add(id(current))
+            if isinstance(current, (staticmethod, classmethod)):
+                current = current.__func__
+                continue
+            if isinstance(current, property):
+                current = getattr(current, accessor)
+                continue
+            if callable(getattr(type(current), "cache_clear", None)):
+                caches.append(current)
+            wrapped = _own_attribute(current, "__wrapped__")
+            if wrapped is not None:
+                current = wrapped
+                continue
+            if type(current) is _FunctionType:
+                if current.__code__.co_name == name:
+                    return current, caches
+                current = next((cell_value for cell_value in _cell_values(current)
+                                if type(cell_value) is _FunctionType
+                                and cell_value.__code__.co_name == name), None)
+                continue
+            break
+        raise MutantUnswappable(
+            "%s (a %s) does not lead to a function named %s: a decorator without functools.wraps "
+            "may hide it" % (name, type(obj).__name__, name))
+
+    # -- compiling the mutant -----------------------------------------------------------------------
+    def _compile(self, source, func, klass, caches):
+        """The mutant's code object, shaped like the original's, and its default values.
+
+        The definition is compiled (never executed) where its closure matches the original's:
+        inside a class of the same name for methods (so zero-argument ``super()`` and private
+        names work), inside a function declaring the original's other free variables; free
+        variables the mutant no longer uses are referenced in dead code so the closure still fits.
+        """
+        import ast
+
+        original = func.__code__
+        name = original.co_name
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as error:
+            reason = "the mutant does not compile: %s (line %s)" % (error.msg, error.lineno)
+            raise MutantUnswappable(reason) from None
+        except ValueError as error:
+            raise MutantUnswappable("the mutant does not compile: %s" % error) from None
+        if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise MutantUnswappable("the mutant's source must be one function definition")
+        node = tree.body[0]
+        if node.name != name:
+            raise MutantUnswappable("the mutant defines %s, not %s" % (node.name, name))
+        # Decorators stay: they make co_firstlineno the first decorator's line, as the original's
+        # is, and the definition is never executed, so they are never applied.
+        first = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
+        _shift_lines(node, original.co_firstlineno - first)
+        freevars = original.co_freevars
+        if freevars:
+            last = node.body[-1]
+            pad = ast.If(test=ast.Constant(0), orelse=[], body=[ast.Expr(ast.Tuple(
+                [ast.Name(variable, ast.Load()) for variable in freevars], ast.Load()))])
+            node.body.append(ast.fix_missing_locations(ast.copy_location(pad, last)))
+        class_name = None
+        if klass is not None:
+            class_name = klass.__name__
+        elif "__class__" in freevars:
+            cell = func.__closure__[freevars.index("__class__")]
+            class_name = getattr(cell.cell_contents, "__name__", "__equisa_class__")
+        outer = [variable for variable in freevars if variable != "__class__"]
+        lines, indent = [], ""
+        if outer:
+            lines += ["def __equisa_scope__():", "    %s = None" % " = ".join(outer)]
+            indent = "    "
+        if class_name:
+            lines.append(indent + "class %s:" % class_name)
+            indent += "    "
+        lines.append(indent + "pass")
+        module = ast.parse("\n".join(lines) + "\n")
+        holder, path = module, []
+        if outer:
+            holder = holder.body[0]
+            path.append("__equisa_scope__")
+        if class_name:
+            holder = holder.body[-1]
+            path.append(class_name)
+        holder.body[-1] = node
+        try:
+            code = compile(module, original.co_filename, "exec", _future_flags(original), True)
+        except (SyntaxError, ValueError) as error:
+            raise MutantUnswappable("the mutant does not compile: %s" % error) from None
+        for wanted in path + [name]:
+            code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == wanted)
+        if code.co_freevars != freevars:
+            raise MutantUnswappable(
+                "the mutant's free variables (%s) differ from the original's (%s): a function's closure "
+                "cannot change (zero-argument super() or __class__ needs a method that has them)"
+                % (", ".join(code.co_freevars) or "none", ", ".join(freevars) or "none"))
+        if hasattr(code, "co_qualname"):
+            code = code.replace(co_qualname=original.co_qualname)
+        defaults, kwdefaults = self._defaults(node, func, klass, original.co_filename)
+        return _MutantSwap(func, code, defaults, kwdefaults, caches)
+
+    @staticmethod
+    def _defaults(node, func, klass, filename):
+        """The mutant's default values; an original value is kept where the mutant's equals it."""
+        import ast
+
+        namespace = dict(klass.__dict__) if klass is not None else None
+
+        def value(expression):
+            try:
+                code = compile(ast.Expression(expression), filename, "eval", 0, True)
+                return eval(code, func.__globals__, namespace)
+            except Exception as error:
+                raise MutantUnswappable("a default value of the mutant cannot be computed: %s: %s" % (
+                    type(error).__name__, _tail(str(error), 200))) from None
+
+        args = node.args
+        new = [value(default) for default in args.defaults]
+        old = func.__defaults__ or ()
+        if len(new) == len(old):
+            new = [o if _same_value(o, n) else n for o, n in zip(old, new)]  # noqa: B905 (3.8)
+        old_kw = func.__kwdefaults__ or {}
+        kwdefaults = {}
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults):  # noqa: B905 (3.8: no strict)
+            if default is not None:
+                computed = value(default)
+                kept = arg.arg in old_kw and _same_value(old_kw[arg.arg], computed)
+                kwdefaults[arg.arg] = old_kw[arg.arg] if kept else computed
+        return tuple(new) or None, kwdefaults or None
+
+
+def _cell_values(func):
+    for cell in func.__closure__ or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+
+
+def _shift_lines(tree, delta):
+    import ast
+
+    for part in ast.walk(tree):
+        for attribute in ("lineno", "end_lineno"):
+            line = getattr(part, attribute, None)
+            if isinstance(line, int):
+                setattr(part, attribute, line + delta)
+
+
+class _Watchdog:
+    """Ends the process when a mutant's test outlives the timeout that should have stopped it
+    (a mutant that swallows TestTimeout in a loop); ``on_expire`` never returns."""
+
+    def __init__(self, limit, on_expire):
+        self.limit = limit
+        self.on_expire = on_expire
+        self.lock = threading.Lock()
+        self.deadline = None
+        self.label = None
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="equisa-mutant-watchdog")
+        self.thread.daemon = True
+        self.thread.start()
+
+    def arm(self, *label):
+        with self.lock:
+            self.deadline, self.label = _time_perf() + self.limit, label
+
+    def disarm(self):
+        with self.lock:
+            self.deadline = None
+
+    def stop(self):
+        self.stopped.set()
+        self.thread.join(1.0)
+
+    def _watch(self):
+        while not self.stopped.wait(0.2):
+            with self.lock:  # held until the process ends: the main thread cannot disarm meanwhile
+                if self.deadline is not None and _time_perf() > self.deadline:
+                    self.on_expire(*self.label)
+
+
+class _MutantRunner:
+    """Runs the rounds: the original, then one per mutant; registered for --equisa-mutants."""
+
+    def __init__(self, probe, specs):
+        self.probe = probe
+        self.specs = specs
+        self.swapper = _MutantSwapper(probe.root)
+        self.lock = threading.Lock()
+        self.round = None
+        self.round_started = 0.0
+        self.timed_out = []
+        self.reports = {}
+        self.excinfo = {}
+
+    def _emit(self, record):
+        with self.lock:
+            self.probe._write(record)
+
+    # -- pytest hooks ---------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        option = session.config.option
+        if (session.testsfailed and not option.continue_on_collection_errors) or option.collectonly \
+                or not session.items:
+            return None  # pytest's own loop reports the collection errors, or has nothing to run
+        items = list(session.items)
+        self._begin(ORIGINAL_ROUND, items)
+        for index, item in enumerate(items):
+            nextitem = items[index + 1] if index + 1 < len(items) else None
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        self._done(ORIGINAL_ROUND)
+        self._mutant_rounds(items)
+        return True
+
+    def pytest_runtest_makereport(self, item, call):
+        if call.excinfo is not None and call.when in ("setup", "call", "teardown"):
+            self.excinfo.setdefault(item.nodeid, call.excinfo)
+
+    def pytest_runtest_logreport(self, report):  # the original round only: the others do not log
+        self.reports.setdefault(report.nodeid, []).append(report)
+        if report.when == "teardown":
+            self._record_test(report.nodeid, self.reports.pop(report.nodeid))
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if nodeid in self.reports:  # teardown never reported
+            self._record_test(nodeid, self.reports.pop(nodeid))
+
+    # -- rounds ---------------------------------------------------------------------------------
+    def _begin(self, mutant, items):
+        self.round, self.round_started, self.timed_out = mutant, _time_perf(), []
+        self._emit({"kind": "mutant-start", "mutant": mutant, "tests": len(items)})
+
+    def _done(self, mutant):
+        reason = None
+        if self.timed_out:
+            reason = "stopped by the %gs per-test timeout: %s" % (
+                self.probe.test_timeout, ", ".join(self.timed_out[:5]))
+        self._emit({"kind": "mutant-done", "mutant": mutant, "status": "timeout" if self.timed_out else "ran",
+                    "reason": reason, "duration": round(_time_perf() - self.round_started, 6)})
+        self.round = None
+
+    def _unswappable(self, mutant, reason):
+        self._emit({"kind": "mutant-done", "mutant": mutant, "status": "unswappable", "reason": reason,
+                    "duration": 0.0})
+
+    def _mutant_rounds(self, items):
+        from _pytest.runner import runtestprotocol
+
+        probe = self.probe
+        traced = probe.backend, probe.call_recorder
+        probe.backend, probe.call_recorder = _NoBackend(probe.recorder), None
+        watchdog = None
+        if probe.test_timeout:
+            watchdog = _Watchdog(2 * probe.test_timeout + 1.0, self._on_stuck)
+        try:
+            for index, spec in enumerate(self.specs):
+                self._mutant_round(spec, index, items, runtestprotocol, watchdog)
+        finally:
+            probe.backend, probe.call_recorder = traced
+            if watchdog is not None:
+                watchdog.stop()
+
+    def _mutant_round(self, spec, index, items, runtestprotocol, watchdog):
+        mutant = str(spec.get("id") or "#%d" % index) if isinstance(spec, dict) else "#%d" % index
+        applied = []
+        try:
+            for swap in self.swapper.prepare(spec):
+                swap.apply()
+                applied.append(swap)
+        except Exception as error:
+            for swap in reversed(applied):
+                swap.restore()
+            reason = str(error) if isinstance(error, MutantUnswappable) else (
+                "the probe could not swap it in: %s: %s" % (type(error).__name__, _tail(str(error), 300)))
+            return self._unswappable(mutant, reason)
+        try:
+            self._begin(mutant, items)
+            for position, item in enumerate(items):
+                nextitem = items[position + 1] if position + 1 < len(items) else None
+                self._run_item(item, nextitem, runtestprotocol, watchdog)
+        finally:
+            for swap in reversed(applied):
+                swap.restore()
+        self._done(mutant)
+
+    def _run_item(self, item, nextitem, runtestprotocol, watchdog):
+        started = _time_perf()
+        reports, escaped = [], None
+        with self._time_limit(item, watchdog):
+            try:
+                reports = runtestprotocol(item, log=False, nextitem=nextitem)
+            except BaseException as error:  # TestTimeout between phases, pytest.exit(), ...
+                escaped = error
+        self.probe.excinfo.pop(item.nodeid, None)  # the ProbePlugin keeps one per test it reports
+        if escaped is None:
+            self._record_test(item.nodeid, reports)
+            return
+        with self._time_limit(item, watchdog):
+            try:  # tear every fixture down, so the next test sets up from scratch
+                item.session._setupstate.teardown_exact(None)
+            except BaseException:
+                pass
+        if hasattr(item, "_request"):
+            item._request, item.funcargs = False, None
+        self.excinfo.pop(item.nodeid, None)
+        from _pytest._code import ExceptionInfo
+
+        excinfo = ExceptionInfo.from_exc_info((type(escaped), escaped, escaped.__traceback__))
+        self._write_test(item.nodeid, "error", _time_perf() - started, excinfo)
+
+    @contextlib.contextmanager
+    def _time_limit(self, item, watchdog):
+        self.probe._start_alarm()
+        if watchdog is not None:
+            watchdog.arm(self.round, item.nodeid)
+        try:
+            yield
+        finally:
+            self.probe._stop_alarm()
+            if watchdog is not None:
+                watchdog.disarm()
+
+    def _record_test(self, nodeid, reports):
+        self._write_test(nodeid, _outcome(reports), sum(r.duration for r in reports),
+                         self.excinfo.pop(nodeid, None))
+
+    def _write_test(self, nodeid, outcome, duration, excinfo):
+        record = {"kind": "mutant-test", "mutant": self.round, "test_id": nodeid, "outcome": outcome,
+                  "duration": round(duration, 6)}
+        if excinfo is not None and outcome in ("failed", "error"):
+            failure = self.probe._describe_failure(excinfo)
+            record["exception_type"] = failure["exception_type"]
+            record["message"] = failure["message"][:MUTANT_MESSAGE_CHARS]
+            if issubclass(excinfo.type, TestTimeout):
+                self.timed_out.append(nodeid)
+        self._emit(record)
+
+    def _on_stuck(self, mutant, nodeid):
+        """Called by the watchdog thread while the main thread is stuck in ``nodeid``."""
+        self.timed_out.append(nodeid)
+        name = TestTimeout.__module__ + "." + TestTimeout.__name__
+        self._emit({"kind": "mutant-test", "mutant": mutant, "test_id": nodeid, "outcome": "failed",
+                    "duration": round(self.probe.test_timeout, 6), "exception_type": name,
+                    "message": "the test could not be stopped by its timeout"})
+        self._emit({"kind": "mutant-done", "mutant": mutant, "status": "timeout",
+                    "reason": "%s still ran %gs after its %gs timeout (TestTimeout swallowed, or the "
+                              "interpreter blocked): the probe ended the process" % (
+                                  nodeid, self.probe.test_timeout + 1.0, self.probe.test_timeout),
+                    "duration": round(_time_perf() - self.round_started, 6)})
+        _os._exit(WATCHDOG_EXIT)
+
+
+# <<< Mutant rounds <<<
+
+
+# ---------------------------------------------------------------------------------------------
 # pytest entry points: loaded with ``-p equisa_probe``.
 
 
@@ -1311,6 +1895,8 @@ def pytest_addoption(parser):
                     help="File of FQNs, one a line, whose calls (arguments, results) are recorded.")
     group.addoption("--equisa-test-timeout", type=float, default=None,
                     help="Seconds a test may run before it fails with TestTimeout.")
+    group.addoption("--equisa-mutants", default=None,
+                    help="JSON list of mutants of a function: the tests run once per mutant.")
 
 
 def pytest_configure(config):
@@ -1328,3 +1914,6 @@ def pytest_configure(config):
         record_path=config.getoption("--equisa-record"),
     )
     config.pluginmanager.register(plugin, "equisa-probe-recorder")
+    mutants = config.getoption("--equisa-mutants")
+    if mutants:
+        config.pluginmanager.register(_MutantRunner(plugin, _read_mutants(mutants)), "equisa-probe-mutants")

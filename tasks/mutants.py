@@ -1,0 +1,308 @@
+"""The ``run_mutants`` Prefect task: many mutants of one function against a few tests, in one process.
+
+Localization and repair try tens of variants of one function against that function's tests; one
+pytest start per variant would cost more than the tests. A ``RunRequest`` with ``mutants`` makes
+the probe run the selected tests once unmutated (round ``original``), then once per mutant with
+the mutant's code swapped into the live function object (see "Mutant rounds" in
+``equisa_core/probe/equisa_probe.py``). ``execute_mutants`` is the plain function (no Prefect):
+
+- a mutant during which the interpreter dies (``os._exit``, a segfault, the run's wall clock) is
+  recorded as ``crashed`` and a new process runs the mutants not yet run, up to ``MAX_RESUMES``
+  times, as ``run_tests`` resumes after a crashing test;
+- a test that kills the interpreter with the original code is recorded as an ``InterpreterCrash``
+  error of the original round and left out of the processes that follow, so mutants have no
+  outcome for it.
+
+A mutant's status: ``ran``; ``timeout`` (a test outlived the per-test timeout and failed with
+``TestTimeout``); ``unswappable`` (the probe could not put it in place: ``reason`` says why, no
+outcomes); ``crashed``; ``not_run`` (the resume budget ran out first, or the probe stopped).
+
+The task's cache key is ``RunRequest.cache_key`` (which includes the mutants) under its own prefix,
+with the retries of ``run_tests``: only for ``SandboxInfrastructureError``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from prefect import task
+from prefect.context import TaskRunContext
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.errors import CollectionError, InvalidSelectionError, NoTestsCollectedError
+from equisa_core.models import SuiteTrace, TestOutcome
+from equisa_core.trace_merge import CRASH_EXCEPTION
+from tasks.run_tests import (
+    MAX_RESUMES,
+    _cache_key,
+    _infrastructure_only,
+    _last_line,
+    _no_output_error,
+    _parse,
+    make_sandbox,
+)
+from tasks.sandbox import ORIGINAL_ROUND, MutantSpec, RecordCallback, RunRequest, Sandbox, SandboxRun
+
+__all__ = [
+    "ORIGINAL_ROUND",
+    "MutantSpec",
+    "MutantStatus",
+    "MutantResult",
+    "MutantRunReport",
+    "read_mutant_records",
+    "execute_mutants",
+    "run_mutants",
+]
+
+MutantStatus = Literal["ran", "unswappable", "crashed", "timeout", "not_run"]
+
+
+class MutantResult(BaseModel):
+    """What the selected tests did with one mutant swapped in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: MutantStatus
+    outcomes: dict[str, TestOutcome] = Field(default_factory=dict, description="Test id -> outcome.")
+    reason: str | None = Field(None, description="Why it is not 'ran': unswappable, crash, timeout.")
+    failures: dict[str, str] = Field(
+        default_factory=dict, description="Test id -> 'ExceptionType: message' of failed and errored tests."
+    )
+    duration_s: float = 0.0
+
+
+class MutantRunReport(BaseModel):
+    """The original round and every mutant's round of one mutant run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    python_version: str
+    tests: tuple[str, ...] = Field(description="The selected tests, in the order they ran.")
+    original: dict[str, TestOutcome] = Field(description="Test id -> outcome with the code unmutated.")
+    original_failures: dict[str, str] = Field(default_factory=dict)
+    mutants: dict[str, MutantResult] = Field(description="Mutant id -> result, in the request's order.")
+    flaky: frozenset[str] = Field(
+        frozenset(), description="Tests whose unmutated outcome differed between resumed processes."
+    )
+    resumes: int = Field(0, description="New processes started after crashes.")
+    duration_s: float = 0.0
+
+    def changed(self, mutant_id: str) -> dict[str, tuple[TestOutcome, TestOutcome]]:
+        """Tests whose outcome under the mutant differs from the original: id -> (original, mutant)."""
+        result = self.mutants[mutant_id]
+        return {
+            test: (self.original[test], outcome)
+            for test, outcome in result.outcomes.items()
+            if test in self.original and self.original[test] is not outcome
+        }
+
+    def fixes(self, mutant_id: str) -> bool:
+        """Whether the mutant ran, some test failed before, and every test not skipped now passes."""
+        result = self.mutants[mutant_id]
+        relevant = [t for t in self.tests if self.original.get(t) is not TestOutcome.SKIPPED]
+        return (
+            result.status == "ran"
+            and any(self.original.get(t) is not TestOutcome.PASSED for t in relevant)
+            and all(result.outcomes.get(t) is TestOutcome.PASSED for t in relevant)
+        )
+
+
+@dataclass
+class _Round:
+    """The records of one round (the original or a mutant) in one process."""
+
+    outcomes: dict[str, TestOutcome] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    status: str | None = None  # None: started, never done (the process died in it)
+    reason: str | None = None
+    duration: float = 0.0
+
+
+def read_mutant_records(lines: Iterable[str]) -> dict[str, _Round]:
+    """The rounds recorded in the probe's output, by mutant id (``original`` first); pure.
+
+    Lines are assumed valid (``parse_probe_output`` checks the protocol); a torn line is skipped.
+    """
+    rounds: dict[str, _Round] = {}
+    for line in lines:
+        if '"mutant-' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        kind = record.get("kind")
+        if kind == "mutant-start":
+            rounds[record["mutant"]] = _Round()
+        elif kind == "mutant-test":
+            current = rounds.setdefault(record["mutant"], _Round())
+            test = record["test_id"]
+            current.outcomes[test] = TestOutcome(record["outcome"])
+            if record.get("exception_type"):
+                current.failures[test] = f"{record['exception_type']}: {record.get('message') or ''}"
+        elif kind == "mutant-done":
+            current = rounds.setdefault(record["mutant"], _Round())
+            current.status, current.reason = record["status"], record.get("reason")
+            current.duration = float(record.get("duration") or 0.0)
+    return rounds
+
+
+def execute_mutants(
+    sandbox: Sandbox, request: RunRequest, on_record: RecordCallback | None = None
+) -> MutantRunReport:
+    """Run ``request``'s mutants in ``sandbox``, resuming after crashes; raise when no test could run."""
+    if not request.mutants:
+        raise InvalidSelectionError("a mutant run needs at least one mutant")
+    started = time.monotonic()
+    results: dict[str, MutantResult] = {}
+    original: _Round | None = None
+    partial_original = _Round()
+    crashed_tests: dict[str, str] = {}  # tests that killed the interpreter unmutated -> failure
+    flaky: set[str] = set()
+    selected: tuple[str, ...] | None = None
+    python_version = ""
+    current, resumes = request, 0
+    while True:
+        run = sandbox.run(current, on_record)
+        if not run.probe_output:
+            if selected is None:
+                raise _no_output_error(run, current)
+            _give_up(request, results, f"a resumed run wrote no probe output: {_last_line(run.log_tail)}")
+            break
+        lines = run.probe_output.splitlines()
+        trace, rounds = _parse(run, current), read_mutant_records(lines)
+        first_round = rounds.get(ORIGINAL_ROUND)
+        if selected is None:
+            if first_round is None and not trace.crashed:
+                raise _nothing_ran_error(trace, run, request)
+            selected, python_version = trace.collected, trace.python_version
+        progress = False
+        if first_round is not None and first_round.status is not None:
+            if original is None:
+                original, progress = first_round, True
+            else:
+                flaky |= {t for t, o in first_round.outcomes.items() if original.outcomes.get(t, o) is not o}
+        elif trace.crashed_in is not None and trace.crashed_in not in crashed_tests:
+            crashed_tests[trace.crashed_in] = (
+                f"{CRASH_EXCEPTION}: the interpreter died while running this test ({trace.crash_reason})")
+            partial_original = first_round or partial_original
+            progress = True
+        for mutant_id, mutant_round in rounds.items():
+            if mutant_id == ORIGINAL_ROUND or mutant_id in results:
+                continue
+            progress = True
+            if mutant_round.status is None:
+                results[mutant_id] = _crashed(mutant_round, trace, mutant_id)
+            else:
+                results[mutant_id] = _result(mutant_round)
+        pending = [m for m in request.mutants if m.id not in results]
+        if not pending:
+            break
+        if not trace.crashed:
+            _give_up(request, results, "the probe ended without running it")
+            break
+        if not progress:
+            _give_up(request, results, f"the interpreter died outside any test ({trace.crash_reason})")
+            break
+        remaining = tuple(t for t in selected if t not in crashed_tests)
+        if resumes >= MAX_RESUMES or not remaining:
+            why = f"{MAX_RESUMES} resumes after crashes were spent" if remaining else (
+                "every selected test kills the interpreter unmutated")
+            _give_up(request, results, why)
+            break
+        resumes += 1
+        current = request.model_copy(update={"mutants": tuple(pending), "only": remaining, "shard": None})
+    base = original or partial_original
+    crashed = dict.fromkeys(crashed_tests, TestOutcome.ERROR)
+    return MutantRunReport(
+        python_version=python_version,
+        tests=selected or (),
+        original={**base.outcomes, **crashed},
+        original_failures={**base.failures, **crashed_tests},
+        mutants={m.id: results[m.id] for m in request.mutants},
+        flaky=frozenset(flaky),
+        resumes=resumes,
+        duration_s=time.monotonic() - started,
+    )
+
+
+def _result(mutant_round: _Round) -> MutantResult:
+    return MutantResult(
+        status=mutant_round.status,  # type: ignore[arg-type]  (the probe writes only valid statuses)
+        outcomes=mutant_round.outcomes,
+        reason=mutant_round.reason,
+        failures=mutant_round.failures,
+        duration_s=mutant_round.duration,
+    )
+
+
+def _crashed(mutant_round: _Round, trace: SuiteTrace, mutant_id: str) -> MutantResult:
+    """A mutant during which the process died: the test that was running counts as an error."""
+    dying = next((t for t in trace.collected if t not in mutant_round.outcomes), None)
+    outcomes, failures = dict(mutant_round.outcomes), dict(mutant_round.failures)
+    reason = f"the interpreter died while mutant {mutant_id} ran ({trace.crash_reason})"
+    if dying is not None:
+        reason = f"the interpreter died in {dying} ({trace.crash_reason})"
+        outcomes[dying] = TestOutcome.ERROR
+        failures[dying] = f"{CRASH_EXCEPTION}: {reason}"
+    return MutantResult(status="crashed", outcomes=outcomes, reason=reason, failures=failures)
+
+
+def _give_up(request: RunRequest, results: dict[str, MutantResult], reason: str) -> None:
+    for mutant in request.mutants:
+        results.setdefault(mutant.id, MutantResult(status="not_run", reason=reason))
+
+
+def _nothing_ran_error(trace: SuiteTrace, run: SandboxRun, request: RunRequest) -> Exception:
+    """The error for a first run whose probe ended without running the original round."""
+    if trace.collect_errors:
+        first = trace.collect_errors[0]
+        where = f"{first.location}: {_last_line(first.message)}"
+        return CollectionError(f"the test suite does not import: {where}")
+    if run.exit_code == 4:
+        return InvalidSelectionError(f"pytest rejected the selection: {_last_line(run.log_tail)}")
+    selection = f" for {' '.join(request.tests)}" if request.tests else ""
+    return NoTestsCollectedError("no tests collected" + selection)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Prefect task.
+
+
+def _mutants_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
+    """``run_tests``' key under a prefix: the same request must not share a cached result."""
+    return "run-mutants-" + _cache_key(context, parameters)
+
+
+def _run_name() -> str:
+    from prefect.runtime import task_run
+
+    request: RunRequest = task_run.parameters["request"]
+    if not request.mutants:
+        return "run-mutants"
+    return f"run-mutants {len(request.mutants)} x {request.mutants[0].fqn}"
+
+
+@task(
+    name="run-mutants",
+    task_run_name=_run_name,
+    cache_key_fn=_mutants_cache_key,
+    cache_expiration=timedelta(days=30),
+    persist_result=True,
+    retries=2,
+    retry_delay_seconds=[2, 10],
+    retry_condition_fn=_infrastructure_only,
+)
+def run_mutants(
+    request: RunRequest,
+    backend: str = "local",
+    interpreter_version: str = "",
+    docker_image: str | None = None,
+) -> MutantRunReport:
+    """Run the selected tests unmutated and then once per mutant of ``request``, in one sandbox process."""
+    return execute_mutants(make_sandbox(backend, docker_image), request)

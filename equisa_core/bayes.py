@@ -30,6 +30,7 @@ __all__ = [
     "is_converged",
     "posterior",
     "update_confidences",
+    "update_with_likelihoods",
 ]
 
 #: A node whose confidence reaches this is reported as the bug (section 2.1).
@@ -189,12 +190,23 @@ def update_confidences(
     the input did not); a lone target keeps just its clamped posterior. An unknown target or a
     negative confidence raises ``ValueError``.
     """
+    return update_with_likelihoods(confidences, target, outcome.likelihoods)
+
+
+def update_with_likelihoods(
+    confidences: Mapping[str, float], target: str, likelihoods: tuple[float, float]
+) -> dict[str, float]:
+    """``update_confidences`` for evidence given directly as ``(P(E|B), P(E|~B))``.
+
+    Used for evidence outside the seed's outcome table (``equisa_core.fix_evidence``); the rule
+    for the other nodes is the same.
+    """
     if target not in confidences:
         raise ValueError(f"target {target!r} is not among the {len(confidences)} nodes")
     negative = sorted(fqn for fqn, c in confidences.items() if not c >= 0.0)
     if negative:
         raise ValueError(f"confidences must be >= 0; not for: {', '.join(negative[:5])}")
-    new_target = posterior(confidences[target], outcome)
+    new_target = clamp(bayes(confidences[target], *likelihoods))
     others = {fqn: c for fqn, c in confidences.items() if fqn != target}
     remaining = 1.0 - new_target
     others_total = math.fsum(others.values())

@@ -6,11 +6,20 @@ lasts, generates disambiguating tests for them and traces again.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DiscoveryBudget", "groups_to_split", "group_sizes"]
+__all__ = [
+    "DiscoveryBudget",
+    "DiscoveryRound",
+    "DiscoveryReport",
+    "groups_to_split",
+    "group_sizes",
+    "module_test_names",
+    "keep_test_functions",
+]
 
 
 class DiscoveryBudget(BaseModel):
@@ -22,6 +31,33 @@ class DiscoveryBudget(BaseModel):
     max_tests: int = Field(30, ge=0, description="Generated tests kept in all.")
     min_group_size: int = Field(2, ge=2, description="Smaller groups are not worth a test.")
     max_groups_per_round: int = Field(3, ge=1, description="Groups attacked per round.")
+
+
+class DiscoveryRound(BaseModel):
+    """One generate-and-retrace round."""
+
+    model_config = ConfigDict(frozen=True)
+
+    round: int
+    groups: tuple[tuple[str, ...], ...] = Field(description="The groups tests were generated for.")
+    proposed: int = Field(description="Tests generated (carved and by the model) before checking.")
+    kept: int = Field(description="Tests that imported, ran and behaved as generated tests must.")
+    dropped: tuple[str, ...] = Field((), description="Why the others were dropped, one line each.")
+
+
+class DiscoveryReport(BaseModel):
+    """What the Discovery loop did: rounds, tests kept, ambiguity before and after."""
+
+    model_config = ConfigDict(frozen=True)
+
+    enabled: bool = True
+    rounds: tuple[DiscoveryRound, ...] = ()
+    generated: int = Field(0, description="Generated tests kept in the suite.")
+    files: tuple[str, ...] = Field((), description="Generated test modules, relative to the workspace.")
+    tests: tuple[str, ...] = Field((), description="Ids of the generated tests kept.")
+    group_sizes_before: tuple[int, ...] = ()
+    group_sizes_after: tuple[int, ...] = ()
+    stopped_because: str = ""
 
 
 def groups_to_split(
@@ -52,3 +88,26 @@ def groups_to_split(
 def group_sizes(groups: Collection[frozenset[str]]) -> list[int]:
     """Sizes of the groups, largest first: what the report shows before and after Discovery."""
     return sorted((len(g) for g in groups), reverse=True)
+
+
+def module_test_names(module_source: str) -> list[str]:
+    """Names of the module's top-level test functions, in order."""
+    return [
+        node.name for node in ast.parse(module_source).body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+    ]
+
+
+def keep_test_functions(module_source: str, keep: Collection[str]) -> str:
+    """``module_source`` without the top-level test functions not named in ``keep``.
+
+    Whole lines are cut (decorators included), so everything else stays byte-identical.
+    """
+    lines = module_source.splitlines(keepends=True)
+    cut: set[int] = set()
+    for node in ast.parse(module_source).body:
+        if (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+                and node.name not in keep):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            cut.update(range(first - 1, (node.end_lineno or node.lineno)))
+    return "".join(line for index, line in enumerate(lines) if index not in cut)

@@ -49,6 +49,7 @@ __all__ = [
     "strip_code_fences",
     "parse_reflection_label",
     "validate_function_answer",
+    "clean_test_module",
     "render_reask",
     "mean_token_entropy",
 ]
@@ -286,6 +287,26 @@ def validate_function_answer(answer: str, original_source: str, qualname: str) -
         replace_function(original_source, qualname, code)
     except InvalidReplacementError as exc:
         raise InvalidAnswerError(exc.message, answer=answer) from exc
+    return code.rstrip() + "\n"
+
+
+def clean_test_module(answer: str) -> str:
+    """The pytest module in ``answer``: fences and ``<think>`` blocks removed, checked to parse.
+
+    Unlike ``strip_code_fences`` nothing before the first ``def`` is dropped (a test module starts
+    with its imports). Raises ``InvalidAnswerError`` when the code does not parse or defines no
+    top-level ``test_`` function.
+    """
+    text = _THINK_RE.sub("", answer.replace("\r\n", "\n"))
+    block = _fenced_block(text)
+    code = (block if block is not None else text).strip("\n")
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError) as exc:
+        raise InvalidAnswerError(f"the test module does not parse: {exc}", answer=answer) from exc
+    if not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name.startswith("test")
+               for n in tree.body):
+        raise InvalidAnswerError("the answer defines no top-level test function", answer=answer)
     return code.rstrip() + "\n"
 
 

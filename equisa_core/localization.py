@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.bayes import Outcome, classify, is_converged, update_confidences
+from equisa_core.discovery import DiscoveryReport
+from equisa_core.fix_evidence import FixEvidence
 from equisa_core.signals import Signals
 
 __all__ = [
@@ -50,10 +52,14 @@ class InspectionRecord(BaseModel):
     reflection: str | None = Field(description="CONFIRMED_BUGGY, CONFIRMED_NOT_BUGGY or None.")
     reflection_by: str = Field(description="'traceback' (Golden Rule) or 'llm'.")
     reasoning: str
-    outcome: Outcome
+    outcome: Outcome | None = Field(description="The seed's outcome; None for a fix confirmation.")
     prior: float
     posterior: float
     invariants: int = Field(0, description="Assertions in a deterministic inspection patch.")
+    mutants_tried: int = Field(0, description="Mutants of the target that ran against its tests.")
+    fix_evidence: FixEvidence | None = Field(None, description="What the mutants showed, if they ran.")
+    fix: str | None = Field(None, description="The fixing mutant: what it changes.")
+    fix_source: str | None = Field(None, description="The target's source with the fix applied.")
 
 
 class TestCounts(BaseModel):
@@ -80,6 +86,7 @@ class LocalizationReport(BaseModel):
     ambiguity_groups: tuple[tuple[str, ...], ...]
     inspections: tuple[InspectionRecord, ...]
     tests: TestCounts
+    discovery: DiscoveryReport | None = Field(None, description="What the Discovery loop added.")
     cost: dict[str, float] = Field(default_factory=dict, description="LLM tokens and USD.")
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
 

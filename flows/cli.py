@@ -74,8 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--llm", dest="llm", action="store_true", default=None,
                       help="use the model at OPENAI_BASE_URL (default: when one is configured)")
     mode.add_argument("--no-llm", dest="llm", action="store_false", help="deterministic mode only")
-    localize.add_argument("--max-iterations", type=_positive_int, default=12, metavar="N",
-                          help="inspections before giving up (default 12)")
+    localize.add_argument("--max-iterations", type=_count, default=12, metavar="N",
+                          help="inspections before giving up (default 12; 0: rank after Discovery)")
+    localize.add_argument("--discovery", dest="discovery", action=argparse.BooleanOptionalAction,
+                          default=True, help="generate tests that split ambiguity groups (default: on)")
+    localize.add_argument("--max-generated-tests", type=_count, default=30, metavar="N",
+                          help="generated tests Discovery may keep (default 30)")
     localize.set_defaults(handler=_localize_command)
     return parser
 
@@ -164,7 +168,8 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
-        max_iterations=args.max_iterations,
+        max_iterations=args.max_iterations, discovery=args.discovery,
+        discovery_max_tests=args.max_generated_tests,
     )
     console.print(f"Localizing the bug in [bold]{args.path}[/]", highlight=False)
     report = _run_with_progress(console, "tracing the suite, then inspecting candidates", localize, params)
@@ -176,6 +181,15 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
         f"inspections · {report.tests.failed} failing, {report.tests.passed} passing, "
         f"{report.tests.flaky} flaky tests", highlight=False,
     )
+    if report.discovery is not None and not report.discovery.enabled:
+        console.print("Discovery: off, no tests generated", highlight=False)
+    elif report.discovery is not None:
+        found = report.discovery
+        console.print(
+            f"Discovery: {found.generated} generated tests kept; ambiguity groups "
+            f"{list(found.group_sizes_before) or 'none'} -> {list(found.group_sizes_after) or 'none'} "
+            f"({found.stopped_because})", highlight=False,
+        )
     table = Table(title="Ranking (top 10)", title_justify="left")
     table.add_column("function", overflow="fold", ratio=1)
     for column in ("line", "suspiciousness", "confidence"):
@@ -217,6 +231,13 @@ def _run_with_progress(console: Console, label: str, run: Callable[[Any], Any], 
 def _write_json(path: Path, report: BaseModel) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
 
 
 def _positive_int(text: str) -> int:

@@ -23,38 +23,47 @@ from equisa_core.bayes import (
     LLM_NOT_BUGGY,
     Outcome,
     initial_confidence,
+    is_converged,
+    update_with_likelihoods,
 )
 from equisa_core.errors import NothingToLocalizeError
+from equisa_core.fix_evidence import FixEvidence, classify_mutants, confirm_fix
 from equisa_core.localization import InspectionRecord, LocalizationReport, TestCounts, apply_observation, rank
 from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
+from equisa_core.mutation import mutate_function
 from equisa_core.reflection import reflect
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
 from equisa_core.signals import Signals
 from equisa_core.trace_report import build_trace_report
-from flows.trace import PreparedRun, TraceParameters, prepare_run, run_suite
+from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, focused_request
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
+from tasks.llm import choose_llm_mode
+from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
 from tasks.run_tests import run_tests
 
 __all__ = ["LocalizeParameters", "localize"]
 
 
-class LocalizeParameters(TraceParameters):
-    """Parameters of one localization run (those of ``trace-suite`` plus the loop's budgets)."""
+class LocalizeParameters(DiscoveryParameters):
+    """Parameters of one localization run (those of ``discovery`` plus the loop's budgets)."""
 
-    llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
-    max_iterations: int = Field(12, ge=1, description="Inspections before giving up.")
+    max_iterations: int = Field(12, ge=0, description="Inspections before giving up; 0: Discovery only.")
     max_cost_usd: float = Field(2.0, ge=0, description="LLM spend before giving up.")
     max_seconds: float = Field(1800.0, gt=0, description="Wall time before giving up.")
     record_top: int = Field(15, ge=1, description="Candidates whose passing executions are recorded.")
     max_tests_per_inspection: int = Field(40, ge=1, description="Tests run per inspection.")
+    mutation_evidence: bool | None = Field(
+        None, description="Run mutants of each inspected node (see equisa_core.fix_evidence); "
+        "None: in deterministic mode only, where no model reflects.")
+    max_mutants: int = Field(40, ge=1, description="Mutants tried per inspected node.")
 
 
 @flow(name="localize", flow_run_name="localize {params.path}", log_prints=True)
 def localize(params: LocalizeParameters) -> LocalizationReport:
     """Find the buggy function of a repository whose tests fail."""
     started = time.monotonic()
-    prepared = prepare_run(params)
-    trace = run_suite(prepared, params)
+    found = discovery(DiscoveryParameters(**params.model_dump(include=set(DiscoveryParameters.model_fields))))
+    prepared, trace = found.prepared, found.trace
     scored = build_trace_report(trace, str(prepared.repo))
     if not trace.failed_tests():
         raise NothingToLocalizeError(
@@ -65,31 +74,46 @@ def localize(params: LocalizeParameters) -> LocalizationReport:
              for n in scored.nodes}
     suspiciousness = {n.fqn: n.tarantula for n in scored.nodes}
     confidences = initial_confidence(suspiciousness)
-    use_llm, config, problems = _llm_mode(params)
-    calls = _record_candidates(prepared, params, trace, confidences, nodes)
+    use_llm, config, problems = choose_llm_mode(params.llm)
+    problems = [*found.problems, *(p for p in problems if p not in found.problems)]
+    calls = _record_candidates(found, params, confidences, nodes)
     progress = create_progress_artifact(0.0, key="localization-progress",
                                         description="Inspections done / iteration budget")
+    use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
     history: list[InspectionRecord] = []
-    stopped = "iteration budget spent"
-    cost_usd = 0.0
+    stopped = "iteration budget spent" if params.max_iterations else "no inspections asked for"
+    cost_usd = found.cost_usd
     for iteration in range(1, params.max_iterations + 1):
         target = select_node(confidences, nodes, exclude=_done(history))
         if target is None:
             stopped = "every inspectable candidate was inspected"
             break
-        seen = _inspect(target, nodes[target], prepared, params, trace, calls.get(target, []),
-                        use_llm, config, problems)
+        pending = _awaiting_confirmation(history, target)
+        if pending is not None:
+            seen = _confirm_fix(target, nodes[target], found, params, pending)
+        else:
+            seen = _inspect(target, nodes[target], found, params, calls.get(target, []),
+                            use_llm, config, problems, use_mutants)
         cost_usd += seen.cost_usd
         prior = confidences[target]
-        outcome, confidences, converged = apply_observation(confidences, target, seen.signals, seen.decision)
+        outcome = None
+        converged = None
+        if pending is None:
+            outcome, confidences, converged = apply_observation(confidences, target, seen.signals,
+                                                                seen.decision)
+        if seen.fix_evidence is not None:
+            confidences = update_with_likelihoods(confidences, target, seen.fix_evidence.likelihoods)
+            converged = is_converged(confidences)
         history.append(InspectionRecord(
             iteration=iteration, target=target, strategy=seen.strategy, tests_run=seen.tests_run,
             signals=seen.signals, reflection=seen.decision, reflection_by=seen.decision_by,
             reasoning=seen.reasoning, outcome=outcome, prior=prior, posterior=confidences[target],
-            invariants=seen.invariants,
+            invariants=seen.invariants, mutants_tried=seen.mutants_tried, fix_evidence=seen.fix_evidence,
+            fix=seen.fix, fix_source=seen.fix_source,
         ))
         update_progress_artifact(progress, iteration / params.max_iterations)
-        print(f"[{iteration}] {target}: {outcome.value} -> {confidences[target]:.3f}")
+        said = " + ".join(str(e.value) for e in (outcome, seen.fix_evidence) if e is not None)
+        print(f"[{iteration}] {target}: {said} -> {confidences[target]:.3f}")
         if converged:
             stopped = f"{converged} reached {CONFIDENCE_THRESHOLD}"
             break
@@ -109,8 +133,8 @@ def localize(params: LocalizeParameters) -> LocalizationReport:
         ranking=tuple(ranking),
         ambiguity_groups=scored.ambiguity_groups,
         inspections=tuple(history),
-        tests=TestCounts(passed=scored.summary.passed, failed=scored.summary.failed + scored.summary.error,
-                         flaky=len(trace.flaky), generated=0),
+        tests=_counts(trace, found),
+        discovery=found.report,
         cost={"usd": round(cost_usd, 6)},
         problems=tuple(problems),
     )
@@ -129,7 +153,11 @@ MAX_INSPECTIONS_PER_NODE = 3
 
 
 def _done(history: Sequence[InspectionRecord]) -> set[str]:
-    """Nodes not to inspect again (see ``MAX_INSPECTIONS_PER_NODE``)."""
+    """Nodes not to inspect again (see ``MAX_INSPECTIONS_PER_NODE``).
+
+    A node whose mutants found a fix is not done either: its next inspection runs the fix against
+    the whole suite (``_confirm_fix``), which is new evidence, not the same counted twice.
+    """
     last: dict[str, InspectionRecord] = {}
     count: dict[str, int] = {}
     for record in history:
@@ -137,37 +165,33 @@ def _done(history: Sequence[InspectionRecord]) -> set[str]:
         count[record.target] = count.get(record.target, 0) + 1
     return {
         t for t, r in last.items()
-        if r.outcome is not Outcome.TARGET_ASSERTION_FAILED or count[t] >= MAX_INSPECTIONS_PER_NODE
+        if count[t] >= MAX_INSPECTIONS_PER_NODE
+        or (r.outcome is not Outcome.TARGET_ASSERTION_FAILED and r.fix_evidence is not FixEvidence.FIX_FOUND)
     }
 
 
-def _llm_mode(params: LocalizeParameters) -> tuple[bool, object | None, list[str]]:
-    from tasks.llm import LLMConfig, llm_available
-
-    use = llm_available() if params.llm is None else params.llm
-    if not use:
-        return False, None, []
-    try:
-        return True, LLMConfig.from_env(), []
-    except Exception as error:  # an endpoint that is not usable: say so, run deterministically
-        return False, None, [f"LLM mode unavailable ({error}); ran deterministically"]
+def _awaiting_confirmation(history: Sequence[InspectionRecord], target: str) -> InspectionRecord | None:
+    """The target's last inspection when it found a fix that was not yet run on the whole suite."""
+    mine = [r for r in history if r.target == target]
+    if mine and mine[-1].fix_evidence is FixEvidence.FIX_FOUND and mine[-1].fix_source:
+        return mine[-1]
+    return None
 
 
 def _record_candidates(
-    prepared: PreparedRun, params: LocalizeParameters, trace: SuiteTrace,
-    confidences: dict[str, float], nodes: dict[str, Node],
+    found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float], nodes: dict[str, Node],
 ) -> dict[str, list[RecordedCall]]:
     """Record arguments and results of the top candidates over the passing tests that run them."""
+    trace = found.trace
     candidates = [f for f in sorted(confidences, key=lambda f: -confidences[f])
                   if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:params.record_top]
     passing = sorted({t.test_id for t in trace.tests if t.outcome is TestOutcome.PASSED
                       and t.test_id not in trace.flaky and t.covered & set(candidates)})
     if not candidates or not passing:
         return {}
-    request = prepared.base.model_copy(update={"record": tuple(candidates), "only": tuple(passing),
-                                               "trace": False})
+    request = focused_request(found.prepared, passing, found.overlay, record=tuple(candidates), trace=False)
     recorded: SuiteTrace = run_tests(request, backend=params.sandbox,
-                                     interpreter_version=prepared.interpreter_version,
+                                     interpreter_version=found.prepared.interpreter_version,
                                      docker_image=params.docker_image)
     calls: dict[str, list[RecordedCall]] = {}
     for test in recorded.tests:
@@ -175,6 +199,17 @@ def _record_candidates(
             for call in test.calls:
                 calls.setdefault(call.fqn, []).append(call)
     return calls
+
+
+def _counts(trace: SuiteTrace, found: DiscoveryResult) -> TestCounts:
+    """The suite's own tests by outcome (flaky ones apart), and the generated tests kept."""
+    generated = set(found.report.tests)
+    own = [t for t in trace.tests if t.test_id not in generated and t.test_id not in trace.flaky]
+    return TestCounts(
+        passed=sum(t.outcome is TestOutcome.PASSED for t in own),
+        failed=sum(t.outcome in (TestOutcome.FAILED, TestOutcome.ERROR) for t in own),
+        flaky=len(trace.flaky), generated=len(generated),
+    )
 
 
 class _Observation(BaseModel):
@@ -188,12 +223,17 @@ class _Observation(BaseModel):
     decision_by: str
     reasoning: str
     cost_usd: float
+    mutants_tried: int = 0
+    fix_evidence: FixEvidence | None = None
+    fix: str | None = None
+    fix_source: str | None = None
 
 
-def _inspect(target: str, node: Node, prepared: PreparedRun, params: LocalizeParameters, trace: SuiteTrace,
+def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
              calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
-             problems: list[str]) -> _Observation:
-    """One inspection: patch, run in a sandbox, signals, reflection."""
+             problems: list[str], use_mutants: bool) -> _Observation:
+    """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants."""
+    prepared, trace = found.prepared, found.trace
     root = prepared.workspace.root
     _, source = read_function(root, node)
     spent = 0.0
@@ -206,8 +246,7 @@ def _inspect(target: str, node: Node, prepared: PreparedRun, params: LocalizePar
         patch, invariants = deterministic_inspection(source, node, calls)
     overlay, moved = overlay_for(root, node, patch)
     selection = tests_for_node(target, trace, max_tests=params.max_tests_per_inspection)
-    request = prepared.base.model_copy(update={
-        "overlay": overlay, "only": selection.test_ids or None, "trace": True})
+    request = focused_request(prepared, selection.test_ids, {**found.overlay, **overlay}, trace=True)
     run: SuiteTrace = run_tests(request, backend=params.sandbox,
                                 interpreter_version=prepared.interpreter_version,
                                 docker_image=params.docker_image)
@@ -219,9 +258,62 @@ def _inspect(target: str, node: Node, prepared: PreparedRun, params: LocalizePar
         spent += cost
         if label is not None:
             decision, by, reasoning = label, "llm", text
-    return _Observation(
+    observation = _Observation(
         strategy=strategy, invariants=invariants, tests_run=tuple(t.test_id for t in run.tests),
         signals=signals, decision=decision, decision_by=by, reasoning=reasoning, cost_usd=spent,
+    )
+    if not use_mutants or (signals.has_target_assertion and signals.is_failure):
+        return observation
+    return observation.model_copy(update=_mutant_evidence(target, node, found, params, source,
+                                                          selection.test_ids))
+
+
+def _mutant_evidence(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
+                     source: str, test_ids: Sequence[str]) -> dict[str, object]:
+    """Run the node's mutants against its tests and classify what they did (fix evidence)."""
+    mutants = mutate_function(source, target, start_line=node.start_line or 1, max_mutants=params.max_mutants)
+    if not mutants or not node.file:
+        return {}
+    specs = tuple(MutantSpec(id=f"m{index}", fqn=target, file=node.file, source=mutant.source)
+                  for index, mutant in enumerate(mutants))
+    request = focused_request(found.prepared, test_ids, found.overlay, mutants=specs, trace=False)
+    report: MutantRunReport = run_mutants(request, backend=params.sandbox,
+                                          interpreter_version=found.prepared.interpreter_version,
+                                          docker_image=params.docker_image)
+    ran = {i: r.outcomes for i, r in report.mutants.items() if r.status in ("ran", "timeout")}
+    original = {t: o for t, o in report.original.items() if t not in report.flaky}
+    verdict = classify_mutants(original, ran)
+    if verdict.evidence is None:
+        return {}
+    update: dict[str, object] = {"mutants_tried": verdict.ran, "fix_evidence": verdict.evidence}
+    chosen = verdict.fixing or verdict.partial
+    if chosen:
+        mutant = mutants[int(chosen[0].removeprefix("m"))]
+        update.update(fix=mutant.description, fix_source=mutant.source)
+    return update
+
+
+def _confirm_fix(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
+                 pending: InspectionRecord) -> _Observation:
+    """Run the fix found by the target's mutants against the whole amplified suite."""
+    prepared, trace = found.prepared, found.trace
+    overlay, moved = overlay_for(prepared.workspace.root, node, pending.fix_source or "")
+    everything = [t.test_id for t in trace.tests if t.test_id not in trace.flaky]
+    request = focused_request(prepared, everything, {**found.overlay, **overlay}, trace=False)
+    run: SuiteTrace = run_tests(request, backend=params.sandbox, docker_image=params.docker_image,
+                                interpreter_version=prepared.interpreter_version)
+    outcomes = {t.test_id: t.outcome for t in run.tests}
+    evidence = confirm_fix(trace.failed_tests(), trace.passed_tests(), outcomes)
+    broken = sorted(t for t in trace.passed_tests() if outcomes.get(t) is not TestOutcome.PASSED)
+    still = sorted(t for t in trace.failed_tests() if outcomes.get(t) is not TestOutcome.PASSED)
+    reasoning = (f"the fix ({pending.fix}) passes all {len(outcomes)} tests of the suite"
+                 if evidence is FixEvidence.FIX_CONFIRMED else
+                 f"the fix ({pending.fix}) leaves {len(still)} failing and breaks {len(broken)}: "
+                 + ", ".join([*still, *broken][:3]))
+    return _Observation(
+        strategy="fix-confirmation", invariants=0, tests_run=tuple(outcomes), signals=observe(moved, run),
+        decision=None, decision_by="mutants", reasoning=reasoning, cost_usd=0.0, fix_evidence=evidence,
+        fix=pending.fix, fix_source=pending.fix_source,
     )
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from equisa_core.inspection import build_inspection_patch
 from equisa_core.invariants import mine_invariants
-
 from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
 from equisa_core.signals import Signals, heartbeat, parse_signals
 from equisa_core.source_edit import find_function, function_source, replace_function

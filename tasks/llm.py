@@ -88,6 +88,7 @@ __all__ = [
     "LedgerTotals",
     "CostLedger",
     "llm_available",
+    "choose_llm_mode",
     "call_llm",
     "llm_task",
     "ask_for_function",
@@ -173,7 +174,8 @@ class LLMConfig(BaseModel):
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LLMConfig:
         """The configuration from the environment.
 
-        Reads ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``EQUISA_MODEL`` and ``EQUISA_BACKUP_MODEL``.
+        Reads ``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``EQUISA_MODEL``, ``EQUISA_BACKUP_MODEL``
+        and the numbers ``EQUISA_LLM_TIMEOUT_S``, ``EQUISA_LLM_MAX_RETRIES``, ``EQUISA_LLM_BACKOFF_S``.
 
         ``EQUISA_BACKUP_MODEL`` set to '' or 'none' means no backup. A custom ``EQUISA_MODEL``
         without ``EQUISA_BACKUP_MODEL`` gets no backup (the default backup may not exist on that
@@ -198,6 +200,13 @@ class LLMConfig(BaseModel):
             values["backup_model"] = None if backup.lower() in ("", "none") else backup
         elif model:
             values["backup_model"] = None
+        for name, field in _NUMERIC_SETTINGS.items():
+            text = env.get(name, "").strip()
+            if text:
+                try:
+                    values[field] = float(text) if field != "max_retries" else int(text)
+                except ValueError:
+                    raise LLMRequestError(f"{name} must be a number, got {text!r}") from None
         values.update(overrides)
         return cls(**values)
 
@@ -224,10 +233,33 @@ class LLMConfig(BaseModel):
         return "call-llm-" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
+#: Environment variables for ``LLMConfig``'s numeric settings -> field.
+_NUMERIC_SETTINGS = {
+    "EQUISA_LLM_TIMEOUT_S": "timeout_s",
+    "EQUISA_LLM_MAX_RETRIES": "max_retries",
+    "EQUISA_LLM_BACKOFF_S": "backoff_s",
+}
+
+
 def llm_available(env: Mapping[str, str] | None = None) -> bool:
     """Whether an endpoint is configured: ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set."""
     env = os.environ if env is None else env
     return bool(env.get("OPENAI_API_KEY", "").strip() or env.get("OPENAI_BASE_URL", "").strip())
+
+
+def choose_llm_mode(wanted: bool | None) -> tuple[bool, LLMConfig | None, list[str]]:
+    """Whether to use the model, its configuration, and the problems met deciding.
+
+    ``wanted`` None means "when an endpoint is configured". An endpoint whose configuration is
+    unusable does not stop the run: it runs deterministically and says why.
+    """
+    use = llm_available() if wanted is None else wanted
+    if not use:
+        return False, None, []
+    try:
+        return True, LLMConfig.from_env(), []
+    except Exception as error:  # any bad setting: report it, run without the model
+        return False, None, [f"LLM mode unavailable ({error}); ran deterministically"]
 
 
 class LLMCall(BaseModel):

@@ -290,7 +290,7 @@ def test_update_confidences_keeps_the_others_ratios(dist, outcome: Outcome) -> N
     result = update_confidences(confidences, target, outcome)
     others = [fqn for fqn in confidences if fqn != target]
     first = others[0]
-    if confidences[first] > 0:
+    if confidences[first] > 1e-300:  # below that, the ratio overflows to inf (subnormal floats)
         ratio = result[first] / confidences[first]
         for fqn in others:
             assert math.isclose(result[fqn], confidences[fqn] * ratio, rel_tol=1e-9, abs_tol=1e-12)

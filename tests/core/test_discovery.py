@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from equisa_core.discovery import DiscoveryBudget, group_sizes, groups_to_split
+from equisa_core.discovery import (
+    DiscoveryBudget,
+    group_sizes,
+    groups_to_split,
+    keep_test_functions,
+    module_test_names,
+)
 
 A = frozenset({"m.a", "m.b", "m.c"})
 B = frozenset({"m.d", "m.e"})
@@ -32,3 +38,42 @@ def test_small_groups_can_be_ignored():
 
 def test_group_sizes_largest_first():
     assert group_sizes([B, A, C]) == [3, 2, 2]
+
+
+MODULE = """\
+import pytest
+
+from pkg import f
+
+
+def helper():
+    return 1
+
+
+@pytest.mark.parametrize("x", [1, 2])
+def test_one(x):
+    assert f(x)
+
+
+async def test_two():
+    assert f(2)
+
+
+class TestThree:
+    def test_inside(self):
+        assert f(3)
+"""
+
+
+def test_module_test_names_are_top_level_tests_in_order():
+    assert module_test_names(MODULE) == ["test_one", "test_two"]
+
+
+def test_keep_test_functions_cuts_whole_definitions_with_decorators():
+    kept = keep_test_functions(MODULE, {"test_two"})
+    assert "test_one" not in kept and "parametrize" not in kept
+    assert kept == MODULE.replace(
+        '@pytest.mark.parametrize("x", [1, 2])\ndef test_one(x):\n    assert f(x)\n', ""
+    )
+    assert module_test_names(kept) == ["test_two"]
+    assert keep_test_functions(MODULE, {"test_one", "test_two"}) == MODULE

@@ -16,6 +16,7 @@ from equisa_core.llm_text import (
     LLMError,
     LLMRequestError,
     LLMUnavailableError,
+    clean_test_module,
     mean_token_entropy,
     parse_reflection_label,
     render_reask,
@@ -243,3 +244,22 @@ def test_llm_errors_survive_pickling():
     )
     rejected = pickle.loads(pickle.dumps(InvalidAnswerError("bad", answer="x", calls=[1, 2])))
     assert (rejected.answer, rejected.calls) == ("x", (1, 2))
+
+
+# --- clean_test_module ---------------------------------------------------------------------------
+
+TEST_MODULE = "from pkg import f\n\n\ndef test_f():\n    assert f(1) == 2\n"
+
+
+def test_clean_test_module_keeps_imports_and_drops_fences_and_thinking():
+    answer = f"<think>plan</think>Here you go:\n```python\n{TEST_MODULE}```\nThese tests split the group."
+    assert clean_test_module(answer) == TEST_MODULE
+    assert clean_test_module(TEST_MODULE) == TEST_MODULE
+
+
+@pytest.mark.parametrize(
+    "answer", ["def test_f(:\n    pass\n", "import os\n\ndef helper():\n    return 1\n", ""]
+)
+def test_clean_test_module_rejects_broken_or_testless_code(answer):
+    with pytest.raises(InvalidAnswerError):
+        clean_test_module(answer)

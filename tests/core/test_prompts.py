@@ -112,3 +112,18 @@ def test_the_prompt_module_uses_the_standard_library_only():
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
     }
     assert roots <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+def test_disambiguating_tests_prompt_lists_functions_samples_and_limit():
+    from equisa_core.prompts.discovery import render_disambiguating_tests
+
+    [message] = render_disambiguating_tests(
+        {"pkg.b": "def b():\n    return 2\n", "pkg.a": "def a():\n    return 1\n"},
+        ["def test_x():\n    assert a() + b() == 3\n"], max_tests=4,
+    )
+    assert message["role"] == "user"
+    content = message["content"]
+    assert content.index("# pkg.a\ndef a():") < content.index("# pkg.b\ndef b():")
+    assert "At most 4 tests" in content and "def test_x():" in content
+    [empty] = render_disambiguating_tests({"pkg.a": "def a(): ..."}, [], max_tests=2)
+    assert "(none available)" in empty["content"]

@@ -392,6 +392,12 @@ def test_from_env():
     assert (both.model, both.backup_model, both.logprobs) == ("a", "b", True)
     assert LLMConfig.from_env({"OPENAI_API_KEY": "k", "EQUISA_BACKUP_MODEL": "none"}).backup_model is None
 
+    tuned = LLMConfig.from_env({"OPENAI_API_KEY": "k", "EQUISA_LLM_TIMEOUT_S": "7.5",
+                                "EQUISA_LLM_MAX_RETRIES": "1", "EQUISA_LLM_BACKOFF_S": "0"})
+    assert (tuned.timeout_s, tuned.max_retries, tuned.backoff_s) == (7.5, 1, 0.0)
+    with pytest.raises(LLMRequestError, match="EQUISA_LLM_TIMEOUT_S must be a number"):
+        LLMConfig.from_env({"OPENAI_API_KEY": "k", "EQUISA_LLM_TIMEOUT_S": "soon"})
+
 
 def test_the_cache_key_covers_prompt_model_and_sampling():
     base = LLMConfig()

@@ -1,0 +1,123 @@
+"""Evidence from mutants of an inspected function: does a one-edit change of it fix the failure?
+
+The seed's deterministic evidence (an invariant assertion firing inside the target) is rare for
+real bugs: a wrong comparison or constant breaks no invariant that passing runs could teach. What
+such a bug does have is a *fix* nearby. So when the Localization loop inspects a node in
+deterministic mode, it also runs mutants of that node (``equisa_core.mutation``) against the same
+tests (mutation-based fault localization, as in Metallaxis and MUSE, reduced to the question a
+debugger asks: "does a small change here make the failing tests pass without breaking others?").
+
+Classification of one node's mutant run (only mutants that ran count):
+
+=================== ============================================================================
+evidence            when
+=================== ============================================================================
+FIX_FOUND           some mutant makes every failing test of the selection pass and breaks none of
+                    its passing tests
+PARTIAL_FIX_FOUND   no such mutant, but one makes some failing tests pass and breaks none
+NO_FIX_FOUND        mutants ran and none of the above
+(none)              no mutant ran: nothing is learnt
+=================== ============================================================================
+
+A node with a fix is inspected again, and the fix is run against the whole (amplified) suite:
+FIX_CONFIRMED when every failing test passes and no passing test fails, else FIX_REGRESSES.
+
+The likelihoods below are EQUISA's, not the seed's (whose table ``bayes.LIKELIHOODS`` stays
+verbatim); each evidence is applied with ``bayes.update_with_likelihoods``, after the seed's
+outcome for the same inspection. Rationale for the values: single-edit bugs (the classes the
+mutation operators cover) have a fixing mutant in the buggy function most of the time, while an
+innocent function only rarely has a one-edit change that makes the failing tests pass and keeps
+its own tests green — and more rarely still one that keeps the whole suite green. They are
+calibrated on the localization corpus (``bench/localization_corpus.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.models import TestOutcome
+
+__all__ = ["FixEvidence", "FIX_LIKELIHOODS", "FixVerdict", "classify_mutants", "confirm_fix"]
+
+
+class FixEvidence(StrEnum):
+    """What the mutants of one node showed; each value is its name."""
+
+    FIX_FOUND = "FIX_FOUND"
+    PARTIAL_FIX_FOUND = "PARTIAL_FIX_FOUND"
+    NO_FIX_FOUND = "NO_FIX_FOUND"
+    FIX_CONFIRMED = "FIX_CONFIRMED"
+    FIX_REGRESSES = "FIX_REGRESSES"
+
+    @property
+    def likelihoods(self) -> tuple[float, float]:
+        """``(P(E|B), P(E|~B))`` for this evidence, from ``FIX_LIKELIHOODS``."""
+        return FIX_LIKELIHOODS[self]
+
+
+#: ``(P(E|B), P(E|~B))`` per kind of fix evidence (read-only); see the module docstring.
+FIX_LIKELIHOODS: Mapping[FixEvidence, tuple[float, float]] = MappingProxyType(
+    {
+        FixEvidence.FIX_FOUND: (0.60, 0.03),
+        FixEvidence.PARTIAL_FIX_FOUND: (0.15, 0.05),
+        FixEvidence.NO_FIX_FOUND: (0.40, 0.92),
+        FixEvidence.FIX_CONFIRMED: (0.90, 0.15),
+        FixEvidence.FIX_REGRESSES: (0.50, 0.50),
+    }
+)
+
+_GREEN = (TestOutcome.PASSED,)
+_RED = (TestOutcome.FAILED, TestOutcome.ERROR)
+
+
+class FixVerdict(BaseModel):
+    """The classification of one node's mutant run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    evidence: FixEvidence | None = Field(description="None when no mutant ran.")
+    fixing: tuple[str, ...] = Field((), description="Ids of the mutants that fix every failing test.")
+    partial: tuple[str, ...] = Field((), description="Ids of the mutants that fix some and break none.")
+    ran: int = Field(0, description="Mutants that ran.")
+
+
+def classify_mutants(
+    original: Mapping[str, TestOutcome], mutants: Mapping[str, Mapping[str, TestOutcome]]
+) -> FixVerdict:
+    """Classify mutant runs against the original run of the same tests (see the module docstring).
+
+    ``original`` maps test id -> outcome on the unmutated code; ``mutants`` maps mutant id ->
+    (test id -> outcome), for the mutants that ran, in the order they were tried (the order of
+    ``fixing`` and ``partial``). A test missing from a mutant's run counts as failing there.
+    """
+    failing = {t for t, o in original.items() if o in _RED}
+    passing = {t for t, o in original.items() if o in _GREEN}
+    if not mutants:
+        return FixVerdict(evidence=None)
+    fixing: list[str] = []
+    partial: list[str] = []
+    for mutant_id, outcomes in mutants.items():
+        if any(outcomes.get(t) not in _GREEN for t in passing):
+            continue
+        fixed = {t for t in failing if outcomes.get(t) in _GREEN}
+        if failing and fixed == failing:
+            fixing.append(mutant_id)
+        elif fixed:
+            partial.append(mutant_id)
+    evidence = (FixEvidence.FIX_FOUND if fixing else FixEvidence.PARTIAL_FIX_FOUND if partial
+                else FixEvidence.NO_FIX_FOUND)
+    return FixVerdict(evidence=evidence, fixing=tuple(fixing), partial=tuple(partial), ran=len(mutants))
+
+
+def confirm_fix(
+    failing: set[str], passing: set[str], outcomes: Mapping[str, TestOutcome]
+) -> FixEvidence:
+    """FIX_CONFIRMED when a whole-suite run with the fix passes every test that failed and every
+    test that passed (flaky tests left out by the caller), else FIX_REGRESSES."""
+    if all(outcomes.get(t) in _GREEN for t in failing | passing):
+        return FixEvidence.FIX_CONFIRMED
+    return FixEvidence.FIX_REGRESSES

@@ -1,0 +1,277 @@
+"""The ``discovery`` flow (Loop 1, seed 000 §4): trace the suite, then split ambiguity groups.
+
+Control flow only. The suite is traced (``run_suite``); while ``groups_to_split`` names groups and
+the budget lasts, one round:
+
+1. records the calls of the groups' members over the tests that run them (a ``run-tests`` task
+   with ``record``);
+2. generates disambiguating tests per group: carved from those recordings (always) and written by
+   the model (LLM mode);
+3. checks them in a sandbox (they must import and run; carved ones must pass, since they assert
+   what the code did; a model's test may fail on an assertion, which is evidence, but not error);
+4. keeps the good ones as modules under ``tests/equisa_generated`` of the workspace copy (an
+   overlay: the user's tree is never written) and merges their traced results into the suite's
+   trace, which is the same as re-tracing the amplified suite, since the old tests did not change.
+
+The result carries the amplified trace and the overlay that holds the generated tests, so every
+later run (inspections, validation) sees them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from prefect import flow
+from pydantic import BaseModel, Field
+
+from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module, carved_module_path
+from equisa_core.discovery import (
+    DiscoveryBudget,
+    DiscoveryReport,
+    DiscoveryRound,
+    group_sizes,
+    groups_to_split,
+    keep_test_functions,
+    module_test_names,
+)
+from equisa_core.errors import EquisaError
+from equisa_core.models import Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.source_edit import function_source
+from equisa_core.trace_merge import combine
+from equisa_core.trace_report import build_trace_report
+from flows.trace import PreparedRun, TraceParameters, prepare_run, run_suite
+from tasks.inspection import read_function
+from tasks.llm import choose_llm_mode
+from tasks.run_tests import run_tests
+
+__all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_request"]
+
+
+class DiscoveryParameters(TraceParameters):
+    """Parameters of the Discovery loop (those of ``trace-suite`` plus its budget)."""
+
+    llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
+    discovery: bool = Field(True, description="Generate disambiguating tests; False: trace only.")
+    discovery_rounds: int = Field(2, ge=0, description="Generate-and-retrace rounds.")
+    discovery_max_tests: int = Field(30, ge=0, description="Generated tests kept in all.")
+    carved_per_member: int = Field(3, ge=0, description="Carved tests per group member and round.")
+
+
+class DiscoveryResult(BaseModel):
+    """The amplified suite: its trace, the overlay holding the generated tests, and the report."""
+
+    prepared: PreparedRun
+    trace: SuiteTrace
+    overlay: dict[str, str] = Field(default_factory=dict)
+    report: DiscoveryReport
+    cost_usd: float = 0.0
+    problems: list[str] = Field(default_factory=list)
+
+
+@flow(name="discovery", flow_run_name="discover {params.path}", log_prints=True)
+def discovery(params: DiscoveryParameters) -> DiscoveryResult:
+    """Trace a repository's suite and add tests that split its ambiguity groups."""
+    prepared = prepare_run(params)
+    trace = run_suite(prepared, params)
+    before = _groups(trace, prepared)
+    report = DiscoveryReport(enabled=params.discovery, group_sizes_before=tuple(group_sizes(before)),
+                             group_sizes_after=tuple(group_sizes(before)))
+    if not params.discovery:
+        return DiscoveryResult(prepared=prepared, trace=trace,
+                               report=report.model_copy(update={"stopped_because": "turned off"}))
+    if not trace.failed_tests():
+        return DiscoveryResult(prepared=prepared, trace=trace,
+                               report=report.model_copy(update={"stopped_because": "no failing test"}))
+    use_llm, config, problems = choose_llm_mode(params.llm)
+    budget = DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.discovery_max_tests)
+    overlay: dict[str, str] = {}
+    rounds: list[DiscoveryRound] = []
+    kept_ids: list[str] = []
+    cost = 0.0
+    groups = before
+    while True:
+        suspiciousness = {n.fqn: n.tarantula for n in build_trace_report(trace, str(prepared.repo)).nodes}
+        targets = groups_to_split(groups, suspiciousness, budget, len(rounds), len(kept_ids))
+        if not targets:
+            stopped = _why_stopped(budget, len(rounds), len(kept_ids))
+            break
+        proposals, proposal_cost = _propose(prepared, params, trace, targets, overlay, use_llm, config,
+                                            problems, first_index=sum(len(r.groups) for r in rounds))
+        cost += proposal_cost
+        room = budget.max_tests - len(kept_ids)
+        kept, new_ids, checked, dropped = _check(prepared, params, overlay, proposals, room)
+        overlay.update(kept)
+        kept_ids.extend(new_ids)
+        rounds.append(DiscoveryRound(
+            round=len(rounds) + 1, groups=tuple(tuple(sorted(g)) for g in targets),
+            proposed=sum(len(module_test_names(s)) for _, s in proposals.values()),
+            kept=len(new_ids), dropped=tuple(dropped),
+        ))
+        print(f"discovery round {len(rounds)}: {len(targets)} group(s), kept {len(new_ids)} test(s)")
+        if not new_ids:
+            stopped = "no generated test could be kept"
+            break
+        wanted = set(new_ids)
+        new_results = tuple(t for t in checked.tests if t.test_id in wanted)
+        trace = combine([trace, checked.model_copy(update={"tests": new_results, "crashed": False})],
+                        [*trace.collected, *new_ids])
+        groups = _groups(trace, prepared)
+    report = report.model_copy(update={
+        "rounds": tuple(rounds), "generated": len(kept_ids), "files": tuple(sorted(overlay)),
+        "tests": tuple(kept_ids), "group_sizes_after": tuple(group_sizes(_groups(trace, prepared))),
+        "stopped_because": stopped,
+    })
+    return DiscoveryResult(prepared=prepared, trace=trace, overlay=overlay, report=report,
+                           cost_usd=round(cost, 6), problems=problems)
+
+
+def focused_request(prepared: PreparedRun, only: Sequence[str], overlay: Mapping[str, str], **update: object):
+    """The base request narrowed to the tests ``only`` names: pytest collects just their files.
+
+    Collecting only the files involved is faster, and it is how generated tests (which live in the
+    overlay, maybe outside the project's configured test paths) are found. When a test's file is
+    not a path of the workspace or the overlay (a rootdir elsewhere), the base selection stays.
+    """
+    files = sorted({test_id.split("::", 1)[0] for test_id in only})
+    root = prepared.workspace.root
+    located = all((root / f).is_file() or f in overlay for f in files)
+    tests = tuple(files) if files and located else prepared.base.tests
+    return prepared.base.model_copy(update={
+        "overlay": dict(overlay), "only": tuple(only) or None, "tests": tests, **update})
+
+
+def _groups(trace: SuiteTrace, prepared: PreparedRun) -> list[frozenset[str]]:
+    return [frozenset(g) for g in build_trace_report(trace, str(prepared.repo)).ambiguity_groups]
+
+
+def _why_stopped(budget: DiscoveryBudget, rounds: int, kept: int) -> str:
+    if rounds >= budget.max_rounds:
+        return f"round budget ({budget.max_rounds}) spent"
+    if kept >= budget.max_tests:
+        return f"test budget ({budget.max_tests}) spent"
+    return "no suspicious ambiguity group of two or more left"
+
+
+def _run(prepared: PreparedRun, params: DiscoveryParameters, request) -> SuiteTrace:
+    return run_tests.with_options(refresh_cache=params.no_cache or None)(
+        request, backend=params.sandbox, interpreter_version=prepared.interpreter_version,
+        docker_image=params.docker_image)
+
+
+def _propose(
+    prepared: PreparedRun, params: DiscoveryParameters, trace: SuiteTrace, targets: Sequence[frozenset[str]],
+    overlay: Mapping[str, str], use_llm: bool, config: object | None, problems: list[str], first_index: int,
+) -> tuple[dict[str, tuple[frozenset[str], str]], float]:
+    """Generated test modules (path -> (group, source)) for ``targets``, and what the model cost."""
+    members = sorted(set().union(*targets))
+    coverage = trace.coverage()
+    covering = sorted({t for m in members for t in coverage.get(m, ())})
+    nodes = {n.fqn: n for n in trace.nodes}
+    recorded = _run(prepared, params, focused_request(prepared, covering, overlay, record=tuple(members),
+                                                      trace=False))
+    proposals: dict[str, tuple[frozenset[str], str]] = {}
+    cost = 0.0
+    for offset, group in enumerate(targets):
+        index = first_index + offset
+        carved = carve_tests(recorded, group, nodes, max_per_member=params.carved_per_member)
+        if carved:
+            proposals[carved_module_path(index)] = (group, carved_module(carved))
+        if use_llm and config is not None:
+            module, spent = _llm_tests(prepared, config, group, nodes, trace, problems)
+            cost += spent
+            if module is not None:
+                proposals[f"{GENERATED_TESTS_DIR}/test_llm_group_{index}.py"] = (group, module)
+    return proposals, cost
+
+
+def _llm_tests(prepared: PreparedRun, config: object, group: frozenset[str], nodes: Mapping[str, Node],
+               trace: SuiteTrace, problems: list[str]) -> tuple[str | None, float]:
+    from equisa_core.llm_text import clean_test_module
+    from equisa_core.prompts.discovery import render_disambiguating_tests
+    from tasks.llm import LLMError, call_llm
+
+    root = prepared.workspace.root
+    sources = {fqn: read_function(root, nodes[fqn])[1] for fqn in sorted(group) if fqn in nodes}
+    coverage = trace.coverage()
+    runs_group = set().union(*(coverage.get(m, set()) for m in group))
+    failing_first = sorted(runs_group, key=lambda t: (t not in trace.failed_tests(), t))
+    samples = [s for t in failing_first[:6] if (s := _test_source(root, t))][:2]
+    try:
+        answer = call_llm(config, render_disambiguating_tests(sources, samples, max_tests=6),  # type: ignore[arg-type]
+                          "disambiguating-tests")
+    except LLMError as error:
+        problems.append(f"disambiguating tests for {', '.join(sorted(group))}: {error.message}")
+        return None, sum(c.cost_usd or 0.0 for c in getattr(error, "calls", ()))
+    spent = answer.call.cost_usd or 0.0
+    try:
+        return clean_test_module(answer.text), spent
+    except LLMError as error:
+        problems.append(f"disambiguating tests for {', '.join(sorted(group))}: {error.message}")
+        return None, spent
+
+
+def _test_source(root: Path, test_id: str) -> str | None:
+    """The source of the test function ``test_id`` names, or None when it cannot be found."""
+    path, _, rest = test_id.partition("::")
+    qualname = ".".join(part.split("[", 1)[0] for part in rest.split("::") if part)
+    try:
+        return function_source((root / path).read_text(encoding="utf-8"), qualname)
+    except (OSError, UnicodeDecodeError, EquisaError, SyntaxError):
+        return None
+
+
+def _check(
+    prepared: PreparedRun, params: DiscoveryParameters, overlay: Mapping[str, str],
+    proposals: Mapping[str, tuple[frozenset[str], str]], room: int,
+) -> tuple[dict[str, str], list[str], SuiteTrace, list[str]]:
+    """Run the proposed modules (traced); keep the tests that behave and split their group.
+
+    A test that executes every member of its group splits nothing (a carved test of a caller
+    that calls the others), so it is dropped too. At most ``room`` tests are kept. Returns the
+    kept modules (path -> source), the kept tests' ids, the check run and why others were dropped.
+    """
+    if not proposals or room <= 0:
+        empty = SuiteTrace(python_version="", backend="off", backend_reason="nothing to check")
+        return {}, [], empty, []
+    request = prepared.base.model_copy(update={
+        "overlay": {**overlay, **{path: source for path, (_, source) in proposals.items()}},
+        "tests": tuple(sorted(proposals)), "only": None, "trace": True})
+    checked = _run(prepared, params, request)
+    by_file: dict[str, list[TestResult]] = {}
+    for test in checked.tests:
+        by_file.setdefault(test.test_id.split("::", 1)[0], []).append(test)
+    dropped = [f"{e.location}: does not collect ({e.message.splitlines()[-1] if e.message else 'error'})"
+               for e in checked.collect_errors]
+    kept: dict[str, str] = {}
+    kept_ids: list[str] = []
+    for path, (group, source) in sorted(proposals.items()):
+        carved = "/test_carved_" in path
+        good: list[str] = []
+        for test in by_file.get(path, []):
+            name = test.test_id.split("::")[-1].split("[", 1)[0]
+            reason = _unfit(test, carved) or (
+                "executes the whole group, so it does not split it" if group <= test.covered else None)
+            if reason:
+                dropped.append(f"{test.test_id}: {reason}")
+            elif len(good) < room:
+                good.append(name)
+                kept_ids.append(test.test_id)
+        room -= len(good)
+        if good:
+            kept[path] = keep_test_functions(source, good)
+    return kept, kept_ids, checked, dropped
+
+
+def _unfit(test: TestResult, carved: bool) -> str | None:
+    """Why a generated test must not join the suite, or None when it may."""
+    if test.outcome is TestOutcome.PASSED:
+        return None
+    if test.outcome is TestOutcome.SKIPPED:
+        return "skipped"
+    if carved:
+        return (f"fails on the code it was carved from ({test.exception_type}): the function depends on "
+                "more than its arguments")
+    if test.outcome is TestOutcome.FAILED and (test.exception_type or "").endswith("AssertionError"):
+        return None  # the model's oracle disagrees with the code: a failing test is evidence
+    return f"broken test ({test.outcome.value}: {test.exception_type})"

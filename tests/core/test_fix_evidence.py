@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import pytest
+
+from equisa_core.bayes import CLAMP_HIGH, bayes, update_with_likelihoods
+from equisa_core.fix_evidence import FIX_LIKELIHOODS, FixEvidence, classify_mutants, confirm_fix
+from equisa_core.models import TestOutcome
+
+P, F, E = TestOutcome.PASSED, TestOutcome.FAILED, TestOutcome.ERROR
+ORIGINAL = {"t_fail_1": F, "t_fail_2": E, "t_ok_1": P, "t_ok_2": P, "t_skip": TestOutcome.SKIPPED}
+
+
+def test_a_mutant_fixing_every_failure_and_breaking_nothing_is_a_fix():
+    verdict = classify_mutants(ORIGINAL, {
+        "m0": {"t_fail_1": P, "t_fail_2": P, "t_ok_1": F, "t_ok_2": P},  # breaks a passing test
+        "m1": {"t_fail_1": P, "t_fail_2": F, "t_ok_1": P, "t_ok_2": P},  # fixes one of two
+        "m2": {"t_fail_1": P, "t_fail_2": P, "t_ok_1": P, "t_ok_2": P},  # fixes both
+        "m3": dict(ORIGINAL),
+    })
+    assert verdict.evidence is FixEvidence.FIX_FOUND
+    assert verdict.fixing == ("m2",) and verdict.partial == ("m1",) and verdict.ran == 4
+
+
+def test_partial_and_no_fix_and_nothing_ran():
+    assert classify_mutants(ORIGINAL, {"m1": {"t_fail_1": P, "t_ok_1": P, "t_ok_2": P}}).evidence is (
+        FixEvidence.PARTIAL_FIX_FOUND)
+    assert classify_mutants(ORIGINAL, {"m0": dict(ORIGINAL)}).evidence is FixEvidence.NO_FIX_FOUND
+    # A test missing from the mutant's run counts as failing: no credit for crashing early.
+    assert classify_mutants(ORIGINAL, {"m0": {"t_fail_1": P, "t_fail_2": P}}).evidence is (
+        FixEvidence.NO_FIX_FOUND)
+    assert classify_mutants(ORIGINAL, {}).evidence is None
+
+
+def test_confirmation_needs_the_whole_suite_green():
+    failing, passing = {"a"}, {"b", "c"}
+    assert confirm_fix(failing, passing, {"a": P, "b": P, "c": P}) is FixEvidence.FIX_CONFIRMED
+    assert confirm_fix(failing, passing, {"a": P, "b": F, "c": P}) is FixEvidence.FIX_REGRESSES
+    assert confirm_fix(failing, passing, {"a": F, "b": P, "c": P}) is FixEvidence.FIX_REGRESSES
+
+
+def test_likelihoods_are_read_only_and_point_the_right_way():
+    assert set(FIX_LIKELIHOODS) == set(FixEvidence)
+    for evidence in (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND, FixEvidence.FIX_CONFIRMED):
+        buggy, innocent = evidence.likelihoods
+        assert buggy > innocent
+    buggy, innocent = FixEvidence.NO_FIX_FOUND.likelihoods
+    assert buggy < innocent
+    with pytest.raises(TypeError):
+        FIX_LIKELIHOODS[FixEvidence.FIX_FOUND] = (1.0, 0.0)  # type: ignore[index]
+
+
+def test_a_fix_then_its_confirmation_converge_from_a_typical_prior():
+    # By hand: prior 0.06, FIX_FOUND: .6*.06/(.6*.06+.03*.94) = .036/.0642 = 0.5607
+    #          then FIX_CONFIRMED: .9*.5607/(.9*.5607+.15*.4393) = .50467/.57056 = 0.8845
+    confidences = {"bug": 0.06, "a": 0.47, "b": 0.47}
+    after_fix = update_with_likelihoods(confidences, "bug", FixEvidence.FIX_FOUND.likelihoods)
+    assert after_fix["bug"] == pytest.approx(0.036 / 0.0642)
+    assert after_fix["a"] == pytest.approx((1 - after_fix["bug"]) / 2)
+    confirmed = update_with_likelihoods(after_fix, "bug", FixEvidence.FIX_CONFIRMED.likelihoods)
+    assert confirmed["bug"] == pytest.approx(bayes(after_fix["bug"], 0.9, 0.15))
+    assert confirmed["bug"] == pytest.approx(0.8845, abs=1e-4)
+    # One innocent competitor showing no fix then tips it over 0.9.
+    final = update_with_likelihoods(confirmed, "a", FixEvidence.NO_FIX_FOUND.likelihoods)
+    assert final["bug"] > 0.9 and abs(sum(final.values()) - 1) < 1e-9 and final["bug"] <= CLAMP_HIGH

@@ -65,6 +65,27 @@ _SECRET_PATTERN = re.compile(
 _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM")
 
 
+def _code_digest() -> str:
+    """Hash of the code that shapes a cached result: the probe and the result models.
+
+    Cached results are pickles of these models, so a changed model must never meet an old pickle,
+    and a changed probe must not reuse what the old one recorded; bumping ``EQUISA_VERSION`` by
+    hand for every such change is too easy to forget.
+    """
+    global _CODE_DIGEST
+    if _CODE_DIGEST is None:
+        here = Path(__file__).resolve().parent
+        files = [probe_file(), here.parent / "equisa_core" / "models.py", here / "mutants.py"]
+        digest = hashlib.sha256()
+        for file in files:
+            digest.update(Path(file).read_bytes())
+        _CODE_DIGEST = digest.hexdigest()[:16]
+    return _CODE_DIGEST
+
+
+_CODE_DIGEST: str | None = None
+
+
 class SandboxInfrastructureError(EquisaError):
     """The sandbox itself failed (engine down, isolation tool broken): worth a retry.
 
@@ -174,6 +195,7 @@ class RunRequest(BaseModel):
         """Hash of everything the run's result depends on."""
         payload = {
             "equisa": EQUISA_VERSION,
+            "code": _code_digest(),
             "backend": backend,
             "workspace": self.workspace_digest,
             "overlay": {k: hashlib.sha256(v.encode()).hexdigest() for k, v in sorted(self.overlay.items())},

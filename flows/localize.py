@@ -76,6 +76,8 @@ def localize(params: LocalizeParameters) -> LocalizationReport:
     confidences = initial_confidence(suspiciousness)
     use_llm, config, problems = choose_llm_mode(params.llm)
     problems = [*found.problems, *(p for p in problems if p not in found.problems)]
+    problems += [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
+                 for e in trace.collect_errors]
     calls = _record_candidates(found, params, confidences, nodes)
     progress = create_progress_artifact(0.0, key="localization-progress",
                                         description="Inspections done / iteration budget")
@@ -199,6 +201,11 @@ def _record_candidates(
             for call in test.calls:
                 calls.setdefault(call.fqn, []).append(call)
     return calls
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
 
 
 def _counts(trace: SuiteTrace, found: DiscoveryResult) -> TestCounts:

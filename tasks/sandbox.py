@@ -300,6 +300,9 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
         f"--equisa-trace={1 if request.trace else 0}",
         "-p", "no:cacheprovider",
         "-q", "-rN", "--tb=no", "--show-capture=no", "--rootdir", repo,
+        # A module that does not import is reported (CollectError) while the rest still runs; when
+        # nothing collects, ``run_tests`` raises CollectionError.
+        "--continue-on-collection-errors",
     ]
     if request.limits.test_timeout_s:
         args.append(f"--equisa-test-timeout={request.limits.test_timeout_s:g}")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from equisa_core.errors import NothingToLocalizeError
 from equisa_core.localization import LocalizationReport
 from tests.integration.test_probe import tree_digest
@@ -150,3 +152,42 @@ def test_llm_mode_finishes_on_the_backup_model_when_30_percent_of_calls_fail(tmp
     assert models[-1] == "backup" and "backup" in models
     assert all(i.strategy == "llm" for i in report.inspections), "no call was lost to the faults"
     assert not report.problems
+
+
+def _hopeless_repo(root: Path) -> Path:
+    """Every test fails, and one test module does not even import."""
+    (root / "tests").mkdir(parents=True)
+    (root / "conftest.py").write_text("")
+    (root / "calc.py").write_text(
+        "def double(x):\n    return x * 3\n\n\ndef describe(x):\n    return f'{x} doubled is {double(x)}'\n")
+    (root / "tests" / "test_calc.py").write_text(
+        "from calc import describe, double\n\n\n"
+        "def test_double():\n    assert double(2) == 4\n\n\n"
+        "def test_describe():\n    assert describe(1) == '1 doubled is 2'\n")
+    (root / "tests" / "test_broken.py").write_text("import a_module_that_does_not_exist\n")
+    return root
+
+
+@pytest.mark.parametrize("model", ["nonsense", "silent"])
+def test_a_hopeless_repository_and_a_useless_model_still_report(tmp_path, cli_env, scripted_llm, model):
+    """All tests failing, a module that does not collect, and a model that answers nonsense (or
+    nothing at all): the run completes with what it has and says what went wrong."""
+    from tests.scripted_llm_server import Fault
+
+    repo = _hopeless_repo(tmp_path / "repo")
+    scripted_llm.respond_with(
+        (lambda request: Reply("I am not sure what you mean.")) if model == "nonsense"
+        else (lambda request: Fault(status=503, message="down")))
+    env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
+           "EQUISA_MODEL": "m", "EQUISA_LLM_MAX_RETRIES": "0", "EQUISA_LLM_BACKOFF_S": "0"}
+    out = tmp_path / "loc.json"
+    code, err = localize(env, str(repo), "--llm", "--max-iterations", "3", "--json", str(out))
+    assert code == 0, err
+    report = LocalizationReport.model_validate_json(out.read_text())
+    assert (report.tests.failed, report.tests.passed) == (2, 0)
+    assert {n.fqn for n in report.ranking} == {"calc.double", "calc.describe"} and report.inspections
+    problems = "\n".join(report.problems)
+    assert "tests/test_broken.py does not collect" in problems and "a_module_that_does_not_exist" in problems
+    assert "used the deterministic one" in problems
+    assert all(i.strategy == "deterministic" for i in report.inspections)
+    assert "note:" in err

@@ -32,6 +32,7 @@ class PatchCandidate(BaseModel):
     description: str = Field(description="What it changes, one line.")
     files: dict[str, str] = Field(description="Relative '/'-path -> the file's whole new text.")
     edit_size: int = Field(0, ge=0, description="Tokens changed (mutations); 0 when unknown.")
+    operator: str | None = Field(None, description="The mutation operator, for mutation candidates.")
     cost_usd: float = Field(0.0, ge=0, description="What the model charged for it.")
 
 

@@ -16,7 +16,12 @@ errors are translated into these at the boundary where they occur.
     │   ├── FunctionNotFoundError      no function with that FQN in the file
     │   └── InvalidReplacementError    the new code does not parse or changes the signature
     ├── ProbeProtocolError (9)         the probe's output cannot be read
-    └── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
+    ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
+    ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
+    └── PatchApplyError (24)           the accepted diff does not apply to the user's tree
+
+``equisa repair`` also exits 21 (a patch passed the suite but only overfits: plausible only) and
+22 (no patch found); those are outcomes, not errors (``EXIT_PLAUSIBLE_ONLY``, ``EXIT_NOT_FIXED``).
 """
 
 from __future__ import annotations
@@ -35,7 +40,11 @@ __all__ = [
     "InvalidReplacementError",
     "ProbeProtocolError",
     "NothingToLocalizeError",
+    "ApplyRefusedError",
+    "PatchApplyError",
     "EXIT_OK",
+    "EXIT_PLAUSIBLE_ONLY",
+    "EXIT_NOT_FIXED",
     "EXIT_USAGE",
     "EXIT_INTERNAL",
 ]
@@ -45,6 +54,10 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 #: An unexpected exception: a bug in EQUISA, reported with a traceback only under ``--debug``.
 EXIT_INTERNAL = 70
+#: ``equisa repair`` found patches that pass the suite but fail the anti-overfitting checks.
+EXIT_PLAUSIBLE_ONLY = 21
+#: ``equisa repair`` found no patch that passes the suite.
+EXIT_NOT_FIXED = 22
 
 
 class EquisaError(Exception):
@@ -127,3 +140,15 @@ class NothingToLocalizeError(EquisaError):
     """Every test passes (flaky ones aside): there is no failure to localize or repair."""
 
     exit_code = 20
+
+
+class ApplyRefusedError(EquisaError):
+    """``--apply`` was refused: the git tree is dirty, or the files changed since the run."""
+
+    exit_code = 23
+
+
+class PatchApplyError(EquisaError):
+    """The accepted diff does not apply to the user's tree."""
+
+    exit_code = 24

@@ -22,7 +22,14 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from equisa_core.errors import EXIT_INTERNAL, EXIT_OK, EquisaError, SuiteCrashedError
+from equisa_core.errors import (
+    EXIT_INTERNAL,
+    EXIT_NOT_FIXED,
+    EXIT_OK,
+    EXIT_PLAUSIBLE_ONLY,
+    EquisaError,
+    SuiteCrashedError,
+)
 from equisa_core.trace_report import TraceReport
 
 __all__ = ["main", "build_parser"]
@@ -70,18 +77,38 @@ def build_parser() -> argparse.ArgumentParser:
         "patches in sandboxes, updating confidences until one reaches 0.9 or the budget runs out.",
     )
     _add_run_options(localize)
-    mode = localize.add_mutually_exclusive_group()
+    _add_localize_options(localize)
+    localize.set_defaults(handler=_localize_command)
+
+    repair = commands.add_parser(
+        "repair", help="find the bug and a verified patch: Discovery, Localization, Validation",
+        description="Localize the bug, generate patch candidates and validate them in sandboxes "
+        "(failing tests pass, no regressions, no overfitting). The user's tree is written only "
+        "with --apply, after acceptance.",
+    )
+    _add_run_options(repair)
+    _add_localize_options(repair)
+    repair.add_argument("--diff", type=Path, metavar="OUT", help="write the accepted patch (a git diff) here")
+    repair.add_argument("--apply", action="store_true",
+                        help="write the accepted patch to PATH (refused on a dirty git tree)")
+    repair.add_argument("--max-validations", type=_positive_int, default=12, metavar="N",
+                        help="candidates validated in full before giving up (default 12)")
+    repair.set_defaults(handler=_repair_command)
+    return parser
+
+
+def _add_localize_options(command: argparse.ArgumentParser) -> None:
+    """Options of the commands that localize (``localize`` and ``repair``)."""
+    mode = command.add_mutually_exclusive_group()
     mode.add_argument("--llm", dest="llm", action="store_true", default=None,
                       help="use the model at OPENAI_BASE_URL (default: when one is configured)")
     mode.add_argument("--no-llm", dest="llm", action="store_false", help="deterministic mode only")
-    localize.add_argument("--max-iterations", type=_count, default=12, metavar="N",
-                          help="inspections before giving up (default 12; 0: rank after Discovery)")
-    localize.add_argument("--discovery", dest="discovery", action=argparse.BooleanOptionalAction,
-                          default=True, help="generate tests that split ambiguity groups (default: on)")
-    localize.add_argument("--max-generated-tests", type=_count, default=30, metavar="N",
-                          help="generated tests Discovery may keep (default 30)")
-    localize.set_defaults(handler=_localize_command)
-    return parser
+    command.add_argument("--max-iterations", type=_count, default=12, metavar="N",
+                         help="inspections before giving up (default 12; 0: rank after Discovery)")
+    command.add_argument("--discovery", dest="discovery", action=argparse.BooleanOptionalAction,
+                         default=True, help="generate tests that split ambiguity groups (default: on)")
+    command.add_argument("--max-generated-tests", type=_count, default=30, metavar="N",
+                         help="generated tests Discovery may keep (default 30)")
 
 
 def _add_run_options(command: argparse.ArgumentParser) -> None:
@@ -159,22 +186,35 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-def _localize_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.localize import LocalizeParameters, localize
+def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
+    """The parameters ``localize`` and ``repair`` share, from the command line."""
     from tasks.prepare import check_repository
 
     check_repository(args.path)
-    params = LocalizeParameters(
+    return dict(
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
         max_iterations=args.max_iterations, discovery=args.discovery,
         discovery_max_tests=args.max_generated_tests,
     )
+
+
+def _localize_command(args: argparse.Namespace, console: Console) -> int:
+    from flows.localize import LocalizeParameters, localize
+
+    params = LocalizeParameters(**_localize_arguments(args))
     console.print(f"Localizing the bug in [bold]{args.path}[/]", highlight=False)
     report = _run_with_progress(console, "tracing the suite, then inspecting candidates", localize, params)
     if args.json:
         _write_json(args.json, report)
+    _print_localization(report, console)
+    if args.json:
+        console.print(f"Report written to {args.json}")
+    return EXIT_OK
+
+
+def _print_localization(report: Any, console: Console) -> None:
     verdict = "converged" if report.converged else "not converged"
     console.print(
         f"{report.mode} mode · {verdict} ({report.stopped_because}) · {len(report.inspections)} "
@@ -199,9 +239,62 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
     console.print(table)
     for problem in report.problems:
         console.print(f"[yellow]note:[/] {problem}", highlight=False, soft_wrap=True)
+
+
+def _repair_command(args: argparse.Namespace, console: Console) -> int:
+    from flows.repair import RepairParameters, repair
+
+    params = RepairParameters(**_localize_arguments(args), max_validations=args.max_validations)
+    console.print(f"Repairing [bold]{args.path}[/]", highlight=False)
+    report = _run_with_progress(console, "localizing the bug, then validating patches", repair, params)
+    if report.localization is not None:
+        _print_localization(report.localization, console)
+    if args.apply and report.status == "fixed":
+        report = report.model_copy(update={"applied": _apply(args.path, report)})
+    if args.json:
+        _write_json(args.json, report)
+    if args.diff and report.diff:
+        args.diff.parent.mkdir(parents=True, exist_ok=True)
+        args.diff.write_text(report.diff, encoding="utf-8")
+    _print_repair(report, console)
+    if args.apply and report.status != "fixed":
+        console.print("Nothing applied: no patch was accepted.")
     if args.json:
         console.print(f"Report written to {args.json}")
-    return EXIT_OK
+    if args.diff and report.diff:
+        console.print(f"Patch written to {args.diff} (apply with: git apply {args.diff})")
+    return {"fixed": EXIT_OK, "plausible_only": EXIT_PLAUSIBLE_ONLY}.get(report.status, EXIT_NOT_FIXED)
+
+
+def _apply(path: Path, report: Any) -> bool:
+    """Write the accepted patch to the user's tree (``--apply``); raises when refused."""
+    from tasks.apply import apply_patch
+
+    apply_patch(path, report.diff, report.patched_files, report.original_files)
+    return True
+
+
+def _print_repair(report: Any, console: Console) -> None:
+    colour = {"fixed": "green", "plausible_only": "yellow"}.get(report.status, "red")
+    console.print(
+        f"[bold {colour}]{report.status}[/] · target {report.target or '-'} · "
+        f"{report.candidates_tried} candidates tried · {len(report.evaluations)} validated"
+        + (" · applied" if report.applied else ""), highlight=False,
+    )
+    if report.validation:
+        table = Table(title="Validation of the patch", title_justify="left")
+        table.add_column("check", no_wrap=True)
+        table.add_column("result", overflow="fold", ratio=1)
+        for check, result in report.validation.items():
+            table.add_row(check, result)
+        console.print(table)
+    if report.diff:
+        from rich.syntax import Syntax
+
+        console.print(Syntax(report.diff, "diff", theme="ansi_dark", background_color="default"))
+    for problem in report.problems:
+        if report.localization is None or problem not in report.localization.problems:
+            console.print(f"[yellow]note:[/] {problem}", highlight=False, soft_wrap=True)
 
 
 def _run_with_progress(console: Console, label: str, run: Callable[[Any], Any], params: Any) -> Any:

@@ -41,7 +41,7 @@ from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
 from tasks.run_tests import run_tests
 
-__all__ = ["LocalizeParameters", "localize"]
+__all__ = ["LocalizeParameters", "localize", "run_localization"]
 
 
 class LocalizeParameters(DiscoveryParameters):
@@ -61,6 +61,11 @@ class LocalizeParameters(DiscoveryParameters):
 @flow(name="localize", flow_run_name="localize {params.path}", log_prints=True)
 def localize(params: LocalizeParameters) -> LocalizationReport:
     """Find the buggy function of a repository whose tests fail."""
+    return run_localization(params)[1]
+
+
+def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, LocalizationReport]:
+    """Discovery, then the Localization loop; also returns the amplified suite (for Validation)."""
     started = time.monotonic()
     found = discovery(DiscoveryParameters(**params.model_dump(include=set(DiscoveryParameters.model_fields))))
     prepared, trace = found.prepared, found.trace
@@ -145,7 +150,7 @@ def localize(params: LocalizeParameters) -> LocalizationReport:
         description=f"{report.mode} localization: {'converged' if report.converged else 'not converged'}"
                     f" ({stopped})",
     )
-    return report
+    return found, report
 
 
 #: Seed 002 §5.2 keeps picking the most confident node, so a node whose own assertion failed is

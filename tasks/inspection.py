@@ -45,7 +45,8 @@ def qualname_of(node: Node) -> str:
 
 def read_function(workspace: Path, node: Node) -> tuple[str, str]:
     """The file's text and the function's own source (dedented)."""
-    text = (workspace / node.file).read_text(encoding="utf-8")  # type: ignore[operator]
+    with open(workspace / node.file, encoding="utf-8", newline="") as handle:  # type: ignore[operator]
+        text = handle.read()  # line endings kept: patches splice this text
     return text, function_source(text, qualname_of(node))
 
 

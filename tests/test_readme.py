@@ -18,7 +18,7 @@ def readme_commands() -> list[str]:
 def test_the_readme_opens_with_exactly_two_commands():
     commands = readme_commands()
     assert len(commands) == 2
-    assert "equisa " in commands[0] and "examples/" in commands[0]
+    assert "equisa repair " in commands[0] and "examples/" in commands[0]
     assert "pytest" in commands[1]
 
 

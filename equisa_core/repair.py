@@ -1,0 +1,53 @@
+"""What ``equisa repair`` reports: the verdict, the accepted patch and the evidence behind it. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.candidates import PatchEvaluation, PatchStatus
+from equisa_core.localization import LocalizationReport
+
+__all__ = ["RepairStatus", "RepairReport", "repair_status"]
+
+RepairStatus = Literal["fixed", "plausible_only", "not_fixed", "error"]
+
+
+class RepairReport(BaseModel):
+    """What ``equisa repair`` writes as JSON."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: RepairStatus = Field(description="fixed: a patch passed every check; plausible_only: one "
+                                             "passed the suite but not the anti-overfitting checks.")
+    mode: str = Field(description="'llm' or 'deterministic'.")
+    target: str | None = Field(None, description="FQN of the function the accepted (or best) patch changes.")
+    diff: str = Field("", description="The accepted patch (or the best plausible one); `git apply`-able.")
+    candidate: str | None = Field(None, description="Id of the candidate the diff comes from.")
+    generator: str | None = Field(None, description="'mutation', 'llm-fix' or 'patcher'.")
+    candidates_tried: int = Field(0, description="Candidates run against tests (screened or validated).")
+    validation: dict[str, str] = Field(default_factory=dict,
+                                       description="Each check of the reported patch -> 'passed' or why not.")
+    evaluations: tuple[PatchEvaluation, ...] = Field((), description="Every fully validated candidate.")
+    relocalizations: int = Field(0, description="Times a regression sent the run back to Discovery.")
+    localization: LocalizationReport | None = None
+    cost: dict[str, float] = Field(default_factory=dict)
+    applied: bool = Field(False, description="The patch was written to the user's tree (--apply).")
+    problems: tuple[str, ...] = ()
+    error: str | None = None
+    patched_files: dict[str, str] = Field(default_factory=dict, exclude=True,
+                                          description="The reported patch's new file texts (not in JSON).")
+    original_files: dict[str, str] = Field(default_factory=dict, exclude=True,
+                                           description="Those files as the run saw them (not in JSON).")
+
+
+def repair_status(evaluations: Sequence[PatchEvaluation]) -> RepairStatus:
+    """fixed when a candidate is sound; plausible_only when one only failed anti-overfitting checks."""
+    statuses = {e.status for e in evaluations}
+    if PatchStatus.SOUND in statuses:
+        return "fixed"
+    if PatchStatus.OVERFITTING in statuses:
+        return "plausible_only"
+    return "not_fixed"

@@ -1,0 +1,269 @@
+"""The ``repair`` flow: Discovery, Localization, then Validation of patch candidates (seed 000 §7).
+
+Control flow only. The graph of seed 000 Appendix A with its placeholders made real:
+``need_more_tests`` is ``equisa_core.discovery.groups_to_split``; ``has_no_regressions`` is the
+Validation verdict. Candidates come from the generators in this order:
+
+- LLM mode: the model's minimal fix of the localized function (seed prompt), re-asked with each
+  rejection's reason (``max_llm_fixes``); then the multi-retrieval patcher (seed 004) when
+  available; then the deterministic search;
+- deterministic search: the one-edit mutants (``equisa_core.mutation``) of the top
+  ``repair_top`` functions, by confidence; each function's mutants are screened together against
+  its tests in one sandboxed process (the screens of all functions run in parallel), and those
+  that fix its failing tests without breaking its passing ones are validated in full, smallest
+  edit first. A fix the Localization loop already confirmed is tried first.
+
+The first ``SOUND`` candidate is accepted. When none is and some were rejected for regressions,
+the run goes back to Discovery (seed 000 §7, bounded by ``max_relocalizations``): a bigger test
+budget, a fresh localization, and the functions whose fixes regressed are not patched again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact
+from pydantic import Field
+
+from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus, candidate_diff
+from equisa_core.fix_evidence import FixEvidence, classify_mutants
+from equisa_core.localization import LocalizationReport
+from equisa_core.models import Node
+from equisa_core.mutation import mutate_function
+from equisa_core.repair import RepairReport, repair_status
+from equisa_core.selection import is_test_file, is_valid_node, tests_for_node
+from equisa_core.source_edit import replace_function
+from flows.discovery import DiscoveryResult, focused_request
+from flows.localize import LocalizeParameters, run_localization
+from flows.validation import ValidationContext, test_sources, validate_candidate
+from tasks.inspection import qualname_of, read_function
+from tasks.llm import choose_llm_mode
+from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+
+__all__ = ["RepairParameters", "repair"]
+
+
+class RepairParameters(LocalizeParameters):
+    """Parameters of one repair run (those of ``localize`` plus the Validation budgets)."""
+
+    repair_top: int = Field(3, ge=1, description="Functions the mutation search patches, by confidence.")
+    max_mutants_per_function: int = Field(150, ge=1, description="Mutants screened per function.")
+    max_validations: int = Field(12, ge=1, description="Candidates validated in full.")
+    max_llm_fixes: int = Field(3, ge=0, description="Fixes asked of the model (each re-ask included).")
+    max_relocalizations: int = Field(1, ge=0, description="Returns to Discovery after regressions.")
+
+
+@flow(name="repair", flow_run_name="repair {params.path}", log_prints=True)
+def repair(params: RepairParameters) -> RepairReport:
+    """Find the bug of a repository whose tests fail and a verified patch for it."""
+    use_llm, config, problems = choose_llm_mode(params.llm)
+    current: LocalizeParameters = params
+    excluded: set[str] = set()
+    evaluations: list[PatchEvaluation] = []
+    candidates: dict[str, PatchCandidate] = {}
+    tried = 0
+    relocalizations = 0
+    cost = 0.0
+    while True:
+        found, localization = run_localization(current)
+        ctx = _context(found, localization, params, config if use_llm else None)
+        generated = _candidates(found, localization, ctx, params, excluded, use_llm, config, problems)
+        round_evaluations: list[PatchEvaluation] = []
+        for candidate, screened in generated:
+            tried += screened
+            if candidate is None:
+                continue
+            candidates[candidate.id] = candidate
+            tried += 1
+            evaluation = validate_candidate(candidate, ctx)
+            ctx.verdicts[candidate.id] = evaluation  # what an LLM generator hears back (_llm_fixes)
+            round_evaluations.append(evaluation)
+            print(f"{candidate.id}: {evaluation.status.value} ({candidate.description})")
+            if evaluation.status is PatchStatus.SOUND or len(round_evaluations) >= params.max_validations:
+                break
+        evaluations += round_evaluations
+        cost += ctx.cost_usd + localization.cost.get("usd", 0.0)
+        problems += [p for p in ctx.problems if p not in problems]
+        regressed = {candidates[e.candidate].target for e in round_evaluations
+                     if e.status is PatchStatus.REGRESSIONS and candidates[e.candidate].target}
+        sound = any(e.status is PatchStatus.SOUND for e in round_evaluations)
+        if sound or not regressed or relocalizations >= params.max_relocalizations:
+            break
+        relocalizations += 1
+        excluded |= {t for t in regressed if t}
+        print(f"regressions: back to Discovery (round {relocalizations}); "
+              f"not patching {', '.join(sorted(excluded))} again")
+        current = current.model_copy(update={
+            "discovery_rounds": current.discovery_rounds + 1,
+            "discovery_max_tests": current.discovery_max_tests + 15,
+        })
+    cost += sum(c.cost_usd for c in candidates.values())
+    return _report(found, localization, evaluations, candidates, tried, relocalizations, cost, use_llm,
+                   problems)
+
+
+def _context(found: DiscoveryResult, localization: LocalizationReport, params: RepairParameters,
+             config: object | None) -> ValidationContext:
+    trace = found.trace
+    nodes = {n.fqn: n for n in trace.nodes}
+    return ValidationContext(
+        found=found, sandbox=params.sandbox, docker_image=params.docker_image, no_cache=params.no_cache,
+        nodes=nodes, failing_sources=test_sources(found, sorted(trace.failed_tests())), llm_config=config,
+    )
+
+
+Generated = Iterator[tuple[PatchCandidate | None, int]]
+
+
+def _candidates(found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
+                params: RepairParameters, excluded: set[str], use_llm: bool, config: object | None,
+                problems: list[str]) -> Generated:
+    """Candidates in the order they are to be validated, each with the count screened to find it."""
+    targets = [r.fqn for r in localization.ranking
+               if r.fqn in ctx.nodes and is_valid_node(ctx.nodes[r.fqn]) and r.fqn not in excluded
+               and not is_test_file(ctx.nodes[r.fqn].file or "")][:params.repair_top]
+    if not targets:
+        problems.append("no function to patch: every candidate was excluded or is test code")
+        return
+    if use_llm and config is not None and params.max_llm_fixes:
+        yield from _llm_fixes(targets[0], found, localization, ctx, params, config, problems)
+    yield from _confirmed_fixes(targets, found, localization, ctx)
+    yield from _mutation_search(targets, found, ctx, params)
+
+
+def _file_with(found: DiscoveryResult, node: Node, function: str) -> dict[str, str]:
+    text, _ = read_function(found.prepared.workspace.root, node)
+    return {node.file: replace_function(text, qualname_of(node), function)}  # type: ignore[dict-item]
+
+
+def _confirmed_fixes(targets: Sequence[str], found: DiscoveryResult, localization: LocalizationReport,
+                     ctx: ValidationContext) -> Generated:
+    """Fixes the Localization loop already ran on the whole suite."""
+    seen: set[str] = set()
+    for record in localization.inspections:
+        if (record.fix_evidence is FixEvidence.FIX_CONFIRMED and record.target in targets
+                and record.fix_source and record.target not in seen):
+            seen.add(record.target)
+            node = ctx.nodes[record.target]
+            yield PatchCandidate(
+                id=f"confirmed-{len(seen)}", generator="mutation", target=record.target,
+                description=f"{record.target}: {record.fix}",
+                files=_file_with(found, node, record.fix_source),
+            ), 0
+
+
+def _mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: ValidationContext,
+                     params: RepairParameters) -> Generated:
+    """One-edit mutants of each target that fix its tests, screened in parallel, smallest edit first."""
+    screens = []
+    for target in targets:
+        node = ctx.nodes[target]
+        _, source = read_function(found.prepared.workspace.root, node)
+        mutants = mutate_function(source, target, start_line=node.start_line or 1,
+                                  max_mutants=params.max_mutants_per_function)
+        selection = tests_for_node(target, found.trace, max_tests=params.max_tests_per_inspection)
+        if not mutants or not node.file or not selection.test_ids:
+            continue
+        specs = tuple(MutantSpec(id=f"m{i}", fqn=target, file=node.file, source=m.source)
+                      for i, m in enumerate(mutants))
+        request = focused_request(found.prepared, selection.test_ids, found.overlay, mutants=specs,
+                                  trace=False)
+        future = run_mutants.submit(request, backend=params.sandbox, docker_image=params.docker_image,
+                                    interpreter_version=found.prepared.interpreter_version)
+        screens.append((target, node, mutants, future))
+    seen_sources: set[str] = set()
+    for target, node, mutants, future in screens:
+        report: MutantRunReport = future.result()
+        ran = {i: r.outcomes for i, r in report.mutants.items() if r.status in ("ran", "timeout")}
+        verdict = classify_mutants({t: o for t, o in report.original.items() if t not in report.flaky}, ran)
+        fixing = sorted(verdict.fixing, key=lambda i: (mutants[int(i[1:])].edit_size, int(i[1:])))
+        yield None, verdict.ran
+        for mutant_id in fixing:
+            mutant = mutants[int(mutant_id[1:])]
+            if mutant.source in seen_sources:
+                continue
+            seen_sources.add(mutant.source)
+            yield PatchCandidate(
+                id=f"mutation-{target.rsplit('.', 1)[-1]}-{mutant_id}", generator="mutation", target=target,
+                description=f"{target}: {mutant.description}", files=_file_with(found, node, mutant.source),
+                edit_size=mutant.edit_size, operator=mutant.operator,
+            ), 0
+
+
+def _llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
+               params: RepairParameters, config: object, problems: list[str]) -> Generated:
+    """The model's minimal fix (seed 000 prompt), re-asked with each rejection's reason."""
+    from equisa_core.prompts.localization import render_patch
+    from tasks.llm import LLMError, ask_for_function
+
+    node = ctx.nodes[target]
+    text, source = read_function(found.prepared.workspace.root, node)
+    reflection = "\n".join(r.reasoning for r in localization.inspections
+                           if r.target == target and r.reasoning)
+    failures = "\n".join(f"{t.test_id}: {t.exception_type}: {t.message}" for t in found.trace.tests
+                         if t.test_id in found.trace.failed_tests())[:4000]
+    messages = render_patch(target, source, f"{reflection}\n\nFailing tests:\n{failures}".strip())
+    for attempt in range(1, params.max_llm_fixes + 1):
+        try:
+            answer = ask_for_function(config, messages, text, qualname_of(node), "patch")  # type: ignore[arg-type]
+        except LLMError as error:
+            problems.append(f"LLM fix of {target}: {error.message}")
+            return
+        candidate = PatchCandidate(
+            id=f"llm-fix-{attempt}", generator="llm-fix", target=target,
+            description=f"{target}: the model's fix",
+            files={node.file: replace_function(text, qualname_of(node), answer.source)},  # type: ignore[dict-item]
+            cost_usd=sum(c.cost_usd or 0.0 for c in answer.calls),
+        )
+        yield candidate, 0
+        verdict = _last_verdict(ctx, candidate.id)
+        if verdict is None or verdict.status is PatchStatus.SOUND:
+            return
+        messages = [*messages, {"role": "assistant", "content": answer.source},
+                    {"role": "user", "content": f"The fix was rejected ({verdict.status.value}): "
+                                                f"{verdict.detail}\nReply with ONLY the corrected function."}]
+
+
+def _last_verdict(ctx: ValidationContext, candidate_id: str) -> PatchEvaluation | None:
+    return ctx.verdicts.get(candidate_id)
+
+
+def _report(found: DiscoveryResult, localization: LocalizationReport, evaluations: Sequence[PatchEvaluation],
+            candidates: dict[str, PatchCandidate], tried: int, relocalizations: int, cost: float,
+            use_llm: bool, problems: list[str]) -> RepairReport:
+    status = repair_status(evaluations)
+    best = next((e for e in evaluations if e.status is PatchStatus.SOUND), None) or next(
+        (e for e in evaluations if e.status is PatchStatus.OVERFITTING), None)
+    diff, target, generator, checks = "", None, None, {}
+    originals: dict[str, str] = {}
+    patched: dict[str, str] = {}
+    if best is not None:
+        candidate = candidates[best.candidate]
+        root = found.prepared.workspace.root
+        originals = {p: _read_exact(root / p) for p in candidate.files}
+        patched = dict(candidate.files)
+        diff = candidate_diff(originals, candidate)
+        target, generator, checks = candidate.target, candidate.generator, dict(best.checks)
+    elif localization.ranking:
+        target = localization.ranking[0].fqn
+    report = RepairReport(
+        status=status, mode="llm" if use_llm else "deterministic", target=target, diff=diff,
+        candidate=best.candidate if best else None, generator=generator, candidates_tried=tried,
+        validation=checks, evaluations=tuple(evaluations), relocalizations=relocalizations,
+        localization=localization, cost={"usd": round(cost, 6)},
+        problems=tuple(dict.fromkeys([*localization.problems, *problems])),
+        patched_files=patched, original_files=originals,
+    )
+    create_markdown_artifact(
+        key="repair-patch",
+        markdown=f"**{status}** — {target or 'no target'}\n\n```diff\n{diff or '(no patch)'}\n```\n",
+        description=f"repair: {status}",
+    )
+    return report
+
+
+def _read_exact(path: Path) -> str:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return handle.read()

@@ -1,0 +1,264 @@
+"""Validation (Loop 3, seed 000 §6): is a patch candidate a fix, a regression, or an overfit?
+
+Control flow only; every test run is a cached ``run-tests`` task in a sandbox, with the candidate's
+files as an overlay on the workspace copy (never the user's tree). A candidate is accepted
+(``SOUND``) when, in this order:
+
+1. its files compile (``DOES_NOT_COMPILE`` otherwise);
+2. on the whole amplified suite (generated tests included, flaky tests left out) every test that
+   failed now passes (``STILL_FAILING``) and every test that passed still passes (``REGRESSIONS``);
+3. it passes the anti-overfitting checks (``OVERFITTING`` otherwise):
+   - ``overfitting detectors``: no literal copied from a failing test's expected values and no
+     special-case branch on a failing test's inputs (``equisa_core.overfitting``);
+   - ``carved tests``: tests carved from passing executions of the target (recorded on the original
+     code, so they hold the behaviour the suite already accepted) still pass with the patch;
+   - ``novel-input tests`` (LLM mode): the model's tests of the failing tests' behaviour with
+     different inputs pass; a model's test that errors is ignored and said so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
+from equisa_core.errors import EquisaError
+from equisa_core.models import Node, SuiteTrace, TestOutcome
+from equisa_core.overfitting import overfitting_findings
+from equisa_core.source_edit import function_source
+from flows.discovery import DiscoveryResult, focused_request
+from tasks.inspection import qualname_of
+from tasks.run_tests import run_tests
+
+__all__ = ["ValidationContext", "validate_candidate", "test_sources"]
+
+CARVED_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_carved.py"
+NOVEL_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_novel.py"
+
+
+class ValidationContext(BaseModel):
+    """What every candidate of one repair run is judged against."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    found: DiscoveryResult
+    sandbox: str = "local"
+    docker_image: str | None = None
+    no_cache: bool = False
+    nodes: dict[str, Node]
+    failing_sources: dict[str, str] = Field(default_factory=dict, description="Failing test id -> source.")
+    llm_config: object | None = None
+    carved: dict[str, str | None] = Field(default_factory=dict, description="Target -> carved module.")
+    novel: dict[str, str | None] = Field(default_factory=dict, description="Target -> model's test module.")
+    problems: list[str] = Field(default_factory=list)
+    cost_usd: float = 0.0
+    verdicts: dict[str, PatchEvaluation] = Field(default_factory=dict, description="Candidate id -> verdict.")
+
+    @property
+    def failing(self) -> set[str]:
+        return self.found.trace.failed_tests()
+
+    @property
+    def passing(self) -> set[str]:
+        trace = self.found.trace
+        return trace.passed_tests() - trace.flaky
+
+
+def test_sources(found: DiscoveryResult, test_ids: Sequence[str]) -> dict[str, str]:
+    """Test id -> the test function's source, for the tests whose source can be found."""
+    root = found.prepared.workspace.root
+    sources: dict[str, str] = {}
+    for test_id in test_ids:
+        path, _, rest = test_id.partition("::")
+        qualname = ".".join(part.split("[", 1)[0] for part in rest.split("::") if part)
+        text = found.overlay.get(path)
+        try:
+            text = text if text is not None else (root / path).read_text(encoding="utf-8")
+            sources[test_id] = function_source(text, qualname)
+        except (OSError, UnicodeDecodeError, EquisaError, SyntaxError):
+            continue
+    return sources
+
+
+test_sources.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
+def _run(ctx: ValidationContext, request) -> SuiteTrace:
+    prepared = ctx.found.prepared
+    return run_tests.with_options(refresh_cache=ctx.no_cache or None)(
+        request, backend=ctx.sandbox, interpreter_version=prepared.interpreter_version,
+        docker_image=ctx.docker_image)
+
+
+def validate_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> PatchEvaluation:
+    """Judge one candidate (see the module docstring); never raises for what the candidate does."""
+    checks: dict[str, str] = {}
+    for path, text in sorted(candidate.files.items()):
+        try:
+            compile(text, path, "exec")
+        except (SyntaxError, ValueError) as error:
+            return PatchEvaluation(candidate=candidate.id, status=PatchStatus.DOES_NOT_COMPILE,
+                                   detail=f"{path}: {error}", checks={"compiles": str(error)})
+    checks["compiles"] = "passed"
+    trace = ctx.found.trace
+    everything = [t.test_id for t in trace.tests if t.test_id not in trace.flaky]
+    overlay = {**ctx.found.overlay, **candidate.files}
+    run = _run(ctx, focused_request(ctx.found.prepared, everything, overlay, trace=False))
+    outcomes = {t.test_id: t for t in run.tests}
+    still = sorted(t for t in ctx.failing if _outcome(outcomes, t) is not TestOutcome.PASSED)
+    broken = sorted(t for t in ctx.passing if _outcome(outcomes, t) is not TestOutcome.PASSED)
+    checks["failing tests pass"] = "passed" if not still else f"{len(still)} still fail: {_names(still)}"
+    checks["no regressions"] = "passed" if not broken else f"{len(broken)} now fail: {_names(broken)}"
+    if still or broken:
+        status = PatchStatus.STILL_FAILING if still else PatchStatus.REGRESSIONS
+        first = outcomes.get((still or broken)[0])
+        why = f" ({first.exception_type}: {first.message})" if first and first.exception_type else ""
+        return PatchEvaluation(candidate=candidate.id, status=status, still_failing=tuple(still),
+                               regressions=tuple(broken), checks=checks,
+                               detail=checks["failing tests pass" if still else "no regressions"] + why)
+    reasons = [
+        _detectors(candidate, ctx, checks),
+        _carved_tests(candidate, ctx, checks),
+        _novel_tests(candidate, ctx, checks),
+    ]
+    failed = [r for r in reasons if r]
+    if failed:
+        return PatchEvaluation(candidate=candidate.id, status=PatchStatus.OVERFITTING,
+                               detail="; ".join(failed), checks=checks)
+    return PatchEvaluation(candidate=candidate.id, status=PatchStatus.SOUND, checks=checks,
+                           detail="passes the suite and every anti-overfitting check")
+
+
+def _outcome(outcomes: Mapping[str, object], test_id: str) -> TestOutcome | None:
+    result = outcomes.get(test_id)
+    return getattr(result, "outcome", None)
+
+
+def _names(test_ids: Sequence[str]) -> str:
+    shown = ", ".join(t.split("::")[-1] for t in test_ids[:3])
+    return shown + (f" and {len(test_ids) - 3} more" if len(test_ids) > 3 else "")
+
+
+def _functions(candidate: PatchCandidate, ctx: ValidationContext) -> tuple[str, str] | None:
+    """The target's original and patched source, when the candidate names one target."""
+    node = ctx.nodes.get(candidate.target or "")
+    if node is None or not node.file or node.file not in candidate.files:
+        return None
+    root = ctx.found.prepared.workspace.root
+    try:
+        original = function_source((root / node.file).read_text(encoding="utf-8"), qualname_of(node))
+        patched = function_source(candidate.files[node.file], qualname_of(node))
+    except (OSError, EquisaError, SyntaxError):
+        return None
+    return original, patched
+
+
+def _detectors(candidate: PatchCandidate, ctx: ValidationContext, checks: dict[str, str]) -> str | None:
+    pair = _functions(candidate, ctx)
+    if pair is None:
+        checks["overfitting detectors"] = "not applicable: the patch names no single function"
+        return None
+    findings = overfitting_findings(pair[0], pair[1], ctx.failing_sources)
+    if candidate.operator == "constant_off_by_one":
+        # A corrected constant equals what the tests expect by nature: not a copied output. The
+        # carved and novel-input tests still judge whether it generalizes.
+        findings = [f for f in findings if f.check != "copied_literal"]
+    if not findings:
+        checks["overfitting detectors"] = "passed"
+        return None
+    text = "; ".join(f"{f.check} at line {f.line}: {f.detail}" for f in findings[:3])
+    checks["overfitting detectors"] = text
+    return text
+
+
+def _carved_module(target: str, ctx: ValidationContext) -> str | None:
+    """Tests carved from passing executions of ``target`` on the original code, that pass there."""
+    if target in ctx.carved:
+        return ctx.carved[target]
+    trace = ctx.found.trace
+    coverage = trace.coverage()
+    passing = sorted(coverage.get(target, set()) & ctx.passing)
+    module = None
+    if passing:
+        recorded = _run(ctx, focused_request(ctx.found.prepared, passing, ctx.found.overlay,
+                                             record=(target,), trace=False))
+        carved = carve_tests(recorded, [target], ctx.nodes, max_per_member=6)
+        if carved:
+            source = carved_module(carved)
+            overlay = {**ctx.found.overlay, CARVED_CHECK_PATH: source}
+            check = _run(ctx, ctx.found.prepared.base.model_copy(update={
+                "overlay": overlay, "tests": (CARVED_CHECK_PATH,), "only": None, "trace": False}))
+            passed = {r.test_id.split("::")[-1] for r in check.tests if r.outcome is TestOutcome.PASSED}
+            good = [t for t in carved if t.name in passed]
+            module = carved_module(good) if good else None
+    ctx.carved[target] = module
+    return module
+
+
+def _carved_tests(candidate: PatchCandidate, ctx: ValidationContext, checks: dict[str, str]) -> str | None:
+    module = _carved_module(candidate.target, ctx) if candidate.target else None
+    if module is None:
+        checks["carved tests"] = "not applicable: no recorded passing execution could be carved"
+        return None
+    overlay = {**ctx.found.overlay, **candidate.files, CARVED_CHECK_PATH: module}
+    run = _run(ctx, ctx.found.prepared.base.model_copy(update={
+        "overlay": overlay, "tests": (CARVED_CHECK_PATH,), "only": None, "trace": False}))
+    failed = [t for t in run.tests if t.outcome is not TestOutcome.PASSED]
+    if not failed:
+        checks["carved tests"] = f"passed ({len(run.tests)} tests)"
+        return None
+    text = (f"changes the result on inputs the suite passed with: {failed[0].test_id.split('::')[-1]} "
+            f"({failed[0].exception_type}: {failed[0].message})")
+    checks["carved tests"] = text
+    return text
+
+
+def _novel_tests(candidate: PatchCandidate, ctx: ValidationContext, checks: dict[str, str]) -> str | None:
+    if ctx.llm_config is None:
+        checks["novel-input tests"] = "not run: deterministic mode"
+        return None
+    pair = _functions(candidate, ctx)
+    if pair is None:
+        checks["novel-input tests"] = "not applicable: the patch names no single function"
+        return None
+    module = _novel_module(candidate.target or "", pair[0], ctx)
+    if module is None:
+        checks["novel-input tests"] = "not run: the model gave no usable tests"
+        return None
+    overlay = {**ctx.found.overlay, **candidate.files, NOVEL_CHECK_PATH: module}
+    run = _run(ctx, ctx.found.prepared.base.model_copy(update={
+        "overlay": overlay, "tests": (NOVEL_CHECK_PATH,), "only": None, "trace": False}))
+    wrong = [t for t in run.tests if t.outcome is TestOutcome.FAILED
+             and (t.exception_type or "").endswith("AssertionError")]
+    broken = [t for t in run.tests if t.outcome is TestOutcome.ERROR or (
+        t.outcome is TestOutcome.FAILED and t not in wrong)]
+    if broken:
+        ctx.problems.append(f"novel-input tests for {candidate.target}: {len(broken)} broken test(s) ignored")
+    if wrong:
+        text = f"fails the model's novel-input test {wrong[0].test_id.split('::')[-1]}: {wrong[0].message}"
+        checks["novel-input tests"] = text
+        return text
+    checks["novel-input tests"] = f"passed ({len(run.tests) - len(broken)} tests)"
+    return None
+
+
+def _novel_module(target: str, original: str, ctx: ValidationContext) -> str | None:
+    """The model's novel-input tests for ``target`` (asked once per target and cached)."""
+    if target in ctx.novel:
+        return ctx.novel[target]
+    from equisa_core.llm_text import clean_test_module
+    from equisa_core.prompts.validation import render_novel_input_tests
+    from tasks.llm import LLMError, call_llm
+
+    module = None
+    try:
+        answer = call_llm(ctx.llm_config, render_novel_input_tests(target, original, ctx.failing_sources),  # type: ignore[arg-type]
+                          "novel-input-tests")
+        ctx.cost_usd += answer.call.cost_usd or 0.0
+        module = clean_test_module(answer.text)
+    except LLMError as error:
+        ctx.problems.append(f"novel-input tests for {target}: {error.message}")
+    ctx.novel[target] = module
+    return module

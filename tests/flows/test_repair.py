@@ -1,0 +1,160 @@
+"""``equisa repair`` end to end: deterministic and LLM mode, the diff, --apply, verdicts and exit codes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from equisa_core.errors import EXIT_NOT_FIXED, NothingToLocalizeError
+from equisa_core.repair import RepairReport
+from tests.flows.test_localize import BUGGY, INVOICING, scripted_debugger
+from tests.integration.test_probe import tree_digest
+from tests.scripted_llm_server import Reply
+
+EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
+
+
+def repair(env: dict[str, str], *args: str) -> tuple[int, str]:
+    done = subprocess.run([EQUISA, "repair", *args], capture_output=True, text=True, env=env, timeout=900)
+    return done.returncode, done.stderr
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_deterministic_repair_of_the_invoicing_example(tmp_path, cli_env):
+    out, patch = tmp_path / "repair.json", tmp_path / "fix.diff"
+    before = tree_digest(INVOICING)
+    code, err = repair(cli_env, str(INVOICING), "--no-llm", "--json", str(out), "--diff", str(patch))
+    assert code == 0, err
+    assert tree_digest(INVOICING) == before, "the user's tree is written only with --apply"
+    report = RepairReport.model_validate_json(out.read_text())
+    assert (report.status, report.mode, report.target, report.generator) == (
+        "fixed", "deterministic", BUGGY, "mutation")
+    assert "-        return subtotal.amount > self.minimum.amount" in report.diff
+    assert "+        return subtotal.amount >= self.minimum.amount" in report.diff
+    assert patch.read_text() == report.diff
+    assert report.validation["failing tests pass"] == "passed"
+    assert report.validation["no regressions"] == "passed"
+    assert report.validation["overfitting detectors"] == "passed"
+    assert report.validation["carved tests"].startswith("passed")
+    assert report.validation["novel-input tests"] == "not run: deterministic mode"
+    assert report.localization is not None and report.localization.converged
+    assert report.candidates_tried >= 1 and report.evaluations[-1].status == "sound"
+    assert "fixed" in err and "git apply" in err
+    # The diff applies to the original tree with git, and then the whole suite passes.
+    copy = tmp_path / "copy"
+    shutil.copytree(INVOICING, copy)
+    subprocess.run(["git", "apply", str(patch)], cwd=copy, check=True)
+    suite = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=copy,
+                           capture_output=True, text=True)
+    assert suite.returncode == 0, suite.stdout[-2000:]
+
+
+def test_apply_writes_only_to_a_clean_git_tree(tmp_path, cli_env):
+    project = tmp_path / "invoicing"
+    shutil.copytree(INVOICING, project)
+    _git(project, "init", "-q")
+    _git(project, "add", ".")
+    _git(project, "commit", "-qm", "start")
+    (project / "scratch.txt").write_text("mine\n")
+    code, err = repair(cli_env, str(project), "--no-llm", "--apply")
+    assert code == 23, err
+    assert "uncommitted changes" in err and _git(project, "diff") == ""
+    (project / "scratch.txt").unlink()
+    code, err = repair(cli_env, str(project), "--no-llm", "--apply", "--json", str(tmp_path / "r.json"))
+    assert code == 0, err
+    assert RepairReport.model_validate_json((tmp_path / "r.json").read_text()).applied
+    assert "+        return subtotal.amount >= self.minimum.amount" in _git(project, "diff")
+
+
+def test_no_failing_test_is_nothing_to_repair(tmp_path, cli_env):
+    repo = tmp_path / "fine"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "conftest.py").write_text("")
+    (repo / "mod.py").write_text("def ok():\n    return 1\n")
+    (repo / "tests" / "test_ok.py").write_text(
+        "from mod import ok\n\n\ndef test_ok():\n    assert ok() == 1\n")
+    code, err = repair(cli_env, str(repo), "--no-llm")
+    assert code == NothingToLocalizeError.exit_code and "nothing to localize" in err
+
+
+def test_a_bug_no_single_edit_fixes_is_not_fixed(tmp_path, cli_env):
+    repo = tmp_path / "hard"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "conftest.py").write_text("")
+    (repo / "stats.py").write_text(
+        "def mean(values):\n    return sum(values) / len(values)\n\n\n"
+        "def spread(values):\n    # bug: should be max(values) - min(values)\n"
+        "    return values[-1] - values[0]\n")
+    (repo / "tests" / "test_stats.py").write_text(
+        "from stats import mean, spread\n\n\n"
+        "def test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\n"
+        "def test_spread_sorted():\n    assert spread([1, 2, 5]) == 4\n\n\n"
+        "def test_spread_unsorted():\n    assert spread([5, 1, 3]) == 4\n")
+    out = tmp_path / "r.json"
+    code, err = repair(cli_env, str(repo), "--no-llm", "--json", str(out))
+    assert code == EXIT_NOT_FIXED, err
+    report = RepairReport.model_validate_json(out.read_text())
+    assert report.status == "not_fixed" and report.diff == "" and report.target == "stats.spread"
+    assert report.candidates_tried > 0
+
+
+OVERFIT = '''def applies(self, subtotal: Money) -> bool:
+    """Whether the order reaches the minimum order value."""
+    if subtotal.amount == Decimal("100.00"):
+        return True
+    return subtotal.amount > self.minimum.amount
+'''
+CORRECT = '''def applies(self, subtotal: Money) -> bool:
+    """Whether the order reaches the minimum order value."""
+    return subtotal.amount >= self.minimum.amount
+'''
+NOVEL = '''from invoicing.discounts import ThresholdDiscount
+from invoicing.money import Money
+
+
+def test_an_order_of_exactly_fifty_qualifies_for_a_fifty_minimum():
+    assert ThresholdDiscount(50, 5).applies(Money("50.00"))
+
+
+def test_an_order_just_below_does_not():
+    assert not ThresholdDiscount(50, 5).applies(Money("49.99"))
+'''
+
+
+@pytest.mark.parametrize("scenario", ["overfit-then-correct"])
+def test_llm_repair_rejects_an_overfitting_fix_and_accepts_the_corrected_one(tmp_path, cli_env, scripted_llm,
+                                                                           scenario):
+    fixes = iter([OVERFIT, CORRECT])
+    heard = []
+
+    def model(request) -> Reply:
+        content = request.last_user_message
+        if "Reply with ONLY the corrected function" in content or "Reflection:" in content:
+            heard.append(content)
+            return Reply(next(fixes))
+        if "DIFFERENT inputs" in content:
+            return Reply(NOVEL)
+        return scripted_debugger(request)
+
+    scripted_llm.respond_with(model)
+    env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
+           "EQUISA_MODEL": "scripted-debugger"}
+    out = tmp_path / "repair.json"
+    code, err = repair(env, str(INVOICING), "--llm", "--json", str(out))
+    assert code == 0, err
+    report = RepairReport.model_validate_json(out.read_text())
+    assert (report.status, report.mode, report.generator) == ("fixed", "llm", "llm-fix")
+    first, second = report.evaluations[:2]
+    assert first.status == "overfitting" and "special_case_branch" in first.detail
+    assert second.status == "sound" and report.candidate == "llm-fix-2"
+    assert "overfitting" in heard[-1], "the rejection's reason reaches the model"
+    assert report.validation["novel-input tests"].startswith("passed")
+    assert "+    return subtotal.amount >= self.minimum.amount" in report.diff.replace("        ", "    ")

@@ -5,8 +5,9 @@ Control flow only. The graph of seed 000 Appendix A with its placeholders made r
 Validation verdict. Candidates come from the generators in this order:
 
 - LLM mode: the model's minimal fix of the localized function (seed prompt), re-asked with each
-  rejection's reason (``max_llm_fixes``); then the multi-retrieval patcher (seed 004) when
-  available; then the deterministic search;
+  rejection's reason (``max_llm_fixes``); then the multi-retrieval patcher (seed 004,
+  ``tasks/patcher.py``: it greps and reads code, proposes ``<patches>``, hears each verdict);
+  then the deterministic search;
 - deterministic search: the one-edit mutants (``equisa_core.mutation``) of the top
   ``repair_top`` functions, by confidence; each function's mutants are screened together against
   its tests in one sandboxed process (the screens of all functions run in parallel), and those
@@ -52,6 +53,7 @@ class RepairParameters(LocalizeParameters):
     max_mutants_per_function: int = Field(150, ge=1, description="Mutants screened per function.")
     max_validations: int = Field(12, ge=1, description="Candidates validated in full.")
     max_llm_fixes: int = Field(3, ge=0, description="Fixes asked of the model (each re-ask included).")
+    patcher_evaluations: int = Field(3, ge=0, description="Patches of the multi-retrieval patcher validated.")
     max_relocalizations: int = Field(1, ge=0, description="Returns to Discovery after regressions.")
 
 
@@ -77,7 +79,7 @@ def repair(params: RepairParameters) -> RepairReport:
                 continue
             candidates[candidate.id] = candidate
             tried += 1
-            evaluation = validate_candidate(candidate, ctx)
+            evaluation = ctx.verdicts.get(candidate.id) or validate_candidate(candidate, ctx)
             ctx.verdicts[candidate.id] = evaluation  # what an LLM generator hears back (_llm_fixes)
             round_evaluations.append(evaluation)
             print(f"{candidate.id}: {evaluation.status.value} ({candidate.description})")
@@ -129,6 +131,8 @@ def _candidates(found: DiscoveryResult, localization: LocalizationReport, ctx: V
         return
     if use_llm and config is not None and params.max_llm_fixes:
         yield from _llm_fixes(targets[0], found, localization, ctx, params, config, problems)
+    if use_llm and config is not None and params.patcher_evaluations and not _accepted(ctx):
+        yield from _patcher(targets[0], found, localization, ctx, params, config, problems)
     yield from _confirmed_fixes(targets, found, localization, ctx)
     yield from _mutation_search(targets, found, ctx, params)
 
@@ -200,8 +204,7 @@ def _llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRe
 
     node = ctx.nodes[target]
     text, source = read_function(found.prepared.workspace.root, node)
-    reflection = "\n".join(r.reasoning for r in localization.inspections
-                           if r.target == target and r.reasoning)
+    reflection = _reflection(localization, target)
     failures = "\n".join(f"{t.test_id}: {t.exception_type}: {t.message}" for t in found.trace.tests
                          if t.test_id in found.trace.failed_tests())[:4000]
     messages = render_patch(target, source, f"{reflection}\n\nFailing tests:\n{failures}".strip())
@@ -224,6 +227,47 @@ def _llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRe
         messages = [*messages, {"role": "assistant", "content": answer.source},
                     {"role": "user", "content": f"The fix was rejected ({verdict.status.value}): "
                                                 f"{verdict.detail}\nReply with ONLY the corrected function."}]
+
+
+def _patcher(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
+             params: RepairParameters, config: object, problems: list[str]) -> Generated:
+    """The multi-retrieval patcher (seed 004): it retrieves code and proposes patches; each one that
+    applies and compiles is validated here, and the verdict is what it hears back."""
+    from tasks.patcher import PatcherIssue, run_patcher
+
+    node = ctx.nodes[target]
+    _, source = read_function(found.prepared.workspace.root, node)
+    failing = sorted(found.trace.failed_tests())
+    output = "\n".join(f"{t.test_id}: {t.exception_type}: {t.message}\n" + "\n".join(
+        f'  File "{f.file}", line {f.line}, in {f.function}' for f in t.traceback)
+        for t in found.trace.tests if t.test_id in failing)
+    reflection = _reflection(localization, target)
+    issue = PatcherIssue(target=target, target_file=node.file, source=source, failing_tests=tuple(failing),
+                         test_output=output, reflection=reflection)
+
+    def evaluate(candidate: PatchCandidate) -> PatchEvaluation:
+        verdict = validate_candidate(candidate, ctx)
+        ctx.verdicts[candidate.id] = verdict
+        proposed.append(candidate)
+        return verdict
+
+    proposed: list[PatchCandidate] = []
+    result = run_patcher(config, issue, found.prepared.workspace.root, evaluate,  # type: ignore[arg-type]
+                         max_evaluations=params.patcher_evaluations, id_prefix="patcher")
+    ctx.cost_usd += result.cost_usd
+    if result.error:
+        problems.append(f"patcher: {result.error}")
+    for candidate in proposed:
+        yield candidate, 0
+
+
+def _reflection(localization: LocalizationReport, target: str) -> str:
+    """What the Localization loop concluded about ``target``, one reasoning per inspection."""
+    return "\n".join(r.reasoning for r in localization.inspections if r.target == target and r.reasoning)
+
+
+def _accepted(ctx: ValidationContext) -> bool:
+    return any(v.status is PatchStatus.SOUND for v in ctx.verdicts.values())
 
 
 def _last_verdict(ctx: ValidationContext, candidate_id: str) -> PatchEvaluation | None:

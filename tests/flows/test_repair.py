@@ -158,3 +158,45 @@ def test_llm_repair_rejects_an_overfitting_fix_and_accepts_the_corrected_one(tmp
     assert "overfitting" in heard[-1], "the rejection's reason reaches the model"
     assert report.validation["novel-input tests"].startswith("passed")
     assert "+    return subtotal.amount >= self.minimum.amount" in report.diff.replace("        ", "    ")
+
+
+UNCHANGED = OVERFIT.replace('    if subtotal.amount == Decimal("100.00"):\n        return True\n', "")
+
+
+def test_llm_repair_falls_back_to_the_multi_retrieval_patcher(tmp_path, cli_env, scripted_llm):
+    """The model's minimal fixes never help (it returns the function unchanged); the patcher greps,
+    reads the code and proposes a `<patches>` block that Validation accepts."""
+    patcher_turns = []
+
+    def model(request) -> Reply:
+        content = request.last_user_message
+        in_patcher = "expert Python debugger fixing a bug" in request.body["messages"][0]["content"]
+        if in_patcher and len(request.body["messages"]) == 1:
+            patcher_turns.append("analyze")
+            return Reply("The comparison excludes the minimum itself. <grep>minimum.amount</grep>")
+        if in_patcher:
+            patcher_turns.append("retrieve")
+            assert "return subtotal.amount > self.minimum.amount" in content
+            return Reply(
+                "Orders at the minimum must qualify.\n<patches>\n<patch>\n<original_code>\n"
+                "        return subtotal.amount > self.minimum.amount\n</original_code>\n"
+                "<code_lines_to_replace>\ninvoicing/discounts.py:58\n</code_lines_to_replace>\n<patched_code>\n"
+                "        return subtotal.amount >= self.minimum.amount\n</patched_code>\n</patch>\n"
+                "</patches>\n")
+        if "Reply with ONLY the corrected function" in content or "Reflection:" in content:
+            return Reply(UNCHANGED)
+        if "DIFFERENT inputs" in content:
+            return Reply(NOVEL)
+        return scripted_debugger(request)
+
+    scripted_llm.respond_with(model)
+    env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
+           "EQUISA_MODEL": "scripted-debugger"}
+    out = tmp_path / "repair.json"
+    code, err = repair(env, str(INVOICING), "--llm", "--json", str(out))
+    assert code == 0, err
+    report = RepairReport.model_validate_json(out.read_text())
+    assert (report.status, report.generator) == ("fixed", "patcher"), report.evaluations
+    assert [e.status for e in report.evaluations] == ["still_failing"] * 3 + ["sound"]
+    assert patcher_turns == ["analyze", "retrieve"]
+    assert "+        return subtotal.amount >= self.minimum.amount" in report.diff

@@ -23,6 +23,17 @@ def repair(env: dict[str, str], *args: str) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
+def repair_with_model(tmp_path: Path, cli_env: dict[str, str], scripted_llm, model) -> RepairReport:
+    """``equisa repair --llm`` on the invoicing example with ``model`` answering; must exit 0."""
+    scripted_llm.respond_with(model)
+    env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
+           "EQUISA_MODEL": "scripted-debugger"}
+    out = tmp_path / "repair.json"
+    code, err = repair(env, str(INVOICING), "--llm", "--json", str(out))
+    assert code == 0, err
+    return RepairReport.model_validate_json(out.read_text())
+
+
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=cwd, check=True,
                           capture_output=True, text=True).stdout
@@ -144,13 +155,7 @@ def test_llm_repair_rejects_an_overfitting_fix_and_accepts_the_corrected_one(tmp
             return Reply(NOVEL)
         return scripted_debugger(request)
 
-    scripted_llm.respond_with(model)
-    env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
-           "EQUISA_MODEL": "scripted-debugger"}
-    out = tmp_path / "repair.json"
-    code, err = repair(env, str(INVOICING), "--llm", "--json", str(out))
-    assert code == 0, err
-    report = RepairReport.model_validate_json(out.read_text())
+    report = repair_with_model(tmp_path, cli_env, scripted_llm, model)
     assert (report.status, report.mode, report.generator) == ("fixed", "llm", "llm-fix")
     first, second = report.evaluations[:2]
     assert first.status == "overfitting" and "special_case_branch" in first.detail
@@ -189,13 +194,7 @@ def test_llm_repair_falls_back_to_the_multi_retrieval_patcher(tmp_path, cli_env,
             return Reply(NOVEL)
         return scripted_debugger(request)
 
-    scripted_llm.respond_with(model)
-    env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
-           "EQUISA_MODEL": "scripted-debugger"}
-    out = tmp_path / "repair.json"
-    code, err = repair(env, str(INVOICING), "--llm", "--json", str(out))
-    assert code == 0, err
-    report = RepairReport.model_validate_json(out.read_text())
+    report = repair_with_model(tmp_path, cli_env, scripted_llm, model)
     assert (report.status, report.generator) == ("fixed", "patcher"), report.evaluations
     assert [e.status for e in report.evaluations] == ["still_failing"] * 3 + ["sound"]
     assert patcher_turns == ["analyze", "retrieve"]

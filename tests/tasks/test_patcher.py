@@ -10,10 +10,9 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
-from prefect import flow
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 from prefect.testing.utilities import prefect_test_harness
 
@@ -21,7 +20,7 @@ from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.prompts.patcher import NO_ACTION_MESSAGE, QUERIES_IGNORED_NOTE
 from equisa_core.retrieval import python_grep
 from tasks import patcher as patcher_module
-from tasks.llm import CostLedger, LLMConfig, ModelPrice
+from tasks.llm import CostLedger, LLMConfig
 from tasks.patcher import (
     PatchAction,
     PatcherIssue,
@@ -30,12 +29,12 @@ from tasks.patcher import (
     ripgrep_search,
     run_patcher,
 )
-from tests.scripted_llm_server import Fault, RecordedRequest, Reply, ScriptedLLM
+from tests.scripted_llm_server import Fault, RecordedRequest, Reply
+from tests.tasks.test_llm import BACKUP, PRIMARY, in_flow, make_config
 
 pytestmark = pytest.mark.integration
 
 T = TypeVar("T")
-PRIMARY, BACKUP = "primary-model", "backup-model"
 PRIMARY_CALL = 100 * 2.0 / 1e6 + 20 * 8.0 / 1e6  # a Reply's default usage at the primary's prices
 BACKUP_CALL = 100 * 0.5 / 1e6 + 20 * 1.0 / 1e6
 
@@ -121,31 +120,6 @@ def repo(tmp_path: Path) -> Path:
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text)
     return root
-
-
-def make_config(server: ScriptedLLM, **overrides: Any) -> LLMConfig:
-    values: dict[str, Any] = {
-        "base_url": server.base_url,
-        "api_key": "test-key",
-        "model": PRIMARY,
-        "backup_model": BACKUP,
-        "timeout_s": 5.0,
-        "backoff_s": 0.0,
-        "prices": {
-            PRIMARY: ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0),
-            BACKUP: ModelPrice(input_per_mtok=0.5, output_per_mtok=1.0),
-        },
-    }
-    values.update(overrides)
-    return LLMConfig(**values)
-
-
-def in_flow(body: Callable[[], T]) -> T:
-    @flow(name="patcher-test")
-    def patcher_test() -> Any:
-        return body()
-
-    return patcher_test()
 
 
 class Judge:

@@ -262,7 +262,8 @@ def _repair_command(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print(f"Report written to {args.json}")
     if args.diff and report.diff:
-        console.print(f"Patch written to {args.diff} (apply with: git apply {args.diff})")
+        console.print(f"Patch written to {args.diff} (apply with: git -C {args.path} apply "
+                      f"{args.diff.resolve()})", highlight=False, soft_wrap=True)
     return {"fixed": EXIT_OK, "plausible_only": EXIT_PLAUSIBLE_ONLY}.get(report.status, EXIT_NOT_FIXED)
 
 

@@ -58,7 +58,7 @@ def test_deterministic_repair_of_the_invoicing_example(tmp_path, cli_env):
     assert report.validation["novel-input tests"] == "not run: deterministic mode"
     assert report.localization is not None and report.localization.converged
     assert report.candidates_tried >= 1 and report.evaluations[-1].status == "sound"
-    assert "fixed" in err and "git apply" in err
+    assert "fixed" in err and f"git -C {INVOICING} apply" in err
     # The diff applies to the original tree with git, and then the whole suite passes.
     copy = tmp_path / "copy"
     shutil.copytree(INVOICING, copy)

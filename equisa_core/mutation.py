@@ -99,8 +99,10 @@ _COMPARE_SWAPS: dict[type[ast.cmpop], tuple[type[ast.cmpop], ...]] = {
     ast.LtE: (ast.Lt, ast.GtE),
     ast.Gt: (ast.GtE, ast.Lt),
     ast.GtE: (ast.Gt, ast.LtE),
-    ast.Eq: (ast.NotEq,),
-    ast.NotEq: (ast.Eq,),
+    # `!=` for `>`/`<` (a loop that never ends, a test that never fails) and `==` for `<=`/`>=`
+    # (an exact match where a bound was meant) are common real bugs, so they are swapped too.
+    ast.Eq: (ast.NotEq, ast.LtE, ast.GtE),
+    ast.NotEq: (ast.Eq, ast.Gt, ast.Lt),
     ast.Is: (ast.IsNot,),
     ast.IsNot: (ast.Is,),
     ast.In: (ast.NotIn,),

@@ -288,7 +288,8 @@ def _mutant_evidence(target: str, node: Node, found: DiscoveryResult, params: Lo
         return {}
     specs = tuple(MutantSpec(id=f"m{index}", fqn=target, file=node.file, source=mutant.source)
                   for index, mutant in enumerate(mutants))
-    request = focused_request(found.prepared, test_ids, found.overlay, mutants=specs, trace=False)
+    request = focused_request(found.prepared, test_ids, found.overlay, mutants=specs, mutants_fail_fast=True,
+                              trace=False)
     report: MutantRunReport = run_mutants(request, backend=params.sandbox,
                                           interpreter_version=found.prepared.interpreter_version,
                                           docker_image=params.docker_image)

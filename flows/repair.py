@@ -173,7 +173,7 @@ def _mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: Valida
         specs = tuple(MutantSpec(id=f"m{i}", fqn=target, file=node.file, source=m.source)
                       for i, m in enumerate(mutants))
         request = focused_request(found.prepared, selection.test_ids, found.overlay, mutants=specs,
-                                  trace=False)
+                                  mutants_fail_fast=True, trace=False)
         future = run_mutants.submit(request, backend=params.sandbox, docker_image=params.docker_image,
                                     interpreter_version=found.prepared.interpreter_version)
         screens.append((target, node, mutants, future))

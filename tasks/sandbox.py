@@ -166,6 +166,9 @@ class RunRequest(BaseModel):
     mutants: tuple[MutantSpec, ...] = Field(
         (), description="Variants of one function: the tests run once as they are, then once per mutant."
     )
+    mutants_fail_fast: bool = Field(
+        False, description="Stop a mutant's round at the first test that passed unmutated and fails "
+        "with it (those run first): enough to tell fixes and kills, much faster.")
 
     @field_validator("overlay")
     @classmethod
@@ -210,6 +213,7 @@ class RunRequest(BaseModel):
         }
         if self.mutants:  # only then, so keys of runs without mutants stay as they were
             payload["mutants"] = [mutant.model_dump() for mutant in self.mutants]
+            payload["mutants_fail_fast"] = self.mutants_fail_fast
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -314,6 +318,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
         args.append(f"--equisa-record={out_dir}/record.txt")
     if request.mutants:
         args.append(f"--equisa-mutants={out_dir}/mutants.json")
+        if request.mutants_fail_fast:
+            args.append("--equisa-mutants-fail-fast")
     return [*args, *request.tests]
 
 

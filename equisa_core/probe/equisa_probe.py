@@ -1048,6 +1048,7 @@ class ProbePlugin:
             self.call_recorder = _CallRecorder(_read_selection(record_path), self._code_fqn)
         self.reports = {}
         self.excinfo = {}
+        self.baseline = {}  # node id -> (outcome, duration) of its ordinary run, for mutant rounds
         self._write({
             "kind": "session",
             "probe_version": PROBE_VERSION,
@@ -1161,11 +1162,12 @@ class ProbePlugin:
             self._finish_test(nodeid)
 
     # -- per-test record ------------------------------------------------------------------------
-    def _start_alarm(self):
+    def _start_alarm(self, seconds=None):
         if self.test_timeout is None:
             return
+        self.alarm_seconds = min(seconds, self.test_timeout) if seconds else self.test_timeout
         self.previous_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, self.test_timeout)
+        signal.setitimer(signal.ITIMER_REAL, self.alarm_seconds)
 
     def _stop_alarm(self):
         if self.test_timeout is None or self.previous_alarm is None:
@@ -1175,7 +1177,8 @@ class ProbePlugin:
         self.previous_alarm = None
 
     def _on_alarm(self, signum, frame):
-        raise TestTimeout("the test ran longer than %gs (EQUISA's per-test timeout)" % self.test_timeout)
+        raise TestTimeout("the test ran longer than %gs (EQUISA's per-test timeout)"
+                          % getattr(self, "alarm_seconds", self.test_timeout))
 
     def _finish_test(self, nodeid):
         self._stop_alarm()
@@ -1196,6 +1199,7 @@ class ProbePlugin:
             "stdout": _tail(reports[-1].capstdout, OUTPUT_TAIL_CHARS) if reports else "",
             "stderr": _tail(reports[-1].capstderr, OUTPUT_TAIL_CHARS) if reports else "",
         }
+        self.baseline[nodeid] = (record["outcome"], record["duration"])
         if self.call_recorder is not None:
             record["calls"] = self.call_recorder.calls
         if excinfo is not None and record["outcome"] in ("failed", "error"):
@@ -1687,12 +1691,20 @@ class _Watchdog:
                     self.on_expire(*self.label)
 
 
+#: A mutant's test may run MUTANT_SLOWDOWN times its unmutated duration (the slowest passing
+#: test's, for one that did not pass), but never less than MUTANT_MIN_LIMIT seconds, nor more than
+#: the per-test timeout.
+MUTANT_SLOWDOWN = 10.0
+MUTANT_MIN_LIMIT = 1.0
+
+
 class _MutantRunner:
     """Runs the rounds: the original, then one per mutant; registered for --equisa-mutants."""
 
-    def __init__(self, probe, specs):
+    def __init__(self, probe, specs, fail_fast=False):
         self.probe = probe
         self.specs = specs
+        self.fail_fast = fail_fast
         self.swapper = _MutantSwapper(probe.root)
         self.lock = threading.Lock()
         self.round = None
@@ -1743,7 +1755,7 @@ class _MutantRunner:
         reason = None
         if self.timed_out:
             reason = "stopped by the %gs per-test timeout: %s" % (
-                self.probe.test_timeout, ", ".join(self.timed_out[:5]))
+                self.probe.test_timeout, ", ".join(self.timed_out[:5]))  # or the relative limit
         self._emit({"kind": "mutant-done", "mutant": mutant, "status": "timeout" if self.timed_out else "ran",
                     "reason": reason, "duration": round(_time_perf() - self.round_started, 6)})
         self.round = None
@@ -1782,15 +1794,35 @@ class _MutantRunner:
             reason = str(error) if isinstance(error, MutantUnswappable) else (
                 "the probe could not swap it in: %s: %s" % (type(error).__name__, _tail(str(error), 300)))
             return self._unswappable(mutant, reason)
+        # Fail fast: tests that passed unmutated go first, and the round stops at the first of
+        # them that fails: the mutant is then killed (for mutation scores) and neither fixes nor
+        # partly fixes anything (for localization and repair), so the rest (often the slow,
+        # failing tests) would tell nothing. Tests not run are absent from the round's records.
+        baseline = self.probe.baseline
+        ordered = items
+        if self.fail_fast:
+            ordered = sorted(items, key=lambda i: baseline.get(i.nodeid, ("",))[0] != "passed")
         try:
-            self._begin(mutant, items)
-            for position, item in enumerate(items):
-                nextitem = items[position + 1] if position + 1 < len(items) else None
-                self._run_item(item, nextitem, runtestprotocol, watchdog)
+            self._begin(mutant, ordered)
+            for position, item in enumerate(ordered):
+                nextitem = ordered[position + 1] if position + 1 < len(ordered) else None
+                outcome = self._run_item(item, nextitem, runtestprotocol, watchdog)
+                broke = outcome != "passed" and baseline.get(item.nodeid, ("",))[0] == "passed"
+                if self.fail_fast and broke and nextitem:
+                    self._tear_down(item, watchdog)
+                    break
         finally:
             for swap in reversed(applied):
                 swap.restore()
         self._done(mutant)
+
+    def _tear_down(self, item, watchdog):
+        """Tear every fixture down after a round stopped early, as the last test would have."""
+        with self._time_limit(item, watchdog):
+            try:
+                item.session._setupstate.teardown_exact(None)
+            except BaseException:
+                pass
 
     def _run_item(self, item, nextitem, runtestprotocol, watchdog):
         started = _time_perf()
@@ -1802,13 +1834,8 @@ class _MutantRunner:
                 escaped = error
         self.probe.excinfo.pop(item.nodeid, None)  # the ProbePlugin keeps one per test it reports
         if escaped is None:
-            self._record_test(item.nodeid, reports)
-            return
-        with self._time_limit(item, watchdog):
-            try:  # tear every fixture down, so the next test sets up from scratch
-                item.session._setupstate.teardown_exact(None)
-            except BaseException:
-                pass
+            return self._record_test(item.nodeid, reports)
+        self._tear_down(item, watchdog)  # so the next test sets up from scratch
         if hasattr(item, "_request"):
             item._request, item.funcargs = False, None
         self.excinfo.pop(item.nodeid, None)
@@ -1816,10 +1843,23 @@ class _MutantRunner:
 
         excinfo = ExceptionInfo.from_exc_info((type(escaped), escaped, escaped.__traceback__))
         self._write_test(item.nodeid, "error", _time_perf() - started, excinfo)
+        return "error"
+
+    def _mutant_limit(self, nodeid):
+        """A mutant round's time limit for one test, relative to the unmutated run: a mutant that
+        makes a test this much slower has looped or stalled, whatever the per-test timeout says."""
+        outcome, duration = self.probe.baseline.get(nodeid, (None, None))
+        if outcome != "passed" or duration is None:
+            passed = [d for o, d in self.probe.baseline.values() if o == "passed"]
+            duration = max(passed) if passed else None
+        if duration is None:
+            return None
+        return max(MUTANT_MIN_LIMIT, MUTANT_SLOWDOWN * duration)
 
     @contextlib.contextmanager
     def _time_limit(self, item, watchdog):
-        self.probe._start_alarm()
+        mutated = self.round not in (None, "original")
+        self.probe._start_alarm(self._mutant_limit(item.nodeid) if mutated else None)
         if watchdog is not None:
             watchdog.arm(self.round, item.nodeid)
         try:
@@ -1830,8 +1870,9 @@ class _MutantRunner:
                 watchdog.disarm()
 
     def _record_test(self, nodeid, reports):
-        self._write_test(nodeid, _outcome(reports), sum(r.duration for r in reports),
-                         self.excinfo.pop(nodeid, None))
+        outcome = _outcome(reports)
+        self._write_test(nodeid, outcome, sum(r.duration for r in reports), self.excinfo.pop(nodeid, None))
+        return outcome
 
     def _write_test(self, nodeid, outcome, duration, excinfo):
         record = {"kind": "mutant-test", "mutant": self.round, "test_id": nodeid, "outcome": outcome,
@@ -1897,6 +1938,9 @@ def pytest_addoption(parser):
                     help="Seconds a test may run before it fails with TestTimeout.")
     group.addoption("--equisa-mutants", default=None,
                     help="JSON list of mutants of a function: the tests run once per mutant.")
+    group.addoption("--equisa-mutants-fail-fast", action="store_true", default=False,
+                    help="In mutant rounds run the tests that passed first; stop a round at the "
+                         "first of them that fails.")
 
 
 def pytest_configure(config):
@@ -1916,4 +1960,6 @@ def pytest_configure(config):
     config.pluginmanager.register(plugin, "equisa-probe-recorder")
     mutants = config.getoption("--equisa-mutants")
     if mutants:
-        config.pluginmanager.register(_MutantRunner(plugin, _read_mutants(mutants)), "equisa-probe-mutants")
+        runner = _MutantRunner(plugin, _read_mutants(mutants),
+                               fail_fast=config.getoption("--equisa-mutants-fail-fast"))
+        config.pluginmanager.register(runner, "equisa-probe-mutants")

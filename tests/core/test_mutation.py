@@ -48,6 +48,17 @@ CASES: list[tuple[str, str, list[str]]] = [
             "def f(a, b):\n    return a >= b or a is None and a not in b and a == b\n",
             "def f(a, b):\n    return a >= b or a is not None and a in b and a == b\n",
             "def f(a, b):\n    return a >= b or a is not None and a not in b and a != b\n",
+            "def f(a, b):\n    return a >= b or a is not None and a not in b and a <= b\n",
+            "def f(a, b):\n    return a >= b or a is not None and a not in b and a >= b\n",
+        ],
+    ),
+    (
+        "comparison_swap",
+        "def f(n):\n    while n != 0:\n        n -= 1\n",
+        [
+            "def f(n):\n    while n == 0:\n        n -= 1\n",
+            "def f(n):\n    while n > 0:\n        n -= 1\n",
+            "def f(n):\n    while n < 0:\n        n -= 1\n",
         ],
     ),
     (

@@ -199,3 +199,30 @@ def test_llm_repair_falls_back_to_the_multi_retrieval_patcher(tmp_path, cli_env,
     assert [e.status for e in report.evaluations] == ["still_failing"] * 3 + ["sound"]
     assert patcher_turns == ["analyze", "retrieve"]
     assert "+        return subtotal.amount >= self.minimum.amount" in report.diff
+
+
+def test_a_missing_repository_is_refused_before_anything_runs(tmp_path, cli_env):
+    code, err = repair(cli_env, str(tmp_path / "nowhere"), "--no-llm")
+    assert code == 3 and "nowhere" in err and "Traceback" not in err
+
+
+def test_a_hanging_test_fails_at_its_timeout_and_the_run_still_reports(tmp_path, cli_env):
+    repo = tmp_path / "hangs"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "conftest.py").write_text("")
+    (repo / "loop.py").write_text(
+        "def countdown(n):\n    steps = []\n    while n != 0:  # bug: n < 0 never ends\n"
+        "        steps.append(n)\n        n -= 1\n    return steps\n")
+    (repo / "tests" / "test_loop.py").write_text(
+        "from loop import countdown\n\n\n"
+        "def test_three():\n    assert countdown(3) == [3, 2, 1]\n\n\n"
+        "def test_negative_gives_nothing():\n    assert countdown(-1) == []\n")
+    before = tree_digest(repo)
+    out = tmp_path / "r.json"
+    code, err = repair(cli_env, str(repo), "--no-llm", "--test-timeout", "3", "--json", str(out))
+    assert tree_digest(repo) == before
+    report = RepairReport.model_validate_json(out.read_text())
+    assert report.localization.tests.failed == 1 and report.target == "loop.countdown"
+    # `!=` -> `>` is a one-edit fix: the hanging test now passes, nothing regresses.
+    assert (code, report.status) == (0, "fixed"), err
+    assert "+    while n > 0:" in report.diff

@@ -8,6 +8,7 @@ function decorated with ``functools.wraps``, one behind ``lru_cache``, and a nes
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -365,3 +366,24 @@ def test_mutant_records_are_read_per_round():
     assert (rounds["original"].status, rounds["original"].duration) == ("ran", 0.5)
     assert (rounds["u"].status, rounds["u"].reason) == ("unswappable", "why")
     assert rounds["m"].status is None and rounds["m"].outcomes == {}
+
+
+def test_fail_fast_runs_passing_tests_first_and_stops_at_the_first_broken_one():
+    """With fail-fast a breaking mutant's round stops at its first broken test (tests that passed
+    unmutated run first); a fixing mutant still runs everything; a looping mutant is stopped by the
+    limit relative to the unmutated run (1 s here), not by the 30 s timeout."""
+    python = venv_with_pytest(f"{sys.version_info[0]}.{sys.version_info[1]}")
+    broken = mutant("break-increment", "Counter.increment", CHANGES["break-increment"][1])
+    request = mutant_request(python, [broken, FIX_ADD, LOOP], mutants_fail_fast=True,
+                             limits=SandboxLimits(test_timeout_s=30.0, wall_clock_s=120.0))
+    report = execute_mutants(LocalSandbox(), request)
+    stopped = report.mutants["break-increment"]
+    assert stopped.status == "ran"
+    assert list(stopped.outcomes)[-1] == T + "test_increment"
+    assert not_passed(stopped) == {"test_increment"} and "test_add" not in short(stopped.outcomes)
+    assert short(report.mutants["fix-add"].outcomes) == {test: PASSED for test in ALL_TESTS}
+    assert report.fixes("fix-add")
+    loop = report.mutants["loop"]
+    assert loop.status == "timeout" and list(loop.outcomes) == [T + "test_add_zero"]
+    assert "ran longer than 1s" in loop.failures[T + "test_add_zero"]
+    assert loop.duration_s < 10

@@ -626,12 +626,39 @@ def run_fauxpy(prepared: Prepared, buggy: Path, workdir: Path) -> tuple[Timed, d
     return run, fauxpy_scores(reports[-1], tree), extra
 
 
+#: The packages of EQUISA that ``equisa`` runs from.
+EQUISA_PACKAGES = ("equisa_core", "tasks", "flows")
+#: Where ``python -m flows.cli`` runs (its working directory comes first on ``sys.path``): the
+#: repository by default, a frozen copy of HEAD once ``freeze_equisa`` has made one.
+EQUISA_ROOT = REPO
+
+
+def freeze_equisa(dest: Path) -> dict:
+    """Copy EQUISA's packages as committed at HEAD into ``dest`` and compile them, so every case of a
+    run measures the same code even while the working tree changes; say what was frozen."""
+    global EQUISA_ROOT
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "HEAD", *EQUISA_PACKAGES],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(dest / p) for p in EQUISA_PACKAGES)],
+                   check=True)
+    EQUISA_ROOT = dest
+    digest = hashlib.sha256()
+    for path in sorted(p for name in EQUISA_PACKAGES for p in (dest / name).rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(path.relative_to(dest).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    dirty = run_text(["git", "-C", str(REPO), "status", "--porcelain", "--", *EQUISA_PACKAGES])
+    return {"commit": run_text(["git", "-C", str(REPO), "rev-parse", "HEAD"]),
+            "sources_sha256": digest.hexdigest(),
+            "working_tree_differs": bool(dirty),
+            "how": "git archive HEAD equisa_core tasks flows; python -m flows.cli from that copy"}
+
+
 def equisa_command(config: str, tree: Path, prepared: Prepared, out: Path,
                    extra: Sequence[str] = ()) -> list[str]:
-    executable = Path(sys.executable).with_name("equisa")
-    base = [str(executable) if executable.exists() else sys.executable]
-    if not executable.exists():
-        base += ["-m", "flows.cli"]
+    """The ``equisa`` call of one configuration (run with ``EQUISA_ROOT`` as working directory)."""
+    base = [sys.executable, "-m", "flows.cli"]
     common = [str(tree), "--python", str(prepared.python), "--json", str(out), *extra,
               "--tests", *prepared.package.tests]
     if config == "tarantula":
@@ -663,7 +690,7 @@ def run_equisa(config: str, prepared: Prepared, buggy: Path, workdir: Path, serv
         extra["PREFECT_HOME"] = str(private / "prefect-home")
     else:  # the embedded server: one warm home for the whole run, as on a user's machine
         extra["PREFECT_HOME"] = str(workdir.parent / "embedded-prefect-home")
-    run = timed_run(equisa_command(config, buggy, prepared, out, EQUISA_EXTRA), REPO, tool_env(extra))
+    run = timed_run(equisa_command(config, buggy, prepared, out, EQUISA_EXTRA), EQUISA_ROOT, tool_env(extra))
     report = json.loads(out.read_text()) if out.exists() else None
     shutil.rmtree(private / "prefect-storage", ignore_errors=True)
     shutil.rmtree(private / "workspaces", ignore_errors=True)
@@ -845,6 +872,17 @@ def build_summary(cases: Sequence[Mapping], configs: Sequence[str]) -> dict:
         embedded = [r["wall_embedded_s"] for r in rows if "wall_embedded_s" in r]
         if embedded:
             summary["configs"][config]["wall_total_embedded_s"] = round(sum(embedded), 1)
+    summary["by_package"] = {}
+    for package in sorted({c.get("package", "") for c in measured}):
+        mine = [c for c in measured if c.get("package", "") == package]
+        summary["by_package"][package] = {
+            config: {k: v for k, v in summarize(
+                [c["results"][config].get("rank") for c in mine if config in c["results"]],
+                [c["results"][config]["exam"] for c in mine if config in c["results"]],
+                [c["results"][config].get("wall_median_s") for c in mine if config in c["results"]],
+            ).items() if k in ("cases", "top1", "top3", "top5", "mean_exam", "wall_total_s")}
+            for config in configs
+        }
     base = summary["configs"].get("fauxpy")
     if base:
         for config in configs:
@@ -924,6 +962,15 @@ def print_table(console: Console, report: Mapping) -> None:
             "" if not versus or versus["wall_ratio"] is None else f"{versus['wall_ratio']:.2f}", target,
         )
     console.print(table)
+    table = Table(title="Per package: Top-1 / Top-3 / Top-5, mean EXAM, wall s", title_justify="left")
+    table.add_column("package", no_wrap=True)
+    for config in configs:
+        table.add_column(config, justify="right", no_wrap=True)
+    for package, rows in summary.get("by_package", {}).items():
+        table.add_row(f"{package} ({rows[configs[0]]['cases']})", *(
+            f"{rows[c]['top1']}/{rows[c]['top3']}/{rows[c]['top5']}  {rows[c]['mean_exam']:.3f}  "
+            f"{rows[c]['wall_total_s']:.0f}" for c in configs))
+    console.print(table)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -967,11 +1014,11 @@ def environment(uv: str, base_python: Path) -> dict:
                                   "import platform; print(platform.python_version())"]),
         "corpus_sha256": {p.name: sha256_of(p) for p in sorted(CORPUS_DIR.glob("*.yaml"))},
         "equisa_sources_sha256": {
-            name: sha256_of(REPO / name) for name in (
+            name: sha256_of(EQUISA_ROOT / name) for name in (
                 "flows/cli.py", "flows/trace.py", "flows/localize.py", "flows/discovery.py",
                 "equisa_core/localization.py", "equisa_core/bayes.py", "equisa_core/spectrum.py",
                 "equisa_core/discovery.py", "equisa_core/carving.py", "equisa_core/inspection.py")
-            if (REPO / name).exists()
+            if (EQUISA_ROOT / name).exists()
         },
     }
 
@@ -1008,7 +1055,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     console = Console()
     if not console.is_terminal:  # piped or redirected: rich would fall back to 80 columns
-        console = Console(width=160)
+        console = Console(width=190)
     started = time.perf_counter()
     uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
     packages = select(load_corpus(), args.packages, args.bugs, args.quick)
@@ -1020,10 +1067,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     pytest_version = version("pytest")
     tmp = Path(tempfile.mkdtemp(prefix="equisa-bench-corpus-", dir=args.tmp_dir))
+    frozen = None
+    if not args.validate_only and any(c in EQUISA_CONFIGS for c in configs):
+        frozen = freeze_equisa(tmp / "equisa-src")
+        if frozen["working_tree_differs"]:
+            console.print("[yellow]note:[/] EQUISA's working tree differs from HEAD; HEAD is measured")
     report: dict = {
         "benchmark": "localization_corpus",
         "schema": 1,
-        "environment": environment(uv, base_python),
+        "environment": {**environment(uv, base_python), "equisa_frozen": frozen},
         "settings": {
             "configs": configs,
             "config_labels": {c: CONFIG_LABELS[c] for c in configs},

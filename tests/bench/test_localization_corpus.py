@@ -140,7 +140,7 @@ def test_summary_counts_top_n_and_walls():
 
 def test_ratios_against_fauxpy():
     def case(fx_rank, eq_rank, fx_wall, eq_wall):
-        return {"results": {
+        return {"package": "demo", "results": {
             "fauxpy": {"rank": fx_rank, "ranked": 10, "exam": lc.exam_score(fx_rank, 10),
                        "wall_median_s": fx_wall},
             "tarantula": {"rank": eq_rank, "ranked": 10, "exam": lc.exam_score(eq_rank, 10),
@@ -154,6 +154,8 @@ def test_ratios_against_fauxpy():
     assert versus["top1_ratio"] == 3.0
     assert versus["wall_ratio"] == 0.4
     assert versus["top1_pass"] and versus["faster_pass"]
+    assert summary["by_package"]["demo"]["tarantula"]["top1"] == 3
+    assert summary["by_package"]["demo"]["fauxpy"]["top3"] == 3
     # FauxPy with no Top-1 at all: the ratio is infinite when EQUISA has any.
     summary = lc.build_summary([case(2, 1, 1.0, 2.0)], ["fauxpy", "tarantula"])
     assert summary["configs"]["tarantula"]["vs_fauxpy"]["top1_ratio"] == "inf"

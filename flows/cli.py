@@ -94,7 +94,26 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--max-validations", type=_positive_int, default=12, metavar="N",
                         help="candidates validated in full before giving up (default 12)")
     repair.set_defaults(handler=_repair_command)
+    _register_extra_commands(commands)
     return parser
+
+
+def _register_extra_commands(commands: Any) -> None:
+    """Add the sub-commands that live in ``flows/commands/`` (one module each).
+
+    Each module defines ``register(commands)``, which adds its parser and sets ``handler`` (a
+    function ``(args, console) -> exit code``); they are registered in module-name order.
+    """
+    import importlib
+    import pkgutil
+
+    import flows.commands as package
+
+    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda info: info.name):
+        if module_info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        module.register(commands)
 
 
 def _add_localize_options(command: argparse.ArgumentParser) -> None:

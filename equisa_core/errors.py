@@ -18,10 +18,16 @@ errors are translated into these at the boundary where they occur.
     ├── ProbeProtocolError (9)         the probe's output cannot be read
     ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
-    └── PatchApplyError (24)           the accepted diff does not apply to the user's tree
+    ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
+    ├── RepositoriesFileError (50)     a batch's repositories file is missing, not YAML or invalid
+    ├── TaskRunnerError (52)           the chosen fan-out task runner is not available
+    ├── TriggerError (53)              ``equisa trigger`` could not post its event
+    └── DeployError (54)               ``equisa deploy`` could not deploy ``prefect.yaml``
 
 ``equisa repair`` also exits 21 (a patch passed the suite but only overfits: plausible only) and
 22 (no patch found); those are outcomes, not errors (``EXIT_PLAUSIBLE_ONLY``, ``EXIT_NOT_FIXED``).
+``equisa batch`` exits 51 when the batch ran to its end but some repository's run failed
+(``EXIT_BATCH_FAILURES``).
 """
 
 from __future__ import annotations
@@ -42,6 +48,11 @@ __all__ = [
     "NothingToLocalizeError",
     "ApplyRefusedError",
     "PatchApplyError",
+    "RepositoriesFileError",
+    "TaskRunnerError",
+    "TriggerError",
+    "DeployError",
+    "EXIT_BATCH_FAILURES",
     "EXIT_OK",
     "EXIT_PLAUSIBLE_ONLY",
     "EXIT_NOT_FIXED",
@@ -58,6 +69,8 @@ EXIT_INTERNAL = 70
 EXIT_PLAUSIBLE_ONLY = 21
 #: ``equisa repair`` found no patch that passes the suite.
 EXIT_NOT_FIXED = 22
+#: ``equisa batch`` ran every repository, but the run of at least one of them failed.
+EXIT_BATCH_FAILURES = 51
 
 
 class EquisaError(Exception):
@@ -152,3 +165,27 @@ class PatchApplyError(EquisaError):
     """The accepted diff does not apply to the user's tree."""
 
     exit_code = 24
+
+
+class RepositoriesFileError(InputError):
+    """A batch's repositories file is missing, is not YAML, or does not validate."""
+
+    exit_code = 50
+
+
+class TaskRunnerError(EquisaError):
+    """The chosen fan-out task runner cannot be used (not installed, scheduler unreachable)."""
+
+    exit_code = 52
+
+
+class TriggerError(EquisaError):
+    """``equisa trigger`` could not post its event (no server, refused credentials, bad answer)."""
+
+    exit_code = 53
+
+
+class DeployError(EquisaError):
+    """``equisa deploy`` could not deploy ``deployments/prefect.yaml``."""
+
+    exit_code = 54

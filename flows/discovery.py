@@ -44,6 +44,7 @@ from flows.trace import PreparedRun, TraceParameters, prepare_run, run_suite
 from tasks.inspection import read_function
 from tasks.llm import choose_llm_mode
 from tasks.run_tests import run_tests
+from tasks.task_runners import FanOutTaskRunner
 
 __all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_request"]
 
@@ -69,7 +70,8 @@ class DiscoveryResult(BaseModel):
     problems: list[str] = Field(default_factory=list)
 
 
-@flow(name="discovery", flow_run_name="discover {params.path}", log_prints=True)
+@flow(name="discovery", flow_run_name="discover {params.path}", log_prints=True,
+      task_runner=FanOutTaskRunner())
 def discovery(params: DiscoveryParameters) -> DiscoveryResult:
     """Trace a repository's suite and add tests that split its ambiguity groups."""
     prepared = prepare_run(params)

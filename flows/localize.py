@@ -40,6 +40,7 @@ from tasks.inspection import deterministic_inspection, observe, overlay_for, rea
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
 from tasks.run_tests import run_tests
+from tasks.task_runners import FanOutTaskRunner
 
 __all__ = ["LocalizeParameters", "localize", "run_localization"]
 
@@ -58,7 +59,8 @@ class LocalizeParameters(DiscoveryParameters):
     max_mutants: int = Field(40, ge=1, description="Mutants tried per inspected node.")
 
 
-@flow(name="localize", flow_run_name="localize {params.path}", log_prints=True)
+@flow(name="localize", flow_run_name="localize {params.path}", log_prints=True,
+      task_runner=FanOutTaskRunner())
 def localize(params: LocalizeParameters) -> LocalizationReport:
     """Find the buggy function of a repository whose tests fail."""
     return run_localization(params)[1]

@@ -42,6 +42,7 @@ from flows.validation import ValidationContext, test_sources, validate_candidate
 from tasks.inspection import qualname_of, read_function
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.task_runners import FanOutTaskRunner
 
 __all__ = ["RepairParameters", "repair"]
 
@@ -57,7 +58,8 @@ class RepairParameters(LocalizeParameters):
     max_relocalizations: int = Field(1, ge=0, description="Returns to Discovery after regressions.")
 
 
-@flow(name="repair", flow_run_name="repair {params.path}", log_prints=True)
+@flow(name="repair", flow_run_name="repair {params.path}", log_prints=True,
+      task_runner=FanOutTaskRunner())
 def repair(params: RepairParameters) -> RepairReport:
     """Find the bug of a repository whose tests fail and a verified patch for it."""
     use_llm, config, problems = choose_llm_mode(params.llm)

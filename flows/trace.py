@@ -21,6 +21,7 @@ from equisa_core.trace_report import TraceReport, build_trace_report
 from tasks.prepare import check_interpreter, check_repository, snapshot_workspace
 from tasks.run_tests import run_tests
 from tasks.sandbox import RunRequest, SandboxLimits
+from tasks.task_runners import FanOutTaskRunner
 from tasks.workspace import Workspace
 
 __all__ = ["TraceParameters", "PreparedRun", "prepare_run", "run_suite", "trace_suite", "MAX_FLAKY_RERUNS"]
@@ -73,7 +74,8 @@ def prepare_run(params: TraceParameters) -> PreparedRun:
     return PreparedRun(repo=repo, workspace=workspace, interpreter_version=version, base=base)
 
 
-@flow(name="trace-suite", flow_run_name="trace {params.path}", log_prints=True)
+@flow(name="trace-suite", flow_run_name="trace {params.path}", log_prints=True,
+      task_runner=FanOutTaskRunner())
 def trace_suite(params: TraceParameters) -> TraceReport:
     """Trace a repository's suite in sandboxes and score every function."""
     prepared = prepare_run(params)

@@ -1,0 +1,237 @@
+"""A batch over many repositories: the repositories file's schema, per-repository results, summaries.
+
+The repositories file is YAML (read in ``tasks/batch_io.py``; this module only validates the parsed
+data, since ``equisa_core`` imports no YAML library):
+
+.. code-block:: yaml
+
+    defaults:            # optional: merged under every entry (an entry's own keys win)
+      llm: false
+      budgets: {max_iterations: 8}
+    repositories:
+      - source: ../examples/invoicing     # a folder (relative to this file) ...
+      - name: billing
+        source: https://git.example.com/acme/billing.git   # ... or a git URL
+        ref: main
+        python: /opt/venvs/billing/bin/python
+        tests: [tests/unit]
+        budgets: {max_seconds: 600, max_cost_usd: 0.5}
+
+Every key is checked (unknown keys are errors, so a typo never silently does nothing), and errors
+name the entry and the key: ``repositories[2].budgets.max_iterations: ...``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import PurePath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from equisa_core.errors import RepositoriesFileError
+
+__all__ = [
+    "Budgets",
+    "RepositoryEntry",
+    "RepositoriesFile",
+    "RepositoryResult",
+    "BatchSummary",
+    "RepositoryStatus",
+    "parse_repositories",
+    "is_remote",
+    "summarize",
+]
+
+RepositoryStatus = Literal["fixed", "plausible_only", "not_fixed", "nothing_to_fix", "error"]
+
+#: ``scheme://...`` or scp-like ``user@host:path``: a git remote, not a local folder.
+_REMOTE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://|[\w.-]+@[\w.-]+:)")
+
+
+def is_remote(source: str) -> bool:
+    """Whether ``source`` names a git remote (URL or ``user@host:path``) rather than a local folder."""
+    return bool(_REMOTE.match(source))
+
+
+class Budgets(BaseModel):
+    """Limits of one repository's repair run (the ``repair`` flow's budgets)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_iterations: int = Field(12, ge=0, description="Localization inspections before giving up.")
+    max_validations: int = Field(12, ge=1, description="Patch candidates validated in full.")
+    max_seconds: float = Field(1800.0, gt=0, description="Wall time of the localization loop.")
+    max_cost_usd: float = Field(2.0, ge=0, description="LLM spend before giving up.")
+    max_generated_tests: int = Field(30, ge=0, description="Tests Discovery may generate and keep.")
+    test_timeout_s: float = Field(300.0, gt=0, description="Limit per test.")
+    wall_clock_s: float = Field(1800.0, gt=0, description="Limit per sandboxed suite run.")
+
+
+class RepositoryEntry(BaseModel):
+    """One repository of a batch (also the parameters of a ``repair-repository`` run)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str = Field(min_length=1, description="A local folder or a git URL.")
+    name: str | None = Field(None, description="Shown in summaries; default: the source's last part.")
+    ref: str | None = Field(None, description="Branch, tag or commit; default: the folder as it is, "
+                                              "or the remote's HEAD.")
+    python: str | None = Field(None, description="Interpreter (a prepared virtualenv's python) that runs "
+                                                 "the suite; default: the repository's .venv, else EQUISA's.")
+    tests: tuple[str, ...] = Field((), description="pytest paths or node ids to run; empty: the whole suite.")
+    failing_tests: tuple[str, ...] = Field((), description="Tests CI saw failing (reported, and checked).")
+    ci_run_url: str | None = Field(None, description="The CI run that failed, for the report.")
+    llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
+    sandbox: Literal["local", "docker"] = "local"
+    docker_image: str | None = None
+    budgets: Budgets = Field(default_factory=Budgets)
+
+    @field_validator("tests", "failing_tests", mode="before")
+    @classmethod
+    def _split_words(cls, value: Any) -> Any:
+        """A CI job may pass a test list as one whitespace- or comma-separated string."""
+        if isinstance(value, str):
+            return tuple(word for word in re.split(r"[\s,]+", value) if word)
+        return value
+
+    @field_validator("ref", "python", "ci_run_url", "name", "docker_image", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: Any) -> Any:
+        """An event template renders a missing value as an empty string: that means "not given"."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def label(self) -> str:
+        """The entry's name, else the last part of its source without ``.git``."""
+        if self.name:
+            return self.name
+        last = re.split(r"[/:]", self.source.rstrip("/"))[-1]
+        return last.removesuffix(".git") or self.source
+
+    def resolved(self, base: PurePath) -> RepositoryEntry:
+        """The entry with a relative local ``source`` made relative to ``base`` (the file's folder)."""
+        if is_remote(self.source) or PurePath(self.source).is_absolute():
+            return self
+        return self.model_copy(update={"source": str(base / self.source)})
+
+
+class RepositoriesFile(BaseModel):
+    """The repositories file: optional defaults and a non-empty list of repositories."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    defaults: dict[str, Any] = Field(default_factory=dict, description="Keys merged under every entry.")
+    repositories: list[RepositoryEntry] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _merge_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        defaults = data.get("defaults") or {}
+        entries = data.get("repositories")
+        if not isinstance(defaults, Mapping) or not isinstance(entries, list):
+            return data
+        merged = []
+        for entry in entries:
+            if isinstance(entry, str):  # a bare folder or URL
+                entry = {"source": entry}
+            if isinstance(entry, Mapping):
+                budgets = {**(defaults.get("budgets") or {}), **(entry.get("budgets") or {})}
+                entry = {**defaults, **entry, **({"budgets": budgets} if budgets else {})}
+            merged.append(entry)
+        return {**data, "repositories": merged}
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> RepositoriesFile:
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(self.repositories):
+            if entry.label in seen:
+                raise ValueError(f"repositories[{index}] and repositories[{seen[entry.label]}] are both "
+                                 f"named {entry.label!r}; give one a distinct `name`")
+            seen[entry.label] = index
+        return self
+
+
+def parse_repositories(data: Any, base: PurePath, origin: str = "repositories file") -> list[RepositoryEntry]:
+    """Validate parsed YAML ``data`` into entries whose relative folders are resolved against ``base``.
+
+    Raises ``RepositoriesFileError`` naming each bad entry and key.
+    """
+    if data is None:
+        raise RepositoriesFileError(f"{origin} is empty; it needs a `repositories:` list")
+    if isinstance(data, list):  # a bare list of entries is accepted too
+        data = {"repositories": data}
+    if not isinstance(data, Mapping):
+        raise RepositoriesFileError(f"{origin} must be a mapping with a `repositories:` list, "
+                                    f"not a {type(data).__name__}")
+    try:
+        parsed = RepositoriesFile.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(_problem(e) for e in error.errors()[:8])
+        more = f" (and {error.error_count() - 8} more)" if error.error_count() > 8 else ""
+        raise RepositoriesFileError(f"{origin} is invalid: {problems}{more}") from None
+    return [entry.resolved(base) for entry in parsed.repositories]
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    location = ""
+    for part in error.get("loc", ()):
+        location += f"[{part}]" if isinstance(part, int) else (f".{part}" if location else str(part))
+    message = str(error.get("msg", "invalid"))
+    if error.get("type") == "extra_forbidden":
+        message = "unknown key"
+    return f"{location or 'file'}: {message}"
+
+
+class RepositoryResult(BaseModel):
+    """What one repository's run came to, as the batch summary shows it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    source: str
+    ref: str | None = None
+    status: RepositoryStatus
+    target: str | None = Field(None, description="The function patched (or the top suspect).")
+    diff: str = ""
+    failing_tests: int = 0
+    ci_failing_tests: tuple[str, ...] = ()
+    ci_run_url: str | None = None
+    candidates_tried: int = 0
+    test_seconds: float = Field(0.0, description="Summed durations of the tests in the suite's trace.")
+    seconds: float = Field(0.0, description="Wall time of the repository's run.")
+    error: str | None = None
+    exit_code: int = 0
+    report_path: str | None = None
+    flow_run_id: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+class BatchSummary(BaseModel):
+    """The batch's results, one per repository in file order, with counts per status."""
+
+    results: tuple[RepositoryResult, ...]
+    counts: dict[str, int]
+    seconds: float
+    reports_dir: str | None = None
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """Rows of the summary table artifact (one per repository)."""
+        return [
+            {"repository": r.name, "ref": r.ref or "", "status": r.status, "target": r.target or "",
+             "failing tests": r.failing_tests, "candidates": r.candidates_tried,
+             "seconds": round(r.seconds, 1), "note": (r.error or "")[:200]}
+            for r in self.results
+        ]
+
+
+def summarize(results: Sequence[RepositoryResult], seconds: float,
+              reports_dir: str | None = None) -> BatchSummary:
+    """The batch summary: results in order and the count of each status (every status listed)."""
+    counts = {status: 0 for status in ("fixed", "plausible_only", "not_fixed", "nothing_to_fix", "error")}
+    for result in results:
+        counts[result.status] += 1
+    return BatchSummary(results=tuple(results), counts=counts, seconds=seconds, reports_dir=reports_dir)

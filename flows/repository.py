@@ -1,0 +1,132 @@
+"""The ``repair-repository`` flow: one repository of a batch, or one CI failure, repaired and reported.
+
+Control flow only. A git URL, or a folder with a ``ref``, is snapshotted first (``snapshot-workspace``:
+a content-hashed read-only checkout) and the ``repair`` flow runs on the snapshot; a plain folder is
+repaired where it is (``repair`` snapshots it itself and finds its ``.venv``). The full report is
+written as JSON to the reports folder. The run returns a ``RepositoryResult``; when the repair
+itself failed (bad input, broken interpreter, a sandbox fault) the flow run ends ``Failed`` with
+that result as its data, so the UI shows it and a batch can still read what happened.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact
+from prefect.runtime import flow_run
+from prefect.states import Completed, Failed, State
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.batch import RepositoryEntry, RepositoryResult, is_remote
+from equisa_core.errors import EquisaError, NothingToLocalizeError
+from equisa_core.repair import RepairReport
+from flows.repair import RepairParameters, repair
+from tasks.batch_io import default_reports_dir, write_report
+from tasks.prepare import snapshot_workspace
+from tasks.task_runners import FanOutTaskRunner, shared_cluster
+
+__all__ = ["RepositoryRunParameters", "repair_repository", "repair_parameters"]
+
+
+class RepositoryRunParameters(BaseModel):
+    """Parameters of one repository's run: the entry (as in a repositories file) and where reports go."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entry: RepositoryEntry
+    reports_dir: str | None = Field(None, description="Folder of the JSON reports; default: EQUISA_REPORTS, "
+                                                      "else ~/.cache/equisa/reports.")
+    no_cache: bool = Field(False, description="Run every sandboxed test run again.")
+
+
+def repair_parameters(entry: RepositoryEntry, path: str, no_cache: bool = False) -> RepairParameters:
+    """The ``repair`` flow's parameters for ``entry``, checked out at ``path``."""
+    b = entry.budgets
+    return RepairParameters(
+        path=path, python=entry.python, tests=list(entry.tests), sandbox=entry.sandbox,
+        docker_image=entry.docker_image, no_cache=no_cache, wall_clock_s=b.wall_clock_s,
+        test_timeout_s=b.test_timeout_s, llm=entry.llm, max_iterations=b.max_iterations,
+        max_seconds=b.max_seconds, max_cost_usd=b.max_cost_usd, discovery_max_tests=b.max_generated_tests,
+        max_validations=b.max_validations,
+    )
+
+
+@flow(name="repair-repository", flow_run_name="repair-repository {params.entry.source}", log_prints=True,
+      task_runner=FanOutTaskRunner())
+def repair_repository(params: RepositoryRunParameters) -> State:
+    """Repair one repository (a folder or a git URL at a ref) and write its report."""
+    with shared_cluster():
+        return _run(params)
+
+
+def _run(params: RepositoryRunParameters) -> State:
+    entry = params.entry
+    started = time.monotonic()
+    run_id = str(flow_run.get_id() or "")
+    reports = Path(params.reports_dir) if params.reports_dir else default_reports_dir()
+    base = dict(name=entry.label, source=entry.source, ref=entry.ref, ci_failing_tests=entry.failing_tests,
+                ci_run_url=entry.ci_run_url, flow_run_id=run_id)
+    report: RepairReport | None = None
+    try:
+        path = entry.source
+        if is_remote(entry.source) or entry.ref:
+            path = str(snapshot_workspace(entry.source, entry.ref).root)
+        report = repair(repair_parameters(entry, path, params.no_cache))
+        result = RepositoryResult(**base, **_from_report(report, entry))
+    except NothingToLocalizeError as error:
+        result = RepositoryResult(**base, status="nothing_to_fix", error=error.message,
+                                  exit_code=error.exit_code)
+    except EquisaError as error:
+        result = RepositoryResult(**base, status="error", error=error.message, exit_code=error.exit_code)
+    except Exception as error:  # a bug or an infrastructure fault: this repository fails, not the batch
+        result = RepositoryResult(**base, status="error", error=f"{type(error).__name__}: {error}",
+                                  exit_code=70)
+    result = result.model_copy(update={"seconds": round(time.monotonic() - started, 3)})
+    saved = write_report(str(reports / (run_id or "local")), entry.label,
+                         _FullReport(result=result, repair=report))
+    result = result.model_copy(update={"report_path": saved})
+    _publish(result)
+    print(f"{entry.label}: {result.status}" + (f" ({result.error})" if result.error else ""))
+    if result.status == "error":
+        return Failed(message=f"{entry.label}: {result.error}", data=result)
+    return Completed(message=f"{entry.label}: {result.status}", data=result)
+
+
+class _FullReport(BaseModel):
+    """The JSON report of one repository: the summary row and the whole repair report."""
+
+    result: RepositoryResult
+    repair: RepairReport | None
+
+
+def _from_report(report: RepairReport, entry: RepositoryEntry) -> dict:
+    failing = report.localization.tests.failed if report.localization is not None else 0
+    problems = list(report.problems)
+    if entry.failing_tests and report.localization is not None:
+        seen = report.localization.tests.failed
+        problems.append(f"CI reported {len(entry.failing_tests)} failing test(s); this run saw {seen} fail")
+    return dict(status=report.status, target=report.target, diff=report.diff, failing_tests=failing,
+                candidates_tried=report.candidates_tried,
+                exit_code={"fixed": 0, "plausible_only": 21}.get(report.status, 22),
+                problems=tuple(problems))
+
+
+def _publish(result: RepositoryResult) -> None:
+    lines = [f"## {result.name}: **{result.status}**", "",
+             f"- source: `{result.source}`" + (f" at `{result.ref}`" if result.ref else "")]
+    if result.ci_run_url:
+        lines.append(f"- CI run: {result.ci_run_url}")
+    if result.ci_failing_tests:
+        lines.append(f"- failing in CI: {', '.join(f'`{t}`' for t in result.ci_failing_tests)}")
+    if result.target:
+        lines.append(f"- target: `{result.target}`")
+    if result.error:
+        lines.append(f"- error: {result.error}")
+    if result.report_path:
+        lines.append(f"- report: `{result.report_path}`")
+    if result.diff:
+        lines += ["", "```diff", result.diff.rstrip(), "```"]
+    create_markdown_artifact(markdown="\n".join(lines) + "\n", key="repository-result",
+                             description=f"{result.name}: {result.status}")

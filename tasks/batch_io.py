@@ -1,0 +1,61 @@
+"""Prefect tasks of a batch's input and output: the repositories file and the per-repository reports."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import yaml
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel
+
+from equisa_core.batch import RepositoryEntry, parse_repositories
+from equisa_core.errors import RepositoriesFileError
+
+__all__ = ["read_repositories", "load_repositories", "write_report", "default_reports_dir"]
+
+
+def load_repositories(path: Path) -> list[RepositoryEntry]:
+    """Read and validate a repositories file; relative folders are taken from the file's own folder.
+
+    Raises ``RepositoriesFileError`` (exit code 50) with the file, the entry and the key at fault.
+    """
+    if not path.is_file():
+        raise RepositoriesFileError(f"repositories file {path} does not exist or is not a file")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as error:
+        raise RepositoriesFileError(f"repositories file {path} cannot be read: {error}") from None
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
+        raise RepositoriesFileError(f"repositories file {path} is not valid YAML{at}: "
+                                    f"{getattr(error, 'problem', None) or error}") from None
+    return parse_repositories(data, path.resolve().parent, origin=f"repositories file {path}")
+
+
+@task(name="read-repositories", cache_policy=NO_CACHE)
+def read_repositories(path: str) -> list[RepositoryEntry]:
+    """The validated entries of the repositories file at ``path``."""
+    return load_repositories(Path(path))
+
+
+def default_reports_dir() -> Path:
+    """Where reports go when no folder is given: ``EQUISA_REPORTS``, else ``~/.cache/equisa/reports``."""
+    configured = os.environ.get("EQUISA_REPORTS")
+    return Path(configured) if configured else Path.home() / ".cache" / "equisa" / "reports"
+
+
+@task(name="write-report", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=1)
+def write_report(folder: str, name: str, report: BaseModel) -> str:
+    """Write ``report`` as ``<folder>/<name>.json`` (written whole, then renamed); returns the path."""
+    target_dir = Path(folder)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    safe = re.sub(r"[^\w.-]+", "_", name).strip("._") or "repository"
+    target = target_dir / f"{safe}.json"
+    partial = target.with_suffix(f".json.{os.getpid()}.part")
+    partial.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    partial.replace(target)
+    return str(target)

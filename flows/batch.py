@@ -60,13 +60,13 @@ def snapshot_digest(entry: RepositoryEntry) -> str:
     return snapshot_workspace.fn(entry.source).digest
 
 
-@task(name="resume-or-repair", task_run_name="repair {entry.source}", cache_policy=(INPUTS + TASK_SOURCE) - "reports_dir",
-      persist_result=True)
+@task(name="resume-or-repair", task_run_name="repair {entry.source}",
+      cache_policy=(INPUTS + TASK_SOURCE) - "reports_dir", persist_result=True)
 def repair_one(entry: RepositoryEntry, digest: str, reports_dir: str, no_cache: bool,
                version: str = _RESULT_VERSION) -> RepositoryResult:
     """One repository as a child flow run; raises (so nothing is cached) when that run failed."""
-    state = repair_repository(RepositoryRunParameters(entry=entry, reports_dir=reports_dir, no_cache=no_cache),
-                              return_state=True)
+    params = RepositoryRunParameters(entry=entry, reports_dir=reports_dir, no_cache=no_cache)
+    state = repair_repository(params, return_state=True)
     result = state.result(raise_on_failure=False)
     if not isinstance(result, RepositoryResult):
         raise RuntimeError(state.message or f"the repository's run ended {state.type.value.lower()}")

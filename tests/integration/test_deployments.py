@@ -91,6 +91,8 @@ def server(tmp_path) -> Iterator[tuple[str, dict[str, str], Processes]]:
         "EQUISA_WORKSPACES": str(tmp_path / "workspaces"),
         "EQUISA_REPORTS": str(tmp_path / "reports"),
         "PWD": str(ROOT),
+        # For the git pull step (deployments/prefect.yaml's git_checkout): workers clone EQUISA from here.
+        "EQUISA_GIT_URL": ROOT.as_uri(),
         "COLUMNS": "200",
     })
     logs = tmp_path / "logs"
@@ -263,8 +265,20 @@ def test_nightly_batch_and_ci_trigger_on_a_prefect_server_with_two_workers(serve
             break
     assert batch_run["name"] in dom and "batch-summary" in dom, dom[-3000:]
 
-    # A CI failure: `equisa trigger` posts the event; the deployment trigger starts the repair.
+    # The CI deployment again, now pulling EQUISA with git (a worker without the checkout would).
+    spec = (ROOT / "deployments" / "prefect.yaml").read_text()
+    anchor = "    entrypoint: flows/repository.py:repair_repository\n    tags: [equisa, ci]\n"
+    assert anchor in spec
+    variant = tmp_path / "prefect-git-pull.yaml"
+    variant.write_text(spec.replace(anchor, anchor + "    pull: *git_checkout\n"))
+    redeployed = subprocess.run([PREFECT, "--no-prompt", "deploy", "--name", "repair-on-ci-failure",
+                                 "--prefect-file", str(variant)], env=env, cwd=ROOT, capture_output=True,
+                                text=True, timeout=300)
+    assert redeployed.returncode == 0, redeployed.stdout + redeployed.stderr
     ci = _deployment(api, "repair-repository", "repair-on-ci-failure")
+    assert "prefect.deployments.steps.git_clone" in ci["pull_steps"][0], ci["pull_steps"]
+
+    # A CI failure: `equisa trigger` posts the event; the deployment trigger starts the repair.
     failing = "tests/test_grades.py::test_exactly_ninety_is_an_a"
     gradebook = str(ROOT / "examples" / "gradebook")
     triggered = subprocess.run(

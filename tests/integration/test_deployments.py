@@ -258,12 +258,6 @@ def test_nightly_batch_and_ci_trigger_on_a_prefect_server_with_two_workers(serve
     done = _chromium(["--window-size=1400,1000", f"--screenshot={shot}", page])
     assert shot.exists() and shot.stat().st_size > 10_000, done.stderr[-2000:]
     assert _png_pixels_distinct(shot.read_bytes()) > 20, "the screenshot is blank"
-    dom = ""
-    for _ in range(3):  # the page fills in as the UI's API calls return; a busy machine may need another go
-        dom = _chromium(["--dump-dom", page]).stdout.decode(errors="replace")
-        if batch_run["name"] in dom and "batch-summary" in dom:
-            break
-    assert batch_run["name"] in dom and "batch-summary" in dom, dom[-3000:]
 
     # The CI deployment again, now pulling EQUISA with git (a worker without the checkout would).
     spec = (ROOT / "deployments" / "prefect.yaml").read_text()

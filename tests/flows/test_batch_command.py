@@ -1,0 +1,54 @@
+"""``equisa batch`` end to end: one repository's failure never stops the others; a re-run resumes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from equisa_core.batch import BatchSummary
+
+EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _batch(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([EQUISA, "batch", *args], env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_a_failing_repository_does_not_stop_the_batch_and_a_rerun_resumes(tmp_path, cli_env):
+    repositories = tmp_path / "repositories.yaml"
+    repositories.write_text(
+        "defaults: {llm: false}\n"
+        f"repositories:\n  - source: {EXAMPLES / 'inventory'}\n  - source: missing-repository\n")
+    summary_path, reports = tmp_path / "summary.json", tmp_path / "reports"
+    first = _batch(cli_env, str(repositories), "--json", str(summary_path), "--reports", str(reports))
+    assert first.returncode == 51, first.stderr  # ran to the end; one repository failed
+    summary = BatchSummary.model_validate_json(summary_path.read_text())
+    fixed, missing = summary.results
+    assert (fixed.name, fixed.status, fixed.target) == ("inventory", "fixed", "inventory.stock.Item.receive")
+    assert "+        self.on_hand += quantity" in fixed.diff and Path(fixed.report_path).is_file()
+    assert (missing.status, missing.exit_code) == ("error", 3)
+    assert f"repository path {tmp_path / 'missing-repository'} does not exist" in missing.error
+    assert summary.counts["fixed"] == 1 and summary.counts["error"] == 1
+
+    second = _batch(cli_env, str(repositories), "--json", str(summary_path), "--reports", str(reports))
+    assert second.returncode == 51, second.stderr
+    again = BatchSummary.model_validate_json(summary_path.read_text())
+    assert again.results[0] == fixed, "the finished repository is served from cache, same run and report"
+    assert again.results[1].status == "error" and again.results[1].flow_run_id != missing.flow_run_id
+
+
+def test_a_bad_repositories_file_exits_50_before_any_work(tmp_path):
+    bad = tmp_path / "repositories.yaml"
+    bad.write_text("repositories:\n  - source: a\n    budgets: {max_iterations: many}\n")
+    done = subprocess.run([EQUISA, "batch", str(bad)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 50
+    assert "repositories[0].budgets.max_iterations: Input should be a valid integer" in done.stderr
+    bad.write_text("repositories: [a\n")
+    done = subprocess.run([EQUISA, "batch", str(bad)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 50 and "is not valid YAML (line 2" in done.stderr
+    done = subprocess.run([EQUISA, "batch", str(tmp_path / "nope.yaml")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 50 and "does not exist" in done.stderr

@@ -201,7 +201,6 @@ class RepositoryResult(BaseModel):
     ci_failing_tests: tuple[str, ...] = ()
     ci_run_url: str | None = None
     candidates_tried: int = 0
-    test_seconds: float = Field(0.0, description="Summed durations of the tests in the suite's trace.")
     seconds: float = Field(0.0, description="Wall time of the repository's run.")
     error: str | None = None
     exit_code: int = 0

@@ -104,9 +104,9 @@ class _FullReport(BaseModel):
 def _from_report(report: RepairReport, entry: RepositoryEntry) -> dict:
     failing = report.localization.tests.failed if report.localization is not None else 0
     problems = list(report.problems)
-    if entry.failing_tests and report.localization is not None:
-        seen = report.localization.tests.failed
-        problems.append(f"CI reported {len(entry.failing_tests)} failing test(s); this run saw {seen} fail")
+    if entry.failing_tests and failing != len(entry.failing_tests):
+        problems.append(f"CI reported {len(entry.failing_tests)} failing test(s); this run saw {failing} "
+                        "fail (a flaky test, a different environment, or a selection that differs)")
     return dict(status=report.status, target=report.target, diff=report.diff, failing_tests=failing,
                 candidates_tried=report.candidates_tried,
                 exit_code={"fixed": 0, "plausible_only": 21}.get(report.status, 22),

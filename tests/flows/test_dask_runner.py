@@ -1,4 +1,4 @@
-"""The Dask task runner: a repository repaired with its sandboxed test runs on a local Dask cluster."""
+"""The Dask task runner: a suite traced with its sandboxed shards on a local Dask cluster."""
 
 from __future__ import annotations
 
@@ -8,28 +8,26 @@ import pytest
 from distributed import Client, get_task_stream
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
-from equisa_core.batch import RepositoryEntry, RepositoryResult
 from equisa_core.errors import TaskRunnerError
-from flows.repository import RepositoryRunParameters, repair_repository
+from flows.trace import TraceParameters, trace_suite
 from tasks.task_runners import RunnerChoice, build_task_runner, runner_choice, shared_cluster
 
-INVENTORY = Path(__file__).resolve().parents[2] / "examples" / "inventory"
+GRADEBOOK = Path(__file__).resolve().parents[2] / "examples" / "gradebook"
 
 
-def test_repair_fans_out_over_a_local_dask_cluster(prefect_api_url, tmp_path, monkeypatch):
+def test_trace_fans_out_over_a_local_dask_cluster(prefect_api_url, tmp_path, monkeypatch):
     monkeypatch.setenv("EQUISA_WORKSPACES", str(tmp_path / "workspaces"))
-    params = RepositoryRunParameters(entry=RepositoryEntry(source=str(INVENTORY), llm=False),
-                                     reports_dir=str(tmp_path / "reports"), no_cache=True)
+    params = TraceParameters(path=str(GRADEBOOK), shards=2, no_cache=True)
     with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
         with shared_cluster(RunnerChoice(kind="dask", workers=2)) as choice:
             assert choice.address and choice.address.startswith("tcp://127.0.0.1:")
             assert runner_choice().address == choice.address  # every flow run in here sees the cluster
             with Client(choice.address) as client, get_task_stream(client) as stream:
-                result = repair_repository(params)
-    assert isinstance(result, RepositoryResult)
-    assert (result.status, result.target) == ("fixed", "inventory.stock.Item.receive"), result.error
-    ran = [task for task in stream.data if task["key"].startswith(("run_tests", "run_mutants"))]
-    assert len(ran) >= 4, [task["key"] for task in stream.data]
+                report = trace_suite(params)
+    assert (report.summary.total, report.summary.failed) == (10, 2)
+    assert "gradebook.grades.letter" in {n.fqn for n in report.nodes if n.failed_s == 2}
+    ran = [task for task in stream.data if task["key"].startswith("run_tests")]
+    assert len(ran) == 4, [task["key"] for task in stream.data]  # 2 shards, then the 2 failing tests alone
     assert len({task["worker"] for task in ran}) == 2, "both Dask workers ran sandboxed test runs"
     assert runner_choice().kind == "threads"  # the environment is restored afterwards
 

@@ -1,7 +1,7 @@
 """The ``batch`` flow: every repository of a repositories file repaired, a few at a time, then a summary.
 
 Control flow only. The file is read and validated first (a bad file fails the batch before any
-work, naming the entry and key). Each repository is then one ``repair-one`` task whose run is the
+work, naming the entry and key). Each repository is then one ``resume-or-repair`` task whose run is the
 repository's own child flow run (``repair-repository``, which runs ``repair``); at most
 ``concurrency`` of them run at once (a thread pool of that size: each mostly waits on sandboxes,
 whose own fan-out goes to the configured task runner). A repository's failure is recorded as its

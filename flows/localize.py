@@ -39,6 +39,7 @@ from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, foc
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.record import recorded
 from tasks.run_tests import run_tests
 
 __all__ = ["LocalizeParameters", "localize", "run_localization"]
@@ -61,7 +62,8 @@ class LocalizeParameters(DiscoveryParameters):
 @flow(name="localize", flow_run_name="localize {params.path}", log_prints=True)
 def localize(params: LocalizeParameters) -> LocalizationReport:
     """Find the buggy function of a repository whose tests fail."""
-    return run_localization(params)[1]
+    found, report = run_localization(params)
+    return recorded("localize", report, str(found.prepared.repo), params.artifacts, params.db, found.trace)
 
 
 def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, LocalizationReport]:

@@ -39,6 +39,7 @@ from equisa_core.history import MIGRATIONS, SCHEMA_VERSION, TABLES, RunRecord, r
 from equisa_core.storage import resolve_spool, sha256_hex
 
 __all__ = ["IngestResult", "write_run", "record_history", "ingest_spool", "query", "spooled_runs",
+           "spooled_databases",
            "schema_version", "lock_timeout_s"]
 
 _DEFAULT_LOCK_TIMEOUT_S = 120.0
@@ -152,17 +153,18 @@ def _insert(connection: Any, record: RunRecord) -> None:
     """Replace the run's rows in one transaction."""
     rows = rows_for_run(record)
     repo, path, name = rows.repository
+    finished = rows.tables["runs"][0][9]  # naive UTC, as in the runs table
     connection.execute("BEGIN TRANSACTION")
     try:
         for table in TABLES:
             connection.execute(f"DELETE FROM {table} WHERE run_id = ?", [record.run_id])
         connection.execute(
             "INSERT INTO repositories SELECT ?, ?, ?, ? WHERE NOT EXISTS "
-            "(SELECT 1 FROM repositories WHERE repo_id = ?)", [repo, path, name, record.finished_at, repo])
+            "(SELECT 1 FROM repositories WHERE repo_id = ?)", [repo, path, name, finished, repo])
         if rows.tests:
             known = {r[0] for r in connection.execute(
                 "SELECT test_id FROM tests WHERE repo_id = ?", [repo]).fetchall()}
-            new = [(repo, t, g, record.finished_at) for t, g in rows.tests if t not in known]
+            new = [(repo, t, g, finished) for t, g in rows.tests if t not in known]
             if new:
                 connection.executemany("INSERT INTO tests VALUES (?, ?, ?, ?)", new)
         for table, columns in TABLES.items():
@@ -280,3 +282,17 @@ def query(db: Path, sql: str, parameters: Sequence[Any] = ()) -> list[dict[str, 
             connection.close()
     write_run(db, None)  # an older (or empty) schema: migrate in a writer's turn, then read
     return query(db, sql, parameters)
+
+
+def spooled_databases(spool: Path | None = None) -> list[Path]:
+    """Every history file with runs waiting in the spool."""
+    root = (spool or resolve_spool()) / "history"
+    found = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else ():
+        try:
+            db = Path(json.loads((folder / "destination.json").read_text(encoding="utf-8"))["db"])
+        except (OSError, ValueError, KeyError):
+            continue
+        if spooled_runs(db, spool):
+            found.append(db)
+    return found

@@ -9,7 +9,7 @@ history cannot be written: the report's JSON (any of ``TraceReport``, ``Localiza
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import Any, Literal
 
@@ -94,7 +94,7 @@ def rows_for_run(record: RunRecord) -> RunRows:
     tables["runs"].append((
         rid, repo_id(record.repository), record.kind, _status(record, localization), _mode(record),
         _target(record, localization), (localization or {}).get("converged"),
-        (localization or {}).get("stopped_because"), record.started_at, record.finished_at,
+        (localization or {}).get("stopped_because"), _utc(record.started_at), _utc(record.finished_at),
         float(report.get("cost", {}).get("usd", 0.0)) if record.kind != "trace" else 0.0, passed, failed,
         record.flow_run_id, record.parent_flow_run_id, record.artifacts,
         [*report.get("problems", ()), *record.problems],
@@ -135,11 +135,18 @@ def rows_for_run(record: RunRecord) -> RunRows:
             tables["validations"].extend((rid, evaluation["candidate"], check, result)
                                          for check, result in evaluation.get("checks", {}).items())
     for call in record.llm_calls:
-        tables["llm_calls"].append((rid, call.at, call.purpose, call.model, call.input_tokens,
+        tables["llm_calls"].append((rid, _utc(call.at), call.purpose, call.model, call.input_tokens,
                                     call.output_tokens, call.cost_usd, call.latency_s, call.error))
     name = PurePath(record.repository).name or record.repository
     return RunRows(repository=(repo_id(record.repository), record.repository, name), tests=tuple(tests),
                    tables=tables)
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """A naive UTC timestamp (DuckDB's TIMESTAMP), whatever zone the moment was given in."""
+    if moment is None or moment.tzinfo is None:
+        return moment
+    return moment.astimezone(UTC).replace(tzinfo=None)
 
 
 def _value(item: Any) -> str | None:

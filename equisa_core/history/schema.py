@@ -55,7 +55,7 @@ _V1 = (
     """CREATE TABLE validations (
         run_id VARCHAR NOT NULL, candidate VARCHAR NOT NULL, check_name VARCHAR NOT NULL, result VARCHAR)""",
     """CREATE TABLE llm_calls (
-        run_id VARCHAR NOT NULL, at TIMESTAMP NOT NULL, purpose VARCHAR, model VARCHAR,
+        run_id VARCHAR NOT NULL, called_at TIMESTAMP NOT NULL, purpose VARCHAR, model VARCHAR,
         input_tokens INTEGER, output_tokens INTEGER, cost_usd DOUBLE, latency_s DOUBLE, error VARCHAR)""",
     """CREATE TABLE testgen_attempts (
         run_id VARCHAR NOT NULL, round INTEGER NOT NULL, groups VARCHAR[], proposed INTEGER, kept INTEGER,
@@ -79,7 +79,7 @@ TABLES: dict[str, tuple[str, ...]] = {
                     "prior", "posterior", "fix_evidence", "fix", "mutants_tried", "tests_run", "reasoning"),
     "patches": ("run_id", "candidate", "status", "detail", "accepted", "target", "diff"),
     "validations": ("run_id", "candidate", "check_name", "result"),
-    "llm_calls": ("run_id", "at", "purpose", "model", "input_tokens", "output_tokens", "cost_usd",
+    "llm_calls": ("run_id", "called_at", "purpose", "model", "input_tokens", "output_tokens", "cost_usd",
                   "latency_s", "error"),
     "testgen_attempts": ("run_id", "round", "groups", "proposed", "kept", "dropped"),
 }

@@ -26,7 +26,8 @@ h1{font-size:22px;margin:0 0 6px} h2{font-size:17px;margin:26px 0 8px;border-bot
 .meta{color:#555;font-size:13px} .badge{display:inline-block;padding:3px 10px;border-radius:12px;
 color:#fff;font-weight:600} .fixed,.converged,.traced{background:#2e7d32} .plausible_only{background:#ef6c00}
 .not_fixed,.not_converged,.error,.crashed{background:#c62828}
-table{border-collapse:collapse;font-size:13px} td,th{border:1px solid #ddd;padding:4px 8px;text-align:left}
+table{border-collapse:collapse;font-size:13px} td,th{border:1px solid #ddd;padding:4px 8px;text-align:left;
+max-width:460px;overflow-wrap:anywhere}
 th{background:#f0f0f0} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .bar{display:inline-block;height:10px;background:#1f77b4;vertical-align:middle}
 pre.diff{background:#f7f7f7;border:1px solid #ddd;padding:8px;font-size:12px;overflow-x:auto}

@@ -13,8 +13,8 @@ from html import escape
 __all__ = ["confidence_plot", "PALETTE"]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-_W, _H = 760, 300
-_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 250, 16, 36
+_W, _H = 860, 300
+_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 330, 16, 36
 
 
 def confidence_plot(history: Sequence[Mapping[str, float]], threshold: float = 0.9, top: int = 6) -> str:
@@ -63,7 +63,7 @@ def confidence_plot(history: Sequence[Mapping[str, float]], threshold: float = 0
         legend_y = _TOP + 14 + 20 * index
         parts.append(f'<rect x="{_LEFT + width + 12}" y="{legend_y - 9}" width="14" height="10" '
                      f'fill="{colour}"/>')
-        label = fqn if len(fqn) <= 32 else "…" + fqn[-31:]
+        label = fqn if len(fqn) <= 44 else "…" + fqn[-43:]
         parts.append(f'<text x="{_LEFT + width + 32}" y="{legend_y}" font-size="11">'
                      f'<title>{escape(fqn)}</title>{escape(label)}</text>')
     parts.append("</svg>")

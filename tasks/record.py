@@ -83,7 +83,7 @@ def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | 
     record = RunRecord(
         run_id=run_id, kind=kind, repository=repository, started_at=started, finished_at=datetime.now(UTC),
         flow_run_id=flow_run_id, parent_flow_run_id=parent, artifacts=folder, report=report_json,
-        trace=trace_json, llm_calls=_llm_calls(report), problems=tuple(problems),
+        trace=trace_json, llm_calls=_llm_calls(), problems=tuple(problems),
     )
     try:
         from tasks.history import record_history
@@ -93,7 +93,7 @@ def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | 
             problems.append(problem)
     except EquisaError as error:
         problems.append(f"history not written: {error.message}")
-    _publish(run_id, html_uri, stored, problems)
+    _publish(run_id, html_uri, stored, problems, report_json)
     return RecordResult(run_id=run_id, artifacts=folder, html=html_uri, objects=tuple(stored),
                         problems=tuple(problems))
 
@@ -158,18 +158,17 @@ def _identity() -> tuple[str, str | None, str | None, datetime | None]:
     return flow_run_id or uuid.uuid4().hex, flow_run_id, parent, started
 
 
-def _llm_calls(report: BaseModel) -> tuple[Any, ...]:
-    """The run's LLM calls, as the LLM tasks noted them (see ``tasks.llm_calls``)."""
-    try:
-        from tasks.llm_calls import calls_of_current_run
-    except ImportError:
-        return ()
+def _llm_calls() -> tuple[Any, ...]:
+    """The run's LLM calls, as ``call-llm`` noted them (see ``tasks.llm_calls``)."""
+    from tasks.llm_calls import calls_of_current_run
+
     return calls_of_current_run()
 
 
-def _publish(run_id: str, html_uri: str | None, stored: list[StoredObject], problems: list[str]) -> None:
-    """A link artifact to the HTML report and a markdown list of what was stored (in a flow run only)."""
-    from prefect.artifacts import create_link_artifact, create_markdown_artifact
+def _publish(run_id: str, html_uri: str | None, stored: list[StoredObject], problems: list[str],
+             report_json: dict[str, Any]) -> None:
+    """Link to the HTML report, list what was stored, table the inspections (in a flow run only)."""
+    from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
     from prefect.context import FlowRunContext, TaskRunContext
 
     if FlowRunContext.get() is None and TaskRunContext.get() is None:
@@ -183,6 +182,16 @@ def _publish(run_id: str, html_uri: str | None, stored: list[StoredObject], prob
         lines += [f"- note: {p}" for p in problems]
         create_markdown_artifact(markdown="\n".join(lines) or "nothing stored", key="run-artifacts",
                                  description=f"artifacts of run {run_id}")
+        localization = report_json.get("localization") or report_json
+        inspections = [
+            {"iteration": i["iteration"], "target": i["target"], "strategy": i["strategy"],
+             "outcome": i.get("outcome"), "fix_evidence": i.get("fix_evidence"),
+             "confidence": f"{i['prior']:.3f} -> {i['posterior']:.3f}"}
+            for i in localization.get("inspections") or ()
+        ]
+        if inspections:
+            create_table_artifact(table=inspections, key="inspection-history",
+                                  description=f"inspections of run {run_id}")
     except Exception:  # the Prefect API is down: the artifacts and history are written already
         pass
 

@@ -146,7 +146,7 @@ def _utc(moment: datetime | None) -> datetime | None:
     """A naive UTC timestamp (DuckDB's TIMESTAMP), whatever zone the moment was given in."""
     if moment is None or moment.tzinfo is None:
         return moment
-    return moment.astimezone(UTC).replace(tzinfo=None)
+    return datetime.fromtimestamp(moment.timestamp(), UTC).replace(tzinfo=None)  # (a stdlib datetime)
 
 
 def _value(item: Any) -> str | None:

@@ -99,3 +99,20 @@ def test_the_html_report_renders_in_headless_chromium(tmp_path):
     assert len(colours) > 100  # text, tables, lines: many anti-aliased shades
     assert colours[(31, 119, 180)] > 200  # the confidence plot's first line (and the ranking's bars)
     assert colours[(46, 125, 50)] > 200  # the green "fixed" badge
+
+
+def test_prefect_results_can_live_on_s3_through_prefect_aws(moto_s3, cli_env, tmp_path):
+    """The documented setting: an S3Bucket block as the default result storage of the cached tasks."""
+    from prefect_aws import AwsCredentials, S3Bucket
+    from prefect_aws.client_parameters import AwsClientParameters
+
+    moto_s3.make_bucket("equisa-results")
+    keys = moto_s3.env()
+    S3Bucket(bucket_name="equisa-results", credentials=AwsCredentials(
+        aws_access_key_id=keys["AWS_ACCESS_KEY_ID"], aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
+        region_name="us-east-1", aws_client_parameters=AwsClientParameters(endpoint_url=moto_s3.endpoint),
+    )).save("equisa-results", overwrite=True)
+    env = {**cli_env, "PREFECT_RESULTS_DEFAULT_STORAGE_BLOCK": "s3-bucket/equisa-results"}
+    code, printed = _equisa(env, "trace", str(SHAPES), "--shards", "1", "--no-cache")
+    assert code == 0, printed
+    assert moto_s3.keys("equisa-results"), "the run-tests results were not persisted on S3"

@@ -168,14 +168,24 @@ def _insert(connection: Any, record: RunRecord) -> None:
             if new:
                 connection.executemany("INSERT INTO tests VALUES (?, ?, ?, ?)", new)
         for table, columns in TABLES.items():
-            values = rows.tables.get(table) or []
-            if values:
-                marks = ", ".join("?" for _ in columns)
-                connection.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", values)
+            _insert_rows(connection, table, columns, rows.tables.get(table) or [])
         connection.execute("COMMIT")
     except Exception:
         connection.execute("ROLLBACK")
         raise
+
+
+#: Rows per INSERT statement: one multi-row VALUES statement is several times faster in DuckDB than
+#: ``executemany``, which runs one statement per row.
+_ROWS_PER_STATEMENT = 256
+
+
+def _insert_rows(connection: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    one = "(" + ", ".join("?" for _ in columns) + ")"
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        chunk = rows[start:start + _ROWS_PER_STATEMENT]
+        statement = f"INSERT INTO {table} ({', '.join(columns)}) VALUES " + ", ".join([one] * len(chunk))
+        connection.execute(statement, [value for row in chunk for value in row])
 
 
 def _spool_dir(db: Path, spool: Path | None) -> Path:

@@ -86,7 +86,7 @@ def _turn(db: Path, exclusive: bool, deadline: float) -> Iterator[None]:
                         f"the history {db} stayed locked by another writer for over "
                         f"{lock_timeout_s():g}s (EQUISA_DB_LOCK_TIMEOUT_S)") from None
                 time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 0.5)
+                delay = min(delay * 2, 0.05)  # a local syscall: poll often, hand over quickly
         yield
     finally:
         handle.close()  # closing releases the flock

@@ -8,8 +8,10 @@ does not wait out the timeouts once per object.
 
 S3 configuration is boto3's own: ``AWS_ENDPOINT_URL`` (any S3-compatible server),
 ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION`` (default ``us-east-1``),
-or a profile. Retries are botocore's ``standard`` mode (exponential backoff with jitter on
-connection errors, throttling and 5xx), not a loop of our own. Path-style addressing is used
+or a profile; or a prefect-aws ``AwsCredentials`` block named by ``EQUISA_AWS_CREDENTIALS_BLOCK``
+(its keys, region and client parameters such as the endpoint). Retries are botocore's
+``standard`` mode (exponential backoff with jitter on connection errors, throttling and 5xx), not a
+loop of our own. Path-style addressing is used
 because S3-compatible servers on a host and port (MinIO, rclone, moto) do not serve buckets as
 sub-domains.
 
@@ -230,8 +232,13 @@ class ArtifactStore:
                     connect_timeout=_S3_CONNECT_TIMEOUT_S, read_timeout=_S3_READ_TIMEOUT_S,
                     s3={"addressing_style": "path"},
                 )
-                region = os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1"
-                self._client = boto3.session.Session().client("s3", region_name=region, config=config)
+                block = os.environ.get("EQUISA_AWS_CREDENTIALS_BLOCK")
+                session, overrides = _block_session(block) if block else (boto3.session.Session(), {})
+                if "config" in overrides:
+                    config = overrides.pop("config").merge(config)  # our retries and timeouts win
+                region = (session.region_name or os.environ.get("AWS_DEFAULT_REGION")
+                          or os.environ.get("AWS_REGION") or "us-east-1")
+                self._client = session.client("s3", region_name=region, config=config, **overrides)
             return self._client
 
     def _upload(self, key: str, data: bytes, content_type: str) -> None:
@@ -255,6 +262,18 @@ class ArtifactStore:
             _atomic_write(destination, json.dumps(
                 {"location": self.location.uri(), "endpoint": _endpoint()}, indent=2).encode())
         _atomic_write(folder / "objects" / key, data)
+
+
+def _block_session(name: str) -> tuple[Any, dict[str, Any]]:
+    """A boto3 session and client parameters (endpoint, ...) from a prefect-aws ``AwsCredentials`` block."""
+    try:
+        from prefect_aws import AwsCredentials
+
+        credentials = AwsCredentials.load(name)
+    except Exception as error:
+        raise StorageAccessError(f"cannot load the AwsCredentials block {name!r} "
+                                 f"(EQUISA_AWS_CREDENTIALS_BLOCK): {error}") from None
+    return credentials.get_boto3_session(), credentials.aws_client_parameters.get_params_override()
 
 
 def spooled_destinations(spool: Path | None = None) -> Iterator[tuple[str, str | None, int]]:

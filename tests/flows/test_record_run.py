@@ -67,3 +67,27 @@ def test_a_runs_llm_calls_and_its_child_runs_calls_are_recorded(prefect_api_url,
     keys = {a.key: a for a in link}
     assert f"(file://{artifacts}/runs/{report.run_id}/report.html)" in keys["run-report"].data
     assert "inspection-history" in keys and "run-artifacts" in keys
+
+
+def test_s3_credentials_can_come_from_a_prefect_block(prefect_api_url, rclone_s3, tmp_path, monkeypatch):
+    from prefect_aws import AwsCredentials
+    from prefect_aws.client_parameters import AwsClientParameters
+
+    from tasks.artifacts import ArtifactStore
+
+    rclone_s3.make_bucket("from-block")
+    keys = rclone_s3.env()
+    AwsCredentials(
+        aws_access_key_id=keys["AWS_ACCESS_KEY_ID"], aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"],
+        region_name="us-east-1", aws_client_parameters=AwsClientParameters(endpoint_url=rclone_s3.endpoint),
+    ).save("equisa-artifacts", overwrite=True)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EQUISA_AWS_CREDENTIALS_BLOCK", "equisa-artifacts")
+    store = ArtifactStore("s3://from-block/p", spool=tmp_path / "spool")
+    assert not store.put("runs/r1/report.json", b"{}").spooled, store.failure
+    assert rclone_s3.keys("from-block") == {"p/runs/r1/report.json"}
+    monkeypatch.setenv("EQUISA_AWS_CREDENTIALS_BLOCK", "no-such-block")
+    missing = ArtifactStore("s3://from-block/p", spool=tmp_path / "spool")
+    assert missing.put("runs/r1/x.json", b"{}").spooled
+    assert "cannot load the AwsCredentials block 'no-such-block'" in missing.failure.message

@@ -43,11 +43,15 @@ def test_runs_on_s3_survive_a_killed_server_and_are_found_in_the_history(rclone_
     assert f"Run {first['run_id']} recorded" in printed
     assert _run_keys(first["run_id"]) == rclone_s3.keys("equisa")
 
-    rclone_s3.stop()  # the store goes down between runs: the next run finishes all the same
+    # The store goes down between runs, and the history file is corrupt: the run finishes all the same.
+    rclone_s3.stop()
+    corrupt = Path(env["EQUISA_DB"])
+    corrupt.write_bytes(b"not a DuckDB file\n" * 100)
     code, printed = _equisa(env, "trace", str(SHAPES), "--no-cache", "--json", str(tmp_path / "second.json"))
     assert code == 0, printed
     second = json.loads((tmp_path / "second.json").read_text())
     assert any("artifacts spooled" in p and "equisa flush" in p for p in second["problems"])
+    assert any("history not written" in p and "not a usable DuckDB file" in p for p in second["problems"])
     assert "artifacts spooled" in " ".join(printed.split())
 
     code, printed = _equisa(env, "flush")
@@ -55,15 +59,20 @@ def test_runs_on_s3_survive_a_killed_server_and_are_found_in_the_history(rclone_
 
     rclone_s3.start()
     code, printed = _equisa(env, "flush", "--json", str(tmp_path / "flush.json"))
-    assert code == 0, printed
+    assert code == 43 and "not a usable DuckDB file" in " ".join(printed.split()), printed
     flushed = json.loads((tmp_path / "flush.json").read_text())
     assert [(a["uploaded"], a["remaining"]) for a in flushed["artifacts"]] == [(3, 0)]
+    assert [(h["ingested"], h["remaining"]) for h in flushed["history"]] == [(0, 1)]
     assert _run_keys(first["run_id"]) | _run_keys(second["run_id"]) <= rclone_s3.keys("equisa")
+
+    corrupt.rename(tmp_path / "corrupt.duckdb")  # what the message says to do; the first run's rows
+    code, printed = _equisa(env, "flush")          # were in that file, the second run's were spooled
+    assert code == 0, printed
 
     code, printed = _equisa(env, "history", str(SHAPES), "--json", str(tmp_path / "history.json"))
     assert code == 0, printed
     history = json.loads((tmp_path / "history.json").read_text())
-    assert {r["run_id"] for r in history["runs"]} == {first["run_id"], second["run_id"]}
+    assert {r["run_id"] for r in history["runs"]} == {second["run_id"]}
     assert all(r["kind"] == "trace" and r["tests_failed"] == 3 for r in history["runs"])
 
     code, printed = _equisa(env, "report", second["run_id"], "-o", str(tmp_path / "second.html"))

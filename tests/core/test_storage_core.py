@@ -60,7 +60,8 @@ def test_keys_stay_inside_their_run_and_blobs_are_content_addressed():
 def test_replayed_confidences_are_those_the_loop_computed():
     """Run the loop's own update steps and check the replay finds every intermediate vector."""
     suspiciousness = {"m.a": 0.9, "m.b": 0.7, "m.c": 0.2, "m.d": 0.0}
-    confidences = initial_confidence(suspiciousness)
+    # Priors from another formula than the ranking's suspiciousness: the replay must not care.
+    confidences = initial_confidence({f: s + 0.01 * (f == "m.c") for f, s in suspiciousness.items()})
     seen = [confidences]
     records = []
     collateral = Signals(is_covered=True, has_target_assertion=False, is_failure=True)
@@ -81,12 +82,18 @@ def test_replayed_confidences_are_those_the_loop_computed():
         assert got == pytest.approx(expected, abs=1e-12)
 
 
-def test_the_recorded_repair_replays_to_its_final_ranking():
+def test_the_recorded_repair_replays_to_its_priors():
     report = RepairReport.model_validate_json(REPAIR.read_text())
     localization = report.localization
     assert isinstance(localization, LocalizationReport)
-    last = confidence_history(localization.ranking, localization.inspections)[-1]
-    assert last == pytest.approx({n.fqn: n.confidence for n in localization.ranking}, abs=1e-9)
+    history = confidence_history(localization.ranking, localization.inspections)
+    assert history[-1] == {n.fqn: n.confidence for n in localization.ranking}
+    # This run's priors were initial_confidence(tarantula): the walk back finds them.
+    priors = initial_confidence({n.fqn: n.suspiciousness for n in localization.ranking})
+    assert history[0] == pytest.approx(priors, abs=1e-9)
+    for step, record in enumerate(localization.inspections, 1):
+        assert history[step - 1][record.target] == pytest.approx(record.prior, abs=1e-12)
+        assert sum(history[step].values()) == pytest.approx(1.0, abs=1e-9)
 
 
 def _record(**changes) -> RunRecord:

@@ -183,3 +183,28 @@ def test_an_empty_file_from_an_older_equisa_is_migrated_when_read(tmp_path):
     duckdb.connect(str(db)).close()  # a DuckDB file with no schema yet (version 0)
     assert query(db, "SELECT count(*) AS n FROM runs") == [{"n": 0}]
     assert query(db, "SELECT max(version) AS v FROM schema_version")[0]["v"] == SCHEMA_VERSION
+
+
+def test_history_answers_what_a_maintainer_asks(tmp_path):
+    from flows.commands.history import history_answers
+
+    db = tmp_path / "history.duckdb"
+    a, b = tmp_path / "repo-a", tmp_path / "repo-b"
+    a.mkdir()
+    b.mkdir()
+    base = json.loads(REPAIR.read_text())
+    runs = [(a, "fixed", "m.f", 0.25), (a, "not_fixed", "m.f", 0.5), (a, "fixed", "m.f", 0.0),
+            (a, "plausible_only", "m.g", 0.0), (b, "not_fixed", "n.h", 1.0)]
+    for index, (repo, status, target, usd) in enumerate(runs):
+        report = {**base, "status": status, "target": target, "cost": {"usd": usd}}
+        write_run(db, _record(f"r{index}", repository=str(repo), report=report))
+    answers = history_answers(db, None)
+    rates = {Path(r["repository"]).name: (r["repairs"], r["fixed"], r["plausible_only"], r["fix_rate"])
+             for r in answers["fix_rate"]}
+    assert rates == {"repo-a": (4, 2, 1, 0.5), "repo-b": (1, 0, 0, 0.0)}
+    assert [(r["function"], r["runs"], r["fixed"]) for r in answers["blamed"]] == [("m.f", 3, 2)]
+    (today,) = answers["llm_spend_per_day"]
+    assert (today["usd"], today["runs"]) == (1.75, 5)
+    only_b = history_answers(db, b)
+    assert [r["run_id"] for r in only_b["runs"]] == ["r4"] and only_b["blamed"] == []
+    assert [r["run_id"] for r in history_answers(db, a, limit=2)["runs"]] == ["r3", "r2"]

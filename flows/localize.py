@@ -87,6 +87,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     problems += [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
                  for e in trace.collect_errors]
     calls = _record_candidates(found, params, confidences, nodes)
+    candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
     progress = create_progress_artifact(0.0, key="localization-progress",
                                         description="Inspections done / iteration budget")
     use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
@@ -99,12 +100,13 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         if target is None:
             stopped = "every inspectable candidate was inspected"
             break
+        inspection_started = time.monotonic()
         pending = _awaiting_confirmation(history, target)
         if pending is not None:
             seen = _confirm_fix(target, nodes[target], found, params, pending)
         else:
             seen = _inspect(target, nodes[target], found, params, calls.get(target, []),
-                            use_llm, config, problems, use_mutants)
+                            use_llm, config, problems, use_mutants, candidates)
         cost_usd += seen.cost_usd
         prior = confidences[target]
         leader = max(confidences, key=confidences.__getitem__)
@@ -121,7 +123,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             signals=seen.signals, reflection=seen.decision, reflection_by=seen.decision_by,
             reasoning=seen.reasoning, outcome=outcome, prior=prior, posterior=confidences[target],
             invariants=seen.invariants, mutants_tried=seen.mutants_tried, fix_evidence=seen.fix_evidence,
-            fix=seen.fix, fix_source=seen.fix_source,
+            fix=seen.fix, fix_source=seen.fix_source, seconds=round(time.monotonic() - inspection_started, 3),
         ))
         update_progress_artifact(progress, iteration / params.max_iterations)
         said = " + ".join(str(e.value) for e in (outcome, seen.fix_evidence) if e is not None)
@@ -262,7 +264,7 @@ class _Observation(BaseModel):
 
 def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
              calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
-             problems: list[str], use_mutants: bool) -> _Observation:
+             problems: list[str], use_mutants: bool, candidates: frozenset[str]) -> _Observation:
     """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants."""
     prepared, trace = found.prepared, found.trace
     root = prepared.workspace.root
@@ -283,7 +285,7 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
                                 docker_image=params.docker_image)
     signals = observe(moved, run)
     callees = {e.callee for e in run.edges if e.caller == target and e.callee != target}
-    reflection = reflect(moved, run.tests, callees)
+    reflection = reflect(moved, run.tests, callees, project=candidates)
     decision, by, reasoning = reflection.decision, "traceback", reflection.reasoning
     if decision is None and use_llm and config is not None and signals.is_failure:
         label, text, cost = _llm_reflection(config, target, source, patch, run, problems)

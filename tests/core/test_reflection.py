@@ -84,8 +84,12 @@ def test_a_postcondition_of_a_function_that_called_nothing_blames_it():
     assert reflect(TARGET, [result]).decision == LLM_BUGGY
 
 
-def test_a_precondition_failure_still_blames_the_target():
-    result = postcondition_failure(frozenset({TARGET.fqn, "pkg.helpers.inner"}))
+def test_a_precondition_failure_blames_the_functions_that_ran_before():
+    result = postcondition_failure(frozenset({TARGET.fqn, "pkg.helpers.inner", "pkg.state.setup"}))
     message = "EQUISA inspection: type invariant violated in pkg.mod.outer: n is an int [isinstance(n, int)]"
     precondition = result.model_copy(update={"message": message})
+    # Callees do not count for a precondition: at entry the target has called nothing yet.
     assert reflect(TARGET, [precondition], callees={"pkg.helpers.inner"}).decision == LLM_BUGGY
+    reflection = reflect(TARGET, [precondition], project={TARGET.fqn, "pkg.state.setup", "pkg.unrun"})
+    assert reflection.decision == LLM_NOT_BUGGY
+    assert "pkg.state.setup" in reflection.reasoning and "pkg.unrun" not in reflection.reasoning

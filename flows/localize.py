@@ -39,7 +39,7 @@ from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, foc
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
-from tasks.record import recorded
+from tasks.record import record_finished_run
 from tasks.run_tests import run_tests
 
 __all__ = ["LocalizeParameters", "localize", "run_localization"]
@@ -66,7 +66,8 @@ class LocalizeParameters(DiscoveryParameters):
 def localize(params: LocalizeParameters) -> LocalizationReport:
     """Find the buggy function of a repository whose tests fail."""
     found, report = run_localization(params)
-    return recorded("localize", report, str(found.prepared.repo), params.artifacts, params.db, found.trace)
+    return record_finished_run("localize", report, str(found.prepared.repo), params.artifacts, params.db,
+                               found.trace)
 
 
 def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, LocalizationReport]:

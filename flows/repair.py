@@ -42,7 +42,7 @@ from flows.validation import ValidationContext, test_sources, validate_candidate
 from tasks.inspection import qualname_of, read_function
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
-from tasks.record import recorded
+from tasks.record import record_finished_run
 
 __all__ = ["RepairParameters", "repair"]
 
@@ -109,7 +109,8 @@ def repair(params: RepairParameters) -> RepairReport:
     cost += sum(c.cost_usd for c in candidates.values())
     report = _report(found, localization, evaluations, candidates, tried, relocalizations, cost, use_llm,
                      problems)
-    return recorded("repair", report, str(found.prepared.repo), params.artifacts, params.db, found.trace)
+    return record_finished_run("repair", report, str(found.prepared.repo), params.artifacts, params.db,
+                               found.trace)
 
 
 def _context(found: DiscoveryResult, localization: LocalizationReport, params: RepairParameters,

@@ -19,7 +19,7 @@ from equisa_core.models import SuiteTrace
 from equisa_core.trace_merge import combine, interleave, mark_flaky
 from equisa_core.trace_report import TraceReport, build_trace_report
 from tasks.prepare import check_interpreter, check_repository, snapshot_workspace
-from tasks.record import recorded
+from tasks.record import record_finished_run
 from tasks.run_tests import run_tests
 from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.workspace import Workspace
@@ -83,7 +83,7 @@ def trace_suite(params: TraceParameters) -> TraceReport:
     prepared = prepare_run(params)
     report = build_trace_report(run_suite(prepared, params), str(prepared.repo))
     _publish(report)
-    return recorded("trace", report, str(prepared.repo), params.artifacts, params.db)
+    return record_finished_run("trace", report, str(prepared.repo), params.artifacts, params.db)
 
 
 def run_suite(prepared: PreparedRun, params: TraceParameters) -> SuiteTrace:

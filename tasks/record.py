@@ -1,6 +1,6 @@
 """Recording a finished run: its artifacts to the store, its rows to the history, links in Prefect.
 
-Flows call ``recorded(kind, report, ...)`` as their last step: one ``record-run`` task that
+Flows call ``record_finished_run(kind, report, ...)`` as their last step: one ``record-run`` task
 
 - writes ``runs/<run_id>/report.json``, ``report.html`` (``equisa_core.report``), ``patch.diff``
   and the final trace as a content-addressed blob, then ``manifest.json`` (``tasks/artifacts.py``;
@@ -32,7 +32,7 @@ from equisa_core.report import render_report
 from equisa_core.storage import RunManifest, StoredObject, resolve_artifacts, resolve_db, run_key
 from equisa_core.trace_report import TraceReport, build_trace_report
 
-__all__ = ["RecordResult", "record_run", "recorded"]
+__all__ = ["RecordResult", "record_run", "record_finished_run"]
 
 Report = TypeVar("Report", bound=BaseModel)
 Kind = Literal["trace", "localize", "repair"]
@@ -50,8 +50,8 @@ class RecordResult(BaseModel):
     problems: tuple[str, ...] = ()
 
 
-def recorded(kind: Kind, report: Report, repository: str, artifacts: str | None = None, db: str | None = None,
-             trace: Any = None) -> Report:
+def record_finished_run(kind: Kind, report: Report, repository: str, artifacts: str | None = None,
+                        db: str | None = None, trace: Any = None) -> Report:
     """Record the run (the ``record-run`` task) and return ``report`` with its run id and artifact URI.
 
     ``trace`` (a ``SuiteTrace`` or ``TraceReport``) adds per-test results to the history.

@@ -15,7 +15,7 @@ from equisa_core.repair import RepairReport
 from flows.commands.history import history_answers
 from tasks.history import query
 from tasks.llm import LLMConfig, ModelPrice, call_llm
-from tasks.record import recorded
+from tasks.record import record_finished_run
 from tests.scripted_llm_server import Reply
 
 pytestmark = pytest.mark.integration
@@ -48,7 +48,7 @@ def test_a_runs_llm_calls_and_its_child_runs_calls_are_recorded(prefect_api_url,
         ask("in-parent")
         child_run()
         report = RepairReport.model_validate_json(REPAIR.read_text())
-        return recorded("repair", report, "/repos/invoicing", str(artifacts), str(db))
+        return record_finished_run("repair", report, "/repos/invoicing", str(artifacts), str(db))
 
     with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "results"}):
         other_run()

@@ -20,7 +20,8 @@ originated*: the deepest frame that belongs to the project (not to tests, not to
   the Bayesian model turns into COLLATERAL_FAILURE or COVERED_AND_PASSED.
 
 Over several failing tests, one that blames the target is enough for CONFIRMED_BUGGY; otherwise
-CONFIRMED_NOT_BUGGY needs every failing stack that includes the target to blame a callee.
+CONFIRMED_NOT_BUGGY needs every failing stack that includes the target to blame a callee, or one
+inspection assertion put down to other code (the last case above).
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def reflect(target: Node, results: Sequence[TestResult], callees: Collection[str
     if not failing:
         return Reflection(decision=None, reasoning="No test failed; nothing to attribute.")
     blamed_callees: list[str] = []
+    reattributed: list[str] = []
     unrelated = 0
     for result in failing:
         on_stack = [f for f in result.traceback if _in_target(f, target)]
@@ -101,8 +103,8 @@ def reflect(target: Node, results: Sequence[TestResult], callees: Collection[str
         if deepest is not None and _in_target(deepest, target) and others:
             checked = "a result computed with callees" if is_postcondition_failure(result) else \
                 "inputs that these functions, run before it, may have produced:"
-            blamed_callees.append(f"{result.test_id}: an inspection assertion of {target.fqn} fails on "
-                                  f"{checked} {', '.join(others[:3])}")
+            reattributed.append(f"{result.test_id}: an inspection assertion of {target.fqn} fails on "
+                                f"{checked} {', '.join(others[:3])}")
             continue
         if deepest is not None and _in_target(deepest, target):
             return Reflection(
@@ -125,6 +127,15 @@ def reflect(target: Node, results: Sequence[TestResult], callees: Collection[str
             decision=LLM_NOT_BUGGY,
             reasoning="Golden Rule of Callees: every failing stack through the target fails deeper, "
             "in a function it calls. " + "; ".join(blamed_callees[:3]),
+        )
+    if reattributed:
+        # The inspection's assertions are what make the run count as the target's own failure
+        # (seed: TARGET_ASSERTION_FAILED); once they are put down to other code, nothing singles
+        # the target out, whatever the other failing tests show.
+        return Reflection(
+            decision=LLM_NOT_BUGGY,
+            reasoning="The inspection's assertions in the target reject values other project code may "
+            "have produced. " + "; ".join([*reattributed, *blamed_callees][:3]),
         )
     return Reflection(
         decision=None,

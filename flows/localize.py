@@ -128,7 +128,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             invariants=seen.invariants, mutants_tried=seen.mutants_tried, fix_evidence=seen.fix_evidence,
             fix=seen.fix, fix_source=seen.fix_source, seconds=round(time.monotonic() - inspection_started, 3),
         ))
-        update_progress_artifact(progress, iteration / params.max_iterations)
+        update_progress_artifact(progress, 100.0 * iteration / params.max_iterations)  # percent
         said = " + ".join(str(e.value) for e in (outcome, seen.fix_evidence) if e is not None)
         print(f"[{iteration}] {target}: {said} -> {confidences[target]:.3f}")
         if converged:
@@ -146,7 +146,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         if time.monotonic() - started > params.max_seconds:
             stopped = f"time budget ({params.max_seconds:g}s) spent"
             break
-    update_progress_artifact(progress, 1.0)
+    update_progress_artifact(progress, 100.0)
     locations = {f: (n.file, n.start_line, n.end_line) for f, n in nodes.items()}
     ranking = rank(confidences, suspiciousness, locations)
     report = LocalizationReport(

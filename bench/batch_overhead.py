@@ -143,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
         "PREFECT_LOGGING_LEVEL": "WARNING",
         "EQUISA_WORKSPACES": str(scratch / "workspaces"),
         "EQUISA_REPORTS": str(scratch / "reports"),
+        "EQUISA_DB": str(scratch / "history.duckdb"),
+        "EQUISA_ARTIFACTS": str(scratch / "artifacts"),
+        "EQUISA_SPOOL": str(scratch / "spool"),
     })
     try:
         report = run(args, scratch, console)

@@ -60,6 +60,7 @@ class InspectionRecord(BaseModel):
     fix_evidence: FixEvidence | None = Field(None, description="What the mutants showed, if they ran.")
     fix: str | None = Field(None, description="The fixing mutant: what it changes.")
     fix_source: str | None = Field(None, description="The target's source with the fix applied.")
+    seconds: float = Field(0.0, ge=0, description="Wall time of this inspection (runs and reflection).")
 
 
 class TestCounts(BaseModel):
@@ -89,6 +90,8 @@ class LocalizationReport(BaseModel):
     discovery: DiscoveryReport | None = Field(None, description="What the Discovery loop added.")
     cost: dict[str, float] = Field(default_factory=dict, description="LLM tokens and USD.")
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
+    run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
+    artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
 
 
 def apply_observation(

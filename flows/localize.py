@@ -39,6 +39,7 @@ from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, foc
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.record import record_finished_run
 from tasks.run_tests import run_tests
 from tasks.task_runners import FanOutTaskRunner
 
@@ -66,7 +67,9 @@ class LocalizeParameters(DiscoveryParameters):
       task_runner=FanOutTaskRunner())
 def localize(params: LocalizeParameters) -> LocalizationReport:
     """Find the buggy function of a repository whose tests fail."""
-    return run_localization(params)[1]
+    found, report = run_localization(params)
+    return record_finished_run("localize", report, str(found.prepared.repo), params.artifacts, params.db,
+                               found.trace)
 
 
 def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, LocalizationReport]:
@@ -89,6 +92,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     problems += [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
                  for e in trace.collect_errors]
     calls = _record_candidates(found, params, confidences, nodes)
+    candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
     progress = create_progress_artifact(0.0, key="localization-progress",
                                         description="Inspections done / iteration budget")
     use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
@@ -101,12 +105,13 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         if target is None:
             stopped = "every inspectable candidate was inspected"
             break
+        inspection_started = time.monotonic()
         pending = _awaiting_confirmation(history, target)
         if pending is not None:
             seen = _confirm_fix(target, nodes[target], found, params, pending)
         else:
             seen = _inspect(target, nodes[target], found, params, calls.get(target, []),
-                            use_llm, config, problems, use_mutants)
+                            use_llm, config, problems, use_mutants, candidates)
         cost_usd += seen.cost_usd
         prior = confidences[target]
         leader = max(confidences, key=confidences.__getitem__)
@@ -123,9 +128,9 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             signals=seen.signals, reflection=seen.decision, reflection_by=seen.decision_by,
             reasoning=seen.reasoning, outcome=outcome, prior=prior, posterior=confidences[target],
             invariants=seen.invariants, mutants_tried=seen.mutants_tried, fix_evidence=seen.fix_evidence,
-            fix=seen.fix, fix_source=seen.fix_source,
+            fix=seen.fix, fix_source=seen.fix_source, seconds=round(time.monotonic() - inspection_started, 3),
         ))
-        update_progress_artifact(progress, iteration / params.max_iterations)
+        update_progress_artifact(progress, 100.0 * iteration / params.max_iterations)  # percent
         said = " + ".join(str(e.value) for e in (outcome, seen.fix_evidence) if e is not None)
         print(f"[{iteration}] {target}: {said} -> {confidences[target]:.3f}")
         if converged:
@@ -143,7 +148,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         if time.monotonic() - started > params.max_seconds:
             stopped = f"time budget ({params.max_seconds:g}s) spent"
             break
-    update_progress_artifact(progress, 1.0)
+    update_progress_artifact(progress, 100.0)
     locations = {f: (n.file, n.start_line, n.end_line) for f, n in nodes.items()}
     ranking = rank(confidences, suspiciousness, locations)
     report = LocalizationReport(
@@ -264,7 +269,7 @@ class _Observation(BaseModel):
 
 def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
              calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
-             problems: list[str], use_mutants: bool) -> _Observation:
+             problems: list[str], use_mutants: bool, candidates: frozenset[str]) -> _Observation:
     """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants."""
     prepared, trace = found.prepared, found.trace
     root = prepared.workspace.root
@@ -285,7 +290,7 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
                                 docker_image=params.docker_image)
     signals = observe(moved, run)
     callees = {e.callee for e in run.edges if e.caller == target and e.callee != target}
-    reflection = reflect(moved, run.tests, callees)
+    reflection = reflect(moved, run.tests, callees, project=candidates)
     decision, by, reasoning = reflection.decision, "traceback", reflection.reasoning
     if decision is None and use_llm and config is not None and signals.is_failure:
         label, text, cost = _llm_reflection(config, target, source, patch, run, problems)

@@ -84,8 +84,21 @@ def test_a_postcondition_of_a_function_that_called_nothing_blames_it():
     assert reflect(TARGET, [result]).decision == LLM_BUGGY
 
 
-def test_a_precondition_failure_still_blames_the_target():
-    result = postcondition_failure(frozenset({TARGET.fqn, "pkg.helpers.inner"}))
+def test_a_precondition_failure_blames_the_functions_that_ran_before():
+    result = postcondition_failure(frozenset({TARGET.fqn, "pkg.helpers.inner", "pkg.state.setup"}))
     message = "EQUISA inspection: type invariant violated in pkg.mod.outer: n is an int [isinstance(n, int)]"
     precondition = result.model_copy(update={"message": message})
+    # Callees do not count for a precondition: at entry the target has called nothing yet.
     assert reflect(TARGET, [precondition], callees={"pkg.helpers.inner"}).decision == LLM_BUGGY
+    reflection = reflect(TARGET, [precondition], project={TARGET.fqn, "pkg.state.setup", "pkg.unrun"})
+    assert reflection.decision == LLM_NOT_BUGGY
+    assert "pkg.state.setup" in reflection.reasoning and "pkg.unrun" not in reflection.reasoning
+
+
+def test_a_reattributed_assertion_clears_the_target_even_beside_unrelated_failures():
+    reattributed = postcondition_failure(frozenset({TARGET.fqn, "pkg.helpers.inner"}), test="t1")
+    unrelated = failing(TEST_FRAME, ("pkg/other.py", 4, "other"), test="t2")
+    reflection = reflect(TARGET, [reattributed, unrelated], callees={"pkg.helpers.inner"})
+    assert reflection.decision == LLM_NOT_BUGGY and "t1" in reflection.reasoning
+    own = failing(TEST_FRAME, ("pkg/mod.py", 18, "outer"), test="t3")
+    assert reflect(TARGET, [reattributed, own], callees={"pkg.helpers.inner"}).decision == LLM_BUGGY

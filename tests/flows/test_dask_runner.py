@@ -16,7 +16,9 @@ GRADEBOOK = Path(__file__).resolve().parents[2] / "examples" / "gradebook"
 
 
 def test_trace_fans_out_over_a_local_dask_cluster(prefect_api_url, tmp_path, monkeypatch):
-    monkeypatch.setenv("EQUISA_WORKSPACES", str(tmp_path / "workspaces"))
+    for name, folder in (("EQUISA_WORKSPACES", "workspaces"), ("EQUISA_DB", "history.duckdb"),
+                         ("EQUISA_ARTIFACTS", "artifacts"), ("EQUISA_SPOOL", "spool")):
+        monkeypatch.setenv(name, str(tmp_path / folder))
     params = TraceParameters(path=str(GRADEBOOK), shards=2, no_cache=True)
     with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
         with shared_cluster(RunnerChoice(kind="dask", workers=2)) as choice:

@@ -90,6 +90,9 @@ def server(tmp_path) -> Iterator[tuple[str, dict[str, str], Processes]]:
         "PREFECT_LOGGING_LEVEL": "INFO",
         "EQUISA_WORKSPACES": str(tmp_path / "workspaces"),
         "EQUISA_REPORTS": str(tmp_path / "reports"),
+        "EQUISA_DB": str(tmp_path / "history.duckdb"),
+        "EQUISA_ARTIFACTS": str(tmp_path / "artifacts"),
+        "EQUISA_SPOOL": str(tmp_path / "spool"),
         "PWD": str(ROOT),
         # For the git pull step (deployments/prefect.yaml's git_checkout): workers clone EQUISA from here.
         "EQUISA_GIT_URL": ROOT.as_uri(),

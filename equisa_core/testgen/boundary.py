@@ -1,0 +1,193 @@
+"""Deterministic boundary-value tests (issue 6, deterministic mode): inputs moved to the edges.
+
+Carved tests (``equisa_core.carving``) replay calls the suite made. Boundary testing moves their
+inputs to the values where the code under test changes behaviour: the constants it compares
+against, and one step either side. Two steps, both in the sandbox:
+
+1. ``driver_module``: each carved test becomes *driver* tests, one per (numeric input, boundary
+   value): the carved test's setup and call with one number (an ``int``/``float`` literal or the
+   string of a ``Decimal('...')``) replaced, the call wrapped in ``try/except Exception`` and the
+   assertion dropped: a driver only makes the call happen. Running the drivers with the target's
+   calls recorded (``RunRequest.record``) observes what the code does at each boundary;
+2. the recordings are carved again (``carve_tests``): each becomes a real test asserting the
+   observed result or exception, kept only if it then passes (it asserts today's behaviour: a
+   regression oracle, as Pynguin's generated assertions are).
+
+``boundary_values`` lists the values tried: every numeric constant ``c`` of the target file
+(literals and ``Decimal('...')`` strings, booleans excluded) gives ``c - 1``, ``c``, ``c + 1``
+(integers) or ``c - step``, ``c``, ``c + step`` with the constant's own decimal step (``0.01``
+for ``'10.00'``); the input's own value gives its neighbours the same way; 0 is always tried.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Iterable, Sequence
+from decimal import Decimal, InvalidOperation
+
+from equisa_core.carving import CarvedTest
+
+__all__ = ["file_constants", "boundary_values", "driver_tests", "MAX_DRIVERS_PER_TEST"]
+
+MAX_DRIVERS_PER_TEST = 24
+_HELPER = "_equisa_call"
+
+
+def _decimal_text(node: ast.AST) -> str | None:
+    """The string argument of ``Decimal('...')`` / ``decimal.Decimal('...')``, else None."""
+    if (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name == "Decimal":
+            return node.args[0].value
+    return None
+
+
+def _number(node: ast.AST) -> Decimal | None:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return Decimal(repr(node.value))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number(node.operand)
+        return -inner if inner is not None else None
+    text = _decimal_text(node)
+    if text is not None:
+        try:
+            value = Decimal(text)
+        except InvalidOperation:
+            return None
+        return value if value.is_finite() else None
+    return None
+
+
+def file_constants(source: str) -> list[Decimal]:
+    """The numeric constants of a module (literals, ``Decimal('...')``; booleans excluded), sorted."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    found = {value for node in ast.walk(tree) if (value := _number(node)) is not None}
+    return sorted(found)
+
+
+def _step(value: Decimal) -> Decimal:
+    exponent = value.as_tuple().exponent
+    return Decimal(1).scaleb(exponent) if isinstance(exponent, int) and exponent < 0 else Decimal(1)
+
+
+def boundary_values(constants: Iterable[Decimal], own: Decimal | None = None, limit: int = 16) -> list[Decimal]:
+    """Boundary values (module docstring): own neighbours first, then the constants' edges, at most ``limit``."""
+    ordered: list[Decimal] = []
+
+    def add(value: Decimal) -> None:
+        if value not in ordered and value != own:
+            ordered.append(value)
+
+    if own is not None:
+        step = _step(own)
+        add(own - step)
+        add(own + step)
+    add(Decimal(0))
+    for constant in constants:
+        step = _step(constant)
+        for value in (constant - step, constant, constant + step):
+            add(value)
+    return ordered[:limit]
+
+
+def _render(original: ast.AST, value: Decimal) -> ast.expr:
+    """``value`` in the form of ``original``: an int/float literal or a ``Decimal('...')`` call."""
+    text = _decimal_text(original)
+    if text is not None:
+        replaced = copy.deepcopy(original)
+        replaced.args[0] = ast.Constant(value=str(value))  # type: ignore[attr-defined]
+        return replaced  # type: ignore[return-value]
+    literal = int(value) if value == value.to_integral_value() and "." not in _source_number(original) else float(value)
+    node: ast.expr = ast.Constant(value=abs(literal))
+    return ast.UnaryOp(op=ast.USub(), operand=node) if literal < 0 else node
+
+
+def _source_number(node: ast.AST) -> str:
+    inner = node.operand if isinstance(node, ast.UnaryOp) else node
+    return repr(inner.value) if isinstance(inner, ast.Constant) else ""
+
+
+def _numeric_sites(function: ast.FunctionDef) -> list[tuple[ast.AST, str, int | None, Decimal]]:
+    """(parent, field, index, value) of each numeric input in the setup and the call, not in asserts."""
+    sites = []
+    for statement in function.body:
+        if isinstance(statement, ast.Assert):
+            continue
+        for parent in ast.walk(statement):
+            for field, value in ast.iter_fields(parent):
+                items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+                for index, child in items:
+                    if not isinstance(child, ast.AST) or isinstance(parent, ast.UnaryOp):
+                        continue
+                    number = _number(child)
+                    if number is not None and not _inside_decimal(parent):
+                        sites.append((parent, field, index, number))
+    return sites
+
+
+def _inside_decimal(parent: ast.AST) -> bool:
+    return _decimal_text(parent) is not None
+
+
+def _wrap_call(function: ast.FunctionDef) -> ast.FunctionDef | None:
+    """The test's statements up to its ``_equisa_call``, that call in ``try/except``, no assertions."""
+    body: list[ast.stmt] = []
+    for statement in function.body:
+        calls = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id == _HELPER]
+        if not calls:
+            body.append(statement)
+            continue
+        guarded = ast.Try(
+            body=[ast.Expr(value=calls[0])],
+            handlers=[ast.ExceptHandler(type=ast.Name(id="Exception", ctx=ast.Load()), name=None,
+                                        body=[ast.Pass()])],
+            orelse=[], finalbody=[],
+        )
+        function.body = [*body, guarded]
+        return function
+    return None
+
+
+def driver_tests(carved: Sequence[CarvedTest], constants: Sequence[Decimal],
+                 max_per_test: int = MAX_DRIVERS_PER_TEST) -> list[CarvedTest]:
+    """Driver tests (module docstring) for ``carved``; they keep the carved tests' imports.
+
+    Named ``test_drive_<carved name>_<n>``; a carved test without numeric inputs gives none.
+    """
+    drivers: list[CarvedTest] = []
+    for test in carved:
+        tree = ast.parse(test.code)
+        function = tree.body[0]
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        count = 0
+        for site_index in range(len(_numeric_sites(function))):
+            if count >= max_per_test:
+                break
+            own = _numeric_sites(function)[site_index][3]
+            for value in boundary_values(constants, own):
+                if count >= max_per_test:
+                    break
+                variant = copy.deepcopy(function)
+                parent, field, index, _ = _numeric_sites(variant)[site_index]
+                original = getattr(parent, field) if index is None else getattr(parent, field)[index]
+                replacement = _render(original, value)
+                if index is None:
+                    setattr(parent, field, replacement)
+                else:
+                    getattr(parent, field)[index] = replacement
+                wrapped = _wrap_call(variant)
+                if wrapped is None:
+                    break
+                wrapped.name = f"test_drive_{test.name.removeprefix('test_')}_{count}"
+                code = ast.unparse(ast.fix_missing_locations(ast.Module(body=[wrapped], type_ignores=[])))
+                drivers.append(test.model_copy(update={"name": wrapped.name, "code": code + "\n"}))
+                count += 1
+    return drivers

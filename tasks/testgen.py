@@ -1,6 +1,6 @@
 """Prefect tasks of the test-generation agent: static analysis, branch coverage and mutation score.
 
-- ``analyse_test_module``: syntax (compile), ruff (``ruff check --isolated --output-format json``
+- ``analyse_test_module``: syntax (compile), ruff (``ruff check --isolated --select E4,E7,E9,F``
   on the text, through stdin), mypy where the repository configures it (``mypy.ini``,
   ``[tool.mypy]``, ``[mypy]`` in ``setup.cfg``) and installed, and cyclomatic complexity with
   radon's ``cc_visit``. Tools that cannot run are named in ``skipped_tools``, never silently.
@@ -36,7 +36,7 @@ from equisa_core.probe_output import parse_probe_output
 from equisa_core.testgen import coverage_plugin
 from equisa_core.testgen.mutation_plan import MutantVerdict, PlannedMutant, group_by_tests, mutation_score
 from equisa_core.testgen.static import StaticReport, count_tests, parse_mypy_output, parse_ruff_json, syntax_check
-from tasks.mutants import MutantRunReport, execute_mutants
+from tasks.mutants import MutantRunReport
 from tasks.run_tests import _infrastructure_only, make_sandbox
 from tasks.sandbox import MutantSpec, RunRequest, SandboxLimits
 
@@ -56,6 +56,9 @@ PLUGIN_MODULE = "equisa_testgen_cov"
 TIMEOUT_FACTOR = 10.0
 MIN_TEST_TIMEOUT_S = 2.0
 _TOOL_TIMEOUT_S = 60
+#: ruff's classic defaults: syntax errors, statements, imports and pyflakes (undefined names, unused
+#: imports, ...): errors, not style, so a carved module is not "downgraded" for its formatting.
+_RUFF_RULES = "E4,E7,E9,F"
 
 
 class CoverageUnavailableError(EquisaError):
@@ -127,7 +130,7 @@ def analyse_test_module(source: str, repo: str, file_name: str = "test_generated
     issues = []
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "ruff", "check", "--isolated", "--output-format", "json",
+            [sys.executable, "-m", "ruff", "check", "--isolated", "--select", _RUFF_RULES, "--output-format", "json",
              "--stdin-filename", file_name, "-"],
             input=source, capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False)
         issues += parse_ruff_json(done.stdout)
@@ -302,9 +305,3 @@ def score_mutants(base: RunRequest, overlay: Mapping[str, str], mutants: Sequenc
             verdicts[mutant.id] = _verdict(mutant, report, reason)
     ordered = tuple(verdicts[m.id] for m in mutants)
     return MutationResult(score=mutation_score(ordered), verdicts=ordered, runs=len(groups))
-
-
-def execute_mutants_plain(base: RunRequest, specs: Sequence[MutantSpec], tests: Sequence[str]) -> MutantRunReport:
-    """``execute_mutants`` without Prefect (benchmarks); one local sandbox process."""
-    request = base.model_copy(update={"only": tuple(tests), "mutants": tuple(specs), "mutants_fail_fast": True})
-    return execute_mutants(make_sandbox("local"), request)

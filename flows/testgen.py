@@ -410,7 +410,7 @@ def _deterministic(ctx: _Context, round_number: int, focus_lines: Sequence[int])
         observed = _run_recording(ctx, {path: driver_source}, [f"{path}::{d.name}" for d in drivers], sorted(nodes))
         per = ctx.params.boundary_per_function * (round_number + 1)
         boundary = carve_tests(observed, set(nodes), nodes, max_per_member=per)
-        boundary = [b.model_copy(update={"name": b.name.replace("test_carved_", f"test_boundary_{round_number}_")})
+        boundary = [_renamed(b, b.name.replace("test_carved_", f"test_boundary_{round_number}_"))
                     for b in boundary if "pytest.raises(TypeError)" not in b.code]
         tests += boundary
         did.append(f"ran {len(drivers)} boundary-value drivers over {len(constants)} constants of the file; "
@@ -418,6 +418,12 @@ def _deterministic(ctx: _Context, round_number: int, focus_lines: Sequence[int])
     if not tests:
         return "", did
     return carved_module(_unique(tests)), did
+
+
+def _renamed(test, name: str):
+    """A carved test under another name (its code's ``def`` line included)."""
+    code = test.code.replace(f"def {test.name}(", f"def {name}(", 1)
+    return test.model_copy(update={"name": name, "code": code})
 
 
 def _unique(tests: list) -> list:

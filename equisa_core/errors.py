@@ -18,7 +18,9 @@ errors are translated into these at the boundary where they occur.
     ├── ProbeProtocolError (9)         the probe's output cannot be read
     ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
-    └── PatchApplyError (24)           the accepted diff does not apply to the user's tree
+    ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
+    ├── TestgenTargetError (30)        ``equisa testgen --target``: missing, outside, not Python, unparsable
+    └── CoverageUnavailableError (32)  coverage.py cannot run in the suite's interpreter
 
 ``equisa repair`` also exits 21 (a patch passed the suite but only overfits: plausible only) and
 22 (no patch found); those are outcomes, not errors (``EXIT_PLAUSIBLE_ONLY``, ``EXIT_NOT_FIXED``).
@@ -42,6 +44,8 @@ __all__ = [
     "NothingToLocalizeError",
     "ApplyRefusedError",
     "PatchApplyError",
+    "TestgenTargetError",
+    "CoverageUnavailableError",
     "EXIT_OK",
     "EXIT_PLAUSIBLE_ONLY",
     "EXIT_NOT_FIXED",
@@ -152,3 +156,16 @@ class PatchApplyError(EquisaError):
     """The accepted diff does not apply to the user's tree."""
 
     exit_code = 24
+
+
+class TestgenTargetError(InputError):
+    """``equisa testgen --target``: the file is missing, outside the repository, not Python or unparsable."""
+
+    __test__ = False  # not a pytest class
+    exit_code = 30
+
+
+class CoverageUnavailableError(EquisaError):
+    """coverage.py cannot be imported in the suite's interpreter (nor borrowed from EQUISA's)."""
+
+    exit_code = 32

@@ -25,7 +25,7 @@ from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
-from equisa_core.errors import EquisaError, InputError, NoTestsCollectedError
+from equisa_core.errors import EquisaError, NoTestsCollectedError, TestgenTargetError
 from equisa_core.models import Node, SuiteTrace, TestOutcome
 from equisa_core.prompts.testgen import (
     render_enhancer,
@@ -47,9 +47,15 @@ from equisa_core.testgen.static import StaticReport
 from equisa_core.testgen.supervisor import Critique, RunnerMetrics, supervise
 from flows.trace import PreparedRun, TraceParameters, prepare_run
 from tasks.run_tests import run_tests
-from tasks.testgen import CoverageResult, MutationResult, analyse_test_module, coverage_request, measure_coverage, \
-    score_mutants
 from tasks.test_store import TestStore, embed_texts
+from tasks.testgen import (
+    CoverageResult,
+    MutationResult,
+    analyse_test_module,
+    coverage_request,
+    measure_coverage,
+    score_mutants,
+)
 
 __all__ = ["TestgenParameters", "TestgenTargetError", "GeneratedTests", "generate_tests", "testgen"]
 
@@ -58,17 +64,13 @@ REDUNDANCY_THRESHOLD = 0.95
 _EXISTING_IN_STORE = 400
 
 
-class TestgenTargetError(InputError):
-    """The target file is missing, outside the repository, not Python, or does not parse."""
-
-    exit_code = 30
-
-
 class TestgenParameters(TraceParameters):
     """Parameters of one testgen run."""
 
     __test__ = False
-    target: str = Field(description="The file under test, relative to the repository (or absolute inside it).")
+    target: str = Field(
+        description="The file under test, relative to the repository (or absolute inside it)."
+    )
     llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
     out: str | None = Field(None, description="Folder for the generated modules, the store and the reports.")
     max_iterations: int = Field(3, ge=1, le=20, description="Attempts in all (attempt 0 included).")
@@ -78,8 +80,12 @@ class TestgenParameters(TraceParameters):
     improvement_budget: int = Field(2, ge=0, description="Smell-fixing rounds per attempt (seed 000 §8).")
     carved_per_function: int = Field(3, ge=0, description="Carved tests per function (deterministic mode).")
     boundary_per_function: int = Field(4, ge=0, description="Boundary tests per function per attempt.")
-    focus: list[str] = Field(default_factory=list, description="FQNs to generate tests for; empty: the whole file.")
-    measure_baseline_mutation: bool = Field(False, description="Also score the repository's own tests' mutants.")
+    focus: list[str] = Field(
+        default_factory=list, description="FQNs to generate tests for; empty: the whole file."
+    )
+    measure_baseline_mutation: bool = Field(
+        False, description="Also score the repository's own tests' mutants."
+    )
 
 
 class GeneratedTests(BaseModel):
@@ -124,25 +130,46 @@ def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> Generate
 
     target, target_source = _check_target(prepared, params.target)
     use_llm, config, problems = choose_llm_mode(params.llm)
-    out = Path(params.out) if params.out else prepared.workspace.root.parent / f"testgen-{prepared.workspace.digest[:12]}"
+    out = (
+        Path(params.out)
+        if params.out
+        else prepared.workspace.root.parent / f"testgen-{prepared.workspace.digest[:12]}"
+    )
     out.mkdir(parents=True, exist_ok=True)
     framework = detect_framework(_framework_files(prepared.workspace.root))
     if use_llm:
         framework_for_output = framework
     else:  # carved and boundary tests are pytest functions whatever the repository uses
-        framework_for_output = FrameworkChoice(framework="pytest",
-                                               reason=f"deterministic tests are pytest functions ({framework.reason})")
+        framework_for_output = FrameworkChoice(
+            framework="pytest", reason=f"deterministic tests are pytest functions ({framework.reason})"
+        )
     stem = target.removesuffix(".py").replace("/", "_")
-    ctx = _Context(prepared=prepared, params=params, target=target, target_source=target_source,
-                   module_path=f"{GENERATED_TESTS_DIR}/test_testgen_{stem}.py", framework=framework_for_output,
-                   baseline=None, use_llm=use_llm, config=config, out=out, problems=problems)
+    ctx = _Context(
+        prepared=prepared,
+        params=params,
+        target=target,
+        target_source=target_source,
+        module_path=f"{GENERATED_TESTS_DIR}/test_testgen_{stem}.py",
+        framework=framework_for_output,
+        baseline=None,
+        use_llm=use_llm,
+        config=config,
+        out=out,
+        problems=problems,
+    )
     baseline = _baseline(ctx)
     ctx.baseline = baseline
     report = TestgenReport(
-        mode="llm" if use_llm else "deterministic", path=str(prepared.repo), target=target,
-        framework=framework_for_output.framework, framework_reason=framework_for_output.reason,
-        coverage_target=params.coverage_target, mutation_target=params.mutation_target,
-        baseline=_figures(baseline) if baseline else None, problems=problems)
+        mode="llm" if use_llm else "deterministic",
+        path=str(prepared.repo),
+        target=target,
+        framework=framework_for_output.framework,
+        framework_reason=framework_for_output.reason,
+        coverage_target=params.coverage_target,
+        mutation_target=params.mutation_target,
+        baseline=_figures(baseline) if baseline else None,
+        problems=problems,
+    )
     if baseline is not None and params.measure_baseline_mutation:
         report.baseline_mutation_score = _mutation(ctx, {}, baseline).score
     store = TestStore(out / "tests.duckdb")
@@ -163,7 +190,7 @@ def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> Generate
     return GeneratedTests(report=report, path=path, source=source)
 
 
-# --- set-up --------------------------------------------------------------------------------------
+# --- set-up ---------------------------------------------------------------------------------------
 
 
 def _check_target(prepared: PreparedRun, target: str) -> tuple[str, str]:
@@ -179,7 +206,9 @@ def _check_target(prepared: PreparedRun, target: str) -> tuple[str, str]:
         raise TestgenTargetError(f"--target {target} must be a .py file inside the repository")
     path = prepared.workspace.root / relative
     if not path.is_file():
-        raise TestgenTargetError(f"--target {target}: no such file in the repository (as git would commit it)")
+        raise TestgenTargetError(
+            f"--target {target}: no such file in the repository (as git would commit it)"
+        )
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
         compile(text, relative, "exec", dont_inherit=True)
@@ -193,10 +222,21 @@ def _framework_files(root: Path) -> dict[str, str]:
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root).as_posix()
         name = path.name
-        if not path.is_file() or any(p.startswith(".") or p in ("node_modules",) for p in relative.split("/")[:-1]):
+        if not path.is_file() or any(
+            p.startswith(".") or p in ("node_modules",) for p in relative.split("/")[:-1]
+        ):
             continue
-        wanted = name in ("manage.py", "conftest.py", "pyproject.toml", "setup.py", "setup.cfg", "pytest.ini",
-                          "requirements.txt", "requirements-dev.txt", "Pipfile")
+        wanted = name in (
+            "manage.py",
+            "conftest.py",
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "pytest.ini",
+            "requirements.txt",
+            "requirements-dev.txt",
+            "Pipfile",
+        )
         wanted |= name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
         if wanted and len(files) < 500:
             files[relative] = path.read_text(encoding="utf-8", errors="replace")
@@ -204,10 +244,15 @@ def _framework_files(root: Path) -> dict[str, str]:
 
 
 def _figures(result: CoverageResult) -> CoverageFigures:
-    return CoverageFigures(percent=result.percent, branch_percent=result.branch_percent,
-                           covered_lines=result.covered_lines, statements=result.statements,
-                           covered_branches=result.covered_branches, branches=result.branches,
-                           missing_lines=result.missing_lines)
+    return CoverageFigures(
+        percent=result.percent,
+        branch_percent=result.branch_percent,
+        covered_lines=result.covered_lines,
+        statements=result.statements,
+        covered_branches=result.covered_branches,
+        branches=result.branches,
+        missing_lines=result.missing_lines,
+    )
 
 
 def _combined(baseline: CoverageResult | None, new: CoverageResult) -> CoverageFigures:
@@ -216,7 +261,12 @@ def _combined(baseline: CoverageResult | None, new: CoverageResult) -> CoverageF
         return _figures(new)
     lines = set(baseline.executed_lines) | set(new.executed_lines)
     statements = max(baseline.statements, new.statements)
-    all_lines = set(baseline.executed_lines) | set(baseline.missing_lines) | set(new.executed_lines) | set(new.missing_lines)
+    all_lines = (
+        set(baseline.executed_lines)
+        | set(baseline.missing_lines)
+        | set(new.executed_lines)
+        | set(new.missing_lines)
+    )
     branches = set(baseline.executed_branches) | set(new.executed_branches)
     total_branches = max(baseline.branches, new.branches)
     covered = len(lines) + len(branches)
@@ -224,15 +274,22 @@ def _combined(baseline: CoverageResult | None, new: CoverageResult) -> CoverageF
     return CoverageFigures(
         percent=round(100.0 * covered / denominator, 2) if denominator else 100.0,
         branch_percent=round(100.0 * len(branches) / total_branches, 2) if total_branches else 100.0,
-        covered_lines=len(lines), statements=statements, covered_branches=len(branches),
-        branches=total_branches, missing_lines=tuple(sorted(all_lines - lines)))
+        covered_lines=len(lines),
+        statements=statements,
+        covered_branches=len(branches),
+        branches=total_branches,
+        missing_lines=tuple(sorted(all_lines - lines)),
+    )
 
 
 def _measure(ctx: _Context, overlay: dict[str, str], tests: Sequence[str]) -> CoverageResult:
     request = coverage_request(ctx.prepared.base, overlay, tests, ctx.target)
     return measure_coverage.with_options(refresh_cache=ctx.params.no_cache or None)(
-        request, backend=ctx.params.sandbox, interpreter_version=ctx.prepared.interpreter_version,
-        docker_image=ctx.params.docker_image)
+        request,
+        backend=ctx.params.sandbox,
+        interpreter_version=ctx.prepared.interpreter_version,
+        docker_image=ctx.params.docker_image,
+    )
 
 
 def _baseline(ctx: _Context) -> CoverageResult | None:
@@ -262,7 +319,7 @@ def _seed_store(store: TestStore, ctx: _Context) -> None:
     store.add("existing", items, vectors)
 
 
-# --- the loop ------------------------------------------------------------------------------------------
+# --- the loop -------------------------------------------------------------------------------------
 
 
 def _loop(ctx: _Context, store: TestStore, report: TestgenReport) -> tuple[int | None, str]:
@@ -280,13 +337,17 @@ def _loop(ctx: _Context, store: TestStore, report: TestgenReport) -> tuple[int |
             origin, source, deterministic = _enhance(ctx, source, previous, report.attempts[-1], calls)
         if source:
             source = _pipeline(ctx, store, source, notes, calls)
-        entry, kept_source, coverage = _evaluate(ctx, attempt, origin, source, notes, calls, deterministic, previous)
+        entry, kept_source, coverage = _evaluate(
+            ctx, attempt, origin, source, notes, calls, deterministic, previous
+        )
         source = kept_source
         report.attempts.append(entry)
         previous = entry.critique
-        print(f"attempt {attempt}: {len(entry.tests)} tests, coverage {entry.critique.coverage:.2f}%, "
-              f"mutation {entry.mutation_score if entry.mutation_score is not None else '-'}, {entry.decision} "
-              f"({entry.decision_reason})")
+        print(
+            f"attempt {attempt}: {len(entry.tests)} tests, coverage {entry.critique.coverage:.2f}%, "
+            f"mutation {entry.mutation_score if entry.mutation_score is not None else '-'}, {entry.decision} "
+            f"({entry.decision_reason})"
+        )
         if coverage is not None and entry.tests_passed:
             _add_to_store(ctx, store, source, coverage, notes)
             key = (entry.critique.coverage, entry.mutation_score or 0.0, -attempt)
@@ -304,11 +365,20 @@ def _record(ctx: _Context, calls: list, answer) -> str:
 
 
 def _ask(ctx: _Context, messages: list[dict[str, str]], purpose: str, calls: list) -> str | None:
-    from tasks.llm import LLMError, call_llm, llm_task
+    """One model call (Prefect task with the config's retries); None, with the problem noted, on failure.
 
-    config = ctx.config.model_copy(update={"logprobs": True})  # type: ignore[union-attr]
+    Logprobs are asked for the generator and the enhancer (their entropy sets the pre-execution
+    level) unless ``LLM_COLLECT_LOGPROBS`` (the seed's switch) is ``false``.
+    """
+    import os
+
+    from tasks.llm import LLMError, llm_task
+
+    wanted = os.environ.get("LLM_COLLECT_LOGPROBS", "true").strip().lower() not in ("0", "false", "no")
+    logprobs = wanted and purpose in ("testgen-generator", "testgen-enhancer")
+    config = ctx.config.model_copy(update={"logprobs": logprobs})  # type: ignore[union-attr]
     try:
-        answer = llm_task(config)(config, messages, purpose) if False else call_llm(config, messages, purpose)
+        answer = llm_task(config)(config, messages, purpose)
     except LLMError as error:
         ctx.problems.append(f"{purpose}: {error.message}")
         calls.extend(getattr(error, "calls", ()) or ())
@@ -320,30 +390,55 @@ def _generate(ctx: _Context, store: TestStore, calls: list) -> tuple[str, str, l
     """Attempt 0: the generator (LLM) or carved + boundary tests (deterministic)."""
     if ctx.use_llm:
         uncovered = list(ctx.baseline.missing_lines) if ctx.baseline else []
-        query = ctx.target_source if not uncovered else "\n".join(
-            ctx.target_source.splitlines()[line - 1] for line in uncovered[:40] if line <= len(ctx.target_source.splitlines()))
+        query = (
+            ctx.target_source
+            if not uncovered
+            else "\n".join(
+                ctx.target_source.splitlines()[line - 1]
+                for line in uncovered[:40]
+                if line <= len(ctx.target_source.splitlines())
+            )
+        )
         vectors, _, _ = embed_texts([query], ctx.config)  # type: ignore[arg-type]
         examples = [code for _, code, _ in store.most_similar(vectors[0], 3)] if vectors else []
-        messages = render_generator(ctx.prepared.repo.name, "HEAD", ctx.target, ctx.target_source,
-                                    ctx.framework.framework, uncovered, examples)
+        messages = render_generator(
+            ctx.prepared.repo.name,
+            "HEAD",
+            ctx.target,
+            ctx.target_source,
+            ctx.framework.framework,
+            uncovered,
+            examples,
+        )
         text = _ask(ctx, messages, "testgen-generator", calls)
         if text is not None:
             try:
                 return "generator", clean_generated_module(text), []
             except EquisaError as error:
                 ctx.problems.append(f"generator answer unusable: {error.args[0] if error.args else error}")
-        ctx.problems.append("the generator gave no usable module; attempt 0 falls back to deterministic tests")
+        ctx.problems.append(
+            "the generator gave no usable module; attempt 0 falls back to deterministic tests"
+        )
     source, did = _deterministic(ctx, round_number=0, focus_lines=())
     return "deterministic: carved + boundary values", source, did
 
 
-def _enhance(ctx: _Context, source: str, critique: Critique | None, last: AttemptReport,
-             calls: list) -> tuple[str, str, list[str]]:
+def _enhance(
+    ctx: _Context, source: str, critique: Critique | None, last: AttemptReport, calls: list
+) -> tuple[str, str, list[str]]:
     """Attempt 1+: the enhancer (LLM), or a wider deterministic boundary search."""
     assert critique is not None
     if ctx.use_llm and source:
-        messages = render_enhancer(ctx.prepared.repo.name, "HEAD", ctx.target, ctx.framework.framework, source,
-                                   critique.instructions, critique.missing_lines, last.surviving_mutants)
+        messages = render_enhancer(
+            ctx.prepared.repo.name,
+            "HEAD",
+            ctx.target,
+            ctx.framework.framework,
+            source,
+            critique.instructions,
+            critique.missing_lines,
+            last.surviving_mutants,
+        )
         text = _ask(ctx, messages, "testgen-enhancer", calls)
         if text is not None:
             try:
@@ -356,7 +451,7 @@ def _enhance(ctx: _Context, source: str, critique: Critique | None, last: Attemp
     return "deterministic: wider boundary search", merged, did
 
 
-# --- deterministic generation ----------------------------------------------------------------------------
+# --- deterministic generation ---------------------------------------------------------------------
 
 
 def _target_nodes(ctx: _Context) -> dict[str, Node]:
@@ -367,18 +462,31 @@ def _target_nodes(ctx: _Context) -> dict[str, Node]:
             continue
         if ctx.params.focus and location.fqn not in ctx.params.focus:
             continue
-        nodes[location.fqn] = Node(fqn=location.fqn, file=ctx.target, start_line=location.start_line,
-                                   end_line=location.end_line)
+        nodes[location.fqn] = Node(
+            fqn=location.fqn, file=ctx.target, start_line=location.start_line, end_line=location.end_line
+        )
     return nodes
 
 
-def _run_recording(ctx: _Context, overlay: dict[str, str], tests: Sequence[str], fqns: Sequence[str]) -> SuiteTrace:
-    request = ctx.prepared.base.model_copy(update={
-        "overlay": overlay, "tests": tuple(sorted({t.split("::", 1)[0] for t in tests})), "only": tuple(tests),
-        "record": tuple(fqns), "trace": False, "shard": None})
+def _run_recording(
+    ctx: _Context, overlay: dict[str, str], tests: Sequence[str], fqns: Sequence[str]
+) -> SuiteTrace:
+    request = ctx.prepared.base.model_copy(
+        update={
+            "overlay": overlay,
+            "tests": tuple(sorted({t.split("::", 1)[0] for t in tests})),
+            "only": tuple(tests),
+            "record": tuple(fqns),
+            "trace": False,
+            "shard": None,
+        }
+    )
     return run_tests.with_options(refresh_cache=ctx.params.no_cache or None)(
-        request, backend=ctx.params.sandbox, interpreter_version=ctx.prepared.interpreter_version,
-        docker_image=ctx.params.docker_image)
+        request,
+        backend=ctx.params.sandbox,
+        interpreter_version=ctx.prepared.interpreter_version,
+        docker_image=ctx.params.docker_image,
+    )
 
 
 def _deterministic(ctx: _Context, round_number: int, focus_lines: Sequence[int]) -> tuple[str, list[str]]:
@@ -386,20 +494,33 @@ def _deterministic(ctx: _Context, round_number: int, focus_lines: Sequence[int])
     nodes = _target_nodes(ctx)
     did: list[str] = []
     if focus_lines and round_number > 0:
-        wanted = {f for f, n in nodes.items() if any(n.start_line <= line <= n.end_line for line in focus_lines)}
+        wanted = {
+            f for f, n in nodes.items() if any(n.start_line <= line <= n.end_line for line in focus_lines)
+        }
         if wanted:
             nodes = {f: n for f, n in nodes.items() if f in wanted}
             did.append(f"focused on {len(nodes)} functions holding missing lines")
     if not nodes:
         return "", [*did, "no function of the target to test"]
     baseline = ctx.baseline
-    covering = sorted({t for line, tests in (baseline.line_tests.items() if baseline else ())
-                       for t in tests if any(n.start_line <= line <= n.end_line for n in nodes.values())})
+    covering = sorted(
+        {
+            t
+            for line, tests in (baseline.line_tests.items() if baseline else ())
+            for t in tests
+            if any(n.start_line <= line <= n.end_line for n in nodes.values())
+        }
+    )
     if not covering:
-        return "", [*did, "no existing test calls the target's functions: nothing to carve or move to boundaries"]
+        return "", [
+            *did,
+            "no existing test calls the target's functions: nothing to carve or move to boundaries",
+        ]
     recorded = _run_recording(ctx, {}, covering, sorted(nodes))
     per_function = ctx.params.carved_per_function
-    carved = carve_tests(recorded, set(nodes), nodes, max_per_member=max(per_function, 1) * (round_number + 1))
+    carved = carve_tests(
+        recorded, set(nodes), nodes, max_per_member=max(per_function, 1) * (round_number + 1)
+    )
     did.append(f"carved {len(carved)} tests from {len(covering)} existing tests' recorded calls")
     constants = file_constants(ctx.target_source)
     drivers = driver_tests(carved, constants)
@@ -407,14 +528,21 @@ def _deterministic(ctx: _Context, round_number: int, focus_lines: Sequence[int])
     if drivers:
         path = f"{GENERATED_TESTS_DIR}/test_testgen_drive_{round_number}.py"
         driver_source = carved_module(drivers)
-        observed = _run_recording(ctx, {path: driver_source}, [f"{path}::{d.name}" for d in drivers], sorted(nodes))
+        observed = _run_recording(
+            ctx, {path: driver_source}, [f"{path}::{d.name}" for d in drivers], sorted(nodes)
+        )
         per = ctx.params.boundary_per_function * (round_number + 1)
         boundary = carve_tests(observed, set(nodes), nodes, max_per_member=per)
-        boundary = [_renamed(b, b.name.replace("test_carved_", f"test_boundary_{round_number}_"))
-                    for b in boundary if "pytest.raises(TypeError)" not in b.code]
+        boundary = [
+            _renamed(b, b.name.replace("test_carved_", f"test_boundary_{round_number}_"))
+            for b in boundary
+            if "pytest.raises(TypeError)" not in b.code
+        ]
         tests += boundary
-        did.append(f"ran {len(drivers)} boundary-value drivers over {len(constants)} constants of the file; "
-                   f"kept {len(boundary)} observed calls as tests")
+        did.append(
+            f"ran {len(drivers)} boundary-value drivers over {len(constants)} constants of the file; "
+            f"kept {len(boundary)} observed calls as tests"
+        )
     if not tests:
         return "", did
     return carved_module(_unique(tests)), did
@@ -451,10 +579,16 @@ def _merge_modules(first: str, second: str) -> str:
     def parts(source: str) -> tuple[list[str], list[str], dict[str, str]]:
         tree = ast.parse(source)
         imports = [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-        helpers = [ast.get_source_segment(source, n) or "" for n in tree.body
-                   if isinstance(n, ast.FunctionDef) and not n.name.startswith("test")]
-        tests = {n.name: ast.get_source_segment(source, n) or "" for n in tree.body
-                 if isinstance(n, ast.FunctionDef) and n.name.startswith("test")}
+        helpers = [
+            ast.get_source_segment(source, n) or ""
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef) and not n.name.startswith("test")
+        ]
+        tests = {
+            n.name: ast.get_source_segment(source, n) or ""
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef) and n.name.startswith("test")
+        }
         return imports, helpers, tests
 
     imports_a, helpers_a, tests_a = parts(first)
@@ -465,14 +599,24 @@ def _merge_modules(first: str, second: str) -> str:
     for name, code in tests_b.items():
         if name not in tests and code.split("\n", 1)[-1] not in {b.split("\n", 1)[-1] for b in bodies}:
             tests[name] = code
-    header = '"""Tests generated by EQUISA testgen (carved and boundary-value tests). Generated: do not edit."""\n'
-    merged = "\n\n\n".join([header + "\n".join(sorted(imports, key=lambda s: (s.startswith("from"), s))),
-                            *helpers_a, *tests.values()]) + "\n"
+    header = (
+        '"""Tests generated by EQUISA testgen (carved and boundary-value tests). Generated: do not edit."""\n'
+    )
+    merged = (
+        "\n\n\n".join(
+            [
+                header + "\n".join(sorted(imports, key=lambda s: (s.startswith("from"), s))),
+                *helpers_a,
+                *tests.values(),
+            ]
+        )
+        + "\n"
+    )
     ast.parse(merged)
     return merged
 
 
-# --- §8 pipeline ----------------------------------------------------------------------------------------------
+# --- §8 pipeline ----------------------------------------------------------------------------------
 
 
 def _pipeline(ctx: _Context, store: TestStore, source: str, notes: PipelineNotes, calls: list) -> str:
@@ -485,7 +629,7 @@ def _pipeline(ctx: _Context, store: TestStore, source: str, notes: PipelineNotes
     if problem:
         notes.redundant.append(problem)
     redundant: list[tuple[str, str, float]] = []
-    for (name, code), vector in zip(tests.items(), vectors, strict=True):
+    for name, vector in zip(tests, vectors, strict=True):
         similar = store.most_similar(vector, 1)
         if similar and similar[0][2] >= REDUNDANCY_THRESHOLD:
             redundant.append((name, similar[0][1], similar[0][2]))
@@ -493,20 +637,32 @@ def _pipeline(ctx: _Context, store: TestStore, source: str, notes: PipelineNotes
         if ctx.use_llm:
             for name, similar_code, score in redundant[:3]:
                 uncovered = ctx.baseline.missing_lines if ctx.baseline else ()
-                text = _ask(ctx, render_redundant_rewrite(ctx.target, ctx.target_source, uncovered, similar_code,
-                                                          tests[name], score), "testgen-redundant", calls)
-                notes.redundant.append(f"{name}: similarity {score:.3f}; "
-                                       + ("rewritten by the model" if text else "kept (no answer)"))
+                text = _ask(
+                    ctx,
+                    render_redundant_rewrite(
+                        ctx.target, ctx.target_source, uncovered, similar_code, tests[name], score
+                    ),
+                    "testgen-redundant",
+                    calls,
+                )
+                notes.redundant.append(
+                    f"{name}: similarity {score:.3f}; "
+                    + ("rewritten by the model" if text else "kept (no answer)")
+                )
                 if text:
                     try:
                         rewritten = clean_generated_module(text)
                         source = keep_tests(source, [t for t in list_tests(source) if t != name])
                         source = _append_tests(source, rewritten, suffix=f"_r{len(notes.redundant)}")
                     except EquisaError as error:
-                        notes.redundant[-1] += f" (unusable rewrite: {error.args[0] if error.args else error})"
+                        notes.redundant[-1] += (
+                            f" (unusable rewrite: {error.args[0] if error.args else error})"
+                        )
         else:
             drop = {name for name, _, _ in redundant}
-            notes.redundant += [f"{n}: similarity {s:.3f} to an existing test; dropped" for n, _, s in redundant]
+            notes.redundant += [
+                f"{n}: similarity {s:.3f} to an existing test; dropped" for n, _, s in redundant
+            ]
             remaining = [t for t in tests if t not in drop]
             source = keep_tests(source, remaining) if remaining else source
     for _ in range(ctx.params.improvement_budget + 1):
@@ -560,15 +716,19 @@ def _append_tests(source: str, extra: str, suffix: str) -> str:
     return (head + "\n" if head else "") + source.rstrip() + "\n\n\n" + "\n\n\n".join(lines) + "\n"
 
 
-def _add_to_store(ctx: _Context, store: TestStore, source: str, coverage: CoverageResult, notes: PipelineNotes) -> None:
+def _add_to_store(
+    ctx: _Context, store: TestStore, source: str, coverage: CoverageResult, notes: PipelineNotes
+) -> None:
     passed = {node_id_name(t.test_id) for t in coverage.trace.tests if t.outcome is TestOutcome.PASSED}
-    items = [(f"{ctx.module_path}::{name}", code) for name, code in list_tests(source).items() if name in passed]
+    items = [
+        (f"{ctx.module_path}::{name}", code) for name, code in list_tests(source).items() if name in passed
+    ]
     vectors, _, _ = embed_texts([c for _, c in items], ctx.config if ctx.use_llm else None)  # type: ignore[arg-type]
     store.add("generated", items, vectors)
     notes.added_to_store = len(items)
 
 
-# --- measuring one attempt --------------------------------------------------------------------------------------
+# --- measuring one attempt ------------------------------------------------------------------------
 
 
 def _mutation(ctx: _Context, overlay: dict[str, str], coverage: CoverageResult) -> MutationResult:
@@ -578,23 +738,47 @@ def _mutation(ctx: _Context, overlay: dict[str, str], coverage: CoverageResult) 
     if ctx.params.focus:
         mutants = [m for m in mutants if m.fqn in ctx.params.focus]
     durations = {**ctx.durations, **{t.test_id: t.duration for t in coverage.trace.tests}}
-    return score_mutants(ctx.prepared.base, overlay, mutants, durations, backend=ctx.params.sandbox,
-                         docker_image=ctx.params.docker_image, interpreter_version=ctx.prepared.interpreter_version)
+    return score_mutants(
+        ctx.prepared.base,
+        overlay,
+        mutants,
+        durations,
+        backend=ctx.params.sandbox,
+        docker_image=ctx.params.docker_image,
+        interpreter_version=ctx.prepared.interpreter_version,
+    )
 
 
-def _evaluate(ctx: _Context, attempt: int, origin: str, source: str, notes: PipelineNotes, calls: list,
-              deterministic: list[str], previous: Critique | None) -> tuple[AttemptReport, str, CoverageResult | None]:
+def _evaluate(
+    ctx: _Context,
+    attempt: int,
+    origin: str,
+    source: str,
+    notes: PipelineNotes,
+    calls: list,
+    deterministic: list[str],
+    previous: Critique | None,
+) -> tuple[AttemptReport, str, CoverageResult | None]:
     """Static analysis -> pre-reliability -> runner -> post-reliability -> supervisor -> router."""
     params = ctx.params
     attempt_dir = ctx.out / f"attempt_{attempt}"
     attempt_dir.mkdir(parents=True, exist_ok=True)
     module_file = attempt_dir / Path(ctx.module_path).name
-    entropies = [c.mean_entropy for c in calls if getattr(c, "mean_entropy", None) is not None
-                 and getattr(c, "purpose", "") in ("testgen-generator", "testgen-enhancer")]
+    entropies = [
+        c.mean_entropy
+        for c in calls
+        if getattr(c, "mean_entropy", None) is not None
+        and getattr(c, "purpose", "") in ("testgen-generator", "testgen-enhancer")
+    ]
     entropy = entropies[-1] if entropies else None
-    static = analyse_test_module(source, str(ctx.prepared.workspace.root)) if source else StaticReport(
-        syntax_ok=True, tools=(), test_count=0)
-    pre = pre_execution_level(static, entropy, observed_oracle=not ctx.use_llm or origin.startswith("deterministic"))
+    static = (
+        analyse_test_module(source, str(ctx.prepared.workspace.root))
+        if source
+        else StaticReport(syntax_ok=True, tools=(), test_count=0)
+    )
+    pre = pre_execution_level(
+        static, entropy, observed_oracle=not ctx.use_llm or origin.startswith("deterministic")
+    )
     coverage: CoverageResult | None = None
     mutation: MutationResult | None = None
     runner_error: str | None = None
@@ -610,9 +794,13 @@ def _evaluate(ctx: _Context, attempt: int, origin: str, source: str, notes: Pipe
         if coverage is not None and not ctx.use_llm:
             failing = [t for t in coverage.trace.tests if t.outcome is not TestOutcome.PASSED]
             if failing:  # carved tests assert observed behaviour: one that fails is not deterministic
-                keep = [node_id_name(t.test_id) for t in coverage.trace.tests if t.outcome is TestOutcome.PASSED]
-                notes.dropped += [f"{node_id_name(t.test_id)}: {t.outcome.value} on the code it was observed on"
-                                  for t in failing]
+                keep = [
+                    node_id_name(t.test_id) for t in coverage.trace.tests if t.outcome is TestOutcome.PASSED
+                ]
+                notes.dropped += [
+                    f"{node_id_name(t.test_id)}: {t.outcome.value} on the code it was observed on"
+                    for t in failing
+                ]
                 source = keep_tests(source, keep)
                 overlay = {ctx.module_path: source}
                 coverage = _measure(ctx, overlay, [ctx.module_path]) if keep else None
@@ -620,40 +808,82 @@ def _evaluate(ctx: _Context, attempt: int, origin: str, source: str, notes: Pipe
             if coverage.error:
                 runner_error = coverage.error
             elif coverage.trace.collect_errors:
-                runner_error = f"collection error: {coverage.trace.collect_errors[0].message.splitlines()[-1][:200]}"
+                runner_error = (
+                    f"collection error: {coverage.trace.collect_errors[0].message.splitlines()[-1][:200]}"
+                )
             else:
                 mutation = _mutation(ctx, overlay, coverage)
     module_file.write_text(source, encoding="utf-8")
     trace_tests = coverage.trace.tests if coverage else ()
     passed = sum(1 for t in trace_tests if t.outcome is TestOutcome.PASSED)
     metrics = RunnerMetrics(
-        success=bool(coverage) and runner_error is None, tests_collected=len(trace_tests), tests_passed=passed,
-        coverage=coverage.percent if coverage else 0.0, mutation_score=mutation.score if mutation else None,
-        missing_lines=coverage.missing_lines if coverage else (ctx.baseline.missing_lines if ctx.baseline else ()),
-        test_error=runner_error)
+        success=bool(coverage) and runner_error is None,
+        tests_collected=len(trace_tests),
+        tests_passed=passed,
+        coverage=coverage.percent if coverage else 0.0,
+        mutation_score=mutation.score if mutation else None,
+        missing_lines=coverage.missing_lines
+        if coverage
+        else (ctx.baseline.missing_lines if ctx.baseline else ()),
+        test_error=runner_error,
+    )
     if not source and attempt == 0 and not ctx.use_llm:
         critical = "the deterministic generator found nothing to generate: " + "; ".join(deterministic[-1:])
-    post = post_execution_level(syntax_ok=static.syntax_ok, runner_error=runner_error, tests_run=len(trace_tests),
-                                tests_passed=passed, coverage=metrics.coverage, coverage_target=params.coverage_target,
-                                mutation_score=metrics.mutation_score, mutation_target=params.mutation_target)
-    critique = supervise(metrics, static, pre, post, coverage_target=params.coverage_target,
-                         mutation_target=params.mutation_target, previous=previous, critical_error=critical)
+    post = post_execution_level(
+        syntax_ok=static.syntax_ok,
+        runner_error=runner_error,
+        tests_run=len(trace_tests),
+        tests_passed=passed,
+        coverage=metrics.coverage,
+        coverage_target=params.coverage_target,
+        mutation_score=metrics.mutation_score,
+        mutation_target=params.mutation_target,
+    )
+    critique = supervise(
+        metrics,
+        static,
+        pre,
+        post,
+        coverage_target=params.coverage_target,
+        mutation_target=params.mutation_target,
+        previous=previous,
+        critical_error=critical,
+    )
     decision, reason = decide(critique, attempt + 1, params.max_iterations)
     statuses: dict[str, int] = {}
     for verdict in mutation.verdicts if mutation else ():
         statuses[verdict.status] = statuses.get(verdict.status, 0) + 1
-    survivors = [f"{v.fqn} {v.description}" for v in (mutation.verdicts if mutation else ())
-                 if v.status in ("survived", "not_covered")]
+    survivors = [
+        f"{v.fqn} {v.description}"
+        for v in (mutation.verdicts if mutation else ())
+        if v.status in ("survived", "not_covered")
+    ]
     entry = AttemptReport(
-        attempt=attempt, origin=origin, module=str(module_file), tests=list(list_tests(source)), tests_passed=passed,
-        static=static, pre_reliability=pre, coverage=_figures(coverage) if coverage else None,
+        attempt=attempt,
+        origin=origin,
+        module=str(module_file),
+        tests=list(list_tests(source)),
+        tests_passed=passed,
+        static=static,
+        pre_reliability=pre,
+        coverage=_figures(coverage) if coverage else None,
         combined_coverage=_combined(ctx.baseline, coverage) if coverage else None,
-        mutation_score=metrics.mutation_score, mutants=statuses, surviving_mutants=survivors[:20],
-        post_reliability=post, critique=critique, decision=decision, decision_reason=reason, pipeline=notes,
-        deterministic=deterministic, cost_usd=round(sum(getattr(c, "cost_usd", 0.0) or 0.0 for c in calls), 6),
-        llm_calls=len(calls), mean_entropy=entropy)
-    (attempt_dir / "attempt.json").write_text(json.dumps(entry.model_dump(mode="json"), indent=2) + "\n",
-                                              encoding="utf-8")
+        mutation_score=metrics.mutation_score,
+        mutants=statuses,
+        surviving_mutants=survivors[:20],
+        post_reliability=post,
+        critique=critique,
+        decision=decision,
+        decision_reason=reason,
+        pipeline=notes,
+        deterministic=deterministic,
+        cost_usd=round(sum(getattr(c, "cost_usd", 0.0) or 0.0 for c in calls), 6),
+        llm_calls=len(calls),
+        mean_entropy=entropy,
+    )
+    (attempt_dir / "attempt.json").write_text(
+        json.dumps(entry.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8"
+    )
     return entry, source, coverage
 
 

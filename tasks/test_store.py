@@ -38,15 +38,20 @@ def embed_texts(texts: Sequence[str], config: LLMConfig | None) -> tuple[list[li
 
     model = os.environ.get("EQUISA_EMBEDDING_MODEL", "").strip() or DEFAULT_EMBEDDING_MODEL
     try:
-        with openai.OpenAI(base_url=config.base_url, api_key=config.api_key.get_secret_value() or "EMPTY",
-                           timeout=config.timeout_s, max_retries=2) as client:
+        with openai.OpenAI(
+            base_url=config.base_url,
+            api_key=config.api_key.get_secret_value() or "EMPTY",
+            timeout=config.timeout_s,
+            max_retries=2,
+        ) as client:
             answer = client.embeddings.create(model=model, input=list(texts))
         vectors = [list(map(float, item.embedding)) for item in sorted(answer.data, key=lambda d: d.index)]
         if len(vectors) != len(texts) or not vectors or len({len(v) for v in vectors}) != 1:
             raise ValueError("the endpoint returned the wrong number or shape of embeddings")
         return vectors, f"endpoint:{model}", None
     except (openai.OpenAIError, ValueError) as error:
-        reason = f"embeddings from the endpoint failed ({type(error).__name__}: {str(error)[:200]}); used local ones"
+        reason = (f"embeddings from the endpoint failed ({type(error).__name__}: {str(error)[:200]}); "
+                  "used local ones")
         return [local_embedding(t) for t in texts], "local", reason
 
 
@@ -60,7 +65,8 @@ class TestStore:
         self.path = path
         self.db = duckdb.connect(str(path))
         self.db.execute("""CREATE TABLE IF NOT EXISTS tests (
-            id INTEGER PRIMARY KEY, origin VARCHAR, name VARCHAR, code VARCHAR, embedding FLOAT[], dim INTEGER)""")
+            id INTEGER PRIMARY KEY, origin VARCHAR, name VARCHAR, code VARCHAR,
+            embedding FLOAT[], dim INTEGER)""")
 
     def close(self) -> None:
         """Close the file."""
@@ -79,8 +85,10 @@ class TestStore:
     def add(self, origin: str, items: Sequence[tuple[str, str]], vectors: Sequence[Sequence[float]]) -> None:
         """Store (name, code) items with their embeddings."""
         start = int(self.db.execute("SELECT coalesce(max(id), 0) FROM tests").fetchone()[0])  # type: ignore[index]
-        rows = [(start + i + 1, origin, name, code, list(vector), len(vector))
-                for i, ((name, code), vector) in enumerate(zip(items, vectors, strict=True))]
+        rows = [
+            (start + i + 1, origin, name, code, list(vector), len(vector))
+            for i, ((name, code), vector) in enumerate(zip(items, vectors, strict=True))
+        ]
         if rows:
             self.db.executemany("INSERT INTO tests VALUES (?, ?, ?, ?, ?, ?)", rows)
 
@@ -92,5 +100,6 @@ class TestStore:
         rows = self.db.execute(
             f"""SELECT name, code, array_cosine_similarity(embedding::FLOAT[{dim}], ?::FLOAT[{dim}]) AS s
                 FROM tests WHERE dim = ? ORDER BY s DESC NULLS LAST, id LIMIT ?""",
-            [list(vector), dim, limit]).fetchall()
+            [list(vector), dim, limit],
+        ).fetchall()
         return [(name, code, float(s) if s is not None else 0.0) for name, code, s in rows]

@@ -30,12 +30,18 @@ from prefect import task
 from prefect.context import TaskRunContext
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.errors import EquisaError
+from equisa_core.errors import CoverageUnavailableError, EquisaError
 from equisa_core.models import SuiteTrace, TestOutcome
 from equisa_core.probe_output import parse_probe_output
 from equisa_core.testgen import coverage_plugin
 from equisa_core.testgen.mutation_plan import MutantVerdict, PlannedMutant, group_by_tests, mutation_score
-from equisa_core.testgen.static import StaticReport, count_tests, parse_mypy_output, parse_ruff_json, syntax_check
+from equisa_core.testgen.static import (
+    StaticReport,
+    count_tests,
+    parse_mypy_output,
+    parse_ruff_json,
+    syntax_check,
+)
 from tasks.mutants import MutantRunReport
 from tasks.run_tests import _infrastructure_only, make_sandbox
 from tasks.sandbox import MutantSpec, RunRequest, SandboxLimits
@@ -61,12 +67,6 @@ _TOOL_TIMEOUT_S = 60
 _RUFF_RULES = "E4,E7,E9,F"
 
 
-class CoverageUnavailableError(EquisaError):
-    """coverage.py cannot run in the suite's interpreter (nor be borrowed from EQUISA's)."""
-
-    exit_code = 32
-
-
 class CoverageResult(BaseModel):
     """Branch coverage of the target file by one run, and which test executed which line."""
 
@@ -82,7 +82,9 @@ class CoverageResult(BaseModel):
     missing_lines: tuple[int, ...] = ()
     executed_branches: tuple[tuple[int, int], ...] = ()
     missing_branches: tuple[tuple[int, int], ...] = ()
-    line_tests: dict[int, tuple[str, ...]] = Field(default_factory=dict, description="Line -> tests (node ids).")
+    line_tests: dict[int, tuple[str, ...]] = Field(
+        default_factory=dict, description="Line -> tests (node ids)."
+    )
     trace: SuiteTrace
     error: str | None = None
 
@@ -130,9 +132,26 @@ def analyse_test_module(source: str, repo: str, file_name: str = "test_generated
     issues = []
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "ruff", "check", "--isolated", "--select", _RUFF_RULES, "--output-format", "json",
-             "--stdin-filename", file_name, "-"],
-            input=source, capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False)
+            [
+                sys.executable,
+                "-m",
+                "ruff",
+                "check",
+                "--isolated",
+                "--select",
+                _RUFF_RULES,
+                "--output-format",
+                "json",
+                "--stdin-filename",
+                file_name,
+                "-",
+            ],
+            input=source,
+            capture_output=True,
+            text=True,
+            timeout=_TOOL_TIMEOUT_S,
+            check=False,
+        )
         issues += parse_ruff_json(done.stdout)
         tools.append("ruff")
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as problem:
@@ -143,8 +162,21 @@ def analyse_test_module(source: str, repo: str, file_name: str = "test_generated
     else:
         try:
             done = subprocess.run(
-                [sys.executable, "-m", "mypy", "--no-error-summary", "--ignore-missing-imports",
-                 "-c", source], cwd=root, capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False)
+                [
+                    sys.executable,
+                    "-m",
+                    "mypy",
+                    "--no-error-summary",
+                    "--ignore-missing-imports",
+                    "-c",
+                    source,
+                ],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=_TOOL_TIMEOUT_S,
+                check=False,
+            )
             if "No module named mypy" in done.stderr:
                 skipped["mypy"] = "configured, but mypy is not installed with EQUISA"
             else:
@@ -158,8 +190,12 @@ def analyse_test_module(source: str, repo: str, file_name: str = "test_generated
     tools.append("radon")
     complexities = [b.complexity for b in blocks]
     return StaticReport(
-        syntax_ok=True, lint_issues=tuple(issues), tools=tuple(tools), skipped_tools=skipped,
-        test_count=count_tests(source), max_complexity=max(complexities, default=0),
+        syntax_ok=True,
+        lint_issues=tuple(issues),
+        tools=tuple(tools),
+        skipped_tools=skipped,
+        test_count=count_tests(source),
+        max_complexity=max(complexities, default=0),
         mean_complexity=round(sum(complexities) / len(complexities), 2) if complexities else 0.0,
     )
 
@@ -174,20 +210,43 @@ def _plugin_text() -> str:
 def _equisa_site_packages() -> str:
     import coverage
 
-    return str(Path(coverage.__file__).resolve().parent.parent) if coverage else sysconfig.get_paths()["purelib"]
+    return (
+        str(Path(coverage.__file__).resolve().parent.parent) if coverage else sysconfig.get_paths()["purelib"]
+    )
 
 
-def coverage_request(base: RunRequest, overlay: Mapping[str, str], tests: Sequence[str], target: str,
-                     limits: SandboxLimits | None = None) -> RunRequest:
+def coverage_request(
+    base: RunRequest,
+    overlay: Mapping[str, str],
+    tests: Sequence[str],
+    target: str,
+    limits: SandboxLimits | None = None,
+) -> RunRequest:
     """``base`` running ``tests`` with the coverage plugin measuring ``target`` (repository-relative)."""
-    env = {**base.env, "PYTEST_PLUGINS": PLUGIN_MODULE, "EQUISA_COVERAGE_TARGET": target,
-           "EQUISA_COVERAGE_PATH": _equisa_site_packages()}
-    return base.model_copy(update={
-        "overlay": {**overlay, f"{PLUGIN_MODULE}.py": _plugin_text()}, "tests": tuple(tests), "only": None,
-        "trace": False, "env": env, "limits": limits or base.limits, "shard": None, "record": (), "mutants": ()})
+    env = {
+        **base.env,
+        "PYTEST_PLUGINS": PLUGIN_MODULE,
+        "EQUISA_COVERAGE_TARGET": target,
+        "EQUISA_COVERAGE_PATH": _equisa_site_packages(),
+    }
+    return base.model_copy(
+        update={
+            "overlay": {**overlay, f"{PLUGIN_MODULE}.py": _plugin_text()},
+            "tests": tuple(tests),
+            "only": None,
+            "trace": False,
+            "env": env,
+            "limits": limits or base.limits,
+            "shard": None,
+            "record": (),
+            "mutants": (),
+        }
+    )
 
 
-def execute_coverage(request: RunRequest, backend: str = "local", docker_image: str | None = None) -> CoverageResult:
+def execute_coverage(
+    request: RunRequest, backend: str = "local", docker_image: str | None = None
+) -> CoverageResult:
     """Run ``request`` (from ``coverage_request``) once in a sandbox and read the coverage record."""
     run = make_sandbox(backend, docker_image).run(request)
     target = request.env["EQUISA_COVERAGE_TARGET"]
@@ -206,7 +265,9 @@ def execute_coverage(request: RunRequest, backend: str = "local", docker_image: 
             break
     if record is None:
         tail = run.log_tail.strip().splitlines()[-1:] or ["no output"]
-        return CoverageResult(target=target, trace=trace, error=f"no coverage record; pytest said: {tail[0][:300]}")
+        return CoverageResult(
+            target=target, trace=trace, error=f"no coverage record; pytest said: {tail[0][:300]}"
+        )
     if record.get("report") is None:
         error = record.get("error") or "no coverage data"
         if "cannot be imported" in error:
@@ -217,16 +278,23 @@ def execute_coverage(request: RunRequest, backend: str = "local", docker_image: 
     if data is None:
         return CoverageResult(target=target, trace=trace, error=f"{target} was never imported by the tests")
     summary = data.get("summary") or {}
-    line_tests = {int(line): tuple(sorted(c for c in contexts if c))
-                  for line, contexts in (data.get("contexts") or {}).items()}
+    line_tests = {
+        int(line): tuple(sorted(c for c in contexts if c))
+        for line, contexts in (data.get("contexts") or {}).items()
+    }
     return CoverageResult(
-        target=target, percent=round(float(summary.get("percent_covered", 0.0)), 2),
-        statements=summary.get("num_statements", 0), covered_lines=summary.get("covered_lines", 0),
-        branches=summary.get("num_branches", 0), covered_branches=summary.get("covered_branches", 0),
-        executed_lines=tuple(data.get("executed_lines") or ()), missing_lines=tuple(data.get("missing_lines") or ()),
+        target=target,
+        percent=round(float(summary.get("percent_covered", 0.0)), 2),
+        statements=summary.get("num_statements", 0),
+        covered_lines=summary.get("covered_lines", 0),
+        branches=summary.get("num_branches", 0),
+        covered_branches=summary.get("covered_branches", 0),
+        executed_lines=tuple(data.get("executed_lines") or ()),
+        missing_lines=tuple(data.get("missing_lines") or ()),
         executed_branches=tuple(tuple(b) for b in data.get("executed_branches") or ()),  # type: ignore[misc]
         missing_branches=tuple(tuple(b) for b in data.get("missing_branches") or ()),  # type: ignore[misc]
-        line_tests={line: tests for line, tests in line_tests.items() if tests}, trace=trace,
+        line_tests={line: tests for line, tests in line_tests.items() if tests},
+        trace=trace,
     )
 
 
@@ -234,13 +302,26 @@ def _coverage_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> 
     request: RunRequest = parameters["request"]
     plugin = hashlib.sha256(_plugin_text().encode()).hexdigest()[:16]
     backend = parameters.get("backend", "local") + (parameters.get("docker_image") or "")
-    return f"measure-coverage-{plugin}-" + request.cache_key(backend, parameters.get("interpreter_version", ""))
+    return f"measure-coverage-{plugin}-" + request.cache_key(
+        backend, parameters.get("interpreter_version", "")
+    )
 
 
-@task(name="measure-coverage", cache_key_fn=_coverage_cache_key, cache_expiration=timedelta(days=30),
-      persist_result=True, retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=_infrastructure_only)
-def measure_coverage(request: RunRequest, backend: str = "local", interpreter_version: str = "",
-                     docker_image: str | None = None) -> CoverageResult:
+@task(
+    name="measure-coverage",
+    cache_key_fn=_coverage_cache_key,
+    cache_expiration=timedelta(days=30),
+    persist_result=True,
+    retries=2,
+    retry_delay_seconds=[2, 10],
+    retry_condition_fn=_infrastructure_only,
+)
+def measure_coverage(
+    request: RunRequest,
+    backend: str = "local",
+    interpreter_version: str = "",
+    docker_image: str | None = None,
+) -> CoverageResult:
     """Branch coverage of the target file by the request's tests, per-line tests included."""
     return execute_coverage(request, backend, docker_image)
 
@@ -249,7 +330,8 @@ def measure_coverage(request: RunRequest, backend: str = "local", interpreter_ve
 
 
 def _limits(base: SandboxLimits, durations: Sequence[float], mutants: int) -> SandboxLimits:
-    """Per-test timeout TIMEOUT_FACTOR x the slowest baseline test (>= MIN_TEST_TIMEOUT_S); wall clock for all rounds."""
+    """Limits of one mutant group: per test, TIMEOUT_FACTOR x the slowest baseline duration (at least
+    MIN_TEST_TIMEOUT_S); the wall clock covers every round (never above the base's)."""
     slowest = max(durations, default=0.0)
     per_test = max(MIN_TEST_TIMEOUT_S, TIMEOUT_FACTOR * slowest)
     wall = 60.0 + (mutants + 1) * max(sum(durations), 0.05) * TIMEOUT_FACTOR
@@ -268,34 +350,65 @@ def _verdict(mutant: PlannedMutant, report: MutantRunReport | None, reason: str 
     if result.status in ("timeout", "crashed"):
         return MutantVerdict(**common, status="killed", killed_by=result.status)
     for test, outcome in result.outcomes.items():
-        if report.original.get(test) is TestOutcome.PASSED and outcome in (TestOutcome.FAILED, TestOutcome.ERROR):
+        if report.original.get(test) is TestOutcome.PASSED and outcome in (
+            TestOutcome.FAILED,
+            TestOutcome.ERROR,
+        ):
             return MutantVerdict(**common, status="killed", killed_by=test)
     return MutantVerdict(**common, status="survived")
 
 
-def score_mutants(base: RunRequest, overlay: Mapping[str, str], mutants: Sequence[PlannedMutant],
-                  durations: Mapping[str, float], backend: str = "local", docker_image: str | None = None,
-                  interpreter_version: str = "") -> MutationResult:
+def score_mutants(
+    base: RunRequest,
+    overlay: Mapping[str, str],
+    mutants: Sequence[PlannedMutant],
+    durations: Mapping[str, float],
+    backend: str = "local",
+    docker_image: str | None = None,
+    interpreter_version: str = "",
+) -> MutationResult:
     """Run each covered mutant against only its covering tests (module docstring) and score them."""
     from tasks.mutants import run_mutants
 
     verdicts: dict[str, MutantVerdict] = {}
     for mutant in mutants:
         if not mutant.tests:
-            verdicts[mutant.id] = MutantVerdict(id=mutant.id, fqn=mutant.fqn, line=mutant.line,
-                                                description=mutant.description, status="not_covered")
+            verdicts[mutant.id] = MutantVerdict(
+                id=mutant.id,
+                fqn=mutant.fqn,
+                line=mutant.line,
+                description=mutant.description,
+                status="not_covered",
+            )
     groups = group_by_tests(mutants)
     files = sorted({t.split("::", 1)[0] for t in {t for key in groups for t in key}})
     futures = []
     for tests, members in groups.items():
         specs = tuple(MutantSpec(id=m.id, fqn=m.fqn, file=m.file, source=m.source) for m in members)
-        request = base.model_copy(update={
-            "overlay": dict(overlay), "tests": tuple(sorted({t.split("::", 1)[0] for t in tests})) or tuple(files),
-            "only": tests, "trace": False, "mutants": specs, "mutants_fail_fast": True, "shard": None, "record": (),
-            "limits": _limits(base.limits, [durations.get(t, 0.0) for t in tests], len(members)),
-        })
-        futures.append((members, run_mutants.submit(request, backend=backend, interpreter_version=interpreter_version,
-                                                    docker_image=docker_image)))
+        request = base.model_copy(
+            update={
+                "overlay": dict(overlay),
+                "tests": tuple(sorted({t.split("::", 1)[0] for t in tests})) or tuple(files),
+                "only": tests,
+                "trace": False,
+                "mutants": specs,
+                "mutants_fail_fast": True,
+                "shard": None,
+                "record": (),
+                "limits": _limits(base.limits, [durations.get(t, 0.0) for t in tests], len(members)),
+            }
+        )
+        futures.append(
+            (
+                members,
+                run_mutants.submit(
+                    request,
+                    backend=backend,
+                    interpreter_version=interpreter_version,
+                    docker_image=docker_image,
+                ),
+            )
+        )
     for members, future in futures:
         try:
             report, reason = future.result(), None

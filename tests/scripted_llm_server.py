@@ -12,8 +12,8 @@ retry, so a test that under-scripts fails fast and clearly.
 Every request is recorded (path, model, messages, the whole body, arrival time) in ``requests``.
 
 Served paths: ``POST /v1/chat/completions`` and ``POST /chat/completions``; ``POST /v1/embeddings``
-once a test sets ``embed_with(function)`` (text -> vector; recorded in ``requests`` too, 404 otherwise). Use ``base_url`` (ends
-with ``/v1``) as the client's ``base_url``.
+once a test sets ``embed_with(function)`` (text -> vector; recorded in ``requests`` too, 404
+otherwise). Use ``base_url`` (ends with ``/v1``) as the client's ``base_url``.
 
 Fixture: ``scripted_llm`` (function scope; defined as ``scripted_llm_fixture`` so that importing it
 does not clash with test parameters of that name) yields a started ``ScriptedLLM`` and stops it
@@ -300,7 +300,8 @@ class _Handler(BaseHTTPRequestHandler):
                                                         received_at=time.monotonic()))
             embedder = self.script._embedder
         assert embedder is not None
-        data = [{"object": "embedding", "index": i, "embedding": embedder(text)} for i, text in enumerate(inputs)]
+        data = [{"object": "embedding", "index": i, "embedding": embedder(text)}
+                for i, text in enumerate(inputs)]
         self._send_json(200, {"object": "list", "data": data, "model": body.get("model", ""),
                               "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}})
 

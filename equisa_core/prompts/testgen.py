@@ -195,21 +195,29 @@ def guardrails(framework: str, repo: str) -> list[str]:
     ]
     if "django" in repo.lower():
         rails.append(
-            "When interacting with Django utilities, use django.test helpers and avoid touching real files.")
+            "When interacting with Django utilities, use django.test helpers and avoid touching real files."
+        )
     if framework == "pytest":
-        rails[0] = "Pytest-style functions and fixtures are acceptable, but keep the current style consistent."
+        rails[0] = (
+            "Pytest-style functions and fixtures are acceptable, but keep the current style consistent."
+        )
     return rails
 
 
-def instruction_block(instructions: Sequence[str], missing_lines: Sequence[int],
-                      surviving_mutants: Sequence[str] = ()) -> str:
+def instruction_block(
+    instructions: Sequence[str], missing_lines: Sequence[int], surviving_mutants: Sequence[str] = ()
+) -> str:
     """The seed's instruction block; EQUISA appends up to 5 surviving mutants to kill."""
     block = "\n".join(f"- {item}" for item in instructions if item)
     if missing_lines:
         line_targets = ", ".join(str(m) for m in missing_lines[:10])
         block += f"\n- Increase coverage for lines: {line_targets}."
     if surviving_mutants:
-        block += "\n- Add assertions that fail for these surviving mutants: " + "; ".join(surviving_mutants[:5]) + "."
+        block += (
+            "\n- Add assertions that fail for these surviving mutants: "
+            + "; ".join(surviving_mutants[:5])
+            + "."
+        )
     if not block.strip():
         block = "- Improve coverage and robustness without breaking existing passing tests."
     return block
@@ -219,34 +227,77 @@ def _user(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
-def render_generator(repo: str, version: str, code_file: str, code_src: str, framework: str,
-                     uncovered: Sequence[int] = (), examples: Sequence[str] = ()) -> list[dict[str, str]]:
+def render_generator(
+    repo: str,
+    version: str,
+    code_file: str,
+    code_src: str,
+    framework: str,
+    uncovered: Sequence[int] = (),
+    examples: Sequence[str] = (),
+) -> list[dict[str, str]]:
     """The generator's messages: the seed's prompt, then the §8 evidence (uncovered lines, examples)."""
-    text = GENERATOR_TEMPLATE.format(repo=repo, version=version, code_file=code_file, code_src=code_src,
-                                     test_style_instructions=framework_rules(framework))
+    text = GENERATOR_TEMPLATE.format(
+        repo=repo,
+        version=version,
+        code_file=code_file,
+        code_src=code_src,
+        test_style_instructions=framework_rules(framework),
+    )
     if uncovered:
-        text += "\nLines of the target file the existing tests do not cover: " + ", ".join(map(str, uncovered[:40])) + "\n"
+        text += (
+            "\nLines of the target file the existing tests do not cover: "
+            + ", ".join(map(str, uncovered[:40]))
+            + "\n"
+        )
     for number, example in enumerate(examples[:3], 1):
         text += f"\nExample of an existing test ({number}):\n{example.strip()}\n"
     return _user(text)
 
 
-def render_enhancer(repo: str, version: str, code_file: str, framework: str, current_test_src: str,
-                    instructions: Sequence[str], missing_lines: Sequence[int],
-                    surviving_mutants: Sequence[str] = ()) -> list[dict[str, str]]:
+def render_enhancer(
+    repo: str,
+    version: str,
+    code_file: str,
+    framework: str,
+    current_test_src: str,
+    instructions: Sequence[str],
+    missing_lines: Sequence[int],
+    surviving_mutants: Sequence[str] = (),
+) -> list[dict[str, str]]:
     """The enhancer's messages (seed 001)."""
     rails = "\n".join(f"- {rail}" for rail in guardrails(framework, repo))
-    return _user(ENHANCER_TEMPLATE.format(
-        repo=repo, version=version, code_file=code_file, guardrails=rails, current_test_src=current_test_src,
-        instruction_block=instruction_block(instructions, missing_lines, surviving_mutants)))
+    return _user(
+        ENHANCER_TEMPLATE.format(
+            repo=repo,
+            version=version,
+            code_file=code_file,
+            guardrails=rails,
+            current_test_src=current_test_src,
+            instruction_block=instruction_block(instructions, missing_lines, surviving_mutants),
+        )
+    )
 
 
-def render_redundant_rewrite(code_file: str, code_src: str, uncovered: Sequence[int], similar_test: str,
-                             new_test: str, similarity: float) -> list[dict[str, str]]:
+def render_redundant_rewrite(
+    code_file: str,
+    code_src: str,
+    uncovered: Sequence[int],
+    similar_test: str,
+    new_test: str,
+    similarity: float,
+) -> list[dict[str, str]]:
     """Messages asking to rewrite a test too similar to an existing one."""
-    return _user(REDUNDANT_REWRITE_TEMPLATE.format(
-        code_file=code_file, code_src=code_src, uncovered=", ".join(map(str, uncovered[:40])) or "none",
-        similar_test=similar_test, new_test=new_test, similarity=similarity))
+    return _user(
+        REDUNDANT_REWRITE_TEMPLATE.format(
+            code_file=code_file,
+            code_src=code_src,
+            uncovered=", ".join(map(str, uncovered[:40])) or "none",
+            similar_test=similar_test,
+            new_test=new_test,
+            similarity=similarity,
+        )
+    )
 
 
 def render_smell_critic(test_src: str) -> list[dict[str, str]]:

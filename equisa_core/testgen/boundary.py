@@ -36,8 +36,13 @@ _HELPER = "_equisa_call"
 
 def _decimal_text(node: ast.AST) -> str | None:
     """The string argument of ``Decimal('...')`` / ``decimal.Decimal('...')``, else None."""
-    if (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
-            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+    if (
+        isinstance(node, ast.Call)
+        and len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name == "Decimal":
@@ -76,8 +81,10 @@ def _step(value: Decimal) -> Decimal:
     return Decimal(1).scaleb(exponent) if isinstance(exponent, int) and exponent < 0 else Decimal(1)
 
 
-def boundary_values(constants: Iterable[Decimal], own: Decimal | None = None, limit: int = 16) -> list[Decimal]:
-    """Boundary values (module docstring): own neighbours first, then the constants' edges, at most ``limit``."""
+def boundary_values(
+    constants: Iterable[Decimal], own: Decimal | None = None, limit: int = 16
+) -> list[Decimal]:
+    """Boundary values (module docstring): own neighbours first, then the constants' edges; ≤ ``limit``."""
     ordered: list[Decimal] = []
 
     def add(value: Decimal) -> None:
@@ -103,7 +110,11 @@ def _render(original: ast.AST, value: Decimal) -> ast.expr:
         replaced = copy.deepcopy(original)
         replaced.args[0] = ast.Constant(value=str(value))  # type: ignore[attr-defined]
         return replaced  # type: ignore[return-value]
-    literal = int(value) if value == value.to_integral_value() and "." not in _source_number(original) else float(value)
+    literal = (
+        int(value)
+        if value == value.to_integral_value() and "." not in _source_number(original)
+        else float(value)
+    )
     node: ast.expr = ast.Constant(value=abs(literal))
     return ast.UnaryOp(op=ast.USub(), operand=node) if literal < 0 else node
 
@@ -139,24 +150,30 @@ def _wrap_call(function: ast.FunctionDef) -> ast.FunctionDef | None:
     """The test's statements up to its ``_equisa_call``, that call in ``try/except``, no assertions."""
     body: list[ast.stmt] = []
     for statement in function.body:
-        calls = [n for n in ast.walk(statement) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                 and n.func.id == _HELPER]
+        calls = [
+            n
+            for n in ast.walk(statement)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == _HELPER
+        ]
         if not calls:
             body.append(statement)
             continue
         guarded = ast.Try(
             body=[ast.Expr(value=calls[0])],
-            handlers=[ast.ExceptHandler(type=ast.Name(id="Exception", ctx=ast.Load()), name=None,
-                                        body=[ast.Pass()])],
-            orelse=[], finalbody=[],
+            handlers=[
+                ast.ExceptHandler(type=ast.Name(id="Exception", ctx=ast.Load()), name=None, body=[ast.Pass()])
+            ],
+            orelse=[],
+            finalbody=[],
         )
         function.body = [*body, guarded]
         return function
     return None
 
 
-def driver_tests(carved: Sequence[CarvedTest], constants: Sequence[Decimal],
-                 max_per_test: int = MAX_DRIVERS_PER_TEST) -> list[CarvedTest]:
+def driver_tests(
+    carved: Sequence[CarvedTest], constants: Sequence[Decimal], max_per_test: int = MAX_DRIVERS_PER_TEST
+) -> list[CarvedTest]:
     """Driver tests (module docstring) for ``carved``; they keep the carved tests' imports.
 
     Named ``test_drive_<carved name>_<n>``; a carved test without numeric inputs gives none.

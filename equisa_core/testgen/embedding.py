@@ -28,8 +28,13 @@ def code_tokens(source: str) -> list[str]:
         tree = ast.parse(source)
         for node in ast.walk(tree):
             body = getattr(node, "body", None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
-                    getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+            if (
+                isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 body.pop(0)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 node.name = "test"

@@ -30,7 +30,14 @@ Framework = Literal["pytest", "unittest", "django"]
 
 _DJANGO_DEPENDENCY = re.compile(r"""(^|["'\s,\[])django([<>=!~ \]"',;]|$)""", re.IGNORECASE | re.MULTILINE)
 _PYTEST_SECTION = re.compile(r"^\[(tool\.pytest\.ini_options|pytest|tool:pytest)\]", re.MULTILINE)
-_PACKAGING = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "requirements-dev.txt", "Pipfile")
+_PACKAGING = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "Pipfile",
+)
 
 
 class FrameworkChoice(BaseModel):
@@ -84,13 +91,17 @@ def detect_framework(files: Mapping[str, str]) -> FrameworkChoice:
     if unittest_modules > pytest_modules:
         return FrameworkChoice(
             framework="unittest",
-            reason=f"{unittest_modules} test modules use unittest.TestCase only, {pytest_modules} pytest style",
+            reason=f"{unittest_modules} test modules use unittest.TestCase only, "
+            f"{pytest_modules} pytest style",
         )
     if pytest_modules:
         return FrameworkChoice(framework="pytest", reason=f"{pytest_modules} test modules use pytest style")
-    if "conftest.py" in names or _PYTEST_SECTION.search("\n".join(files.get(p, "") for p in _PACKAGING)
-                                                        + "\n" + files.get("pytest.ini", "")):
-        return FrameworkChoice(framework="pytest", reason="pytest is configured (conftest.py or an ini section)")
+    if "conftest.py" in names or _PYTEST_SECTION.search(
+        "\n".join(files.get(p, "") for p in _PACKAGING) + "\n" + files.get("pytest.ini", "")
+    ):
+        return FrameworkChoice(
+            framework="pytest", reason="pytest is configured (conftest.py or an ini section)"
+        )
     return FrameworkChoice(framework="pytest", reason="no test framework evidence; pytest runs every style")
 
 

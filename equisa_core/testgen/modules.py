@@ -29,7 +29,7 @@ def list_tests(source: str) -> dict[str, str]:
 
     def segment(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        return "".join(lines[first - 1: node.end_lineno])
+        return "".join(lines[first - 1 : node.end_lineno])
 
     for node in tree.body:
         if _is_test(node):

@@ -26,7 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.mutation import mutate_function
 from equisa_core.source_edit import function_source, list_functions
 
-__all__ = ["PlannedMutant", "MutantVerdict", "module_name", "select_mutants", "group_by_tests", "mutation_score"]
+__all__ = [
+    "PlannedMutant",
+    "MutantVerdict",
+    "module_name",
+    "select_mutants",
+    "group_by_tests",
+    "mutation_score",
+]
 
 
 class PlannedMutant(BaseModel):
@@ -68,7 +75,10 @@ def module_name(file: str) -> str:
 
 
 def select_mutants(
-    source: str, file: str, line_tests: Mapping[int, Sequence[str]], max_mutants: int,
+    source: str,
+    file: str,
+    line_tests: Mapping[int, Sequence[str]],
+    max_mutants: int,
 ) -> list[PlannedMutant]:
     """The mutants to run (module docstring), each with the tests covering its line."""
     module = module_name(file)
@@ -79,7 +89,7 @@ def select_mutants(
         text = function_source(source, location.qualname)
         try:
             mutants = mutate_function(text, location.fqn, start_line=location.start_line)
-        except Exception:  # noqa: BLE001 - a function the engine cannot read is simply not mutated
+        except Exception:
             continue
         per_function.append(mutants)
     chosen = []
@@ -92,8 +102,14 @@ def select_mutants(
     chosen.sort(key=lambda m: (m.line, m.fqn))
     return [
         PlannedMutant(
-            id=f"m{index}", fqn=m.fqn, file=file, line=m.line, operator=m.operator, description=m.description,
-            source=m.source, tests=tuple(sorted(line_tests.get(m.line, ()))),
+            id=f"m{index}",
+            fqn=m.fqn,
+            file=file,
+            line=m.line,
+            operator=m.operator,
+            description=m.description,
+            source=m.source,
+            tests=tuple(sorted(line_tests.get(m.line, ()))),
         )
         for index, m in enumerate(chosen)
     ]

@@ -72,8 +72,13 @@ def _down(level: PreLevel) -> PreLevel:
     return _ORDER[min(_ORDER.index(level) + 1, len(_ORDER) - 1)]
 
 
-def pre_execution_level(static: StaticReport, entropy: float | None, *, observed_oracle: bool) -> PreReliability:
-    """The pre-execution level (module docstring); ``observed_oracle``: the tests assert observed behaviour."""
+def pre_execution_level(
+    static: StaticReport, entropy: float | None, *, observed_oracle: bool
+) -> PreReliability:
+    """The pre-execution level (module docstring).
+
+    ``observed_oracle``: the tests assert behaviour observed in a real run (carved, boundary).
+    """
     reasons: list[str] = []
     if not static.syntax_ok:
         return PreReliability(level="low", entropy=entropy, reasons=(f"syntax error: {static.syntax_error}",))
@@ -82,8 +87,10 @@ def pre_execution_level(static: StaticReport, entropy: float | None, *, observed
     level: PreLevel
     if entropy is None:
         level = "high" if observed_oracle else "medium"
-        reasons.append("no token entropy: " + ("assertions of observed behaviour" if observed_oracle
-                                                else "a model's answer without logprobs"))
+        reasons.append(
+            "no token entropy: "
+            + ("assertions of observed behaviour" if observed_oracle else "a model's answer without logprobs")
+        )
     elif entropy <= HIGH_ENTROPY_MAX:
         level = "high"
         reasons.append(f"mean token entropy {entropy:.4f} <= {HIGH_ENTROPY_MAX}")
@@ -98,14 +105,22 @@ def pre_execution_level(static: StaticReport, entropy: float | None, *, observed
         reasons.append(f"{static.lint_issue_count} lint/type issues: downgraded from {before}")
     if static.max_complexity > MAX_TEST_COMPLEXITY:
         before, level = level, _down(level)
-        reasons.append(f"a test has complexity {static.max_complexity} > {MAX_TEST_COMPLEXITY}: "
-                       f"downgraded from {before}")
+        reasons.append(
+            f"a test has complexity {static.max_complexity} > {MAX_TEST_COMPLEXITY}: downgraded from {before}"
+        )
     return PreReliability(level=level, entropy=entropy, reasons=tuple(reasons))
 
 
 def post_execution_level(
-    *, syntax_ok: bool, runner_error: str | None, tests_run: int, tests_passed: int,
-    coverage: float, coverage_target: float, mutation_score: float | None, mutation_target: float,
+    *,
+    syntax_ok: bool,
+    runner_error: str | None,
+    tests_run: int,
+    tests_passed: int,
+    coverage: float,
+    coverage_target: float,
+    mutation_score: float | None,
+    mutation_target: float,
 ) -> PostReliability:
     """The post-execution level (module docstring); coverage and scores in percent, None: not measured."""
     if not syntax_ok:

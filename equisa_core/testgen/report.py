@@ -6,7 +6,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.testgen.mutation_plan import MutantVerdict
 from equisa_core.testgen.reliability import PostReliability, PreReliability
 from equisa_core.testgen.static import StaticReport
 from equisa_core.testgen.supervisor import Critique
@@ -34,7 +33,9 @@ class PipelineNotes(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     embeddings: str = "local"
-    redundant: list[str] = Field(default_factory=list, description="Tests found too similar, and what was done.")
+    redundant: list[str] = Field(
+        default_factory=list, description="Tests found too similar, and what was done."
+    )
     smells_found: list[str] = Field(default_factory=list)
     smells_fixed: list[str] = Field(default_factory=list)
     smell_rounds: int = 0
@@ -65,7 +66,9 @@ class AttemptReport(BaseModel):
     decision: Literal["ENHANCE", "FINISH"]
     decision_reason: str
     pipeline: PipelineNotes = Field(default_factory=PipelineNotes)
-    deterministic: list[str] = Field(default_factory=list, description="What the deterministic generator did.")
+    deterministic: list[str] = Field(
+        default_factory=list, description="What the deterministic generator did."
+    )
     cost_usd: float = 0.0
     llm_calls: int = 0
     mean_entropy: float | None = None

@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from equisa_core.testgen.supervisor import Critique
 
-__all__ = ["COVERAGE_PROGRESS", "MUTATION_PROGRESS", "STAGNATION_LIMIT", "Decision", "decide", "track_progress"]
+__all__ = [
+    "COVERAGE_PROGRESS",
+    "MUTATION_PROGRESS",
+    "STAGNATION_LIMIT",
+    "Decision",
+    "decide",
+    "track_progress",
+]
 
 COVERAGE_PROGRESS = 1.0
 MUTATION_PROGRESS = 2.0
@@ -34,7 +41,12 @@ Decision = Literal["ENHANCE", "FINISH"]
 
 
 def track_progress(
-    stagnation_count: int, coverage_delta: float, mutation_delta: float, *, low_coverage: bool, low_mutation: bool
+    stagnation_count: int,
+    coverage_delta: float,
+    mutation_delta: float,
+    *,
+    low_coverage: bool,
+    low_mutation: bool,
 ) -> tuple[bool, int, bool]:
     """(progress, new stagnation count, no_progress) after one attempt (module docstring)."""
     progress = coverage_delta >= COVERAGE_PROGRESS or mutation_delta >= MUTATION_PROGRESS

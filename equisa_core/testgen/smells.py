@@ -28,13 +28,28 @@ from pydantic import BaseModel, ConfigDict
 __all__ = ["ROULETTE_MIN_ASSERTIONS", "SmellKind", "Smell", "detect_smells", "fix_smells"]
 
 ROULETTE_MIN_ASSERTIONS = 4
-SmellKind = Literal["assertion_roulette", "empty_test", "sleepy_test", "conditional_logic", "redundant_assertion"]
+SmellKind = Literal[
+    "assertion_roulette", "empty_test", "sleepy_test", "conditional_logic", "redundant_assertion"
+]
 _SLEEPS = frozenset({"sleep"})
 _UNITTEST_ASSERTS_WITH_MSG = {  # method -> index of the msg argument
-    "assertTrue": 1, "assertFalse": 1, "assertIsNone": 1, "assertIsNotNone": 1,
-    "assertEqual": 2, "assertNotEqual": 2, "assertIn": 2, "assertNotIn": 2, "assertIs": 2, "assertIsNot": 2,
-    "assertGreater": 2, "assertLess": 2, "assertGreaterEqual": 2, "assertLessEqual": 2,
-    "assertAlmostEqual": 3, "assertIsInstance": 2, "assertCountEqual": 2,
+    "assertTrue": 1,
+    "assertFalse": 1,
+    "assertIsNone": 1,
+    "assertIsNotNone": 1,
+    "assertEqual": 2,
+    "assertNotEqual": 2,
+    "assertIn": 2,
+    "assertNotIn": 2,
+    "assertIs": 2,
+    "assertIsNot": 2,
+    "assertGreater": 2,
+    "assertLess": 2,
+    "assertGreaterEqual": 2,
+    "assertLessEqual": 2,
+    "assertAlmostEqual": 3,
+    "assertIsInstance": 2,
+    "assertCountEqual": 2,
 }
 
 
@@ -73,18 +88,30 @@ def _assertion(node: ast.AST) -> tuple[bool, bool] | None:
     """(has a message, cannot fail) of an assertion node, None for other nodes."""
     if isinstance(node, ast.Assert):
         test = node.test
-        trivial = isinstance(test, ast.Constant) and bool(test.value) or isinstance(
-            test, ast.List | ast.Tuple | ast.Set | ast.Dict) and bool(getattr(test, "elts", None) or
-                                                                         getattr(test, "keys", None))
+        trivial = (
+            isinstance(test, ast.Constant)
+            and bool(test.value)
+            or isinstance(test, ast.List | ast.Tuple | ast.Set | ast.Dict)
+            and bool(getattr(test, "elts", None) or getattr(test, "keys", None))
+        )
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq | ast.Is):
             trivial = trivial or ast.dump(test.left) == ast.dump(test.comparators[0])
         return node.msg is not None, trivial
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr.startswith("assert"):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith("assert")
+    ):
         name = node.func.attr
         index = _UNITTEST_ASSERTS_WITH_MSG.get(name)
         has_msg = any(k.arg == "msg" for k in node.keywords) or (index is not None and len(node.args) > index)
         trivial = False
-        if name == "assertTrue" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value:
+        if (
+            name == "assertTrue"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value
+        ):
             trivial = True
         if name in ("assertEqual", "assertIs") and len(node.args) >= 2:
             trivial = ast.dump(node.args[0]) == ast.dump(node.args[1])
@@ -97,16 +124,24 @@ def _is_sleep(node: ast.AST) -> bool:
         return False
     func = node.func
     return (isinstance(func, ast.Name) and func.id in _SLEEPS) or (
-        isinstance(func, ast.Attribute) and func.attr in _SLEEPS)
+        isinstance(func, ast.Attribute) and func.attr in _SLEEPS
+    )
 
 
 def _is_empty(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     body = list(function.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
-            body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
-    return all(isinstance(s, ast.Pass) or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
-                                           and s.value.value is Ellipsis) for s in body)
+    return all(
+        isinstance(s, ast.Pass)
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is Ellipsis)
+        for s in body
+    )
 
 
 def detect_smells(source: str) -> list[Smell]:
@@ -118,7 +153,9 @@ def detect_smells(source: str) -> list[Smell]:
     smells: list[Smell] = []
     for name, function in _tests(tree):
         if _is_empty(function):
-            smells.append(Smell(test=name, kind="empty_test", line=function.lineno, detail="the test does nothing"))
+            smells.append(
+                Smell(test=name, kind="empty_test", line=function.lineno, detail="the test does nothing")
+            )
             continue
         bare = 0
         with_message = 0
@@ -129,17 +166,41 @@ def detect_smells(source: str) -> list[Smell]:
                 bare += not has_msg
                 with_message += has_msg
                 if trivial:
-                    smells.append(Smell(test=name, kind="redundant_assertion", line=node.lineno,  # type: ignore[attr-defined]
-                                        detail=f"cannot fail: {ast.unparse(node)[:80]}"))
+                    smells.append(
+                        Smell(
+                            test=name,
+                            kind="redundant_assertion",
+                            line=node.lineno,  # type: ignore[attr-defined]
+                            detail=f"cannot fail: {ast.unparse(node)[:80]}",
+                        )
+                    )
             if _is_sleep(node):
-                smells.append(Smell(test=name, kind="sleepy_test", line=node.lineno,  # type: ignore[attr-defined]
-                                    detail=ast.unparse(node)[:80]))
+                smells.append(
+                    Smell(
+                        test=name,
+                        kind="sleepy_test",
+                        line=node.lineno,  # type: ignore[attr-defined]
+                        detail=ast.unparse(node)[:80],
+                    )
+                )
             if isinstance(node, ast.If | ast.For | ast.AsyncFor | ast.While | ast.Match):
-                smells.append(Smell(test=name, kind="conditional_logic", line=node.lineno,
-                                    detail=f"{type(node).__name__.lower()} in a test"))
+                smells.append(
+                    Smell(
+                        test=name,
+                        kind="conditional_logic",
+                        line=node.lineno,
+                        detail=f"{type(node).__name__.lower()} in a test",
+                    )
+                )
         if bare >= ROULETTE_MIN_ASSERTIONS and with_message == 0:
-            smells.append(Smell(test=name, kind="assertion_roulette", line=function.lineno,
-                                detail=f"{bare} assertions without a message"))
+            smells.append(
+                Smell(
+                    test=name,
+                    kind="assertion_roulette",
+                    line=function.lineno,
+                    detail=f"{bare} assertions without a message",
+                )
+            )
     return sorted(smells, key=lambda s: (s.line, s.kind))
 
 

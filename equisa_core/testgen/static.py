@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["LintIssue", "StaticReport", "syntax_check", "count_tests", "parse_ruff_json", "parse_mypy_output"]
 
-_MYPY_LINE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+)(?::\d+)?: error: (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
+_MYPY_LINE = re.compile(
+    r"^(?P<file>[^:\n]+):(?P<line>\d+)(?::\d+)?: error: (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
+)
 
 
 class LintIssue(BaseModel):
@@ -74,8 +76,11 @@ def count_tests(source: str) -> int:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
             count += 1
         elif isinstance(node, ast.ClassDef):
-            count += sum(1 for item in node.body
-                         if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name.startswith("test"))
+            count += sum(
+                1
+                for item in node.body
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name.startswith("test")
+            )
     return count
 
 
@@ -85,8 +90,12 @@ def parse_ruff_json(text: str) -> list[LintIssue]:
         return []
     items = json.loads(text)
     return [
-        LintIssue(tool="ruff", code=item.get("code") or "", line=(item.get("location") or {}).get("row", 0),
-                  message=item.get("message", ""))
+        LintIssue(
+            tool="ruff",
+            code=item.get("code") or "",
+            line=(item.get("location") or {}).get("row", 0),
+            message=item.get("message", ""),
+        )
         for item in items
     ]
 
@@ -97,6 +106,9 @@ def parse_mypy_output(text: str) -> list[LintIssue]:
     for line in text.splitlines():
         match = _MYPY_LINE.match(line.strip())
         if match:
-            issues.append(LintIssue(tool="mypy", code=match["code"] or "", line=int(match["line"]),
-                                    message=match["message"]))
+            issues.append(
+                LintIssue(
+                    tool="mypy", code=match["code"] or "", line=int(match["line"]), message=match["message"]
+                )
+            )
     return issues

@@ -58,7 +58,9 @@ class Critique(BaseModel):
     lint_issue_count: int
     coverage_delta: float | None = None
     mutation_delta: float | None = None
-    progress: bool | None = Field(None, description="coverage_delta >= 1.0 or mutation_delta >= 2.0; None on attempt 0.")
+    progress: bool | None = Field(
+        None, description="coverage_delta >= 1.0 or mutation_delta >= 2.0; None on attempt 0."
+    )
     stagnation_count: int = 0
     no_progress: bool = False
     instructions: tuple[str, ...] = ()
@@ -106,7 +108,8 @@ def supervise(
             instructions.append(f"Improve mutation score from {score:.2f}% toward {mutation_target:.2f}%.")
         else:
             instructions.append(
-                "Mutation score unavailable; ensure mutation testing runs and improves surviving mutants.")
+                "Mutation score unavailable; ensure mutation testing runs and improves surviving mutants."
+            )
     if post.level not in ("trusted", "pass"):
         instructions.append(f"Reliability blockers: {'; '.join(post.reasons) or post.level}.")
     if lint > 0:
@@ -122,12 +125,23 @@ def supervise(
         coverage_delta = round(metrics.coverage - previous.coverage, 4)
         mutation_delta = round((score or 0.0) - (previous.mutation_score or 0.0), 4)
         progress, stagnation, no_progress = track_progress(
-            stagnation, coverage_delta, mutation_delta, low_coverage=low_coverage, low_mutation=low_mutation)
+            stagnation, coverage_delta, mutation_delta, low_coverage=low_coverage, low_mutation=low_mutation
+        )
     return Critique(
-        compile_error=compile_error, no_tests=no_tests, low_coverage=low_coverage, low_mutation=low_mutation,
-        critical_error=critical_error, coverage=metrics.coverage, mutation_score=score, lint_issue_count=lint,
-        coverage_delta=coverage_delta, mutation_delta=mutation_delta, progress=progress,
-        stagnation_count=stagnation, no_progress=no_progress, instructions=tuple(instructions),
+        compile_error=compile_error,
+        no_tests=no_tests,
+        low_coverage=low_coverage,
+        low_mutation=low_mutation,
+        critical_error=critical_error,
+        coverage=metrics.coverage,
+        mutation_score=score,
+        lint_issue_count=lint,
+        coverage_delta=coverage_delta,
+        mutation_delta=mutation_delta,
+        progress=progress,
+        stagnation_count=stagnation,
+        no_progress=no_progress,
+        instructions=tuple(instructions),
         missing_lines=missing,
     )
 

@@ -19,18 +19,25 @@ def register(commands: Any) -> None:
     from flows.cli import _add_run_options
 
     parser = commands.add_parser(
-        "testgen", help="generate tests for one file: coverage and mutation feedback, reliability levels",
+        "testgen",
+        help="generate tests for one file: coverage and mutation feedback, reliability levels",
         description="Generate a test module for --target with the seed-001 loop (generator, static analysis, "
         "reliability, sandboxed coverage and mutation score, supervisor, router, enhancer). The tests go to "
         "--out (never into PATH); --json writes the report of every attempt.",
     )
     _add_run_options(parser)
-    parser.add_argument("--target", required=True, metavar="FILE", help="the file under test, relative to PATH")
+    parser.add_argument(
+        "--target", required=True, metavar="FILE", help="the file under test, relative to PATH"
+    )
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--llm", dest="llm", action="store_true", default=None, help="use the model (needs an endpoint)")
+    mode.add_argument(
+        "--llm", dest="llm", action="store_true", default=None, help="use the model (needs an endpoint)"
+    )
     mode.add_argument("--no-llm", dest="llm", action="store_false", help="deterministic mode only")
     parser.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: ./equisa-testgen)")
-    parser.add_argument("--max-iterations", type=int, default=3, metavar="N", help="attempts in all (default 3)")
+    parser.add_argument(
+        "--max-iterations", type=int, default=3, metavar="N", help="attempts in all (default 3)"
+    )
     parser.add_argument("--coverage-target", type=float, default=80.0, metavar="PCT", help="default 80")
     parser.add_argument("--mutation-target", type=float, default=60.0, metavar="PCT", help="default 60")
     parser.add_argument("--max-mutants", type=int, default=150, metavar="N", help="mutants per measurement")
@@ -47,11 +54,23 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
         raise argparse.ArgumentTypeError("--max-iterations must be >= 1 and --max-mutants >= 0")
     out = args.out or Path("equisa-testgen")
     params = TestgenParameters(
-        path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
-        docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache, wall_clock_s=args.timeout,
-        test_timeout_s=args.test_timeout, target=args.target, llm=args.llm, out=str(out.resolve()),
-        max_iterations=args.max_iterations, coverage_target=args.coverage_target,
-        mutation_target=args.mutation_target, max_mutants=args.max_mutants)
+        path=str(args.path),
+        python=args.python,
+        tests=args.tests,
+        sandbox=args.sandbox,
+        docker_image=args.docker_image,
+        shards=args.shards,
+        no_cache=args.no_cache,
+        wall_clock_s=args.timeout,
+        test_timeout_s=args.test_timeout,
+        target=args.target,
+        llm=args.llm,
+        out=str(out.resolve()),
+        max_iterations=args.max_iterations,
+        coverage_target=args.coverage_target,
+        mutation_target=args.mutation_target,
+        max_mutants=args.max_mutants,
+    )
     console.print(f"Generating tests for [bold]{args.target}[/] in {args.path}", highlight=False)
     report = _run_with_progress(console, "measuring the existing tests, then generating", testgen, params)
     if args.json:
@@ -67,17 +86,36 @@ def _print(report: Any, console: Console) -> None:
     console.print(
         f"{report.mode} mode · framework {report.framework} · baseline coverage "
         f"{f'{base.percent:.2f}%' if base else '-'} · stopped: {report.stopped_because or '-'} · "
-        f"cost ${report.cost_usd:.4f}", highlight=False)
+        f"cost ${report.cost_usd:.4f}",
+        highlight=False,
+    )
     table = Table(title="Attempts", title_justify="left")
-    for column in ("#", "origin", "tests", "passed", "coverage", "with existing", "mutation", "pre", "post", "router"):
+    for column in (
+        "#",
+        "origin",
+        "tests",
+        "passed",
+        "coverage",
+        "with existing",
+        "mutation",
+        "pre",
+        "post",
+        "router",
+    ):
         table.add_column(column, overflow="fold")
     for a in report.attempts:
         table.add_row(
-            str(a.attempt), a.origin, str(len(a.tests)), str(a.tests_passed),
+            str(a.attempt),
+            a.origin,
+            str(len(a.tests)),
+            str(a.tests_passed),
             f"{a.coverage.percent:.2f}%" if a.coverage else "-",
             f"{a.combined_coverage.percent:.2f}%" if a.combined_coverage else "-",
             f"{a.mutation_score:.2f}%" if a.mutation_score is not None else "-",
-            a.pre_reliability.level, a.post_reliability.level, f"{a.decision} ({a.decision_reason})")
+            a.pre_reliability.level,
+            a.post_reliability.level,
+            f"{a.decision} ({a.decision_reason})",
+        )
     console.print(table)
     if report.output:
         console.print(f"Tests written to {report.output} (attempt {report.best_attempt})", highlight=False)

@@ -1,4 +1,4 @@
-"""The test-generation agent's pure parts: framework, reliability, smells, embedding, boundaries, modules, mutants."""
+"""The test-generation agent's pure parts: framework, reliability, smells, embedding, boundaries, mutants."""
 
 from __future__ import annotations
 
@@ -10,20 +10,33 @@ from equisa_core.testgen.boundary import boundary_values, driver_tests, file_con
 from equisa_core.testgen.embedding import DIMENSIONS, cosine_similarity, local_embedding
 from equisa_core.testgen.framework import detect_framework
 from equisa_core.testgen.modules import clean_generated_module, keep_tests, list_tests, node_id_name
-from equisa_core.testgen.mutation_plan import MutantVerdict, group_by_tests, module_name, mutation_score, select_mutants
+from equisa_core.testgen.mutation_plan import (
+    MutantVerdict,
+    group_by_tests,
+    module_name,
+    mutation_score,
+    select_mutants,
+)
 from equisa_core.testgen.reliability import post_execution_level, pre_execution_level
 from equisa_core.testgen.smells import detect_smells, fix_smells
 from equisa_core.testgen.static import LintIssue, StaticReport, count_tests, parse_mypy_output, syntax_check
 
-UNITTEST = "import unittest\n\nclass TestA(unittest.TestCase):\n    def test_a(self):\n        self.assertTrue(1)\n"
+UNITTEST = (
+    "import unittest\n\nclass TestA(unittest.TestCase):\n    def test_a(self):\n        self.assertTrue(1)\n"
+)
 PYTEST = "import pytest\n\ndef test_b():\n    assert 1\n"
 
 
 def test_framework_detection_rules():
     assert detect_framework({"manage.py": "", "tests/test_x.py": PYTEST}).framework == "django"
-    assert detect_framework({"tests/test_x.py": "from django.test import SimpleTestCase\n"}).framework == "django"
+    assert (
+        detect_framework({"tests/test_x.py": "from django.test import SimpleTestCase\n"}).framework
+        == "django"
+    )
     assert detect_framework({"pyproject.toml": 'dependencies = ["Django>=4"]'}).framework == "django"
-    assert detect_framework({"tests/test_a.py": UNITTEST, "tests/test_b.py": UNITTEST}).framework == "unittest"
+    assert (
+        detect_framework({"tests/test_a.py": UNITTEST, "tests/test_b.py": UNITTEST}).framework == "unittest"
+    )
     mixed = detect_framework({"tests/test_a.py": UNITTEST, "tests/test_b.py": PYTEST})
     assert mixed.framework == "pytest" and "1 test modules use pytest" in mixed.reason
     assert detect_framework({"conftest.py": ""}).framework == "pytest"
@@ -50,19 +63,35 @@ def test_pre_execution_levels_from_entropy_and_static_metrics():
 
 def test_post_execution_levels():
     common = dict(syntax_ok=True, coverage_target=60.0, mutation_target=50.0)
-    assert post_execution_level(runner_error="boom", tests_run=1, tests_passed=1, coverage=90, mutation_score=90,
-                                **common).level == "discard"
-    assert post_execution_level(runner_error=None, tests_run=3, tests_passed=0, coverage=90, mutation_score=90,
-                                **common).level == "discard"
-    assert post_execution_level(runner_error=None, tests_run=3, tests_passed=3, coverage=90, mutation_score=55,
-                                **common).level == "trusted"
-    review = post_execution_level(runner_error=None, tests_run=3, tests_passed=2, coverage=44.44, mutation_score=None,
-                                  **common)
+    assert (
+        post_execution_level(
+            runner_error="boom", tests_run=1, tests_passed=1, coverage=90, mutation_score=90, **common
+        ).level
+        == "discard"
+    )
+    assert (
+        post_execution_level(
+            runner_error=None, tests_run=3, tests_passed=0, coverage=90, mutation_score=90, **common
+        ).level
+        == "discard"
+    )
+    assert (
+        post_execution_level(
+            runner_error=None, tests_run=3, tests_passed=3, coverage=90, mutation_score=55, **common
+        ).level
+        == "trusted"
+    )
+    review = post_execution_level(
+        runner_error=None, tests_run=3, tests_passed=2, coverage=44.44, mutation_score=None, **common
+    )
     assert review.level == "needs_review" and review.reasons == (
-        "1 of 3 tests fail", "coverage 44.44% below target 60.00%", "mutation score unavailable")
+        "1 of 3 tests fail",
+        "coverage 44.44% below target 60.00%",
+        "mutation score unavailable",
+    )
 
 
-SMELLY = '''\
+SMELLY = """\
 import time
 
 
@@ -89,18 +118,22 @@ def test_branching():
     for value in (1, 2):
         if value:
             assert value
-'''
+"""
 
 
 def test_smells_are_detected_and_fixed_within_intent():
     kinds = {(s.test, s.kind) for s in detect_smells(SMELLY)}
-    assert kinds == {("test_empty", "empty_test"), ("test_roulette", "assertion_roulette"),
-                     ("test_sleepy_and_redundant", "sleepy_test"), ("test_sleepy_and_redundant", "redundant_assertion"),
-                     ("test_branching", "conditional_logic")}
+    assert kinds == {
+        ("test_empty", "empty_test"),
+        ("test_roulette", "assertion_roulette"),
+        ("test_sleepy_and_redundant", "sleepy_test"),
+        ("test_sleepy_and_redundant", "redundant_assertion"),
+        ("test_branching", "conditional_logic"),
+    }
     fixed, done = fix_smells(SMELLY, detect_smells(SMELLY))
     assert {(s.test, s.kind) for s in detect_smells(fixed)} == {("test_branching", "conditional_logic")}
     assert "def test_empty" not in fixed and "sleep(" not in fixed and "assert x > 1, 'x > 1'" in fixed
-    assert 'assert len(\'ab\') == 2' in fixed and len(done) == 5
+    assert "assert len('ab') == 2" in fixed and len(done) == 5
     assert fix_smells(PYTEST, []) == (PYTEST, [])
 
 
@@ -124,16 +157,24 @@ def test_boundary_values_around_constants_and_the_input():
 
 def test_driver_tests_move_one_input_and_guard_the_call():
     carved = CarvedTest(
-        name="test_carved_f_0", target_fqn="m.f", source_test="t", expects="result",
+        name="test_carved_f_0",
+        target_fqn="m.f",
+        source_test="t",
+        expects="result",
         imports=("import decimal", "from m import f"),
         code="def test_carved_f_0():\n    result = _equisa_call(f, x=5, y=decimal.Decimal('1.50'))\n"
-             "    assert result == 7\n")
+        "    assert result == 7\n",
+    )
     drivers = driver_tests([carved], [Decimal(10)])
     assert drivers and all(d.imports == carved.imports for d in drivers)
     first = ast.parse(drivers[0].code).body[0]
     assert isinstance(first.body[-1], ast.Try) and "assert" not in drivers[0].code
-    calls = {ast.unparse(d) for t in drivers for d in ast.walk(ast.parse(t.code)) if isinstance(d, ast.Call)
-             and getattr(d.func, "id", "") == "_equisa_call"}
+    calls = {
+        ast.unparse(d)
+        for t in drivers
+        for d in ast.walk(ast.parse(t.code))
+        if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "_equisa_call"
+    }
     assert "_equisa_call(f, x=11, y=decimal.Decimal('1.50'))" in calls
     assert "_equisa_call(f, x=5, y=decimal.Decimal('1.49'))" in calls
     assert "_equisa_call(f, x=5, y=decimal.Decimal('10'))" in calls
@@ -156,6 +197,8 @@ def test_mutants_spread_over_functions_and_group_by_covering_tests():
     assert all(m.tests == (("t::a",) if m.line == 2 else ("t::a", "t::b")) for m in planned)
     assert set(group_by_tests(planned)) == {("t::a",), ("t::a", "t::b")}
     assert module_name("pkg/__init__.py") == "pkg"
-    verdicts = [MutantVerdict(id=str(i), fqn="f", line=1, description="d", status=s)
-                for i, s in enumerate(["killed", "killed", "survived", "not_covered", "unswappable"])]
+    verdicts = [
+        MutantVerdict(id=str(i), fqn="f", line=1, description="d", status=s)
+        for i, s in enumerate(["killed", "killed", "survived", "not_covered", "unswappable"])
+    ]
     assert mutation_score(verdicts) == 50.0 and mutation_score(verdicts[-1:]) is None

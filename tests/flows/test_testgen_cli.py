@@ -27,8 +27,21 @@ def run_testgen(env: dict[str, str], *args: str) -> tuple[int, str, str]:
 def test_deterministic_mode_writes_passing_tests_with_coverage_and_mutation_score(tmp_path, cli_env):
     before = tree_digest(INVOICING)
     out, report_path = tmp_path / "out", tmp_path / "testgen.json"
-    code, stdout, err = run_testgen(cli_env, str(INVOICING), "--target", TARGET, "--no-llm", "--out", str(out),
-                                "--json", str(report_path), "--max-iterations", "2", "--max-mutants", "40")
+    code, stdout, err = run_testgen(
+        cli_env,
+        str(INVOICING),
+        "--target",
+        TARGET,
+        "--no-llm",
+        "--out",
+        str(out),
+        "--json",
+        str(report_path),
+        "--max-iterations",
+        "2",
+        "--max-mutants",
+        "40",
+    )
     assert code == 0, err
     report = TestgenReport.model_validate_json(report_path.read_text())
     assert report.mode == "deterministic" and report.framework == "pytest"
@@ -45,7 +58,8 @@ def test_deterministic_mode_writes_passing_tests_with_coverage_and_mutation_scor
     assert len(report.attempts) <= 2 and report.cost_usd == 0.0
     written = Path(report.output)
     assert written.parent == out and written.read_text().count("def test_") == len(
-        report.attempts[report.best_attempt].tests)
+        report.attempts[report.best_attempt].tests
+    )
     assert (out / "tests.duckdb").is_file() and (out / "attempt_0" / "attempt.json").is_file()
     assert json.loads((out / "report.json").read_text())["target"] == TARGET
     assert "Tests written to" in stdout + err
@@ -53,12 +67,13 @@ def test_deterministic_mode_writes_passing_tests_with_coverage_and_mutation_scor
 
 
 def test_bad_target_is_exit_30(tmp_path, cli_env):
-    code, _, err = run_testgen(cli_env, str(INVOICING), "--target", "invoicing/nope.py", "--no-llm",
-                           "--out", str(tmp_path / "o"))
+    code, _, err = run_testgen(
+        cli_env, str(INVOICING), "--target", "invoicing/nope.py", "--no-llm", "--out", str(tmp_path / "o")
+    )
     assert code == 30 and "no such file" in err
 
 
-GENERATED = '''\
+GENERATED = """\
 from decimal import Decimal
 
 import pytest
@@ -74,9 +89,11 @@ def test_percentage_must_be_positive():
 
 def test_percentage_amount():
     assert PercentageDiscount(10).amount(Money(Decimal("200"), "EUR")).amount == Decimal("20.00")
-'''
+"""
 
-ENHANCED = GENERATED + '''
+ENHANCED = (
+    GENERATED
+    + """
 
 def test_threshold_needs_something_off():
     with pytest.raises(ValueError):
@@ -93,7 +110,8 @@ def test_expired_coupon_is_invalid():
 def test_discounts_never_exceed_the_subtotal():
     total = apply_discounts(Money(Decimal("10"), "EUR"), [ThresholdDiscount(1, 50)])
     assert total.amount == Decimal("10.00")
-'''
+"""
+)
 
 
 def scripted_testgen(request: RecordedRequest) -> Reply:
@@ -111,19 +129,39 @@ def scripted_testgen(request: RecordedRequest) -> Reply:
 def test_llm_mode_generates_enhances_and_accounts_cost_and_entropy(tmp_path, cli_env, scripted_llm):
     scripted_llm.respond_with(scripted_testgen)
     scripted_llm.embed_with(local_embedding)
-    env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
-           "EQUISA_MODEL": "gpt-4o-mini"}
+    env = {
+        **cli_env,
+        "OPENAI_BASE_URL": scripted_llm.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "EQUISA_MODEL": "gpt-4o-mini",
+    }
     report_path = tmp_path / "testgen.json"
-    code, _, err = run_testgen(env, str(INVOICING), "--target", TARGET, "--llm", "--out", str(tmp_path / "out"),
-                           "--json", str(report_path), "--max-iterations", "2", "--max-mutants", "30",
-                           "--coverage-target", "99")
+    code, _, err = run_testgen(
+        env,
+        str(INVOICING),
+        "--target",
+        TARGET,
+        "--llm",
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+        str(report_path),
+        "--max-iterations",
+        "2",
+        "--max-mutants",
+        "30",
+        "--coverage-target",
+        "99",
+    )
     assert code == 0, err
     report = TestgenReport.model_validate_json(report_path.read_text())
     assert report.mode == "llm" and [a.origin for a in report.attempts] == ["generator", "enhancer"]
     first, second = report.attempts
     assert first.mean_entropy is not None and 0.0 < first.mean_entropy < 0.15
     # high from the entropy, downgraded for the three imports only the enhanced module uses (ruff F401)
-    assert first.pre_reliability.level == "medium" and "mean token entropy" in first.pre_reliability.reasons[0]
+    assert (
+        first.pre_reliability.level == "medium" and "mean token entropy" in first.pre_reliability.reasons[0]
+    )
     assert first.static.lint_issue_count == 3 and "downgraded from high" in first.pre_reliability.reasons[-1]
     assert second.pre_reliability.level == "high" and second.static.lint_issue_count == 0
     assert "Resolve 3 lint/type errors reported by available tools." in first.critique.instructions
@@ -132,11 +170,15 @@ def test_llm_mode_generates_enhances_and_accounts_cost_and_entropy(tmp_path, cli
     assert second.coverage.percent > first.coverage.percent and second.critique.coverage_delta > 1.0
     assert first.pipeline.embeddings.startswith("endpoint:") and first.pipeline.added_to_store == 2
     assert report.cost_usd > 0 and report.cost_usd == round(first.cost_usd + second.cost_usd, 6)
-    generator = next(r for r in scripted_llm.requests if r.last_user_message.startswith("You are an expert Python"))
+    generator = next(
+        r for r in scripted_llm.requests if r.last_user_message.startswith("You are an expert Python")
+    )
     assert "Target file: invoicing/discounts.py" in generator.last_user_message
     assert "Example of an existing test (1):" in generator.last_user_message
     assert generator.body.get("logprobs") is True
-    enhancer = next(r for r in scripted_llm.requests if "improving an existing test module" in r.last_user_message)
+    enhancer = next(
+        r for r in scripted_llm.requests if "improving an existing test module" in r.last_user_message
+    )
     assert "Pytest-style functions and fixtures are acceptable" in enhancer.last_user_message
     assert "test_percentage_amount" in enhancer.last_user_message
     assert any(r.path.endswith("/embeddings") for r in scripted_llm.requests)

@@ -57,7 +57,7 @@ from tasks.testgen import (
     score_mutants,
 )
 
-__all__ = ["TestgenParameters", "TestgenTargetError", "GeneratedTests", "generate_tests", "testgen"]
+__all__ = ["TestgenParameters", "GeneratedTests", "generate_tests", "measure_tests", "testgen"]
 
 #: Cosine similarity above which a new test counts as redundant with a stored one.
 REDUNDANCY_THRESHOLD = 0.95
@@ -188,6 +188,34 @@ def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> Generate
         path, source = ctx.module_path, best_source
     (out / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return GeneratedTests(report=report, path=path, source=source)
+
+
+def measure_tests(
+    prepared: PreparedRun,
+    params: TestgenParameters,
+    module_path: str | None = None,
+    source: str | None = None,
+) -> tuple[CoverageResult, MutationResult]:
+    """Branch coverage and mutation score on ``params.target`` of one test module (written at
+    ``module_path`` in the workspace copy), or of the repository's own tests when none is given.
+
+    The same measurement the loop makes, for benchmarks and for callers that bring their own tests.
+    """
+    target, target_source = _check_target(prepared, params.target)
+    ctx = _Context(
+        prepared=prepared,
+        params=params,
+        target=target,
+        target_source=target_source,
+        module_path=module_path or "",
+        framework=detect_framework({}),
+        baseline=None,
+        out=Path(params.out or "."),
+    )
+    overlay = {module_path: source} if module_path and source is not None else {}
+    tests = [module_path] if module_path else list(prepared.base.tests)
+    coverage = _measure(ctx, overlay, tests)
+    return coverage, _mutation(ctx, overlay, coverage)
 
 
 # --- set-up ---------------------------------------------------------------------------------------

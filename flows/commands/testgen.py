@@ -34,7 +34,9 @@ def register(commands: Any) -> None:
         "--llm", dest="llm", action="store_true", default=None, help="use the model (needs an endpoint)"
     )
     mode.add_argument("--no-llm", dest="llm", action="store_false", help="deterministic mode only")
-    parser.add_argument("--out", type=Path, metavar="DIR", help="output folder (default: ./equisa-testgen)")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="output folder (default: ./equisa-testgen, or ~/.cache/equisa/testgen/NAME when "
+                        "that would be inside PATH)")
     parser.add_argument(
         "--max-iterations", type=int, default=3, metavar="N", help="attempts in all (default 3)"
     )
@@ -52,7 +54,7 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     check_repository(args.path)
     if args.max_iterations < 1 or args.max_mutants < 0:
         raise argparse.ArgumentTypeError("--max-iterations must be >= 1 and --max-mutants >= 0")
-    out = args.out or Path("equisa-testgen")
+    out = args.out or _default_out(Path(args.path))
     params = TestgenParameters(
         path=str(args.path),
         python=args.python,
@@ -79,6 +81,15 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print(f"Report written to {args.json}")
     return EXIT_OK
+
+
+def _default_out(path: Path) -> Path:
+    """``./equisa-testgen``, unless that is inside PATH (the user's tree is written only when asked):
+    then ``~/.cache/equisa/testgen/<PATH's name>``."""
+    here = Path("equisa-testgen").resolve()
+    if here.is_relative_to(path.resolve()):
+        return Path.home() / ".cache" / "equisa" / "testgen" / path.resolve().name
+    return here
 
 
 def _print(report: Any, console: Console) -> None:

@@ -29,7 +29,9 @@ def test_branch_coverage_and_per_test_lines_come_back_from_the_sandbox():
         "def test_square():\n    assert square(2) == 4\n\n\n"
         "def test_countdown():\n    assert list(countdown(2)) == [2, 1]\n"
     )
-    result = execute_coverage(coverage_request(base(), {GENERATED: module}, [GENERATED], "shapes/geometry.py"))
+    result = execute_coverage(
+        coverage_request(base(), {GENERATED: module}, [GENERATED], "shapes/geometry.py")
+    )
     assert result.error is None and 0 < result.percent < 100 and result.branches > 0
     assert {t.test_id.split("::")[-1] for t in result.trace.tests} == {"test_square", "test_countdown"}
     source = (SHAPES / "shapes" / "geometry.py").read_text().splitlines()
@@ -43,15 +45,21 @@ def test_branch_coverage_and_per_test_lines_come_back_from_the_sandbox():
 
 def test_a_target_no_test_imports_is_reported_not_raised():
     module = "def test_nothing():\n    assert 1 + 1 == 2\n"
-    result = execute_coverage(coverage_request(base(), {GENERATED: module}, [GENERATED], "shapes/geometry.py"))
+    result = execute_coverage(
+        coverage_request(base(), {GENERATED: module}, [GENERATED], "shapes/geometry.py")
+    )
     assert result.error and result.percent == 0.0
 
 
 def test_an_interpreter_without_coverage_gets_a_clear_error(tmp_path):
     python = venv_with_pytest("3.12")  # a venv with pytest only (skips, with the reason, without 3.12)
     module = "from shapes.geometry import square\n\n\ndef test_square():\n    assert square(2) == 4\n"
-    request = coverage_request(base().model_copy(update={"interpreter": str(python)}), {GENERATED: module},
-                               [GENERATED], "shapes/geometry.py")
+    request = coverage_request(
+        base().model_copy(update={"interpreter": str(python)}),
+        {GENERATED: module},
+        [GENERATED],
+        "shapes/geometry.py",
+    )
     request = request.model_copy(update={"env": {**request.env, "EQUISA_COVERAGE_PATH": str(tmp_path)}})
     with pytest.raises(CoverageUnavailableError, match="cannot be imported"):
         execute_coverage(request)

@@ -1,4 +1,4 @@
-"""The testgen tasks' I/O: coverage in a real sandbox, static analysis with the real tools, the DuckDB store."""
+"""The testgen tasks' I/O: coverage in a real sandbox, static analysis with the tools, the DuckDB store."""
 
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
+from equisa_core.discovery import module_test_names
 from equisa_core.errors import EquisaError, NoTestsCollectedError, TestgenTargetError
 from equisa_core.models import Node, SuiteTrace, TestOutcome
 from equisa_core.prompts.testgen import (
@@ -35,7 +36,7 @@ from equisa_core.prompts.testgen import (
     render_smell_fix,
 )
 from equisa_core.source_edit import list_functions
-from equisa_core.testgen.boundary import driver_tests, file_constants
+from equisa_core.testgen.boundary import driver_tests, file_constants, scratch_driver_module
 from equisa_core.testgen.framework import FrameworkChoice, detect_framework
 from equisa_core.testgen.modules import clean_generated_module, keep_tests, list_tests, node_id_name
 from equisa_core.testgen.mutation_plan import module_name, select_mutants
@@ -59,8 +60,10 @@ from tasks.testgen import (
 
 __all__ = ["TestgenParameters", "GeneratedTests", "generate_tests", "measure_tests", "testgen"]
 
-#: Cosine similarity above which a new test counts as redundant with a stored one.
-REDUNDANCY_THRESHOLD = 0.95
+#: Cosine similarity above which a new test counts as redundant with a stored one. The local
+#: embedding is lexical (two tests differing in one literal score about 0.96), so it flags only
+#: near-identical text; an endpoint's semantic embedding uses the usual 0.95.
+REDUNDANCY_THRESHOLD = {"local": 0.995, "endpoint": 0.95}
 _EXISTING_IN_STORE = 400
 
 
@@ -172,12 +175,14 @@ def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> Generate
     )
     if baseline is not None and params.measure_baseline_mutation:
         report.baseline_mutation_score = _mutation(ctx, {}, baseline).score
+    (out / "tests.duckdb").unlink(missing_ok=True)  # the store belongs to this run
     store = TestStore(out / "tests.duckdb")
     try:
         _seed_store(store, ctx)
         best, best_source = _loop(ctx, store, report)
     finally:
         store.close()
+    report.problems = list(ctx.problems)
     report.cost_usd = round(sum(a.cost_usd for a in report.attempts), 6)
     path = source = None
     if best is not None:
@@ -327,6 +332,9 @@ def _baseline(ctx: _Context) -> CoverageResult | None:
     except NoTestsCollectedError:
         ctx.problems.append("the repository has no tests: no baseline, nothing to carve")
         return None
+    if not result.trace.tests:
+        ctx.problems.append("the repository's tests collected nothing: no baseline, nothing to carve")
+        return None
     if result.error:
         ctx.problems.append(f"baseline coverage: {result.error}")
     ctx.durations.update({t.test_id: t.duration for t in result.trace.tests})
@@ -359,12 +367,13 @@ def _loop(ctx: _Context, store: TestStore, report: TestgenReport) -> tuple[int |
     for attempt in range(ctx.params.max_iterations):
         notes = PipelineNotes()
         calls: list = []
+        known = set(list_tests(source).values())  # the previous attempt's tests: not checked again
         if attempt == 0:
             origin, source, deterministic = _generate(ctx, store, calls)
         else:
             origin, source, deterministic = _enhance(ctx, source, previous, report.attempts[-1], calls)
         if source:
-            source = _pipeline(ctx, store, source, notes, calls)
+            source = _pipeline(ctx, store, source, notes, calls, known)
         entry, kept_source, coverage = _evaluate(
             ctx, attempt, origin, source, notes, calls, deterministic, previous
         )
@@ -448,7 +457,7 @@ def _generate(ctx: _Context, store: TestStore, calls: list) -> tuple[str, str, l
             "the generator gave no usable module; attempt 0 falls back to deterministic tests"
         )
     source, did = _deterministic(ctx, round_number=0, focus_lines=())
-    return "deterministic: carved + boundary values", source, did
+    return "deterministic: carved, boundary-value and scratch-driver tests", source, did
 
 
 def _enhance(
@@ -518,7 +527,8 @@ def _run_recording(
 
 
 def _deterministic(ctx: _Context, round_number: int, focus_lines: Sequence[int]) -> tuple[str, list[str]]:
-    """Carved tests (round 0) and boundary tests; the module text and what was done."""
+    """Carved tests (round 0), boundary tests moved from them, and tests observed from scratch
+    drivers for the functions no existing test calls; the module text and what was done."""
     nodes = _target_nodes(ctx)
     did: list[str] = []
     if focus_lines and round_number > 0:
@@ -539,41 +549,65 @@ def _deterministic(ctx: _Context, round_number: int, focus_lines: Sequence[int])
             if any(n.start_line <= line <= n.end_line for n in nodes.values())
         }
     )
-    if not covering:
-        return "", [
-            *did,
-            "no existing test calls the target's functions: nothing to carve or move to boundaries",
-        ]
-    recorded = _run_recording(ctx, {}, covering, sorted(nodes))
-    per_function = ctx.params.carved_per_function
-    carved = carve_tests(
-        recorded, set(nodes), nodes, max_per_member=max(per_function, 1) * (round_number + 1)
-    )
-    did.append(f"carved {len(carved)} tests from {len(covering)} existing tests' recorded calls")
-    constants = file_constants(ctx.target_source)
-    drivers = driver_tests(carved, constants)
-    tests: list = list(carved) if round_number == 0 else []
-    if drivers:
-        path = f"{GENERATED_TESTS_DIR}/test_testgen_drive_{round_number}.py"
-        driver_source = carved_module(drivers)
-        observed = _run_recording(
-            ctx, {path: driver_source}, [f"{path}::{d.name}" for d in drivers], sorted(nodes)
+    per = ctx.params.boundary_per_function * (round_number + 1)
+    tests: list = []
+    carved: list = []
+    if covering:
+        recorded = _run_recording(ctx, {}, covering, sorted(nodes))
+        per_function = ctx.params.carved_per_function
+        carved = carve_tests(
+            recorded, set(nodes), nodes, max_per_member=max(per_function, 1) * (round_number + 1)
         )
-        per = ctx.params.boundary_per_function * (round_number + 1)
-        boundary = carve_tests(observed, set(nodes), nodes, max_per_member=per)
-        boundary = [
-            _renamed(b, b.name.replace("test_carved_", f"test_boundary_{round_number}_"))
-            for b in boundary
-            if "pytest.raises(TypeError)" not in b.code
-        ]
-        tests += boundary
+        did.append(f"carved {len(carved)} tests from {len(covering)} existing tests' recorded calls")
+        if round_number == 0:
+            tests += carved
+        constants = file_constants(ctx.target_source)
+        drivers = driver_tests(carved, constants)
+        if drivers:
+            path = f"{GENERATED_TESTS_DIR}/test_testgen_drive_{round_number}.py"
+            observed = _run_recording(
+                ctx, {path: carved_module(drivers)}, [f"{path}::{d.name}" for d in drivers], sorted(nodes)
+            )
+            boundary = _observed_tests(observed, nodes, per, f"test_boundary_{round_number}_")
+            tests += boundary
+            did.append(
+                f"ran {len(drivers)} boundary-value drivers over {len(constants)} constants of the file; "
+                f"kept {len(boundary)} observed calls as tests"
+            )
+    else:
+        did.append("no existing test calls the target's functions: nothing to carve")
+    uncalled = sorted(set(nodes) - {t.target_fqn for t in carved})
+    module = module_name(ctx.target)
+    driver, driven = scratch_driver_module(
+        ctx.target_source, module, [fqn[len(module) + 1 :] for fqn in uncalled]
+    )
+    if driver is not None:
+        path = f"{GENERATED_TESTS_DIR}/test_testgen_scratch_{round_number}.py"
+        names = [f"{path}::{n}" for n in module_test_names(driver)]
+        fqns = sorted(f"{module}.{q}" for q in driven)
+        observed = _run_recording(ctx, {path: driver}, names, fqns)
+        scratch = _observed_tests(
+            observed, {f: nodes[f] for f in fqns if f in nodes}, per, f"test_scratch_{round_number}_"
+        )
+        tests += scratch
         did.append(
-            f"ran {len(drivers)} boundary-value drivers over {len(constants)} constants of the file; "
-            f"kept {len(boundary)} observed calls as tests"
+            f"called {len(driven)} functions no test calls with literal boundary and typical arguments; "
+            f"kept {len(scratch)} observed calls as tests"
         )
     if not tests:
         return "", did
     return carved_module(_unique(tests)), did
+
+
+def _observed_tests(observed: SuiteTrace, nodes: dict[str, Node], per: int, prefix: str) -> list:
+    """Tests carved from driver runs: what each call returned or raised (a TypeError only says the
+    driver guessed the argument types wrong, so those are left out)."""
+    found = carve_tests(observed, set(nodes), nodes, max_per_member=per)
+    return [
+        _renamed(t, t.name.replace("test_carved_", prefix))
+        for t in found
+        if "pytest.raises(TypeError)" not in t.code
+    ]
 
 
 def _renamed(test, name: str):
@@ -647,9 +681,12 @@ def _merge_modules(first: str, second: str) -> str:
 # --- §8 pipeline ----------------------------------------------------------------------------------
 
 
-def _pipeline(ctx: _Context, store: TestStore, source: str, notes: PipelineNotes, calls: list) -> str:
-    """Similarity, then smells with a bounded fix loop (seed 000 §8)."""
-    tests = list_tests(source)
+def _pipeline(
+    ctx: _Context, store: TestStore, source: str, notes: PipelineNotes, calls: list, known: set[str]
+) -> str:
+    """Similarity, then smells with a bounded fix loop (seed 000 §8). Tests whose text is in
+    ``known`` (kept from the previous attempt, already in the store) are not checked for redundancy."""
+    tests = {name: code for name, code in list_tests(source).items() if code not in known}
     if not tests:
         return source
     config = ctx.config if ctx.use_llm else None
@@ -659,7 +696,8 @@ def _pipeline(ctx: _Context, store: TestStore, source: str, notes: PipelineNotes
     redundant: list[tuple[str, str, float]] = []
     for name, vector in zip(tests, vectors, strict=True):
         similar = store.most_similar(vector, 1)
-        if similar and similar[0][2] >= REDUNDANCY_THRESHOLD:
+        threshold = REDUNDANCY_THRESHOLD["local" if notes.embeddings == "local" else "endpoint"]
+        if similar and similar[0][2] >= threshold:
             redundant.append((name, similar[0][1], similar[0][2]))
     if redundant:
         if ctx.use_llm:
@@ -691,7 +729,7 @@ def _pipeline(ctx: _Context, store: TestStore, source: str, notes: PipelineNotes
             notes.redundant += [
                 f"{n}: similarity {s:.3f} to an existing test; dropped" for n, _, s in redundant
             ]
-            remaining = [t for t in tests if t not in drop]
+            remaining = [t for t in list_tests(source) if t not in drop]
             source = keep_tests(source, remaining) if remaining else source
     for _ in range(ctx.params.improvement_budget + 1):
         smells = detect_smells(source)

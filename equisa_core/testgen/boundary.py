@@ -208,3 +208,162 @@ def driver_tests(
                 drivers.append(test.model_copy(update={"name": wrapped.name, "code": code + "\n"}))
                 count += 1
     return drivers
+
+
+# --- drivers from scratch: functions no existing test calls --------------------------------------
+
+_MAX_SCRATCH_CALLS = 24
+_STR_CONSTANTS = 4
+
+
+def _literal(node: ast.expr | None) -> str | None:
+    if node is None:
+        return None
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return ast.unparse(node)
+
+
+def _strings(function: ast.AST) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) <= 40:
+            text = repr(node.value)
+            if text not in found and not (
+                node.value.strip() and " " in node.value.strip() and len(node.value) > 20
+            ):
+                found.append(text)
+    return found[:_STR_CONSTANTS]
+
+
+def _numbers(constants: Sequence[Decimal], floats: bool) -> list[str]:
+    values = [Decimal(0), Decimal(1), Decimal(-1)]
+    for constant in constants:
+        for value in (constant - _step(constant), constant, constant + _step(constant)):
+            if value not in values:
+                values.append(value)
+    if floats:
+        return [repr(float(v)) for v in values]
+    return [str(int(v)) for v in values if v == v.to_integral_value()]
+
+
+def _candidates(
+    arg: ast.arg, default: ast.expr | None, function: ast.AST, constants: Sequence[Decimal]
+) -> list[str]:
+    """Argument texts to try for one parameter: its default first, then by annotation."""
+    values: list[str] = []
+    literal = _literal(default)
+    if literal is not None:
+        values.append(literal)
+    annotation = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+    kind = annotation.replace("typing.", "").split("[", 1)[0].split("|", 1)[0].strip()
+    if kind == "bool":
+        values += ["True", "False"]
+    elif kind == "int":
+        values += _numbers(constants, floats=False)
+    elif kind == "float":
+        values += _numbers(constants, floats=True)
+    elif kind == "str":
+        values += ["''", "'a'", *_strings(function)]
+    elif kind in ("list", "List", "Sequence", "Iterable"):
+        values += ["[]", "[1, 2, 3]", "['a', 'b']"]
+    elif kind in ("dict", "Dict", "Mapping"):
+        values += ["{}", "{'a': 1}"]
+    elif not annotation:
+        values += [*_numbers(constants, floats=False)[:6], *_strings(function), "None", "[]", "[1, 2, 3]"]
+    else:
+        return values  # a class or a protocol: nothing literal fits
+    return list(dict.fromkeys(values))
+
+
+def _one_at_a_time(options: Sequence[list[str]], limit: int) -> list[list[str]]:
+    """Argument lists: the first option of each, then each parameter varied alone, at most ``limit``."""
+    if any(not o for o in options):
+        return []
+    base = [o[0] for o in options]
+    calls = [base]
+    for index, choices in enumerate(options):
+        for choice in choices[1:]:
+            if len(calls) >= limit:
+                return calls
+            calls.append([*base[:index], choice, *base[index + 1 :]])
+    return calls
+
+
+def scratch_driver_module(
+    source: str, module: str, qualnames: Iterable[str], max_calls: int = _MAX_SCRATCH_CALLS
+) -> tuple[str | None, list[str]]:
+    """A pytest module calling module-level functions (and methods of classes whose ``__init__``
+    takes literal arguments) with boundary and typical literal arguments, one parameter varied at a
+    time, each call guarded by ``try/except Exception``; and the qualnames it drives. None when no
+    function of ``qualnames`` can be called with literals (parameters typed with classes, say).
+    """
+    tree = ast.parse(source)
+    constants = file_constants(source)
+    wanted = set(qualnames)
+    lines: list[str] = []
+    driven: list[str] = []
+
+    def params(
+        function: ast.FunctionDef | ast.AsyncFunctionDef | None, skip_first: bool
+    ) -> list[list[str]] | None:
+        """Candidates per positional parameter (``*args``/``**kwargs`` left empty); None: not callable
+        with literals (async, positional-only, a parameter typed with a class)."""
+        if function is None:
+            return []
+        if isinstance(function, ast.AsyncFunctionDef) or function.args.posonlyargs:
+            return None
+        positional = list(function.args.args)[1 if skip_first else 0 :]
+        defaults = [None] * (len(positional) - len(function.args.defaults)) + list(function.args.defaults)
+        options = [_candidates(a, d, function, constants) for a, d in zip(positional, defaults, strict=True)]
+        return options if all(options) else None
+
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in wanted and not node.name.startswith("_"):
+            options = params(node, skip_first=False)
+            if options is None:
+                continue
+            calls = _one_at_a_time(options, max_calls) if options else [[]]
+            body = [f"        {node.name}({', '.join(call)})" for call in calls]
+            lines.append(_driver(f"test_scratch_{node.name}", body))
+            driven.append(node.name)
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            methods = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef)}
+            targets = [
+                m
+                for name, m in methods.items()
+                if f"{node.name}.{name}" in wanted and not name.startswith("_") and not m.decorator_list
+            ]
+            if not targets:
+                continue
+            init_options = params(methods.get("__init__"), skip_first=True)
+            if init_options is None:
+                continue
+            constructions = _one_at_a_time(init_options, 4) if init_options else [[]]
+            for method in targets:
+                options = params(method, skip_first=True)
+                if options is None:
+                    continue
+                calls = _one_at_a_time(options, max(1, max_calls // len(constructions))) if options else [[]]
+                body = []
+                for construction in constructions:
+                    for call in calls:
+                        body.append(
+                            f"        {node.name}({', '.join(construction)}).{method.name}({', '.join(call)})"
+                        )
+                lines.append(_driver(f"test_scratch_{node.name}_{method.name}", body[:max_calls]))
+                driven.append(f"{node.name}.{method.name}")
+    if not lines:
+        return None, []
+    imported = sorted({q.split(".")[0] for q in driven})
+    header = f"from {module} import {', '.join(imported)}\n"
+    return header + "\n\n" + "\n\n".join(lines), driven
+
+
+def _driver(name: str, calls: Sequence[str]) -> str:
+    body = []
+    for call in calls:
+        body += ["    try:", call, "    except Exception:", "        pass"]
+    return f"def {name}():\n" + "\n".join(body) + "\n"

@@ -72,6 +72,7 @@ def pytest_unconfigure(config):
             record["report"] = None
             record["error"] = f"{type(error).__name__}: {error}"
         finally:
-            os.unlink(path)
+            if os.path.exists(path):
+                os.unlink(path)
     with open(out, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(record) + "\n")

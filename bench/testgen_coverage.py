@@ -27,9 +27,11 @@ Side by side per module and as means; wall time per tool. It asserts nothing: th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -153,30 +155,27 @@ def run_pynguin(python: Path, module: Module, seconds: int, work: Path) -> tuple
         "PYTHONHASHSEED": "0",
     }
     started = time.perf_counter()
-    done = subprocess.run(
-        [
-            str(python.parent / "pynguin"),
-            "--project-path",
-            str(project),
-            "--module-name",
-            name,
-            "--output-path",
-            str(out),
-            "--maximum-search-time",
-            str(seconds),
-            "--seed",
-            "0",
-            "-v",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=seconds * 6 + 300,
-        cwd=project,
-    )
+    command = [str(python.parent / "pynguin"), "--project-path", str(project), "--module-name", name,
+               "--output-path", str(out), "--maximum-search-time", str(seconds), "--seed", "0", "-v"]
+    # Pynguin runs a master and worker processes; now and then one of them does not end after the
+    # module is written, so the whole group is killed at the deadline and what was written is used.
+    log = work / "pynguin.log"
+    with open(log, "w") as handle:
+        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=project,
+                                   start_new_session=True)
+        timed_out = False
+        try:
+            process.wait(timeout=seconds * 4 + 120)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        with contextlib.suppress(ProcessLookupError):  # workers left behind, if any
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
     wall = time.perf_counter() - started
     found = sorted(out.glob("test_*.py"))
-    tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+    tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+    if timed_out:
+        tail.insert(0, f"killed after {seconds * 4 + 120} s")
     return (found[0].read_text(encoding="utf-8") if found else None), wall, " | ".join(tail)[-400:]
 
 
@@ -243,6 +242,7 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
             path = f"tests/equisa_generated/test_pynguin_{module.id.replace('-', '_')}.py"
             coverage, mutation = measure_tests(prepared, params, path, text)
             row["pynguin"] = figures(coverage, mutation, wall, text.count("\ndef test_"))
+            row["pynguin"]["log"] = log
             console.print(
                 f"{module.id}: pynguin {row['pynguin']['coverage']}% / {row['pynguin']['mutation_score']}"
             )

@@ -271,8 +271,10 @@ def _candidates(
         values += ["[]", "[1, 2, 3]", "['a', 'b']"]
     elif kind in ("dict", "Dict", "Mapping"):
         values += ["{}", "{'a': 1}"]
-    elif not annotation:
-        values += [*_numbers(constants, floats=False)[:6], *_strings(function), "None", "[]", "[1, 2, 3]"]
+    elif not annotation:  # strings first when the function has string constants, else numbers
+        numbers, strings = _numbers(constants, floats=False)[:6], _strings(function)
+        values += [*strings, *numbers] if strings else numbers
+        values += ["None", "[]", "[1, 2, 3]"]
     else:
         return values  # a class or a protocol: nothing literal fits
     return list(dict.fromkeys(values))

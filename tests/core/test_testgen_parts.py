@@ -6,7 +6,7 @@ import ast
 from decimal import Decimal
 
 from equisa_core.carving import CarvedTest
-from equisa_core.testgen.boundary import boundary_values, driver_tests, file_constants
+from equisa_core.testgen.boundary import boundary_values, driver_tests, file_constants, scratch_driver_module
 from equisa_core.testgen.embedding import DIMENSIONS, cosine_similarity, local_embedding
 from equisa_core.testgen.framework import detect_framework
 from equisa_core.testgen.modules import clean_generated_module, keep_tests, list_tests, node_id_name
@@ -202,3 +202,59 @@ def test_mutants_spread_over_functions_and_group_by_covering_tests():
         for i, s in enumerate(["killed", "killed", "survived", "not_covered", "unswappable"])
     ]
     assert mutation_score(verdicts) == 50.0 and mutation_score(verdicts[-1:]) is None
+
+
+SCRATCH_TARGET = """\
+LIMIT = 50
+
+
+def shipping(total: float, express: bool = False) -> float:
+    return 0.0 if total >= LIMIT and not express else 4.5
+
+
+def grade(code):
+    return "G" if code == "gold" else "-"
+
+
+def needs_object(order: "Order") -> int:
+    return order.size
+
+
+async def later(x: int) -> int:
+    return x
+
+
+class Cart:
+    def __init__(self, limit: int = 3):
+        self.limit = limit
+
+    def room(self, used: int) -> int:
+        return self.limit - used
+"""
+
+
+def test_scratch_drivers_call_what_literals_can_call_one_parameter_at_a_time():
+    text, driven = scratch_driver_module(
+        SCRATCH_TARGET, "shop.rules", ["shipping", "grade", "needs_object", "later", "Cart.room"], max_calls=6
+    )
+    assert driven == ["shipping", "grade", "Cart.room"] and text is not None
+    tree = ast.parse(text)
+    assert ast.unparse(tree.body[0]) == "from shop.rules import Cart, grade, shipping"
+    calls = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    shipping = [c for c in calls if c.startswith("shipping(")]
+    assert len(shipping) == 6 and shipping[:3] == [
+        "shipping(0.0, False)",
+        "shipping(1.0, False)",
+        "shipping(-1.0, False)",
+    ]
+    everything, _ = scratch_driver_module(SCRATCH_TARGET, "shop.rules", ["shipping"])
+    assert {
+        "shipping(49.0, False)",
+        "shipping(50.0, False)",
+        "shipping(51.0, False)",
+        "shipping(0.0, True)",
+    } <= {ast.unparse(n) for n in ast.walk(ast.parse(everything)) if isinstance(n, ast.Call)}
+    assert "grade('gold')" in calls and "grade('G')" in calls and "grade(0)" in calls
+    assert {"Cart(3).room(0)", "Cart(0).room(0)", "Cart(-1).room(0)"} <= set(calls)
+    assert all(isinstance(t.body[0], ast.Try) for t in tree.body[1:])
+    assert scratch_driver_module(SCRATCH_TARGET, "shop.rules", ["needs_object", "later"]) == (None, [])

@@ -9,9 +9,12 @@ or a wider deterministic boundary search). Before it runs, each module goes thro
 tests (cosine similarity in the DuckDB store) are rewritten (LLM) or dropped, test smells are
 detected and fixed within an improvement budget, and the tests that pass join the store.
 
-``generate_tests`` is the one interface for Discovery and Validation: it takes a prepared run (the
-snapshot and interpreter those flows already have), a target file and optionally the functions to
-focus on, and returns the report and the generated module (an overlay path and its text).
+``generate_tests`` is the interface other flows can call: it takes a prepared run (the snapshot and
+interpreter Discovery and Validation already have), a target file and optionally the functions to
+focus on, and returns the report and the generated module (an overlay path and its text);
+``measure_tests`` measures any test module the same way. (Discovery and Validation do not call it
+yet: deterministic tests here assert the code's current behaviour, which on a buggy program would
+make a correct fix look like a regression; see the closing note of issue 6.)
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
@@ -128,7 +130,8 @@ def testgen(params: TestgenParameters) -> TestgenReport:
 
 
 def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> GeneratedTests:
-    """The one interface for Discovery, Validation and the CLI: run the loop on a prepared run."""
+    """Run the loop on a prepared run: the interface the CLI uses and other flows can call (with
+    ``params.focus`` naming the functions to test, e.g. an ambiguity group or a patched function)."""
     from tasks.llm import choose_llm_mode
 
     target, target_source = _check_target(prepared, params.target)
@@ -952,5 +955,3 @@ def _evaluate(
     )
     return entry, source, coverage
 
-
-Mode = Literal["llm", "deterministic"]

@@ -20,7 +20,6 @@ import hashlib
 import json
 import subprocess
 import sys
-import sysconfig
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -208,11 +207,10 @@ def _plugin_text() -> str:
 
 
 def _equisa_site_packages() -> str:
+    """The folder holding EQUISA's coverage.py (lent to suites whose interpreter has none)."""
     import coverage
 
-    return (
-        str(Path(coverage.__file__).resolve().parent.parent) if coverage else sysconfig.get_paths()["purelib"]
-    )
+    return str(Path(coverage.__file__).resolve().parent.parent)
 
 
 def coverage_request(

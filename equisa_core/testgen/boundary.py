@@ -24,11 +24,20 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from equisa_core.carving import CarvedTest
 
-__all__ = ["file_constants", "boundary_values", "driver_tests", "MAX_DRIVERS_PER_TEST"]
+__all__ = [
+    "file_constants",
+    "boundary_values",
+    "driver_tests",
+    "MAX_DRIVERS_PER_TEST",
+    "ScratchCall",
+    "scratch_driver_module",
+    "scratch_test",
+]
 
 MAX_DRIVERS_PER_TEST = 24
 _HELPER = "_equisa_call"
@@ -294,25 +303,34 @@ def _one_at_a_time(options: Sequence[list[str]], limit: int) -> list[list[str]]:
     return calls
 
 
+@dataclass(frozen=True)
+class ScratchCall:
+    """One driver call: the driver test that makes it, the function called, the call's text."""
+
+    test: str
+    qualname: str
+    call: str
+
+
 def scratch_driver_module(
     source: str, module: str, qualnames: Iterable[str], max_calls: int = _MAX_SCRATCH_CALLS
-) -> tuple[str | None, list[str]]:
+) -> tuple[str | None, list[ScratchCall]]:
     """A pytest module calling module-level functions (and methods of classes whose ``__init__``
-    takes literal arguments) with boundary and typical literal arguments, one parameter varied at a
-    time, each call guarded by ``try/except Exception``; and the qualnames it drives. None when no
-    function of ``qualnames`` can be called with literals (parameters typed with classes, say).
+    takes literal arguments, on a fresh object each time) with boundary and typical literal
+    arguments, one parameter varied at a time, at most ``max_calls`` per function: one driver test
+    per call, the call guarded by ``try/except Exception``. None when no function of ``qualnames``
+    can be called with literals (async, positional-only, parameters typed with classes).
     """
     tree = ast.parse(source)
     constants = file_constants(source)
     wanted = set(qualnames)
-    lines: list[str] = []
-    driven: list[str] = []
+    made: list[ScratchCall] = []
 
     def params(
         function: ast.FunctionDef | ast.AsyncFunctionDef | None, skip_first: bool
     ) -> list[list[str]] | None:
         """Candidates per positional parameter (``*args``/``**kwargs`` left empty); None: not callable
-        with literals (async, positional-only, a parameter typed with a class)."""
+        with literals."""
         if function is None:
             return []
         if isinstance(function, ast.AsyncFunctionDef) or function.args.posonlyargs:
@@ -322,15 +340,16 @@ def scratch_driver_module(
         options = [_candidates(a, d, function, constants) for a, d in zip(positional, defaults, strict=True)]
         return options if all(options) else None
 
+    def add(qualname: str, calls: Iterable[str]) -> None:
+        stem = qualname.replace(".", "_")
+        for number, call in enumerate(calls):
+            made.append(ScratchCall(test=f"test_scratch_{stem}_{number}", qualname=qualname, call=call))
+
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in wanted and not node.name.startswith("_"):
             options = params(node, skip_first=False)
-            if options is None:
-                continue
-            calls = _one_at_a_time(options, max_calls) if options else [[]]
-            body = [f"        {node.name}({', '.join(call)})" for call in calls]
-            lines.append(_driver(f"test_scratch_{node.name}", body))
-            driven.append(node.name)
+            if options is not None:
+                add(node.name, [f"{node.name}({', '.join(c)})" for c in _one_at_a_time(options, max_calls)])
         elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
             methods = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef)}
             targets = [
@@ -338,34 +357,61 @@ def scratch_driver_module(
                 for name, m in methods.items()
                 if f"{node.name}.{name}" in wanted and not name.startswith("_") and not m.decorator_list
             ]
-            if not targets:
-                continue
             init_options = params(methods.get("__init__"), skip_first=True)
-            if init_options is None:
+            if not targets or init_options is None:
                 continue
-            constructions = _one_at_a_time(init_options, 4) if init_options else [[]]
+            constructions = _one_at_a_time(init_options, 4)
             for method in targets:
                 options = params(method, skip_first=True)
                 if options is None:
                     continue
-                calls = _one_at_a_time(options, max(1, max_calls // len(constructions))) if options else [[]]
-                body = []
-                for construction in constructions:
-                    for call in calls:
-                        body.append(
-                            f"        {node.name}({', '.join(construction)}).{method.name}({', '.join(call)})"
-                        )
-                lines.append(_driver(f"test_scratch_{node.name}_{method.name}", body[:max_calls]))
-                driven.append(f"{node.name}.{method.name}")
-    if not lines:
+                calls = _one_at_a_time(options, max(1, max_calls // len(constructions)))
+                texts = [
+                    f"{node.name}({', '.join(k)}).{method.name}({', '.join(c)})"
+                    for k in constructions
+                    for c in calls
+                ]
+                add(f"{node.name}.{method.name}", texts[:max_calls])
+    if not made:
         return None, []
-    imported = sorted({q.split(".")[0] for q in driven})
-    header = f"from {module} import {', '.join(imported)}\n"
-    return header + "\n\n" + "\n\n".join(lines), driven
+    imported = sorted({c.qualname.split(".")[0] for c in made})
+    tests = [
+        f"def {c.test}():\n    try:\n        {c.call}\n    except Exception:\n        pass\n" for c in made
+    ]
+    return f"from {module} import {', '.join(imported)}\n\n\n" + "\n\n".join(tests), made
 
 
-def _driver(name: str, calls: Sequence[str]) -> str:
-    body = []
-    for call in calls:
-        body += ["    try:", call, "    except Exception:", "        pass"]
-    return f"def {name}():\n" + "\n".join(body) + "\n"
+def scratch_test(
+    call: ScratchCall, module: str, result_literal: str | None, raised: str | None, name: str
+) -> tuple[str, set[str]] | None:
+    """A test asserting what one driver call was observed to do, and its imports; None when that
+    cannot be written (a result with no literal, an exception that cannot be named, a TypeError,
+    which only says the driver guessed the arguments wrong).
+
+    ``raised`` is the exception's qualified type ('builtins.ValueError', 'pkg.mod.Error').
+    """
+    imports = {f"from {module} import {call.qualname.split('.')[0]}"}
+    if raised is not None:
+        owner, _, exception = raised.rpartition(".")
+        if exception == "TypeError" or not exception.isidentifier():
+            return None
+        if owner not in ("builtins", module):
+            return None
+        if owner == module:
+            imports.add(f"from {module} import {exception}")
+        imports.add("import pytest")
+        return f"def {name}():\n    with pytest.raises({exception}):\n        {call.call}\n", imports
+    if result_literal is None:
+        return None
+    try:
+        value = ast.literal_eval(result_literal)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if value is None or isinstance(value, bool):
+        check = f"assert {call.call} is {result_literal}"
+    elif isinstance(value, float):
+        imports.add("import pytest")
+        check = f"assert {call.call} == pytest.approx({result_literal})"
+    else:
+        check = f"assert {call.call} == {result_literal}"
+    return f"def {name}():\n    {check}\n", imports

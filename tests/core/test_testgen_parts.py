@@ -6,7 +6,14 @@ import ast
 from decimal import Decimal
 
 from equisa_core.carving import CarvedTest
-from equisa_core.testgen.boundary import boundary_values, driver_tests, file_constants, scratch_driver_module
+from equisa_core.testgen.boundary import (
+    ScratchCall,
+    boundary_values,
+    driver_tests,
+    file_constants,
+    scratch_driver_module,
+    scratch_test,
+)
 from equisa_core.testgen.embedding import DIMENSIONS, cosine_similarity, local_embedding
 from equisa_core.testgen.framework import detect_framework
 from equisa_core.testgen.modules import clean_generated_module, keep_tests, list_tests, node_id_name
@@ -234,27 +241,40 @@ class Cart:
 
 
 def test_scratch_drivers_call_what_literals_can_call_one_parameter_at_a_time():
-    text, driven = scratch_driver_module(
-        SCRATCH_TARGET, "shop.rules", ["shipping", "grade", "needs_object", "later", "Cart.room"], max_calls=6
-    )
-    assert driven == ["shipping", "grade", "Cart.room"] and text is not None
+    wanted = ["shipping", "grade", "needs_object", "later", "Cart.room"]
+    text, calls = scratch_driver_module(SCRATCH_TARGET, "shop.rules", wanted, max_calls=6)
+    assert [c.qualname for c in calls] == ["shipping"] * 6 + ["grade"] * 6 + ["Cart.room"] * 4
     tree = ast.parse(text)
     assert ast.unparse(tree.body[0]) == "from shop.rules import Cart, grade, shipping"
-    calls = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)]
-    shipping = [c for c in calls if c.startswith("shipping(")]
-    assert len(shipping) == 6 and shipping[:3] == [
+    assert [t.name for t in tree.body[1:]] == [c.test for c in calls] and len({c.test for c in calls}) == 16
+    assert all(isinstance(t.body[0], ast.Try) and len(t.body) == 1 for t in tree.body[1:])
+    assert [c.call for c in calls[:3]] == [
         "shipping(0.0, False)",
         "shipping(1.0, False)",
         "shipping(-1.0, False)",
     ]
-    everything, _ = scratch_driver_module(SCRATCH_TARGET, "shop.rules", ["shipping"])
+    _, everything = scratch_driver_module(SCRATCH_TARGET, "shop.rules", ["shipping"])
     assert {
         "shipping(49.0, False)",
         "shipping(50.0, False)",
         "shipping(51.0, False)",
         "shipping(0.0, True)",
-    } <= {ast.unparse(n) for n in ast.walk(ast.parse(everything)) if isinstance(n, ast.Call)}
-    assert "grade('gold')" in calls and "grade('G')" in calls and "grade(0)" in calls
-    assert {"Cart(3).room(0)", "Cart(0).room(0)", "Cart(-1).room(0)"} <= set(calls)
-    assert all(isinstance(t.body[0], ast.Try) for t in tree.body[1:])
+    } <= {c.call for c in everything}
+    texts = {c.call for c in calls}
+    assert "grade('gold')" in texts and "grade('G')" in texts and "grade(0)" in texts
+    assert {"Cart(3).room(0)", "Cart(0).room(0)", "Cart(-1).room(0)"} <= texts
     assert scratch_driver_module(SCRATCH_TARGET, "shop.rules", ["needs_object", "later"]) == (None, [])
+
+
+def test_scratch_tests_assert_the_observed_outcome():
+    call = ScratchCall(test="test_scratch_shipping_0", qualname="shipping", call="shipping(51.0, False)")
+    code, imports = scratch_test(call, "shop.rules", "0.0", None, "test_s_0")
+    assert code == "def test_s_0():\n    assert shipping(51.0, False) == pytest.approx(0.0)\n"
+    assert imports == {"from shop.rules import shipping", "import pytest"}
+    assert scratch_test(call, "shop.rules", "True", None, "t")[0].endswith("is True\n")
+    assert scratch_test(call, "shop.rules", "'G'", None, "t")[0].endswith("== 'G'\n")
+    raised, needed = scratch_test(call, "shop.rules", None, "shop.rules.PriceError", "t")
+    assert "with pytest.raises(PriceError):" in raised and "from shop.rules import PriceError" in needed
+    assert scratch_test(call, "shop.rules", None, "builtins.TypeError", "t") is None
+    assert scratch_test(call, "shop.rules", None, "other.Error", "t") is None
+    assert scratch_test(call, "shop.rules", None, None, "t") is None

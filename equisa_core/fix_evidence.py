@@ -28,7 +28,16 @@ outcome for the same inspection. Rationale for the values: single-edit bugs (the
 mutation operators cover) have a fixing mutant in the buggy function most of the time, while an
 innocent function only rarely has a one-edit change that makes the failing tests pass and keeps
 its own tests green — and more rarely still one that keeps the whole suite green. They are
-calibrated on the localization corpus (``bench/localization_corpus.py``).
+calibrated on the localization corpus (``bench/localization_corpus.py``):
+
+- NO_FIX_FOUND is weak evidence: a third of the corpus bugs (wrong string constants, wrong return
+  expressions, missing guards) have no one-edit fix among the operators, and every uninspected node
+  keeps its prior. Its ratio 0.6/0.9 = 2/3 exactly cancels the seed's COLLATERAL_FAILURE (0.6/0.4),
+  the outcome that comes with it when the inspection patch saw nothing: "inspected, nothing found"
+  leaves a node's odds where the prior put them, instead of sinking the bug below uninspected
+  innocents (it did, at 0.40/0.92: sqlparse-05 went from rank 1 to 17).
+- FIX_CONFIRMED, a one-edit change that turns every failing test green and keeps the whole suite
+  green, rarely happens in an innocent function; after FIX_FOUND it takes a typical prior past 0.9.
 """
 
 from __future__ import annotations
@@ -64,8 +73,8 @@ FIX_LIKELIHOODS: Mapping[FixEvidence, tuple[float, float]] = MappingProxyType(
     {
         FixEvidence.FIX_FOUND: (0.60, 0.03),
         FixEvidence.PARTIAL_FIX_FOUND: (0.15, 0.05),
-        FixEvidence.NO_FIX_FOUND: (0.40, 0.92),
-        FixEvidence.FIX_CONFIRMED: (0.90, 0.15),
+        FixEvidence.NO_FIX_FOUND: (0.60, 0.90),
+        FixEvidence.FIX_CONFIRMED: (0.90, 0.08),
         FixEvidence.FIX_REGRESSES: (0.50, 0.50),
     }
 )

@@ -60,6 +60,7 @@ class InspectionRecord(BaseModel):
     fix_evidence: FixEvidence | None = Field(None, description="What the mutants showed, if they ran.")
     fix: str | None = Field(None, description="The fixing mutant: what it changes.")
     fix_source: str | None = Field(None, description="The target's source with the fix applied.")
+    seconds: float = Field(0.0, ge=0, description="Wall time of this inspection (runs and reflection).")
 
 
 class TestCounts(BaseModel):

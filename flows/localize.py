@@ -56,6 +56,9 @@ class LocalizeParameters(DiscoveryParameters):
         None, description="Run mutants of each inspected node (see equisa_core.fix_evidence); "
         "None: in deterministic mode only, where no model reflects.")
     max_mutants: int = Field(40, ge=1, description="Mutants tried per inspected node.")
+    max_stalled_inspections: int = Field(
+        6, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
+        "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
 
 
 @flow(name="localize", flow_run_name="localize {params.path}", log_prints=True)
@@ -78,31 +81,35 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     nodes = {n.fqn: Node(fqn=n.fqn, file=n.file, start_line=n.start_line, end_line=n.end_line)
              for n in scored.nodes}
     suspiciousness = {n.fqn: n.tarantula for n in scored.nodes}
-    confidences = initial_confidence(suspiciousness)
+    confidences = initial_confidence({n.fqn: n.tarantula + OCHIAI_TIE_BREAK * n.ochiai for n in scored.nodes})
     use_llm, config, problems = choose_llm_mode(params.llm)
     problems = [*found.problems, *(p for p in problems if p not in found.problems)]
     problems += [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
                  for e in trace.collect_errors]
     calls = _record_candidates(found, params, confidences, nodes)
+    candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
     progress = create_progress_artifact(0.0, key="localization-progress",
                                         description="Inspections done / iteration budget")
     use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
     history: list[InspectionRecord] = []
     stopped = "iteration budget spent" if params.max_iterations else "no inspections asked for"
+    stalled = 0
     cost_usd = found.cost_usd
     for iteration in range(1, params.max_iterations + 1):
         target = select_node(confidences, nodes, exclude=_done(history))
         if target is None:
             stopped = "every inspectable candidate was inspected"
             break
+        inspection_started = time.monotonic()
         pending = _awaiting_confirmation(history, target)
         if pending is not None:
             seen = _confirm_fix(target, nodes[target], found, params, pending)
         else:
             seen = _inspect(target, nodes[target], found, params, calls.get(target, []),
-                            use_llm, config, problems, use_mutants)
+                            use_llm, config, problems, use_mutants, candidates)
         cost_usd += seen.cost_usd
         prior = confidences[target]
+        leader = max(confidences, key=confidences.__getitem__)
         outcome = None
         converged = None
         if pending is None:
@@ -116,13 +123,19 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             signals=seen.signals, reflection=seen.decision, reflection_by=seen.decision_by,
             reasoning=seen.reasoning, outcome=outcome, prior=prior, posterior=confidences[target],
             invariants=seen.invariants, mutants_tried=seen.mutants_tried, fix_evidence=seen.fix_evidence,
-            fix=seen.fix, fix_source=seen.fix_source,
+            fix=seen.fix, fix_source=seen.fix_source, seconds=round(time.monotonic() - inspection_started, 3),
         ))
         update_progress_artifact(progress, iteration / params.max_iterations)
         said = " + ".join(str(e.value) for e in (outcome, seen.fix_evidence) if e is not None)
         print(f"[{iteration}] {target}: {said} -> {confidences[target]:.3f}")
         if converged:
             stopped = f"{converged} reached {CONFIDENCE_THRESHOLD}"
+            break
+        news = (outcome is Outcome.TARGET_ASSERTION_FAILED or seen.fix_evidence in _NEWS
+                or max(confidences, key=confidences.__getitem__) != leader)
+        stalled = 0 if news else stalled + 1
+        if stalled >= params.max_stalled_inspections:
+            stopped = f"{stalled} inspections in a row brought no new evidence"
             break
         if cost_usd > params.max_cost_usd:
             stopped = f"LLM cost budget (${params.max_cost_usd:g}) spent"
@@ -152,6 +165,14 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     )
     return found, report
 
+
+#: Tarantula ties are broken by Ochiai in the priors (scaled so that it never reorders distinct
+#: Tarantula scores): Tarantula gives 1.0 to every function no passing test runs, however few of
+#: the failing tests run it, while Ochiai prefers the function that more failing tests run.
+OCHIAI_TIE_BREAK = 1e-4
+
+#: Evidence that counts as news for the stall rule (``max_stalled_inspections``).
+_NEWS = (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND, FixEvidence.FIX_CONFIRMED)
 
 #: Seed 002 §5.2 keeps picking the most confident node, so a node whose own assertion failed is
 #: inspected again and the evidence counted again, which is how the seed reaches 0.9; any other
@@ -243,7 +264,7 @@ class _Observation(BaseModel):
 
 def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
              calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
-             problems: list[str], use_mutants: bool) -> _Observation:
+             problems: list[str], use_mutants: bool, candidates: frozenset[str]) -> _Observation:
     """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants."""
     prepared, trace = found.prepared, found.trace
     root = prepared.workspace.root
@@ -263,7 +284,8 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
                                 interpreter_version=prepared.interpreter_version,
                                 docker_image=params.docker_image)
     signals = observe(moved, run)
-    reflection = reflect(moved, run.tests)
+    callees = {e.callee for e in run.edges if e.caller == target and e.callee != target}
+    reflection = reflect(moved, run.tests, callees, project=candidates)
     decision, by, reasoning = reflection.decision, "traceback", reflection.reasoning
     if decision is None and use_llm and config is not None and signals.is_failure:
         label, text, cost = _llm_reflection(config, target, source, patch, run, problems)
@@ -274,7 +296,9 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
         strategy=strategy, invariants=invariants, tests_run=tuple(t.test_id for t in run.tests),
         signals=signals, decision=decision, decision_by=by, reasoning=reasoning, cost_usd=spent,
     )
-    if not use_mutants or (signals.has_target_assertion and signals.is_failure):
+    # A failing assertion of the target's own is the seed's strongest evidence; the mutants only
+    # run when it is absent or the reflection put it down to a callee.
+    if not use_mutants or (signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY):
         return observation
     return observation.model_copy(update=_mutant_evidence(target, node, found, params, source,
                                                           selection.test_ids))

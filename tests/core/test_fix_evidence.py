@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from equisa_core.bayes import CLAMP_HIGH, bayes, update_with_likelihoods
+from equisa_core.bayes import CLAMP_HIGH, Outcome, bayes, update_confidences, update_with_likelihoods
 from equisa_core.fix_evidence import FIX_LIKELIHOODS, FixEvidence, classify_mutants, confirm_fix
 from equisa_core.models import TestOutcome
 
@@ -51,14 +51,21 @@ def test_likelihoods_are_read_only_and_point_the_right_way():
 
 def test_a_fix_then_its_confirmation_converge_from_a_typical_prior():
     # By hand: prior 0.06, FIX_FOUND: .6*.06/(.6*.06+.03*.94) = .036/.0642 = 0.5607
-    #          then FIX_CONFIRMED: .9*.5607/(.9*.5607+.15*.4393) = .50467/.57056 = 0.8845
+    #          then FIX_CONFIRMED: .9*.5607/(.9*.5607+.08*.4393) = .50467/.53981 = 0.9349
     confidences = {"bug": 0.06, "a": 0.47, "b": 0.47}
     after_fix = update_with_likelihoods(confidences, "bug", FixEvidence.FIX_FOUND.likelihoods)
     assert after_fix["bug"] == pytest.approx(0.036 / 0.0642)
     assert after_fix["a"] == pytest.approx((1 - after_fix["bug"]) / 2)
     confirmed = update_with_likelihoods(after_fix, "bug", FixEvidence.FIX_CONFIRMED.likelihoods)
-    assert confirmed["bug"] == pytest.approx(bayes(after_fix["bug"], 0.9, 0.15))
-    assert confirmed["bug"] == pytest.approx(0.8845, abs=1e-4)
-    # One innocent competitor showing no fix then tips it over 0.9.
-    final = update_with_likelihoods(confirmed, "a", FixEvidence.NO_FIX_FOUND.likelihoods)
-    assert final["bug"] > 0.9 and abs(sum(final.values()) - 1) < 1e-9 and final["bug"] <= CLAMP_HIGH
+    assert confirmed["bug"] == pytest.approx(bayes(after_fix["bug"], 0.9, 0.08))
+    assert confirmed["bug"] == pytest.approx(0.9349, abs=1e-4)
+    assert abs(sum(confirmed.values()) - 1) < 1e-9 and confirmed["bug"] <= CLAMP_HIGH
+
+
+def test_nothing_found_leaves_the_odds_where_the_prior_put_them():
+    # COLLATERAL_FAILURE (0.6/0.4) then NO_FIX_FOUND (0.6/0.9): odds x 1.5 x 2/3 = unchanged, so an
+    # inspected node keeps its place among the nodes not inspected yet.
+    confidences = {"bug": 0.2, "a": 0.5, "b": 0.3}
+    after = update_confidences(confidences, "bug", Outcome.COLLATERAL_FAILURE)
+    after = update_with_likelihoods(after, "bug", FixEvidence.NO_FIX_FOUND.likelihoods)
+    assert after == pytest.approx(confidences)

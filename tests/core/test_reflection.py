@@ -54,3 +54,51 @@ def test_one_test_blaming_the_target_wins_over_callee_failures():
     assert reflect(TARGET, [callee, own]).decision == LLM_BUGGY
     unrelated = failing(TEST_FRAME, ("pkg/other.py", 4, "other"), test="t3")
     assert reflect(TARGET, [callee, unrelated]).decision is None
+
+
+def postcondition_failure(covered: frozenset[str], test: str = "t") -> TestResult:
+    """A failure of the inspection's assertion on the target's result, raised in the target."""
+    from equisa_core.inspection import ASSERTION_PREFIX
+    from equisa_core.invariants import RESULT_NAME
+
+    return TestResult(
+        test_id=test, outcome="failed", duration=0.0, exception_type="AssertionError",
+        message=f"{ASSERTION_PREFIX}: relation invariant violated in {TARGET.fqn}: result >= n "
+                f"[{RESULT_NAME} >= n]",
+        traceback=(TracebackFrame(file="tests/test_m.py", line=5, function="test_x"),
+                   TracebackFrame(file="pkg/mod.py", line=19, function="outer")),
+        covered=covered,
+    )
+
+
+def test_a_postcondition_failing_on_a_callees_result_blames_the_callee():
+    result = postcondition_failure(frozenset({TARGET.fqn, "pkg.helpers.inner"}))
+    reflection = reflect(TARGET, [result], callees={"pkg.helpers.inner", "pkg.helpers.unused"})
+    assert reflection.decision == LLM_NOT_BUGGY
+    assert "pkg.helpers.inner" in reflection.reasoning and "unused" not in reflection.reasoning
+
+
+def test_a_postcondition_of_a_function_that_called_nothing_blames_it():
+    result = postcondition_failure(frozenset({TARGET.fqn}))
+    assert reflect(TARGET, [result], callees={"pkg.helpers.inner"}).decision == LLM_BUGGY
+    assert reflect(TARGET, [result]).decision == LLM_BUGGY
+
+
+def test_a_precondition_failure_blames_the_functions_that_ran_before():
+    result = postcondition_failure(frozenset({TARGET.fqn, "pkg.helpers.inner", "pkg.state.setup"}))
+    message = "EQUISA inspection: type invariant violated in pkg.mod.outer: n is an int [isinstance(n, int)]"
+    precondition = result.model_copy(update={"message": message})
+    # Callees do not count for a precondition: at entry the target has called nothing yet.
+    assert reflect(TARGET, [precondition], callees={"pkg.helpers.inner"}).decision == LLM_BUGGY
+    reflection = reflect(TARGET, [precondition], project={TARGET.fqn, "pkg.state.setup", "pkg.unrun"})
+    assert reflection.decision == LLM_NOT_BUGGY
+    assert "pkg.state.setup" in reflection.reasoning and "pkg.unrun" not in reflection.reasoning
+
+
+def test_a_reattributed_assertion_clears_the_target_even_beside_unrelated_failures():
+    reattributed = postcondition_failure(frozenset({TARGET.fqn, "pkg.helpers.inner"}), test="t1")
+    unrelated = failing(TEST_FRAME, ("pkg/other.py", 4, "other"), test="t2")
+    reflection = reflect(TARGET, [reattributed, unrelated], callees={"pkg.helpers.inner"})
+    assert reflection.decision == LLM_NOT_BUGGY and "t1" in reflection.reasoning
+    own = failing(TEST_FRAME, ("pkg/mod.py", 18, "outer"), test="t3")
+    assert reflect(TARGET, [reattributed, own], callees={"pkg.helpers.inner"}).decision == LLM_BUGGY

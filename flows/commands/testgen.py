@@ -16,7 +16,7 @@ __all__ = ["register"]
 
 def register(commands: Any) -> None:
     """Add the ``testgen`` sub-command."""
-    from flows.cli import _add_run_options
+    from flows.cli import _add_run_options, _count
 
     parser = commands.add_parser(
         "testgen",
@@ -37,12 +37,12 @@ def register(commands: Any) -> None:
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="output folder (default: ./equisa-testgen, or ~/.cache/equisa/testgen/NAME when "
                         "that would be inside PATH)")
-    parser.add_argument(
-        "--max-iterations", type=int, default=3, metavar="N", help="attempts in all (default 3)"
-    )
-    parser.add_argument("--coverage-target", type=float, default=80.0, metavar="PCT", help="default 80")
-    parser.add_argument("--mutation-target", type=float, default=60.0, metavar="PCT", help="default 60")
-    parser.add_argument("--max-mutants", type=int, default=150, metavar="N", help="mutants per measurement")
+    parser.add_argument("--max-iterations", type=_iterations, default=3, metavar="N",
+                        help="attempts in all, attempt 0 included (1-20, default 3)")
+    parser.add_argument("--coverage-target", type=_percent, default=80.0, metavar="PCT", help="default 80")
+    parser.add_argument("--mutation-target", type=_percent, default=60.0, metavar="PCT", help="default 60")
+    parser.add_argument("--max-mutants", type=_count, default=150, metavar="N",
+                        help="mutants per measurement, 0 for none (default 150)")
     parser.set_defaults(handler=_testgen_command)
 
 
@@ -52,8 +52,6 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     from tasks.prepare import check_repository
 
     check_repository(args.path)
-    if args.max_iterations < 1 or args.max_mutants < 0:
-        raise argparse.ArgumentTypeError("--max-iterations must be >= 1 and --max-mutants >= 0")
     out = args.out or _default_out(Path(args.path))
     params = TestgenParameters(
         path=str(args.path),
@@ -81,6 +79,20 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print(f"Report written to {args.json}")
     return EXIT_OK
+
+
+def _percent(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 100.0:
+        raise argparse.ArgumentTypeError(f"must be a percentage between 0 and 100, got {text}")
+    return value
+
+
+def _iterations(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 20:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 20, got {value}")
+    return value
 
 
 def _default_out(path: Path) -> Path:

@@ -20,7 +20,16 @@ errors are translated into these at the boundary where they occur.
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
     ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
     ├── TestgenTargetError (30)        ``equisa testgen --target``: missing, outside, not Python, unparsable
-    └── CoverageUnavailableError (32)  coverage.py cannot run in the suite's interpreter
+    ├── CoverageUnavailableError (32)  coverage.py cannot run in the suite's interpreter
+    ├── StorageError (40)              the artifact store cannot be reached (S3 endpoint down)
+    │   ├── StorageAccessError (41)    the store rejected the credentials or denied access
+    │   └── BucketNotFoundError (42)   the bucket does not exist
+    ├── HistoryError (43)              the DuckDB history file is corrupt, of a newer schema or locked
+    └── RunNotFoundError (44)          no recorded run has that id
+
+A run never fails on storage: artifacts and history rows it cannot write are spooled locally and
+flushed later (``equisa flush``); the storage errors reach the user from ``flush``, ``history`` and
+``report``.
 
 ``equisa repair`` also exits 21 (a patch passed the suite but only overfits: plausible only) and
 22 (no patch found); those are outcomes, not errors (``EXIT_PLAUSIBLE_ONLY``, ``EXIT_NOT_FIXED``).
@@ -46,6 +55,11 @@ __all__ = [
     "PatchApplyError",
     "TestgenTargetError",
     "CoverageUnavailableError",
+    "StorageError",
+    "StorageAccessError",
+    "BucketNotFoundError",
+    "HistoryError",
+    "RunNotFoundError",
     "EXIT_OK",
     "EXIT_PLAUSIBLE_ONLY",
     "EXIT_NOT_FIXED",
@@ -156,6 +170,36 @@ class PatchApplyError(EquisaError):
     """The accepted diff does not apply to the user's tree."""
 
     exit_code = 24
+
+
+class StorageError(EquisaError):
+    """The artifact store cannot be reached (endpoint down, timeouts, server errors)."""
+
+    exit_code = 40
+
+
+class StorageAccessError(StorageError):
+    """The artifact store rejected the credentials or denied access."""
+
+    exit_code = 41
+
+
+class BucketNotFoundError(StorageError):
+    """The configured bucket does not exist."""
+
+    exit_code = 42
+
+
+class HistoryError(EquisaError):
+    """The DuckDB history cannot be used: corrupt, of a newer schema, or locked for too long."""
+
+    exit_code = 43
+
+
+class RunNotFoundError(EquisaError):
+    """No recorded run has the requested id."""
+
+    exit_code = 44
 
 
 class TestgenTargetError(InputError):

@@ -90,6 +90,8 @@ class LocalizationReport(BaseModel):
     discovery: DiscoveryReport | None = Field(None, description="What the Discovery loop added.")
     cost: dict[str, float] = Field(default_factory=dict, description="LLM tokens and USD.")
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
+    run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
+    artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
 
 
 def apply_observation(

@@ -37,6 +37,8 @@ class RepairReport(BaseModel):
     applied: bool = Field(False, description="The patch was written to the user's tree (--apply).")
     problems: tuple[str, ...] = ()
     error: str | None = None
+    run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
+    artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
     patched_files: dict[str, str] = Field(default_factory=dict, exclude=True,
                                           description="The reported patch's new file texts (not in JSON).")
     original_files: dict[str, str] = Field(default_factory=dict, exclude=True,

@@ -63,6 +63,9 @@ class TraceReport(BaseModel):
     crashed_in: str | None = None
     crash_reason: str | None = None
     flaky: tuple[str, ...] = Field((), description="Failed, then passed alone; left out of spectra.")
+    problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run (storage).")
+    run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
+    artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
 
 
 def build_trace_report(trace: SuiteTrace, repository: str) -> TraceReport:

@@ -30,6 +30,7 @@ from equisa_core.errors import (
     EquisaError,
     SuiteCrashedError,
 )
+from equisa_core.storage import resolve_artifacts
 from equisa_core.trace_report import TraceReport
 
 __all__ = ["main", "build_parser"]
@@ -150,6 +151,17 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
                        help=f"wall-clock limit per shard (default {_DEFAULT_WALL_CLOCK_S:g})")
     trace.add_argument("--test-timeout", type=float, default=300.0, metavar="SECONDS",
                        help="limit per test (default 300)")
+    add_storage_options(trace)
+
+
+def add_storage_options(command: argparse.ArgumentParser) -> None:
+    """``--artifacts`` and ``--db``: where runs are recorded (every command has them)."""
+    command.add_argument("--artifacts", metavar="FOLDER|s3://BUCKET/PREFIX",
+                         help="artifact store (default: EQUISA_ARTIFACTS, else "
+                              "~/.local/share/equisa/artifacts)")
+    command.add_argument("--db", metavar="FILE",
+                         help="DuckDB history (default: EQUISA_DB, else "
+                              "~/.local/share/equisa/history.duckdb)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,17 +195,19 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
     from tasks.prepare import check_repository
 
     check_repository(args.path)  # fail fast, before Prefect starts
+    resolve_artifacts(args.artifacts)
 
     params = TraceParameters(
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
-        wall_clock_s=args.timeout, test_timeout_s=args.test_timeout,
+        wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, artifacts=args.artifacts, db=args.db,
     )
     console.print(f"Tracing [bold]{args.path}[/] in the {args.sandbox} sandbox", highlight=False)
     report = _run_with_progress(console, "starting (snapshot, interpreter, Prefect)", trace_suite, params)
     if args.json:
         _write_json(args.json, report)
     _print_report(report, console)
+    _print_stored(report, console)
     if args.json:
         console.print(f"Report written to {args.json}")
     if report.crashed:
@@ -210,12 +224,13 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
     from tasks.prepare import check_repository
 
     check_repository(args.path)
+    resolve_artifacts(args.artifacts)  # a malformed location fails now, not after the run
     return dict(
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
         max_iterations=args.max_iterations, discovery=args.discovery,
-        discovery_max_tests=args.max_generated_tests,
+        discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,
     )
 
 
@@ -228,6 +243,7 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         _write_json(args.json, report)
     _print_localization(report, console)
+    _print_stored(report, console)
     if args.json:
         console.print(f"Report written to {args.json}")
     return EXIT_OK
@@ -276,6 +292,7 @@ def _repair_command(args: argparse.Namespace, console: Console) -> int:
         args.diff.parent.mkdir(parents=True, exist_ok=True)
         args.diff.write_text(report.diff, encoding="utf-8")
     _print_repair(report, console)
+    _print_stored(report, console)
     if args.apply and report.status != "fixed":
         console.print("Nothing applied: no patch was accepted.")
     if args.json:
@@ -315,6 +332,16 @@ def _print_repair(report: Any, console: Console) -> None:
     for problem in report.problems:
         if report.localization is None or problem not in report.localization.problems:
             console.print(f"[yellow]note:[/] {problem}", highlight=False, soft_wrap=True)
+
+
+def _print_stored(report: Any, console: Console) -> None:
+    """Where the run was recorded (its HTML report), and the storage notes of a trace run."""
+    if isinstance(report, TraceReport):
+        for problem in report.problems:
+            console.print(f"[yellow]note:[/] {problem}", highlight=False, soft_wrap=True)
+    if report.artifacts:
+        console.print(f"Run {report.run_id} recorded: {report.artifacts}/report.html", highlight=False,
+                      soft_wrap=True)
 
 
 def _run_with_progress(console: Console, label: str, run: Callable[[Any], Any], params: Any) -> Any:

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from prefect import flow
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from pydantic import BaseModel, Field
 
 from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module, carved_module_path
@@ -85,6 +86,8 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
                                report=report.model_copy(update={"stopped_because": "no failing test"}))
     use_llm, config, problems = choose_llm_mode(params.llm)
     budget = DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.discovery_max_tests)
+    progress = create_progress_artifact(0.0, key="discovery-progress",
+                                        description="Discovery: rounds done / round budget (%)")
     overlay: dict[str, str] = {}
     rounds: list[DiscoveryRound] = []
     kept_ids: list[str] = []
@@ -109,6 +112,7 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
             kept=len(new_ids), dropped=tuple(dropped),
         ))
         print(f"discovery round {len(rounds)}: {len(targets)} group(s), kept {len(new_ids)} test(s)")
+        update_progress_artifact(progress, 100.0 * len(rounds) / max(1, budget.max_rounds))
         if not new_ids:
             stopped = "no generated test could be kept"
             break
@@ -117,6 +121,7 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
         trace = combine([trace, checked.model_copy(update={"tests": new_results, "crashed": False})],
                         [*trace.collected, *new_ids])
         groups = _groups(trace, prepared)
+    update_progress_artifact(progress, 100.0)
     report = report.model_copy(update={
         "rounds": tuple(rounds), "generated": len(kept_ids), "files": tuple(sorted(overlay)),
         "tests": tuple(kept_ids), "group_sizes_after": tuple(group_sizes(_groups(trace, prepared))),

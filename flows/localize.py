@@ -39,6 +39,7 @@ from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, foc
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.record import record_finished_run
 from tasks.run_tests import run_tests
 
 __all__ = ["LocalizeParameters", "localize", "run_localization"]
@@ -64,7 +65,9 @@ class LocalizeParameters(DiscoveryParameters):
 @flow(name="localize", flow_run_name="localize {params.path}", log_prints=True)
 def localize(params: LocalizeParameters) -> LocalizationReport:
     """Find the buggy function of a repository whose tests fail."""
-    return run_localization(params)[1]
+    found, report = run_localization(params)
+    return record_finished_run("localize", report, str(found.prepared.repo), params.artifacts, params.db,
+                               found.trace)
 
 
 def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, LocalizationReport]:
@@ -125,7 +128,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             invariants=seen.invariants, mutants_tried=seen.mutants_tried, fix_evidence=seen.fix_evidence,
             fix=seen.fix, fix_source=seen.fix_source, seconds=round(time.monotonic() - inspection_started, 3),
         ))
-        update_progress_artifact(progress, iteration / params.max_iterations)
+        update_progress_artifact(progress, 100.0 * iteration / params.max_iterations)  # percent
         said = " + ".join(str(e.value) for e in (outcome, seen.fix_evidence) if e is not None)
         print(f"[{iteration}] {target}: {said} -> {confidences[target]:.3f}")
         if converged:
@@ -143,7 +146,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         if time.monotonic() - started > params.max_seconds:
             stopped = f"time budget ({params.max_seconds:g}s) spent"
             break
-    update_progress_artifact(progress, 1.0)
+    update_progress_artifact(progress, 100.0)
     locations = {f: (n.file, n.start_line, n.end_line) for f, n in nodes.items()}
     ranking = rank(confidences, suspiciousness, locations)
     report = LocalizationReport(

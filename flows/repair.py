@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from prefect import flow
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from pydantic import Field
 
 from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus, candidate_diff
@@ -42,6 +42,7 @@ from flows.validation import ValidationContext, test_sources, validate_candidate
 from tasks.inspection import qualname_of, read_function
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.record import record_finished_run
 
 __all__ = ["RepairParameters", "repair"]
 
@@ -73,6 +74,8 @@ def repair(params: RepairParameters) -> RepairReport:
         ctx = _context(found, localization, params, config if use_llm else None)
         generated = _candidates(found, localization, ctx, params, excluded, use_llm, config, problems)
         round_evaluations: list[PatchEvaluation] = []
+        progress = create_progress_artifact(0.0, key="validation-progress",
+                                            description="Validation: candidates validated / budget (%)")
         for candidate, screened in generated:
             tried += screened
             if candidate is None:
@@ -82,9 +85,11 @@ def repair(params: RepairParameters) -> RepairReport:
             evaluation = ctx.verdicts.get(candidate.id) or validate_candidate(candidate, ctx)
             ctx.verdicts[candidate.id] = evaluation  # what an LLM generator hears back (_llm_fixes)
             round_evaluations.append(evaluation)
+            update_progress_artifact(progress, 100.0 * len(round_evaluations) / params.max_validations)
             print(f"{candidate.id}: {evaluation.status.value} ({candidate.description})")
             if evaluation.status is PatchStatus.SOUND or len(round_evaluations) >= params.max_validations:
                 break
+        update_progress_artifact(progress, 100.0)
         evaluations += round_evaluations
         cost += ctx.cost_usd + localization.cost.get("usd", 0.0)
         problems += [p for p in ctx.problems if p not in problems]
@@ -102,8 +107,10 @@ def repair(params: RepairParameters) -> RepairReport:
             "discovery_max_tests": current.discovery_max_tests + 15,
         })
     cost += sum(c.cost_usd for c in candidates.values())
-    return _report(found, localization, evaluations, candidates, tried, relocalizations, cost, use_llm,
-                   problems)
+    report = _report(found, localization, evaluations, candidates, tried, relocalizations, cost, use_llm,
+                     problems)
+    return record_finished_run("repair", report, str(found.prepared.repo), params.artifacts, params.db,
+                               found.trace)
 
 
 def _context(found: DiscoveryResult, localization: LocalizationReport, params: RepairParameters,

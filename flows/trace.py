@@ -19,6 +19,7 @@ from equisa_core.models import SuiteTrace
 from equisa_core.trace_merge import combine, interleave, mark_flaky
 from equisa_core.trace_report import TraceReport, build_trace_report
 from tasks.prepare import check_interpreter, check_repository, snapshot_workspace
+from tasks.record import record_finished_run
 from tasks.run_tests import run_tests
 from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.workspace import Workspace
@@ -45,6 +46,9 @@ class TraceParameters(BaseModel):
     test_timeout_s: float | None = Field(300.0, gt=0, description="Limit per test.")
     rerun_failures: bool = Field(True, description="Re-run failing tests alone to find flaky ones.")
     progress_key: str | None = Field(None, description="Key of a registered progress callback.")
+    artifacts: str | None = Field(None, description="Artifact store: a folder or s3://bucket/prefix; "
+                                                    "None: EQUISA_ARTIFACTS, else the local default.")
+    db: str | None = Field(None, description="DuckDB history file; None: EQUISA_DB, else the default.")
 
 
 class PreparedRun(BaseModel):
@@ -79,7 +83,7 @@ def trace_suite(params: TraceParameters) -> TraceReport:
     prepared = prepare_run(params)
     report = build_trace_report(run_suite(prepared, params), str(prepared.repo))
     _publish(report)
-    return report
+    return record_finished_run("trace", report, str(prepared.repo), params.artifacts, params.db)
 
 
 def run_suite(prepared: PreparedRun, params: TraceParameters) -> SuiteTrace:

@@ -73,6 +73,7 @@ from equisa_core.llm_text import (
     validate_function_answer,
 )
 from equisa_core.prompts.localization import prompt_hash
+from tasks.llm_calls import note_llm_call
 
 __all__ = [
     "RETRY_CEILING",
@@ -470,6 +471,7 @@ def _request(
         mean_entropy=mean_token_entropy(alternatives) if alternatives else None,
         finish_reason=choice.finish_reason,
     )
+    note_llm_call(call)  # for the run's history (tasks/llm_calls.py)
     return LLMAnswer(text=choice.message.content or "", call=call)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.s3_servers import moto_s3, rclone_s3  # noqa: F401  (S3 servers on 127.0.0.1)
 from tests.scripted_llm_server import scripted_llm_fixture  # noqa: F401  (the ``scripted_llm`` fixture)
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -50,3 +51,12 @@ def venv_with_pytest(minor: str) -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_run_storage(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Runs the tests make are recorded in a private history, store and spool, never the user's."""
+    root = tmp_path_factory.mktemp("equisa-data")
+    for name, value in (("EQUISA_DB", root / "history.duckdb"), ("EQUISA_ARTIFACTS", root / "artifacts"),
+                        ("EQUISA_SPOOL", root / "spool")):
+        os.environ.setdefault(name, str(value))

@@ -28,6 +28,9 @@ def cli_env(prefect_api_url, tmp_path) -> dict[str, str]:
         "PREFECT_HOME": str(tmp_path / "prefect-home"),
         "PREFECT_LOCAL_STORAGE_PATH": str(tmp_path / "prefect-storage"),
         "EQUISA_WORKSPACES": str(tmp_path / "workspaces"),
+        "EQUISA_DB": str(tmp_path / "history.duckdb"),
+        "EQUISA_ARTIFACTS": str(tmp_path / "artifacts"),
+        "EQUISA_SPOOL": str(tmp_path / "spool"),
         "COLUMNS": "200",
     })
     return env

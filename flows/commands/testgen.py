@@ -73,8 +73,8 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     )
     console.print(f"Generating tests for [bold]{args.target}[/] in {args.path}", highlight=False)
     if getattr(args, "artifacts", None) or getattr(args, "db", None):
-        console.print("[yellow]note:[/] testgen runs are not recorded in the history yet: --artifacts and --db "
-                      f"are ignored; everything goes to {out}", highlight=False)
+        console.print("[yellow]note:[/] testgen runs are not recorded in the history yet: --artifacts "
+                      f"and --db are ignored; everything goes to {out}", highlight=False)
     report = _run_with_progress(console, "measuring the existing tests, then generating", testgen, params)
     if args.json:
         _write_json(args.json, report)

@@ -19,6 +19,8 @@ errors are translated into these at the boundary where they occur.
     ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
     ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
+    ├── TestgenTargetError (30)        ``equisa testgen --target``: missing, outside, not Python, unparsable
+    ├── CoverageUnavailableError (32)  coverage.py cannot run in the suite's interpreter
     ├── StorageError (40)              the artifact store cannot be reached (S3 endpoint down)
     │   ├── StorageAccessError (41)    the store rejected the credentials or denied access
     │   └── BucketNotFoundError (42)   the bucket does not exist
@@ -57,6 +59,8 @@ __all__ = [
     "NothingToLocalizeError",
     "ApplyRefusedError",
     "PatchApplyError",
+    "TestgenTargetError",
+    "CoverageUnavailableError",
     "StorageError",
     "StorageAccessError",
     "BucketNotFoundError",
@@ -233,3 +237,16 @@ class DeployError(EquisaError):
     """``equisa deploy`` could not deploy ``deployments/prefect.yaml``."""
 
     exit_code = 54
+
+
+class TestgenTargetError(InputError):
+    """``equisa testgen --target``: the file is missing, outside the repository, not Python or unparsable."""
+
+    __test__ = False  # not a pytest class
+    exit_code = 30
+
+
+class CoverageUnavailableError(EquisaError):
+    """coverage.py cannot be imported in the suite's interpreter (nor borrowed from EQUISA's)."""
+
+    exit_code = 32

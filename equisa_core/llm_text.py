@@ -50,6 +50,7 @@ __all__ = [
     "parse_reflection_label",
     "validate_function_answer",
     "clean_test_module",
+    "strip_think_and_fences",
     "render_reask",
     "mean_token_entropy",
 ]
@@ -288,6 +289,13 @@ def validate_function_answer(answer: str, original_source: str, qualname: str) -
     except InvalidReplacementError as exc:
         raise InvalidAnswerError(exc.message, answer=answer) from exc
     return code.rstrip() + "\n"
+
+
+def strip_think_and_fences(answer: str) -> str:
+    """``answer`` without ``<think>`` blocks, reduced to its fenced code block when it has one."""
+    text = _THINK_RE.sub("", answer.replace("\r\n", "\n"))
+    block = _fenced_block(text)
+    return block if block is not None else text
 
 
 def clean_test_module(answer: str) -> str:

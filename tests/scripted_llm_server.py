@@ -11,8 +11,9 @@ retry, so a test that under-scripts fails fast and clearly.
 
 Every request is recorded (path, model, messages, the whole body, arrival time) in ``requests``.
 
-Served paths: ``POST /v1/chat/completions`` and ``POST /chat/completions``. Use ``base_url`` (ends
-with ``/v1``) as the client's ``base_url``.
+Served paths: ``POST /v1/chat/completions`` and ``POST /chat/completions``; ``POST /v1/embeddings``
+once a test sets ``embed_with(function)`` (text -> vector; recorded in ``requests`` too, 404
+otherwise). Use ``base_url`` (ends with ``/v1``) as the client's ``base_url``.
 
 Fixture: ``scripted_llm`` (function scope; defined as ``scripted_llm_fixture`` so that importing it
 does not clash with test parameters of that name) yields a started ``ScriptedLLM`` and stops it
@@ -36,6 +37,7 @@ import pytest
 __all__ = ["Reply", "Fault", "RecordedRequest", "ScriptedLLM", "Response", "scripted_llm_fixture"]
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+EMBEDDING_PATHS = ("/v1/embeddings", "/embeddings")
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,7 @@ class ScriptedLLM:
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Response] = deque()
         self._responder: Responder | None = None
+        self._embedder: Callable[[str], list[float]] | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -178,6 +181,11 @@ class ScriptedLLM:
         """Answer the next requests with ``responses``, one each, in order."""
         with self._lock:
             self._queue.extend(responses)
+
+    def embed_with(self, embedder: Callable[[str], list[float]] | None) -> None:
+        """Serve ``/v1/embeddings``: each input text's vector is ``embedder(text)``."""
+        with self._lock:
+            self._embedder = embedder
 
     def respond_with(self, responder: Responder | None) -> None:
         """Answer every request not covered by the queue with ``responder(request)``."""
@@ -245,6 +253,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.path.split("?")[0] in EMBEDDING_PATHS and self.script._embedder is not None:
+            self._embeddings(raw)
+            return
         if self.path.split("?")[0] not in CHAT_PATHS:
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
@@ -279,6 +290,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(response.status, error, headers)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout)
             self.close_connection = True
+
+    def _embeddings(self, raw: bytes) -> None:
+        body = json.loads(raw or b"{}")
+        inputs = body.get("input", [])
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+        with self.script._lock:
+            self.script.requests.append(RecordedRequest(path=self.path, body=body, headers={},
+                                                        received_at=time.monotonic()))
+            embedder = self.script._embedder
+        assert embedder is not None
+        data = [{"object": "embedding", "index": i, "embedding": embedder(text)}
+                for i, text in enumerate(inputs)]
+        self._send_json(200, {"object": "list", "data": data, "model": body.get("model", ""),
+                              "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}})
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         self._send_raw(status, json.dumps(payload).encode(), headers or {})

@@ -1,0 +1,356 @@
+"""Coverage and mutation score of generated tests: EQUISA testgen against the modules' own suites and Pynguin.
+
+Run from the repository root::
+
+    uv run python bench/testgen_coverage.py [--modules invoicing-discounts,boltons-mathutils]
+                                            [--pynguin-seconds 45] [--max-mutants 80]
+                                            [--out bench/results/testgen_coverage.json]
+
+For each module (``MODULES``: two of ``examples/invoicing`` and four of the localization corpus's
+packages, whose sdists ``bench/localization_corpus.py`` downloads and checks into
+``~/.cache/equisa-bench``; run that first, or ``--prepare`` does it here), three test suites are
+measured the same way, by EQUISA's runner (``flows.testgen.measure_tests``: coverage.py branch
+coverage of the module, and the mutation score over the same ``--max-mutants`` mutants of the
+shared engine, each run against only the tests that cover it, in the local sandbox):
+
+- ``own``: the module's own test file(s) from the project;
+- ``equisa``: ``generate_tests`` in deterministic mode (carved + boundary-value tests, the seed-001
+  loop with ``--max-iterations`` attempts), its best module;
+- ``pynguin``: Pynguin (``pip install pynguin`` into a Python 3.10 venv made with uv: Pynguin runs
+  on 3.10 only; DYNAMOSA, ``--maximum-search-time``, seed 0, assertions generated), its module
+  copied into the workspace copy and measured like the others.
+
+Side by side per module and as means; wall time per tool. It asserts nothing: the exit status is
+0 unless the benchmark itself could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(REPO))
+from tracing_overhead import environment, find_python, finish_report  # noqa: E402
+
+DEFAULT_OUT = REPO / "bench" / "results" / "testgen_coverage.json"
+CACHE = Path(os.environ.get("EQUISA_BENCH_CACHE", Path.home() / ".cache" / "equisa-bench"))
+PYNGUIN_VERSION = "0.48.0"
+PYNGUIN_PYTHON = "3.10"
+
+
+@dataclass(frozen=True)
+class Module:
+    """One module under test: where its project is, the file, its own tests, the interpreter."""
+
+    id: str
+    project: str  # "examples/invoicing" or a corpus folder under CACHE/src
+    target: str
+    own_tests: tuple[str, ...]
+    venv: str | None = None  # corpus venv under CACHE/venvs; None: EQUISA's interpreter
+
+    def root(self) -> Path:
+        return REPO / self.project if self.project.startswith("examples/") else CACHE / "src" / self.project
+
+    def python(self) -> str | None:
+        return str(CACHE / "venvs" / self.venv / "bin" / "python") if self.venv else None
+
+
+MODULES = (
+    Module(
+        "invoicing-discounts", "examples/invoicing", "invoicing/discounts.py", ("tests/test_discounts.py",)
+    ),
+    Module("invoicing-money", "examples/invoicing", "invoicing/money.py", ("tests/test_money.py",)),
+    Module(
+        "boltons-mathutils",
+        "boltons-26.2.0",
+        "boltons/mathutils.py",
+        ("tests/test_mathutils.py",),
+        "boltons-26.2.0-equisa",
+    ),
+    Module(
+        "boltons-queueutils",
+        "boltons-26.2.0",
+        "boltons/queueutils.py",
+        ("tests/test_queueutils.py",),
+        "boltons-26.2.0-equisa",
+    ),
+    Module(
+        "boltons-formatutils",
+        "boltons-26.2.0",
+        "boltons/formatutils.py",
+        ("tests/test_formatutils.py",),
+        "boltons-26.2.0-equisa",
+    ),
+    Module(
+        "sqlparse-utils",
+        "sqlparse-0.6.1",
+        "sqlparse/utils.py",
+        ("tests/test_utils.py",),
+        "sqlparse-0.6.1-equisa",
+    ),
+)
+
+
+def figures(coverage, mutation, wall: float | None, tests: int | None) -> dict:
+    return {
+        "coverage": coverage.percent,
+        "branch_coverage": coverage.branch_percent,
+        "mutation_score": mutation.score,
+        "killed": mutation.count("killed"),
+        "survived": mutation.count("survived"),
+        "not_covered": mutation.count("not_covered"),
+        "unswappable": mutation.count("unswappable"),
+        "not_run": mutation.count("not_run"),
+        "tests": tests,
+        "passed": sum(1 for t in coverage.trace.tests if t.outcome == "passed"),
+        "wall_s": round(wall, 1) if wall is not None else None,
+        "error": coverage.error,
+    }
+
+
+def pynguin_python(uv: str) -> tuple[Path | None, str]:
+    """Python 3.10 venv with Pynguin (cached in CACHE/venvs/pynguin), or why there is none."""
+    base, why = find_python(PYNGUIN_PYTHON)
+    if base is None:
+        return None, f"Pynguin {PYNGUIN_VERSION} needs Python {PYNGUIN_PYTHON}: {why}"
+    venv = CACHE / "venvs" / f"pynguin-{PYNGUIN_VERSION}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([uv, "venv", "-q", "-p", str(base), str(venv)], check=True)
+        subprocess.run(
+            [uv, "pip", "install", "-q", "--python", str(python), f"pynguin=={PYNGUIN_VERSION}", "pytest"],
+            check=True,
+        )
+    return python, ""
+
+
+def run_pynguin(python: Path, module: Module, seconds: int, work: Path) -> tuple[str | None, float, str]:
+    """Pynguin's test module for ``module`` (text), its wall time, and its log tail."""
+    project = work / "project"
+    shutil.copytree(
+        module.root(), project, ignore=shutil.ignore_patterns("__pycache__", ".equisa-bench-sha256")
+    )
+    out = work / "pynguin-out"
+    name = module.target.removesuffix(".py").replace("/", ".")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "PREFECT"))},
+        "PYNGUIN_DANGER_AWARE": "1",
+        "PYTHONHASHSEED": "0",
+    }
+    started = time.perf_counter()
+    command = [str(python.parent / "pynguin"), "--project-path", str(project), "--module-name", name,
+               "--output-path", str(out), "--maximum-search-time", str(seconds), "--seed", "0", "-v"]
+    # Pynguin runs a master and worker processes; now and then one of them does not end after the
+    # module is written, so the whole group is killed at the deadline and what was written is used.
+    log = work / "pynguin.log"
+    with open(log, "w") as handle:
+        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=project,
+                                   start_new_session=True)
+        timed_out = False
+        try:
+            process.wait(timeout=seconds * 4 + 120)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        with contextlib.suppress(ProcessLookupError):  # workers left behind, if any
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    wall = time.perf_counter() - started
+    found = sorted(out.glob("test_*.py"))
+    tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+    if timed_out:
+        tail.insert(0, f"killed after {seconds * 4 + 120} s")
+    return (found[0].read_text(encoding="utf-8") if found else None), wall, " | ".join(tail)[-400:]
+
+
+def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: str, console: Console) -> dict:
+    from prefect import flow
+
+    from flows.testgen import TestgenParameters, generate_tests, measure_tests
+    from flows.trace import prepare_run
+
+    row: dict = {
+        "id": module.id,
+        "target": module.target,
+        "project": module.project,
+        "own_tests": module.own_tests,
+    }
+
+    @flow(name="bench-testgen", flow_run_name=module.id)
+    def run() -> None:
+        with tempfile.TemporaryDirectory(prefix="equisa-bench-testgen-") as scratch:
+            work = Path(scratch)
+            params = TestgenParameters(
+                path=str(module.root()),
+                target=module.target,
+                python=module.python(),
+                tests=list(module.own_tests),
+                llm=False,
+                out=str(work / "equisa"),
+                max_iterations=args.max_iterations,
+                max_mutants=args.max_mutants,
+                no_cache=True,
+                shards=1,
+            )
+            prepared = prepare_run(params)
+            started = time.perf_counter()
+            coverage, mutation = measure_tests(prepared, params)
+            row["own"] = figures(coverage, mutation, time.perf_counter() - started, len(coverage.trace.tests))
+            console.print(f"{module.id}: own {row['own']['coverage']}% / {row['own']['mutation_score']}")
+            started = time.perf_counter()
+            generated = generate_tests(prepared, params)
+            wall = time.perf_counter() - started
+            if generated.source:
+                coverage, mutation = measure_tests(prepared, params, generated.path, generated.source)
+                row["equisa"] = figures(
+                    coverage,
+                    mutation,
+                    wall,
+                    len(generated.report.attempts[generated.report.best_attempt or 0].tests),
+                )
+                row["equisa"]["attempts"] = len(generated.report.attempts)
+                row["equisa"]["stopped_because"] = generated.report.stopped_because
+            else:
+                row["equisa"] = {"error": "no module kept: " + "; ".join(generated.report.problems)[-300:]}
+            console.print(
+                f"{module.id}: equisa {row['equisa'].get('coverage')}% / "
+                f"{row['equisa'].get('mutation_score')}"
+            )
+            if pynguin is None:
+                row["pynguin"] = {"error": pynguin_reason}
+                return
+            text, wall, log = run_pynguin(pynguin, module, args.pynguin_seconds, work / "pynguin")
+            if text is None:
+                row["pynguin"] = {"error": f"no test module written: {log}", "wall_s": round(wall, 1)}
+                return
+            path = f"tests/equisa_generated/test_pynguin_{module.id.replace('-', '_')}.py"
+            coverage, mutation = measure_tests(prepared, params, path, text)
+            row["pynguin"] = figures(coverage, mutation, wall, text.count("\ndef test_"))
+            row["pynguin"]["log"] = log
+            console.print(
+                f"{module.id}: pynguin {row['pynguin']['coverage']}% / {row['pynguin']['mutation_score']}"
+            )
+
+    run()
+    return row
+
+
+def summarize(rows: list[dict]) -> dict:
+    summary: dict = {}
+    for tool in ("own", "equisa", "pynguin"):
+        values = [
+            r[tool] for r in rows if isinstance(r.get(tool), dict) and r[tool].get("coverage") is not None
+        ]
+        scores = [v["mutation_score"] for v in values if v.get("mutation_score") is not None]
+        summary[tool] = {
+            "modules": len(values),
+            "mean_coverage": round(statistics.fmean(v["coverage"] for v in values), 2) if values else None,
+            "mean_mutation_score": round(statistics.fmean(scores), 2) if scores else None,
+            "total_wall_s": round(sum(v.get("wall_s") or 0 for v in values), 1),
+        }
+    both = [
+        r
+        for r in rows
+        if r.get("equisa", {}).get("coverage") is not None
+        and r.get("pynguin", {}).get("coverage") is not None
+    ]
+    summary["equisa_vs_pynguin"] = {
+        "modules": len(both),
+        "coverage_higher": sum(1 for r in both if r["equisa"]["coverage"] > r["pynguin"]["coverage"]),
+        "mutation_higher": sum(
+            1 for r in both if (r["equisa"]["mutation_score"] or 0) > (r["pynguin"]["mutation_score"] or 0)
+        ),
+    }
+    return summary
+
+
+def print_table(console: Console, report: dict) -> None:
+    table = Table(
+        title="Generated tests: coverage (branch mode) / mutation score, per module", title_justify="left"
+    )
+    table.add_column("module")
+    for tool in ("own suite", "EQUISA testgen", "Pynguin"):
+        table.add_column(tool, justify="right")
+    for row in report["modules"]:
+        cells = []
+        for tool in ("own", "equisa", "pynguin"):
+            data = row.get(tool) or {}
+            if data.get("coverage") is None:
+                cells.append(f"error: {str(data.get('error'))[:40]}")
+            else:
+                score = data.get("mutation_score")
+                cells.append(
+                    f"{data['coverage']:.1f}% / {score if score is not None else '-'}% "
+                    f"({data.get('wall_s')} s)"
+                )
+        table.add_row(row["id"], *cells)
+    console.print(table)
+    console.print(json.dumps(report["summary"], indent=1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modules", help="comma-separated module ids (default: all)")
+    parser.add_argument("--pynguin-seconds", type=int, default=45, help="Pynguin's search time per module")
+    parser.add_argument("--max-mutants", type=int, default=80)
+    parser.add_argument("--max-iterations", type=int, default=2)
+    parser.add_argument("--no-pynguin", action="store_true")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    from flows.cli import _PREFECT_DEFAULTS  # the settings `equisa` uses: embedded server, slow start allowed
+
+    for name, value in _PREFECT_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+    console = Console()
+    started = time.perf_counter()
+    uv = shutil.which("uv") or "uv"
+    chosen = [m for m in MODULES if not args.modules or m.id in args.modules.split(",")]
+    missing = [
+        m.id for m in chosen if not m.root().is_dir() or (m.python() and not Path(m.python()).exists())
+    ]
+    if missing:
+        console.print(
+            f"missing corpus sources or venvs for {missing}: run bench/localization_corpus.py first"
+        )
+        return 2
+    pynguin, reason = (None, "--no-pynguin") if args.no_pynguin else pynguin_python(uv)
+    report = {
+        "environment": environment(uv),
+        "settings": {
+            "max_mutants": args.max_mutants,
+            "max_iterations": args.max_iterations,
+            "pynguin": {
+                "version": PYNGUIN_VERSION,
+                "python": PYNGUIN_PYTHON,
+                "seconds": args.pynguin_seconds,
+                "available": pynguin is not None,
+                "reason": reason,
+            },
+        },
+        "modules": [],
+    }
+    for module in chosen:
+        report["modules"].append(measure_module(module, args, pynguin, reason, console))
+    report["summary"] = summarize(report["modules"])
+    finish_report(console, report, print_table, args.out, started)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""``equisa testgen PATH --target FILE``: generate tests for one file (seed 001 loop, seed 000 §8)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from equisa_core.errors import EXIT_OK
+
+__all__ = ["register"]
+
+
+def register(commands: Any) -> None:
+    """Add the ``testgen`` sub-command."""
+    from flows.cli import _add_run_options, _count
+
+    parser = commands.add_parser(
+        "testgen",
+        help="generate tests for one file: coverage and mutation feedback, reliability levels",
+        description="Generate a test module for --target with the seed-001 loop (generator, static analysis, "
+        "reliability, sandboxed coverage and mutation score, supervisor, router, enhancer). The tests go to "
+        "--out (never into PATH); --json writes the report of every attempt.",
+    )
+    _add_run_options(parser)
+    parser.add_argument(
+        "--target", required=True, metavar="FILE", help="the file under test, relative to PATH"
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--llm", dest="llm", action="store_true", default=None, help="use the model (needs an endpoint)"
+    )
+    mode.add_argument("--no-llm", dest="llm", action="store_false", help="deterministic mode only")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="output folder (default: ./equisa-testgen, or ~/.cache/equisa/testgen/NAME when "
+                        "that would be inside PATH)")
+    parser.add_argument("--max-iterations", type=_iterations, default=3, metavar="N",
+                        help="attempts in all, attempt 0 included (1-20, default 3)")
+    parser.add_argument("--coverage-target", type=_percent, default=80.0, metavar="PCT", help="default 80")
+    parser.add_argument("--mutation-target", type=_percent, default=60.0, metavar="PCT", help="default 60")
+    parser.add_argument("--max-mutants", type=_count, default=150, metavar="N",
+                        help="mutants per measurement, 0 for none (default 150)")
+    parser.set_defaults(handler=_testgen_command)
+
+
+def _testgen_command(args: argparse.Namespace, console: Console) -> int:
+    from flows.cli import _run_with_progress, _write_json
+    from flows.testgen import TestgenParameters, testgen
+    from tasks.prepare import check_repository
+
+    check_repository(args.path)
+    out = args.out or _default_out(Path(args.path))
+    params = TestgenParameters(
+        path=str(args.path),
+        python=args.python,
+        tests=args.tests,
+        sandbox=args.sandbox,
+        docker_image=args.docker_image,
+        shards=args.shards,
+        no_cache=args.no_cache,
+        wall_clock_s=args.timeout,
+        test_timeout_s=args.test_timeout,
+        target=args.target,
+        llm=args.llm,
+        out=str(out.resolve()),
+        max_iterations=args.max_iterations,
+        coverage_target=args.coverage_target,
+        mutation_target=args.mutation_target,
+        max_mutants=args.max_mutants,
+    )
+    console.print(f"Generating tests for [bold]{args.target}[/] in {args.path}", highlight=False)
+    if getattr(args, "artifacts", None) or getattr(args, "db", None):
+        console.print("[yellow]note:[/] testgen runs are not recorded in the history yet: --artifacts "
+                      f"and --db are ignored; everything goes to {out}", highlight=False)
+    report = _run_with_progress(console, "measuring the existing tests, then generating", testgen, params)
+    if args.json:
+        _write_json(args.json, report)
+    _print(report, console)
+    if args.json:
+        console.print(f"Report written to {args.json}")
+    return EXIT_OK
+
+
+def _percent(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 100.0:
+        raise argparse.ArgumentTypeError(f"must be a percentage between 0 and 100, got {text}")
+    return value
+
+
+def _iterations(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 20:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 20, got {value}")
+    return value
+
+
+def _default_out(path: Path) -> Path:
+    """``./equisa-testgen``, unless that is inside PATH (the user's tree is written only when asked):
+    then ``~/.cache/equisa/testgen/<PATH's name>``."""
+    here = Path("equisa-testgen").resolve()
+    if here.is_relative_to(path.resolve()):
+        return Path.home() / ".cache" / "equisa" / "testgen" / path.resolve().name
+    return here
+
+
+def _print(report: Any, console: Console) -> None:
+    base = report.baseline
+    console.print(
+        f"{report.mode} mode · framework {report.framework} · baseline coverage "
+        f"{f'{base.percent:.2f}%' if base else '-'} · stopped: {report.stopped_because or '-'} · "
+        f"cost ${report.cost_usd:.4f}",
+        highlight=False,
+    )
+    table = Table(title="Attempts", title_justify="left")
+    for column in (
+        "#",
+        "origin",
+        "tests",
+        "passed",
+        "coverage",
+        "with existing",
+        "mutation",
+        "pre",
+        "post",
+        "router",
+    ):
+        table.add_column(column, overflow="fold")
+    for a in report.attempts:
+        table.add_row(
+            str(a.attempt),
+            a.origin,
+            str(len(a.tests)),
+            str(a.tests_passed),
+            f"{a.coverage.percent:.2f}%" if a.coverage else "-",
+            f"{a.combined_coverage.percent:.2f}%" if a.combined_coverage else "-",
+            f"{a.mutation_score:.2f}%" if a.mutation_score is not None else "-",
+            a.pre_reliability.level,
+            a.post_reliability.level,
+            f"{a.decision} ({a.decision_reason})",
+        )
+    console.print(table)
+    if report.output:
+        console.print(f"Tests written to {report.output} (attempt {report.best_attempt})", highlight=False)
+    else:
+        console.print("No test module was kept.")
+    for problem in report.problems:
+        console.print(f"[yellow]note:[/] {problem}", highlight=False, soft_wrap=True)

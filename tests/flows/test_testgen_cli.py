@@ -1,0 +1,184 @@
+"""``equisa testgen`` end to end: the deterministic loop, LLM mode against the scripted server, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from equisa_core.testgen.embedding import local_embedding
+from equisa_core.testgen.report import TestgenReport
+from tests.integration.test_probe import tree_digest
+from tests.scripted_llm_server import RecordedRequest, Reply
+
+ROOT = Path(__file__).resolve().parents[2]
+INVOICING = ROOT / "examples" / "invoicing"
+TARGET = "invoicing/discounts.py"
+EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
+
+
+def run_testgen(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    done = subprocess.run([EQUISA, "testgen", *args], capture_output=True, text=True, env=env, timeout=900)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_deterministic_mode_writes_passing_tests_with_coverage_and_mutation_score(tmp_path, cli_env):
+    before = tree_digest(INVOICING)
+    out, report_path = tmp_path / "out", tmp_path / "testgen.json"
+    code, stdout, err = run_testgen(
+        cli_env,
+        str(INVOICING),
+        "--target",
+        TARGET,
+        "--no-llm",
+        "--out",
+        str(out),
+        "--json",
+        str(report_path),
+        "--max-iterations",
+        "2",
+        "--max-mutants",
+        "40",
+    )
+    assert code == 0, err
+    report = TestgenReport.model_validate_json(report_path.read_text())
+    assert report.mode == "deterministic" and report.framework == "pytest"
+    assert report.baseline is not None and 50.0 < report.baseline.percent <= 100.0
+    first = report.attempts[0]
+    assert first.origin.startswith("deterministic") and first.tests and first.tests_passed == len(first.tests)
+    assert any(t.startswith("test_boundary_") for t in first.tests), first.deterministic
+    assert first.coverage is not None and first.coverage.percent > 50.0
+    assert first.combined_coverage.percent >= report.baseline.percent
+    assert first.mutation_score is not None and first.mutants.get("killed", 0) > 0
+    assert sum(first.mutants.values()) == 40
+    assert first.pre_reliability.level in ("high", "medium") and first.static.tools[:2] == ("compile", "ruff")
+    assert first.decision in ("ENHANCE", "FINISH") and report.stopped_because
+    assert len(report.attempts) <= 2 and report.cost_usd == 0.0
+    written = Path(report.output)
+    assert written.parent == out and written.read_text().count("def test_") == len(
+        report.attempts[report.best_attempt].tests
+    )
+    assert (out / "tests.duckdb").is_file() and (out / "attempt_0" / "attempt.json").is_file()
+    assert json.loads((out / "report.json").read_text())["target"] == TARGET
+    assert "Tests written to" in stdout + err
+    assert tree_digest(INVOICING) == before  # the user's tree is never written
+
+
+def test_bad_target_is_exit_30(tmp_path, cli_env):
+    code, _, err = run_testgen(
+        cli_env, str(INVOICING), "--target", "invoicing/nope.py", "--no-llm", "--out", str(tmp_path / "o")
+    )
+    assert code == 30 and "no such file" in err
+
+
+GENERATED = """\
+from decimal import Decimal
+
+import pytest
+
+from invoicing.discounts import Coupon, PercentageDiscount, ThresholdDiscount, apply_discounts
+from invoicing.money import Money
+
+
+def test_percentage_must_be_positive():
+    with pytest.raises(ValueError):
+        PercentageDiscount(0)
+
+
+def test_percentage_amount():
+    assert PercentageDiscount(10).amount(Money(Decimal("200"), "EUR")).amount == Decimal("20.00")
+"""
+
+ENHANCED = (
+    GENERATED
+    + """
+
+def test_threshold_needs_something_off():
+    with pytest.raises(ValueError):
+        ThresholdDiscount(100, 0)
+
+
+def test_expired_coupon_is_invalid():
+    from datetime import date
+
+    coupon = Coupon("X", PercentageDiscount(5), expires=date(2024, 1, 1))
+    assert coupon.is_valid(date(2024, 1, 2), 3) is False
+
+
+def test_discounts_never_exceed_the_subtotal():
+    total = apply_discounts(Money(Decimal("10"), "EUR"), [ThresholdDiscount(1, 50)])
+    assert total.amount == Decimal("10.00")
+"""
+)
+
+
+def scripted_testgen(request: RecordedRequest) -> Reply:
+    prompt = request.last_user_message
+    confident = [[("tok", -0.01), ("alt", -4.7)]] * 40  # mean entropy about 0.06 nats: high
+    if prompt.startswith("You are an expert Python test generator."):
+        return Reply(GENERATED, logprobs=confident, prompt_tokens=900, completion_tokens=200)
+    if prompt.startswith("You are an expert Python test engineer improving an existing test module."):
+        return Reply(ENHANCED, logprobs=confident, prompt_tokens=1200, completion_tokens=400)
+    if prompt.startswith("You are a strict reviewer of unit tests."):
+        return Reply("NO SMELLS")
+    return Reply("unexpected prompt")
+
+
+def test_llm_mode_generates_enhances_and_accounts_cost_and_entropy(tmp_path, cli_env, scripted_llm):
+    scripted_llm.respond_with(scripted_testgen)
+    scripted_llm.embed_with(local_embedding)
+    env = {
+        **cli_env,
+        "OPENAI_BASE_URL": scripted_llm.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "EQUISA_MODEL": "gpt-4o-mini",
+    }
+    report_path = tmp_path / "testgen.json"
+    code, _, err = run_testgen(
+        env,
+        str(INVOICING),
+        "--target",
+        TARGET,
+        "--llm",
+        "--out",
+        str(tmp_path / "out"),
+        "--json",
+        str(report_path),
+        "--max-iterations",
+        "2",
+        "--max-mutants",
+        "30",
+        "--coverage-target",
+        "99",
+    )
+    assert code == 0, err
+    report = TestgenReport.model_validate_json(report_path.read_text())
+    assert report.mode == "llm" and [a.origin for a in report.attempts] == ["generator", "enhancer"]
+    first, second = report.attempts
+    assert first.mean_entropy is not None and 0.0 < first.mean_entropy < 0.15
+    # high from the entropy, downgraded for the three imports only the enhanced module uses (ruff F401)
+    assert (
+        first.pre_reliability.level == "medium" and "mean token entropy" in first.pre_reliability.reasons[0]
+    )
+    assert first.static.lint_issue_count == 3 and "downgraded from high" in first.pre_reliability.reasons[-1]
+    assert second.pre_reliability.level == "high" and second.static.lint_issue_count == 0
+    assert "Resolve 3 lint/type errors reported by available tools." in first.critique.instructions
+    assert first.tests_passed == 2 and second.tests_passed == 5
+    assert first.decision == "ENHANCE" and second.decision == "FINISH"
+    assert second.coverage.percent > first.coverage.percent and second.critique.coverage_delta > 1.0
+    assert first.pipeline.embeddings.startswith("endpoint:") and first.pipeline.added_to_store == 2
+    assert report.cost_usd > 0 and report.cost_usd == round(first.cost_usd + second.cost_usd, 6)
+    generator = next(
+        r for r in scripted_llm.requests if r.last_user_message.startswith("You are an expert Python")
+    )
+    assert "Target file: invoicing/discounts.py" in generator.last_user_message
+    assert "Example of an existing test (1):" in generator.last_user_message
+    assert generator.body.get("logprobs") is True
+    enhancer = next(
+        r for r in scripted_llm.requests if "improving an existing test module" in r.last_user_message
+    )
+    assert "Pytest-style functions and fixtures are acceptable" in enhancer.last_user_message
+    assert "test_percentage_amount" in enhancer.last_user_message
+    assert any(r.path.endswith("/embeddings") for r in scripted_llm.requests)

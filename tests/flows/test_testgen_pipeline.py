@@ -1,0 +1,121 @@
+"""The seed 000 §8 pipeline in LLM mode against the scripted server: redundancy rewrite, smell critic
+and the bounded fix loop, the store; and the same module in deterministic mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from equisa_core.testgen.report import PipelineNotes
+from flows.testgen import TestgenParameters, _Context, _pipeline
+from flows.trace import PreparedRun
+from tasks.llm import LLMConfig
+from tasks.sandbox import RunRequest
+from tasks.test_store import TestStore
+from tasks.workspace import Workspace
+from tests.scripted_llm_server import RecordedRequest, Reply
+
+EXISTING = "def test_total():\n    assert total([1, 2]) == 3\n"
+NEW = """\
+from shop import total
+
+
+def test_copy():
+    assert total([1, 2]) == 3
+
+
+def test_roulette():
+    assert total([]) == 0
+    assert total([1]) == 1
+    assert total([1, 1]) == 2
+    assert total([2, 2]) == 4
+"""
+REWRITTEN = "from shop import total\n\n\ndef test_negative():\n    assert total([-1, -2]) == -3\n"
+FIXED = """\
+from shop import total
+
+
+def test_negative_r1():
+    assert total([-1, -2]) == -3
+
+
+def test_roulette():
+    assert total([]) == 0, "empty"
+    assert total([1, 1]) == 2, "two"
+"""
+
+
+def context(tmp_path: Path, llm: bool, base_url: str = "") -> _Context:
+    workspace = Workspace(root=tmp_path, digest="d", source=str(tmp_path), ref=None, files=0, bytes=0)
+    base = RunRequest(workspace=tmp_path, workspace_digest="d", interpreter="python3")
+    prepared = PreparedRun(repo=tmp_path, workspace=workspace, interpreter_version="3", base=base)
+    params = TestgenParameters(path=str(tmp_path), target="shop.py", improvement_budget=2)
+    config = (
+        LLMConfig(base_url=base_url, api_key="sk-test", model="gpt-4o-mini", backup_model=None, max_retries=0)
+        if llm
+        else None
+    )
+    from equisa_core.testgen.framework import FrameworkChoice
+
+    return _Context(
+        prepared=prepared,
+        params=params,
+        target="shop.py",
+        target_source="def total(xs):\n    return sum(xs)\n",
+        module_path="tests/equisa_generated/test_testgen_shop.py",
+        framework=FrameworkChoice(framework="pytest", reason="test"),
+        baseline=None,
+        use_llm=llm,
+        config=config,
+        out=tmp_path,
+    )
+
+
+def test_llm_pipeline_rewrites_the_redundant_test_and_fixes_smells_within_the_budget(
+    tmp_path, prefect_api_url, scripted_llm
+):
+    critic_answers = iter(["test_roulette: assertion roulette: four bare asserts", "NO SMELLS"])
+
+    def respond(request: RecordedRequest) -> Reply:
+        prompt = request.last_user_message
+        if "nearly the same as an existing test" in prompt:
+            return Reply(REWRITTEN)
+        if prompt.startswith("You are a strict reviewer of unit tests."):
+            return Reply(next(critic_answers))
+        if prompt.startswith("You are an expert Python test engineer. Rewrite the test module below"):
+            return Reply(FIXED)
+        return Reply("unexpected")
+
+    scripted_llm.respond_with(respond)
+    # every text embeds to the same vector: whatever is new is redundant with the stored test
+    scripted_llm.embed_with(lambda text: [1.0, 0.0, 0.0])
+    ctx = context(tmp_path, llm=True, base_url=scripted_llm.base_url)
+    notes, calls = PipelineNotes(), []
+    with TestStore(tmp_path / "s.duckdb") as store:
+        store.add("existing", [("tests/test_shop.py::test_total", EXISTING)], [[1.0, 0.0, 0.0]])
+        result = _pipeline(ctx, store, NEW, notes, calls, known=set())
+    assert result == FIXED and notes.embeddings == "endpoint:text-embedding-3-small"
+    assert [n.split(":")[0] for n in notes.redundant] == ["test_copy", "test_roulette"]
+    assert all("rewritten by the model" in n for n in notes.redundant)
+    assert notes.critic == ["test_roulette: assertion roulette: four bare asserts"]
+    assert notes.smell_rounds == 1 and notes.smells_fixed == ["round 1: the model rewrote the module"]
+    assert [c.purpose for c in calls] == [
+        "testgen-redundant",
+        "testgen-redundant",
+        "testgen-smell-critic",
+        "testgen-smell-fix",
+        "testgen-smell-critic",
+    ]
+    assert all(c.cost_usd and c.cost_usd > 0 for c in calls) and ctx.problems == []
+
+
+def test_deterministic_pipeline_fixes_smells_itself_and_keeps_distinct_tests(tmp_path):
+    ctx = context(tmp_path, llm=False)
+    notes = PipelineNotes()
+    with TestStore(tmp_path / "s.duckdb") as store:
+        from equisa_core.testgen.embedding import local_embedding
+
+        store.add("existing", [("tests/test_shop.py::test_total", EXISTING)], [local_embedding(EXISTING)])
+        result = _pipeline(ctx, store, NEW, notes, [], known=set())
+    assert notes.redundant == ["test_copy: similarity 1.000 to an existing test; dropped"]
+    assert "def test_copy" not in result and "assert total([]) == 0, 'total([]) == 0'" in result
+    assert notes.smells_found == ["test_roulette: assertion_roulette"] and notes.smell_rounds == 1

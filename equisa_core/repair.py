@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.candidates import PatchEvaluation, PatchStatus
+from equisa_core.errors import EXIT_NOT_FIXED, EXIT_OK, EXIT_PLAUSIBLE_ONLY
 from equisa_core.localization import LocalizationReport
 
 __all__ = ["RepairStatus", "RepairReport", "repair_status"]
@@ -43,6 +44,11 @@ class RepairReport(BaseModel):
                                           description="The reported patch's new file texts (not in JSON).")
     original_files: dict[str, str] = Field(default_factory=dict, exclude=True,
                                            description="Those files as the run saw them (not in JSON).")
+
+    @property
+    def exit_code(self) -> int:
+        """The process exit code of this outcome (``equisa repair``, and each repository of a batch)."""
+        return {"fixed": EXIT_OK, "plausible_only": EXIT_PLAUSIBLE_ONLY}.get(self.status, EXIT_NOT_FIXED)
 
 
 def repair_status(evaluations: Sequence[PatchEvaluation]) -> RepairStatus:

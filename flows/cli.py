@@ -24,9 +24,7 @@ from rich.table import Table
 
 from equisa_core.errors import (
     EXIT_INTERNAL,
-    EXIT_NOT_FIXED,
     EXIT_OK,
-    EXIT_PLAUSIBLE_ONLY,
     EquisaError,
     SuiteCrashedError,
 )
@@ -300,7 +298,7 @@ def _repair_command(args: argparse.Namespace, console: Console) -> int:
     if args.diff and report.diff:
         console.print(f"Patch written to {args.diff} (apply with: git -C {args.path} apply "
                       f"{args.diff.resolve()})", highlight=False, soft_wrap=True)
-    return {"fixed": EXIT_OK, "plausible_only": EXIT_PLAUSIBLE_ONLY}.get(report.status, EXIT_NOT_FIXED)
+    return report.exit_code
 
 
 def _apply(path: Path, report: Any) -> bool:

@@ -109,7 +109,7 @@ def _from_report(report: RepairReport, entry: RepositoryEntry) -> dict:
                         "fail (a flaky test, a different environment, or a selection that differs)")
     return dict(status=report.status, target=report.target, diff=report.diff, failing_tests=failing,
                 candidates_tried=report.candidates_tried,
-                exit_code={"fixed": 0, "plausible_only": 21}.get(report.status, 22),
+                exit_code=report.exit_code,
                 problems=tuple(problems))
 
 

@@ -109,6 +109,22 @@ def _connect(db: Path, read_only: bool, deadline: float) -> Any:
             raise HistoryError(_unusable(db, text)) from None
 
 
+@contextmanager
+def _session(db: Path, exclusive: bool, deadline: float) -> Iterator[Any]:
+    """A connection in this process's turn (writers alone, readers shared), closed at the end;
+    any failure but a HistoryError becomes one that says the file is unusable."""
+    with _turn(db, exclusive=exclusive, deadline=deadline):
+        connection = _connect(db, read_only=not exclusive, deadline=deadline)
+        try:
+            yield connection
+        except HistoryError:
+            raise
+        except Exception as error:
+            raise HistoryError(_unusable(db, f"{type(error).__name__}: {error}")) from None
+        finally:
+            connection.close()
+
+
 def _unusable(db: Path, text: str) -> str:
     first = text.strip().splitlines()[0] if text.strip() else "unknown error"
     if "lock" in first.lower():
@@ -229,20 +245,12 @@ def write_run(db: Path, record: RunRecord | None, spool: Path | None = None,
     Raises HistoryError when the file is corrupt, newer, or stays locked past the timeout.
     """
     deadline = time.monotonic() + (lock_timeout_s() if timeout_s is None else timeout_s)
-    with _turn(db, exclusive=True, deadline=deadline):
-        connection = _connect(db, read_only=False, deadline=deadline)
-        try:
-            _migrate(connection, db)
-            ingested = _ingest_locked(connection, db, spool)
-            if record is not None:
-                _insert(connection, record)
-            return ingested
-        except HistoryError:
-            raise
-        except Exception as error:
-            raise HistoryError(_unusable(db, f"{type(error).__name__}: {error}")) from None
-        finally:
-            connection.close()
+    with _session(db, exclusive=True, deadline=deadline) as connection:
+        _migrate(connection, db)
+        ingested = _ingest_locked(connection, db, spool)
+        if record is not None:
+            _insert(connection, record)
+        return ingested
 
 
 def record_history(record: RunRecord, db: Path, spool: Path | None = None) -> str | None:
@@ -273,23 +281,15 @@ def query(db: Path, sql: str, parameters: Sequence[Any] = ()) -> list[dict[str, 
     if not db.exists():
         return []
     deadline = time.monotonic() + lock_timeout_s()
-    with _turn(db, exclusive=False, deadline=deadline):
-        connection = _connect(db, read_only=True, deadline=deadline)
-        try:
-            version = schema_version(connection)
-            if version > SCHEMA_VERSION:
-                raise HistoryError(f"the history {db} has schema version {version}, newer than this "
-                                   f"EQUISA's {SCHEMA_VERSION}: upgrade EQUISA or use another file")
-            if version == SCHEMA_VERSION:
-                cursor = connection.execute(sql, list(parameters))
-                names = [d[0] for d in cursor.description]
-                return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-        except HistoryError:
-            raise
-        except Exception as error:
-            raise HistoryError(_unusable(db, f"{type(error).__name__}: {error}")) from None
-        finally:
-            connection.close()
+    with _session(db, exclusive=False, deadline=deadline) as connection:
+        version = schema_version(connection)
+        if version > SCHEMA_VERSION:
+            raise HistoryError(f"the history {db} has schema version {version}, newer than this "
+                               f"EQUISA's {SCHEMA_VERSION}: upgrade EQUISA or use another file")
+        if version == SCHEMA_VERSION:
+            cursor = connection.execute(sql, list(parameters))
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     write_run(db, None)  # an older (or empty) schema: migrate in a writer's turn, then read
     return query(db, sql, parameters)
 

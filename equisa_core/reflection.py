@@ -99,14 +99,14 @@ def reflect(target: Node, results: Sequence[TestResult], callees: Collection[str
     for result in failing:
         on_stack = [f for f in result.traceback if _in_target(f, target)]
         deepest = deepest_project_frame(result.traceback)
-        others = _other_sources(result, target, callees, project)
-        if deepest is not None and _in_target(deepest, target) and others:
-            checked = "a result computed with callees" if is_postcondition_failure(result) else \
-                "inputs that these functions, run before it, may have produced:"
-            reattributed.append(f"{result.test_id}: an inspection assertion of {target.fqn} fails on "
-                                f"{checked} {', '.join(others[:3])}")
-            continue
         if deepest is not None and _in_target(deepest, target):
+            others = _other_sources(result, target, callees, project)
+            if others:
+                checked = "a result computed with callees" if is_postcondition_failure(result) else \
+                    "inputs that these functions, run before it, may have produced:"
+                reattributed.append(f"{result.test_id}: an inspection assertion of {target.fqn} fails on "
+                                    f"{checked} {', '.join(others[:3])}")
+                continue
             return Reflection(
                 decision=LLM_BUGGY,
                 reasoning=(

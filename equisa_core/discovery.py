@@ -43,6 +43,8 @@ class DiscoveryRound(BaseModel):
     proposed: int = Field(description="Tests generated (carved and by the model) before checking.")
     kept: int = Field(description="Tests that imported, ran and behaved as generated tests must.")
     dropped: tuple[str, ...] = Field((), description="Why the others were dropped, one line each.")
+    testgen_proposed: int = Field(0, description="Of ``proposed``: tests from the test-generation agent.")
+    testgen_kept: int = Field(0, description="Of ``kept``: tests from the test-generation agent.")
 
 
 class DiscoveryReport(BaseModel):
@@ -51,6 +53,7 @@ class DiscoveryReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     enabled: bool = True
+    testgen: bool = Field(False, description="Whether the test-generation agent proposed tests too.")
     rounds: tuple[DiscoveryRound, ...] = ()
     generated: int = Field(0, description="Generated tests kept in the suite.")
     files: tuple[str, ...] = Field((), description="Generated test modules, relative to the workspace.")

@@ -125,6 +125,9 @@ def _add_localize_options(command: argparse.ArgumentParser) -> None:
                          help="inspections before giving up (default 12; 0: rank after Discovery)")
     command.add_argument("--discovery", dest="discovery", action=argparse.BooleanOptionalAction,
                          default=True, help="generate tests that split ambiguity groups (default: on)")
+    command.add_argument("--testgen", dest="testgen", action=argparse.BooleanOptionalAction,
+                         default=False, help="Discovery also asks the test-generation agent for "
+                         "tests of each group (deterministic, one attempt; default: off)")
     command.add_argument("--max-generated-tests", type=_count, default=30, metavar="N",
                          help="generated tests Discovery may keep (default 30)")
 
@@ -227,7 +230,7 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
-        max_iterations=args.max_iterations, discovery=args.discovery,
+        max_iterations=args.max_iterations, discovery=args.discovery, testgen=args.testgen,
         discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,
     )
 
@@ -258,8 +261,12 @@ def _print_localization(report: Any, console: Console) -> None:
         console.print("Discovery: off, no tests generated", highlight=False)
     elif report.discovery is not None:
         found = report.discovery
+        testgen = ""
+        if found.testgen:
+            proposed = sum(r.testgen_proposed for r in found.rounds)
+            testgen = f" ({sum(r.testgen_kept for r in found.rounds)} of {proposed} testgen tests)"
         console.print(
-            f"Discovery: {found.generated} generated tests kept; ambiguity groups "
+            f"Discovery: {found.generated} generated tests kept{testgen}; ambiguity groups "
             f"{list(found.group_sizes_before) or 'none'} -> {list(found.group_sizes_after) or 'none'} "
             f"({found.stopped_because})", highlight=False,
         )

@@ -5,20 +5,26 @@ the budget lasts, one round:
 
 1. records the calls of the groups' members over the tests that run them (a ``run-tests`` task
    with ``record``);
-2. generates disambiguating tests per group: carved from those recordings (always) and written by
-   the model (LLM mode);
-3. checks them in a sandbox (they must import and run; carved ones must pass, since they assert
-   what the code did; a model's test may fail on an assertion, which is evidence, but not error);
+2. generates disambiguating tests per group: carved from those recordings (always), written by
+   the model (LLM mode), and made by the test-generation agent (``flows.testgen.generate_tests``,
+   deterministic, one attempt, no mutants; one call per source file holding group members, focused
+   on those members; ``testgen=False`` turns it off);
+3. checks them in a sandbox (they must import and run; carved and testgen ones must pass, since
+   they assert what the code did; a model's test may fail on an assertion, which is evidence, but
+   not error);
 4. keeps the good ones as modules under ``tests/equisa_generated`` of the workspace copy (an
    overlay: the user's tree is never written) and merges their traced results into the suite's
    trace, which is the same as re-tracing the amplified suite, since the old tests did not change.
 
 The result carries the amplified trace and the overlay that holds the generated tests, so every
-later run (inspections, validation) sees them.
+later run (inspections, validation) sees them. Testgen's tests assert the program's current
+behaviour, so they may pin the bug: they are splitting evidence only, and Validation does not count
+their failures (``equisa_core.generated_tests``).
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -37,8 +43,10 @@ from equisa_core.discovery import (
     module_test_names,
 )
 from equisa_core.errors import EquisaError
+from equisa_core.generated_tests import is_testgen_test
 from equisa_core.models import Node, SuiteTrace, TestOutcome, TestResult
 from equisa_core.source_edit import function_source
+from equisa_core.testgen.modules import keep_tests, list_tests
 from equisa_core.trace_merge import combine
 from equisa_core.trace_report import build_trace_report
 from flows.trace import PreparedRun, TraceParameters, prepare_run, run_suite
@@ -47,7 +55,7 @@ from tasks.llm import choose_llm_mode
 from tasks.run_tests import run_tests
 from tasks.task_runners import FanOutTaskRunner
 
-__all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_request"]
+__all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_request", "narrowed"]
 
 
 class DiscoveryParameters(TraceParameters):
@@ -58,6 +66,11 @@ class DiscoveryParameters(TraceParameters):
     discovery_rounds: int = Field(2, ge=0, description="Generate-and-retrace rounds.")
     discovery_max_tests: int = Field(30, ge=0, description="Generated tests kept in all.")
     carved_per_member: int = Field(3, ge=0, description="Carved tests per group member and round.")
+    testgen: bool = Field(
+        False, description="Also ask the test-generation agent (deterministic, one attempt) for "
+        "tests of each group's members; they split groups but never judge a patch. Off by default: "
+        "on examples/invoicing it made Discovery 2.5x slower and split no group carving left whole "
+        "(bench/README.md).")
 
 
 class DiscoveryResult(BaseModel):
@@ -78,7 +91,8 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
     prepared = prepare_run(params)
     trace = run_suite(prepared, params)
     before = _groups(trace, prepared)
-    report = DiscoveryReport(enabled=params.discovery, group_sizes_before=tuple(group_sizes(before)),
+    report = DiscoveryReport(enabled=params.discovery, testgen=params.discovery and params.testgen,
+                             group_sizes_before=tuple(group_sizes(before)),
                              group_sizes_after=tuple(group_sizes(before)))
     if not params.discovery:
         return DiscoveryResult(prepared=prepared, trace=trace,
@@ -108,12 +122,17 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
         kept, new_ids, checked, dropped = _check(prepared, params, overlay, proposals, room)
         overlay.update(kept)
         kept_ids.extend(new_ids)
+        testgen_proposed = sum(len(module_test_names(source)) for path, (_, source) in proposals.items()
+                               if is_testgen_test(path))
+        testgen_kept = sum(1 for t in new_ids if is_testgen_test(t))
         rounds.append(DiscoveryRound(
             round=len(rounds) + 1, groups=tuple(tuple(sorted(g)) for g in targets),
             proposed=sum(len(module_test_names(s)) for _, s in proposals.values()),
             kept=len(new_ids), dropped=tuple(dropped),
+            testgen_proposed=testgen_proposed, testgen_kept=testgen_kept,
         ))
-        print(f"discovery round {len(rounds)}: {len(targets)} group(s), kept {len(new_ids)} test(s)")
+        print(f"discovery round {len(rounds)}: {len(targets)} group(s), kept {len(new_ids)} test(s)"
+              + (f" (testgen: {testgen_kept} of {testgen_proposed} kept)" if params.testgen else ""))
         update_progress_artifact(progress, 100.0 * len(rounds) / max(1, budget.max_rounds))
         if not new_ids:
             stopped = "no generated test could be kept"
@@ -146,6 +165,17 @@ def focused_request(prepared: PreparedRun, only: Sequence[str], overlay: Mapping
     tests = tuple(files) if files and located else prepared.base.tests
     return prepared.base.model_copy(update={
         "overlay": dict(overlay), "only": tuple(only) or None, "tests": tests, **update})
+
+
+def narrowed(prepared: PreparedRun, test_ids: Sequence[str]) -> PreparedRun:
+    """``prepared`` whose base request runs only the suite's own tests among ``test_ids`` (what the
+    test-generation agent's baseline needs: the tests that execute its focus), or ``prepared`` as
+    it is when none is left or a test's file is not a path of the workspace (a rootdir elsewhere)."""
+    root = prepared.workspace.root
+    own = sorted(t for t in test_ids if not t.startswith(GENERATED_TESTS_DIR + "/"))
+    if not own or not all((root / t.split("::", 1)[0]).is_file() for t in own):
+        return prepared
+    return prepared.model_copy(update={"base": prepared.base.model_copy(update={"tests": tuple(own)})})
 
 
 def _groups(trace: SuiteTrace, prepared: PreparedRun) -> list[frozenset[str]]:
@@ -189,7 +219,57 @@ def _propose(
             cost += spent
             if module is not None:
                 proposals[f"{GENERATED_TESTS_DIR}/test_llm_group_{index}.py"] = (group, module)
+        if params.testgen:
+            known = list_tests(carved_module(carved)).values() if carved else ()
+            for path, module in _testgen_tests(prepared, params, trace, group, nodes, index, known,
+                                               problems).items():
+                proposals[path] = (group, module)
     return proposals, cost
+
+
+def _testgen_tests(
+    prepared: PreparedRun, params: DiscoveryParameters, trace: SuiteTrace, group: frozenset[str],
+    nodes: Mapping[str, Node], index: int, known: object, problems: list[str],
+) -> dict[str, str]:
+    """The test-generation agent's modules for ``group`` (path -> source), one per source file.
+
+    Each call is focused on the group's members in one file and kept cheap: deterministic mode,
+    one attempt, no mutants, its baseline run limited to the suite's tests that execute a member.
+    Tests whose body a carved test of this round already has (``known``) are left out.
+    """
+    from flows.testgen import TestgenParameters, generate_tests
+
+    by_file: dict[str, list[str]] = {}
+    for fqn in sorted(group):
+        node = nodes.get(fqn)
+        if node is not None and node.file and "<locals>" not in fqn:
+            by_file.setdefault(node.file, []).append(fqn)
+    coverage = trace.coverage()
+    seen = {_body(code) for code in known}  # type: ignore[attr-defined]
+    modules: dict[str, str] = {}
+    for file, members in sorted(by_file.items()):
+        focused = narrowed(prepared, sorted({t for m in members for t in coverage.get(m, ())}))
+        stem = f"group_{index}_{file.removesuffix('.py').replace('/', '_')}"
+        with tempfile.TemporaryDirectory(prefix="equisa-discovery-testgen-") as out:
+            settings = TestgenParameters(
+                **params.model_dump(include=set(TraceParameters.model_fields)), target=file,
+                focus=members, llm=False, max_iterations=1, max_mutants=0, out=out, module_stem=stem)
+            try:
+                made = generate_tests(focused, settings)
+            except EquisaError as error:
+                problems.append(f"testgen for {', '.join(members)}: {error.message}")
+                continue
+        if made.path is None or made.source is None:
+            continue
+        fresh = [name for name, code in list_tests(made.source).items() if _body(code) not in seen]
+        if fresh:
+            modules[made.path] = keep_tests(made.source, fresh)
+    return modules
+
+
+def _body(code: str) -> str:
+    """A test's code without its ``def`` line: two tests that differ only in name are the same."""
+    return code.split(":\n", 1)[-1].strip()
 
 
 def _llm_tests(prepared: PreparedRun, config: object, group: frozenset[str], nodes: Mapping[str, Node],
@@ -252,13 +332,23 @@ def _check(
                for e in checked.collect_errors]
     kept: dict[str, str] = {}
     kept_ids: list[str] = []
-    for path, (group, source) in sorted(proposals.items()):
-        carved = "/test_carved_" in path
+    splits: dict[frozenset[str], set[frozenset[str]]] = {}  # group -> the member sets kept tests run
+    for path, (group, source) in sorted(proposals.items()):  # carved, then the model's, then testgen's
+        testgen = is_testgen_test(path)
+        carved = "/test_carved_" in path or testgen
         good: list[str] = []
+        seen = splits.setdefault(group, set())
         for test in by_file.get(path, []):
             name = test.test_id.split("::")[-1].split("[", 1)[0]
-            reason = _unfit(test, carved) or (
+            split = frozenset(group & test.covered)
+            reason = _unfit(test, carved, observed=testgen) or (
                 "executes the whole group, so it does not split it" if group <= test.covered else None)
+            if reason is None and testgen and split in seen:
+                # Testgen proposes many tests: one per way of splitting the group is enough evidence,
+                # and the rest would spend the test budget that later rounds need.
+                reason = "splits the group as a kept test already does"
+            if reason is None:
+                seen.add(split)
             if reason:
                 dropped.append(f"{test.test_id}: {reason}")
             elif len(good) < room:
@@ -270,12 +360,15 @@ def _check(
     return kept, kept_ids, checked, dropped
 
 
-def _unfit(test: TestResult, carved: bool) -> str | None:
-    """Why a generated test must not join the suite, or None when it may."""
+def _unfit(test: TestResult, carved: bool, observed: bool = False) -> str | None:
+    """Why a generated test must not join the suite, or None when it may (``carved``: it asserts
+    observed behaviour, so it must pass; ``observed``: a testgen test, which asserts it too)."""
     if test.outcome is TestOutcome.PASSED:
         return None
     if test.outcome is TestOutcome.SKIPPED:
         return "skipped"
+    if observed:
+        return f"fails on the code it was observed on ({test.exception_type})"
     if carved:
         return (f"fails on the code it was carved from ({test.exception_type}): the function depends on "
                 "more than its arguments")

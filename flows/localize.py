@@ -28,6 +28,7 @@ from equisa_core.bayes import (
 )
 from equisa_core.errors import NothingToLocalizeError
 from equisa_core.fix_evidence import FixEvidence, classify_mutants, confirm_fix
+from equisa_core.generated_tests import without_testgen
 from equisa_core.localization import InspectionRecord, LocalizationReport, TestCounts, apply_observation, rank
 from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
 from equisa_core.mutation import mutate_function
@@ -323,8 +324,9 @@ def _mutant_evidence(target: str, node: Node, found: DiscoveryResult, params: Lo
                                           interpreter_version=found.prepared.interpreter_version,
                                           docker_image=params.docker_image)
     ran = {i: r.outcomes for i, r in report.mutants.items() if r.status in ("ran", "timeout")}
-    original = {t: o for t, o in report.original.items() if t not in report.flaky}
-    verdict = classify_mutants(original, ran)
+    # Testgen tests assert the buggy behaviour: they may not veto a fixing mutant.
+    original = without_testgen({t: o for t, o in report.original.items() if t not in report.flaky})
+    verdict = classify_mutants(original, {i: without_testgen(o) for i, o in ran.items()})
     if verdict.evidence is None:
         return {}
     update: dict[str, object] = {"mutants_tried": verdict.ran, "fix_evidence": verdict.evidence}
@@ -345,8 +347,9 @@ def _confirm_fix(target: str, node: Node, found: DiscoveryResult, params: Locali
     run: SuiteTrace = run_tests(request, backend=params.sandbox, docker_image=params.docker_image,
                                 interpreter_version=prepared.interpreter_version)
     outcomes = {t.test_id: t.outcome for t in run.tests}
-    evidence = confirm_fix(trace.failed_tests(), trace.passed_tests(), outcomes)
-    broken = sorted(t for t in trace.passed_tests() if outcomes.get(t) is not TestOutcome.PASSED)
+    passed = set(without_testgen(dict.fromkeys(trace.passed_tests())))  # testgen tests: evidence only
+    evidence = confirm_fix(trace.failed_tests(), passed, outcomes)
+    broken = sorted(t for t in passed if outcomes.get(t) is not TestOutcome.PASSED)
     still = sorted(t for t in trace.failed_tests() if outcomes.get(t) is not TestOutcome.PASSED)
     reasoning = (f"the fix ({pending.fix}) passes all {len(outcomes)} tests of the suite"
                  if evidence is FixEvidence.FIX_CONFIRMED else

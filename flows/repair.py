@@ -30,6 +30,7 @@ from pydantic import Field
 
 from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus, candidate_diff
 from equisa_core.fix_evidence import FixEvidence, classify_mutants
+from equisa_core.generated_tests import without_testgen
 from equisa_core.localization import LocalizationReport
 from equisa_core.models import Node
 from equisa_core.mutation import mutate_function
@@ -190,7 +191,9 @@ def _mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: Valida
     for target, node, mutants, future in screens:
         report: MutantRunReport = future.result()
         ran = {i: r.outcomes for i, r in report.mutants.items() if r.status in ("ran", "timeout")}
-        verdict = classify_mutants({t: o for t, o in report.original.items() if t not in report.flaky}, ran)
+        # Testgen tests assert the buggy behaviour: they may not veto a fixing mutant.
+        original = without_testgen({t: o for t, o in report.original.items() if t not in report.flaky})
+        verdict = classify_mutants(original, {i: without_testgen(o) for i, o in ran.items()})
         fixing = sorted(verdict.fixing, key=lambda i: (mutants[int(i[1:])].edit_size, int(i[1:])))
         yield None, verdict.ran
         for mutant_id in fixing:

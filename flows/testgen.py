@@ -12,9 +12,11 @@ detected and fixed within an improvement budget, and the tests that pass join th
 ``generate_tests`` is the interface other flows can call: it takes a prepared run (the snapshot and
 interpreter Discovery and Validation already have), a target file and optionally the functions to
 focus on, and returns the report and the generated module (an overlay path and its text);
-``measure_tests`` measures any test module the same way. (Discovery and Validation do not call it
-yet: deterministic tests here assert the code's current behaviour, which on a buggy program would
-make a correct fix look like a regression; see the closing note of issue 6.)
+``measure_tests`` measures any test module the same way. Discovery calls it (deterministic, one
+attempt, no mutants) for tests that split ambiguity groups; since those tests assert the code's
+current behaviour, they are splitting evidence only (``equisa_core.generated_tests``: Validation
+never counts them as regressions). Validation calls it in LLM mode with ``specification`` (the
+failing tests' sources: the intended behaviour) for novel-input tests, the model being the oracle.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
 from equisa_core.errors import EquisaError, NoTestsCollectedError, TestgenTargetError
+from equisa_core.generated_tests import testgen_module_path
 from equisa_core.models import Node, SuiteTrace, TestOutcome
 from equisa_core.prompts.testgen import (
     render_enhancer,
@@ -90,6 +93,15 @@ class TestgenParameters(TraceParameters):
     measure_baseline_mutation: bool = Field(
         False, description="Also score the repository's own tests' mutants."
     )
+    specification: dict[str, str] = Field(
+        default_factory=dict,
+        description="Test id -> source of tests that show the intended behaviour (LLM mode: given to "
+        "the generator as the specification; its tests then assert that behaviour, so they may fail "
+        "on the current code and are kept all the same).",
+    )
+    module_stem: str | None = Field(
+        None, description="Name of the generated module (test_testgen_<stem>.py); default: the target's."
+    )
 
 
 class GeneratedTests(BaseModel):
@@ -148,13 +160,13 @@ def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> Generate
         framework_for_output = FrameworkChoice(
             framework="pytest", reason=f"deterministic tests are pytest functions ({framework.reason})"
         )
-    stem = target.removesuffix(".py").replace("/", "_")
+    stem = params.module_stem or target
     ctx = _Context(
         prepared=prepared,
         params=params,
         target=target,
         target_source=target_source,
-        module_path=f"{GENERATED_TESTS_DIR}/test_testgen_{stem}.py",
+        module_path=testgen_module_path(stem),
         framework=framework_for_output,
         baseline=None,
         use_llm=use_llm,
@@ -387,8 +399,11 @@ def _loop(ctx: _Context, store: TestStore, report: TestgenReport) -> tuple[int |
             f"mutation {entry.mutation_score if entry.mutation_score is not None else '-'}, {entry.decision} "
             f"({entry.decision_reason})"
         )
-        if coverage is not None and entry.tests_passed:
-            _add_to_store(ctx, store, source, coverage, notes)
+        # With a specification the tests assert intended behaviour: on a buggy program some fail, and
+        # the module is still the answer (the caller runs it against a patched program).
+        if coverage is not None and (entry.tests_passed or (ctx.params.specification and entry.tests)):
+            if entry.tests_passed:
+                _add_to_store(ctx, store, source, coverage, notes)
             key = (entry.critique.coverage, entry.mutation_score or 0.0, -attempt)
             if best is None or key > best:
                 best, best_source, best_index = key, source, attempt
@@ -448,6 +463,8 @@ def _generate(ctx: _Context, store: TestStore, calls: list) -> tuple[str, str, l
             ctx.framework.framework,
             uncovered,
             examples,
+            specification=ctx.params.specification,
+            focus=ctx.params.focus,
         )
         text = _ask(ctx, messages, "testgen-generator", calls)
         if text is not None:

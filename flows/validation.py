@@ -6,18 +6,25 @@ files as an overlay on the workspace copy (never the user's tree). A candidate i
 
 1. its files compile (``DOES_NOT_COMPILE`` otherwise);
 2. on the whole amplified suite (generated tests included, flaky tests left out) every test that
-   failed now passes (``STILL_FAILING``) and every test that passed still passes (``REGRESSIONS``);
+   failed now passes (``STILL_FAILING``) and every test that passed still passes (``REGRESSIONS``),
+   except Discovery's testgen tests: they assert the buggy program's behaviour, so a correct fix
+   may change them; they are not counted, and ``checks["testgen tests"]`` says how many changed
+   (``equisa_core.generated_tests``);
 3. it passes the anti-overfitting checks (``OVERFITTING`` otherwise):
    - ``overfitting detectors``: no literal copied from a failing test's expected values and no
      special-case branch on a failing test's inputs (``equisa_core.overfitting``);
    - ``carved tests``: tests carved from passing executions of the target (recorded on the original
-     code, so they hold the behaviour the suite already accepted) still pass with the patch;
-   - ``novel-input tests`` (LLM mode): the model's tests of the failing tests' behaviour with
-     different inputs pass; a model's test that errors is ignored and said so.
+     code, so they hold the behaviour the suite already accepted; testgen tests' executions are not
+     carved) still pass with the patch;
+   - ``novel-input tests`` (LLM mode): tests of the failing tests' behaviour with different inputs,
+     made by the test-generation agent (``flows.testgen.generate_tests``, LLM mode, focused on the
+     target, the failing tests' sources given as the specification: the model is the oracle), pass
+     on the patched program; a test that errors is ignored and said so.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,10 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
 from equisa_core.errors import EquisaError
+from equisa_core.generated_tests import is_testgen_test, pinned_note, split_testgen_tests
 from equisa_core.models import Node, SuiteTrace, TestOutcome
 from equisa_core.overfitting import overfitting_findings
 from equisa_core.source_edit import function_source
-from flows.discovery import DiscoveryResult, focused_request
+from flows.discovery import DiscoveryResult, focused_request, narrowed
 from tasks.inspection import qualname_of
 from tasks.run_tests import run_tests
 
@@ -108,9 +116,13 @@ def validate_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> Pat
     run = _run(ctx, focused_request(ctx.found.prepared, everything, overlay, trace=False))
     outcomes = {t.test_id: t for t in run.tests}
     still = sorted(t for t in ctx.failing if _outcome(outcomes, t) is not TestOutcome.PASSED)
-    broken = sorted(t for t in ctx.passing if _outcome(outcomes, t) is not TestOutcome.PASSED)
+    changed = [t for t in ctx.passing if _outcome(outcomes, t) is not TestOutcome.PASSED]
+    broken, pinned = split_testgen_tests(changed)
     checks["failing tests pass"] = "passed" if not still else f"{len(still)} still fail: {_names(still)}"
     checks["no regressions"] = "passed" if not broken else f"{len(broken)} now fail: {_names(broken)}"
+    testgen = [t for t in ctx.passing if is_testgen_test(t)]
+    if testgen:
+        checks["testgen tests"] = pinned_note(len(pinned), len(testgen))
     if still or broken:
         status = PatchStatus.STILL_FAILING if still else PatchStatus.REGRESSIONS
         first = outcomes.get((still or broken)[0])
@@ -179,7 +191,7 @@ def _carved_module(target: str, ctx: ValidationContext) -> str | None:
         return ctx.carved[target]
     trace = ctx.found.trace
     coverage = trace.coverage()
-    passing = sorted(coverage.get(target, set()) & ctx.passing)
+    passing = sorted(t for t in coverage.get(target, set()) & ctx.passing if not is_testgen_test(t))
     module = None
     if passing:
         recorded = _run(ctx, focused_request(ctx.found.prepared, passing, ctx.found.overlay,
@@ -223,7 +235,7 @@ def _novel_tests(candidate: PatchCandidate, ctx: ValidationContext, checks: dict
     if pair is None:
         checks["novel-input tests"] = "not applicable: the patch names no single function"
         return None
-    module = _novel_module(candidate.target or "", pair[0], ctx)
+    module = _novel_module(candidate.target or "", ctx)
     if module is None:
         checks["novel-input tests"] = "not run: the model gave no usable tests"
         return None
@@ -244,21 +256,32 @@ def _novel_tests(candidate: PatchCandidate, ctx: ValidationContext, checks: dict
     return None
 
 
-def _novel_module(target: str, original: str, ctx: ValidationContext) -> str | None:
-    """The model's novel-input tests for ``target`` (asked once per target and cached)."""
+def _novel_module(target: str, ctx: ValidationContext) -> str | None:
+    """Novel-input tests of ``target`` (made once per target and cached) by the test-generation agent:
+    LLM mode, one attempt, no mutants, focused on ``target``, with the failing tests' sources as the
+    specification of the intended behaviour (the model is the oracle, not the buggy code)."""
     if target in ctx.novel:
         return ctx.novel[target]
-    from equisa_core.llm_text import clean_test_module
-    from equisa_core.prompts.validation import render_novel_input_tests
-    from tasks.llm import LLMError, call_llm
+    from flows.testgen import TestgenParameters, generate_tests
 
+    node = ctx.nodes[target]
+    prepared = ctx.found.prepared
+    covering = sorted(ctx.found.trace.coverage().get(target, set()))
     module = None
-    try:
-        answer = call_llm(ctx.llm_config, render_novel_input_tests(target, original, ctx.failing_sources),  # type: ignore[arg-type]
-                          "novel-input-tests")
-        ctx.cost_usd += answer.call.cost_usd or 0.0
-        module = clean_test_module(answer.text)
-    except LLMError as error:
-        ctx.problems.append(f"novel-input tests for {target}: {error.message}")
+    with tempfile.TemporaryDirectory(prefix="equisa-novel-input-tests-") as out:
+        params = TestgenParameters(
+            path=str(prepared.repo), target=node.file or "", focus=[target], llm=True, max_iterations=1,
+            max_mutants=0, improvement_budget=0, specification=ctx.failing_sources, out=out,
+            sandbox=ctx.sandbox, docker_image=ctx.docker_image, no_cache=ctx.no_cache,  # type: ignore[arg-type]
+            module_stem="novel_input")
+        try:
+            made = generate_tests(narrowed(prepared, covering), params)
+        except EquisaError as error:
+            ctx.problems.append(f"novel-input tests for {target}: {error.message}")
+        else:
+            ctx.cost_usd += made.report.cost_usd
+            ctx.problems.extend(f"novel-input tests for {target}: {p}" for p in made.report.problems
+                                if f"novel-input tests for {target}: {p}" not in ctx.problems)
+            module = made.source if made.report.mode == "llm" else None
     ctx.novel[target] = module
     return module

@@ -7,14 +7,17 @@ guardrails and its instruction block are the seed's, verbatim. EQUISA adds, and 
   repositories, and forcing unittest on them would break the enhancer's "preserve the style");
 - the §8 evidence appended to the generator's prompt after the seed's text: lines the existing
   tests leave uncovered (coverage.py) and examples of existing tests chosen by similarity;
-- the §8 prompts (no text in the seed): rewrite a redundant test, critique smells, fix smells.
+- the §8 prompts (no text in the seed): rewrite a redundant test, critique smells, fix smells;
+- when a caller gives a specification (Validation's novel-input tests: the failing tests show the
+  intended behaviour), ``SPECIFICATION_TEMPLATE`` after everything else. Plain ``equisa testgen``
+  gives none, so its prompt is the seed's with the §8 evidence, as before.
 
 Every render function returns the chat messages (one user message, as the seed's layout).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = [
     "GENERATOR_TEMPLATE",
@@ -25,6 +28,7 @@ __all__ = [
     "REDUNDANT_REWRITE_TEMPLATE",
     "SMELL_CRITIC_TEMPLATE",
     "SMELL_FIX_TEMPLATE",
+    "SPECIFICATION_TEMPLATE",
     "framework_rules",
     "guardrails",
     "instruction_block",
@@ -117,6 +121,18 @@ Strict requirements:
 - Use real pathlib.Path operations, avoid mocking whenever possible
 - Maximise branch coverage and mutation score
 - Imports must match the repo's internal structure
+"""
+
+# EQUISA's own: the Validation loop's mandate (seed 000 §6: "generate new tests that replicate the
+# _semantics_ of the previously failing tests but use different inputs"), for the generator.
+SPECIFICATION_TEMPLATE = """
+Specification of the intended behaviour: the tests below currently FAIL because the code has a bug.
+Write tests of {focus} that check the SAME behaviour with DIFFERENT inputs (other values, the other
+side of each boundary, other sizes), so that a fix which only special-cases these tests' exact
+inputs would fail them. Assert the CORRECT behaviour these tests imply, not what the current code
+does. Do not reuse their exact inputs. At most 6 tests.
+
+{failing_tests}
 """
 
 ENHANCER_TEMPLATE = """\
@@ -235,8 +251,12 @@ def render_generator(
     framework: str,
     uncovered: Sequence[int] = (),
     examples: Sequence[str] = (),
+    specification: Mapping[str, str] | None = None,
+    focus: Sequence[str] = (),
 ) -> list[dict[str, str]]:
-    """The generator's messages: the seed's prompt, then the §8 evidence (uncovered lines, examples)."""
+    """The generator's messages: the seed's prompt, then the §8 evidence (uncovered lines, examples),
+    then, when given, the specification (test id -> source of tests showing the intended behaviour
+    of the ``focus`` functions)."""
     text = GENERATOR_TEMPLATE.format(
         repo=repo,
         version=version,
@@ -252,6 +272,10 @@ def render_generator(
         )
     for number, example in enumerate(examples[:3], 1):
         text += f"\nExample of an existing test ({number}):\n{example.strip()}\n"
+    if specification:
+        tests = "\n\n".join(f"# {name}\n{body.rstrip()}" for name, body in sorted(specification.items()))
+        named = ", ".join(f"`{fqn}`" for fqn in focus) or f"`{code_file}`"
+        text += SPECIFICATION_TEMPLATE.format(focus=named, failing_tests=tests)
     return _user(text)
 
 

@@ -82,6 +82,8 @@ def scripted_debugger(request) -> Reply:
     content = request.last_user_message
     if "Sample tests that execute them" in content:  # Discovery asks for disambiguating tests
         return Reply(DISAMBIGUATING_TEST)
+    if content.startswith("You are a strict reviewer of unit tests."):  # testgen's smell critic
+        return Reply("NO SMELLS")
     target = re.search(r"Target Function: (\S+)", content).group(1)
     if "Reflection" not in content and "Inspection Patch:" not in content:
         source = content.split("Source Code:\n", 1)[1]

@@ -162,6 +162,14 @@ def test_llm_repair_rejects_an_overfitting_fix_and_accepts_the_corrected_one(tmp
     assert second.status == "sound" and report.candidate == "llm-fix-2"
     assert "overfitting" in heard[-1], "the rejection's reason reaches the model"
     assert report.validation["novel-input tests"].startswith("passed")
+    # The novel-input tests come from the test-generation agent: seed 001's generator prompt, with
+    # the failing tests as the specification, asked once for the target (both fixes patch it).
+    generator = [r.last_user_message for r in scripted_llm.requests if r.path.endswith("/chat/completions")
+                 and r.last_user_message.startswith("You are an expert Python test generator.")]
+    assert len(generator) == 1
+    assert "Target file: invoicing/discounts.py" in generator[0]
+    assert "Specification of the intended behaviour" in generator[0]
+    assert f"`{BUGGY}`" in generator[0] and "def test_" in generator[0].split("Specification", 1)[1]
     assert "+    return subtotal.amount >= self.minimum.amount" in report.diff.replace("        ", "    ")
 
 

@@ -42,6 +42,9 @@ def testgen_module_path(stem: str) -> str:
     return f"{TESTGEN_MODULE_PREFIX}{clean}.py"
 
 
+testgen_module_path.__test__ = False  # type: ignore[attr-defined]  # its name is pytest's test prefix
+
+
 def is_testgen_test(test_id: str) -> bool:
     """Whether a test id (or a module path) belongs to a testgen module: evidence, never a judge."""
     return test_id.split("::", 1)[0].startswith(TESTGEN_MODULE_PREFIX)

@@ -359,6 +359,12 @@ def _run_with_progress(console: Console, label: str, run: Callable[[Any], Any], 
         job = progress.add_task(label, total=None)
 
         def on_record(record: dict) -> None:
+            if record.get("kind") == "stage":  # a flow says what it is doing (report_progress)
+                progress.update(job, description=str(record.get("text", "")))
+                return
+            if record.get("kind") == "note":  # a line that stays above the spinner
+                progress.console.print(str(record.get("text", "")), highlight=False, soft_wrap=True)
+                return
             if record.get("kind") != "test":
                 return
             counts[record["outcome"]] = counts.get(record["outcome"], 0) + 1

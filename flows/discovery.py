@@ -251,9 +251,10 @@ def _testgen_tests(
         focused = narrowed(prepared, sorted({t for m in members for t in coverage.get(m, ())}))
         stem = f"group_{index}_{file.removesuffix('.py').replace('/', '_')}"
         with tempfile.TemporaryDirectory(prefix="equisa-discovery-testgen-") as out:
-            settings = TestgenParameters(
-                **params.model_dump(include=set(TraceParameters.model_fields)), target=file,
-                focus=members, llm=False, max_iterations=1, max_mutants=0, out=out, module_stem=stem)
+            shared = params.model_dump(include=set(TraceParameters.model_fields) - {"progress_key"})
+            settings = TestgenParameters(  # no progress key: Discovery's own spinner stays as it is
+                **shared, target=file, focus=members, llm=False, max_iterations=1, max_mutants=0, out=out,
+                module_stem=stem)
             try:
                 made = generate_tests(focused, settings)
             except EquisaError as error:

@@ -51,7 +51,7 @@ from equisa_core.testgen.smells import detect_smells, fix_smells
 from equisa_core.testgen.static import StaticReport
 from equisa_core.testgen.supervisor import Critique, RunnerMetrics, supervise
 from flows.trace import PreparedRun, TraceParameters, prepare_run
-from tasks.run_tests import run_tests
+from tasks.run_tests import report_progress, run_tests
 from tasks.test_store import TestStore, embed_texts
 from tasks.testgen import (
     CoverageResult,
@@ -341,6 +341,7 @@ def _measure(ctx: _Context, overlay: dict[str, str], tests: Sequence[str]) -> Co
 
 def _baseline(ctx: _Context) -> CoverageResult | None:
     """Coverage of the target by the repository's own tests; None when it has none."""
+    _stage(ctx, f"measuring the existing tests' coverage of {ctx.target}")
     try:
         result = _measure(ctx, {}, ctx.prepared.base.tests)
     except NoTestsCollectedError:
@@ -383,9 +384,13 @@ def _loop(ctx: _Context, store: TestStore, report: TestgenReport) -> tuple[int |
         calls: list = []
         known = set(list_tests(source).values())  # the previous attempt's tests: not checked again
         if attempt == 0:
+            how = "the model" if ctx.use_llm else "carved, boundary-value and scratch-driver tests"
+            _stage(ctx, f"attempt 0 (at most {ctx.params.max_iterations} in all): generating ({how})")
             origin, source, deterministic = _generate(ctx, store, calls)
         else:
+            _stage(ctx, f"attempt {attempt} (at most {ctx.params.max_iterations} in all): enhancing")
             origin, source, deterministic = _enhance(ctx, source, previous, report.attempts[-1], calls)
+        _stage(ctx, f"attempt {attempt}: similarity, smells, then coverage and mutants in the sandbox")
         if source:
             source = _pipeline(ctx, store, source, notes, calls, known)
         entry, kept_source, coverage = _evaluate(
@@ -394,11 +399,13 @@ def _loop(ctx: _Context, store: TestStore, report: TestgenReport) -> tuple[int |
         source = kept_source
         report.attempts.append(entry)
         previous = entry.critique
-        print(
+        line = (
             f"attempt {attempt}: {len(entry.tests)} tests, coverage {entry.critique.coverage:.2f}%, "
             f"mutation {entry.mutation_score if entry.mutation_score is not None else '-'}, {entry.decision} "
             f"({entry.decision_reason})"
         )
+        print(line)
+        report_progress(ctx.params.progress_key, {"kind": "note", "text": line})
         # With a specification the tests assert intended behaviour: on a buggy program some fail, and
         # the module is still the answer (the caller runs it against a patched program).
         if coverage is not None and (entry.tests_passed or (ctx.params.specification and entry.tests)):
@@ -411,6 +418,17 @@ def _loop(ctx: _Context, store: TestStore, report: TestgenReport) -> tuple[int |
             report.stopped_because = entry.decision_reason
             break
     return best_index, best_source
+
+
+def _spent(calls: list) -> float:
+    """What the calls cost: a cached answer (Prefect's cache of ``call-llm``) spent nothing."""
+    fresh = [c for c in calls if not getattr(c, "cached", False)]
+    return round(sum((getattr(c, "cost_usd", 0.0) or 0.0) for c in fresh), 6)
+
+
+def _stage(ctx: _Context, text: str) -> None:
+    """What the run is doing now, for the spinner of the command that runs it."""
+    report_progress(ctx.params.progress_key, {"kind": "stage", "text": text})
 
 
 def _record(ctx: _Context, calls: list, answer) -> str:
@@ -426,13 +444,13 @@ def _ask(ctx: _Context, messages: list[dict[str, str]], purpose: str, calls: lis
     """
     import os
 
-    from tasks.llm import LLMError, llm_task
+    from tasks.llm import LLMError, ask
 
     wanted = os.environ.get("LLM_COLLECT_LOGPROBS", "true").strip().lower() not in ("0", "false", "no")
     logprobs = wanted and purpose in ("testgen-generator", "testgen-enhancer")
     config = ctx.config.model_copy(update={"logprobs": logprobs})  # type: ignore[union-attr]
     try:
-        answer = llm_task(config)(config, messages, purpose)
+        answer = ask(config, messages, purpose)
     except LLMError as error:
         ctx.problems.append(f"{purpose}: {error.message}")
         calls.extend(getattr(error, "calls", ()) or ())
@@ -1000,8 +1018,9 @@ def _evaluate(
         decision_reason=reason,
         pipeline=notes,
         deterministic=deterministic,
-        cost_usd=round(sum(getattr(c, "cost_usd", 0.0) or 0.0 for c in calls), 6),
+        cost_usd=_spent(calls),
         llm_calls=len(calls),
+        cached_llm_calls=sum(1 for c in calls if getattr(c, "cached", False)),
         mean_entropy=entropy,
     )
     (attempt_dir / "attempt.json").write_text(

@@ -92,6 +92,7 @@ __all__ = [
     "choose_llm_mode",
     "call_llm",
     "llm_task",
+    "ask",
     "ask_for_function",
     "LLMError",
     "LLMUnavailableError",
@@ -580,6 +581,12 @@ def _ask(
     if state.name == "Cached":
         answer = answer.model_copy(update={"call": answer.call.model_copy(update={"cached": True})})
     return answer
+
+
+def ask(config: LLMConfig, messages: list[dict[str, str]], purpose: str) -> LLMAnswer:
+    """One call with the config's retries (``llm_task``); a cache hit comes back with ``cached=True``
+    (its ``cost_usd`` is what the original call cost: nothing was spent this time)."""
+    return _ask(llm_task(config), config, messages, purpose)
 
 
 def ask_for_function(

@@ -38,6 +38,7 @@ __all__ = [
     "run_tests",
     "register_progress",
     "unregister_progress",
+    "report_progress",
 ]
 
 #: Crashes survived per run before the rest of the tests are given up.
@@ -62,6 +63,16 @@ def unregister_progress(key: str) -> None:
     """Forget the callback registered under ``key``."""
     with _progress_lock:
         _progress.pop(key, None)
+
+
+def report_progress(key: str | None, record: dict) -> None:
+    """Hand ``record`` to the callback registered under ``key`` (if any): how a flow says what it
+    is doing (``{"kind": "stage", "text": ...}`` for the spinner, ``{"kind": "note", ...}`` for a
+    line that stays) on the terminal of the command that runs it."""
+    with _progress_lock:
+        callback = _progress.get(key) if key else None
+    if callback is not None:
+        callback(record)
 
 
 def make_sandbox(backend: str, docker_image: str | None = None) -> Sandbox:

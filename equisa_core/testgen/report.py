@@ -71,6 +71,7 @@ class AttemptReport(BaseModel):
     )
     cost_usd: float = 0.0
     llm_calls: int = 0
+    cached_llm_calls: int = Field(0, description="Of llm_calls: answers from the cache (they cost nothing).")
     mean_entropy: float | None = None
 
 

@@ -51,6 +51,7 @@ from equisa_core.testgen.smells import detect_smells, fix_smells
 from equisa_core.testgen.static import StaticReport
 from equisa_core.testgen.supervisor import Critique, RunnerMetrics, supervise
 from flows.trace import PreparedRun, TraceParameters, prepare_run
+from tasks.record import record_finished_run
 from tasks.run_tests import report_progress, run_tests
 from tasks.test_store import TestStore, embed_texts
 from tasks.testgen import (
@@ -137,7 +138,8 @@ class _Context(BaseModel):
 def testgen(params: TestgenParameters) -> TestgenReport:
     """Generate tests for one file of a repository (seed 001 loop, seed 000 §8 pipeline)."""
     prepared = prepare_run(params)
-    return generate_tests(prepared, params).report
+    report = generate_tests(prepared, params).report
+    return record_finished_run("testgen", report, str(prepared.repo), params.artifacts, params.db)
 
 
 def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> GeneratedTests:

@@ -35,7 +35,7 @@ from equisa_core.trace_report import TraceReport, build_trace_report
 __all__ = ["RecordResult", "record_run", "record_finished_run"]
 
 Report = TypeVar("Report", bound=BaseModel)
-Kind = Literal["trace", "localize", "repair"]
+Kind = Literal["trace", "localize", "repair", "testgen"]
 
 
 class RecordResult(BaseModel):

@@ -20,7 +20,7 @@ from equisa_core.localization import InspectionRecord, RankedNode
 
 __all__ = ["LLMCallRecord", "RunRecord", "RunRows", "rows_for_run", "repo_id"]
 
-RunKind = Literal["trace", "localize", "repair"]
+RunKind = Literal["trace", "localize", "repair", "testgen"]
 
 
 class LLMCallRecord(BaseModel):
@@ -95,7 +95,7 @@ def rows_for_run(record: RunRecord) -> RunRows:
         rid, repo_id(record.repository), record.kind, _status(record, localization), _mode(record),
         _target(record, localization), (localization or {}).get("converged"),
         (localization or {}).get("stopped_because"), _utc(record.started_at), _utc(record.finished_at),
-        float(report.get("cost", {}).get("usd", 0.0)) if record.kind != "trace" else 0.0, passed, failed,
+        _cost(record), passed, failed,
         record.flow_run_id, record.parent_flow_run_id, record.artifacts,
         [*report.get("problems", ()), *record.problems],
     ))
@@ -124,6 +124,11 @@ def rows_for_run(record: RunRecord) -> RunRows:
             tables["nodes"].append((rid, node["fqn"], node.get("file"), node.get("start_line"),
                                     node.get("end_line"), rank, node.get("tarantula"), node.get("ochiai"),
                                     node.get("dstar"), None))
+    if record.kind == "testgen":  # one row per attempt: the target, tests written, tests passing, dropped
+        for attempt in report.get("attempts", ()):
+            tables["testgen_attempts"].append((
+                rid, attempt["attempt"], [str(report.get("target"))], len(attempt.get("tests", ())),
+                attempt.get("tests_passed"), list((attempt.get("pipeline") or {}).get("dropped", ()))))
     if record.kind == "repair":
         accepted = report.get("candidate") if report.get("status") == "fixed" else None
         for evaluation in report.get("evaluations", ()):
@@ -157,7 +162,15 @@ def _mode(record: RunRecord) -> str | None:
     return record.report.get("mode") if record.kind != "trace" else None
 
 
+def _cost(record: RunRecord) -> float:
+    if record.kind == "testgen":
+        return float(record.report.get("cost_usd", 0.0))
+    return float(record.report.get("cost", {}).get("usd", 0.0)) if record.kind != "trace" else 0.0
+
+
 def _status(record: RunRecord, localization: dict[str, Any] | None) -> str:
+    if record.kind == "testgen":
+        return "generated" if record.report.get("best_attempt") is not None else "nothing_generated"
     if record.kind == "repair":
         return str(record.report.get("status"))
     if record.kind == "localize":
@@ -166,7 +179,7 @@ def _status(record: RunRecord, localization: dict[str, Any] | None) -> str:
 
 
 def _target(record: RunRecord, localization: dict[str, Any] | None) -> str | None:
-    if record.kind == "repair" and record.report.get("target"):
+    if record.kind in ("repair", "testgen") and record.report.get("target"):
         return str(record.report["target"])
     ranking = (localization or {}).get("ranking") or ()
     if ranking and (localization or {}).get("converged"):
@@ -178,6 +191,12 @@ def _test_counts(record: RunRecord, trace: dict[str, Any] | None,
                  localization: dict[str, Any] | None) -> tuple[int | None, int | None]:
     if localization and localization.get("tests"):
         return localization["tests"].get("passed"), localization["tests"].get("failed")
+    if record.kind == "testgen":  # the generated tests of the best attempt
+        attempts = {a["attempt"]: a for a in record.report.get("attempts", ())}
+        best = attempts.get(record.report.get("best_attempt"))
+        if best is None:
+            return None, None
+        return best.get("tests_passed", 0), len(best.get("tests", ())) - best.get("tests_passed", 0)
     if trace and trace.get("summary"):
         summary = trace["summary"]
         return summary.get("passed"), summary.get("failed", 0) + summary.get("error", 0)

@@ -37,14 +37,16 @@ ul.problems li{color:#8a4b00} .group{font-family:monospace;font-size:12px}
 
 
 def render_report(kind: str, report: Mapping[str, Any], run_id: str = "", repository: str = "") -> str:
-    """The report of one run (``kind``: trace, localize or repair) as a self-contained HTML page."""
+    """The report of one run (``kind``: trace, localize, repair or testgen) as a self-contained HTML page."""
     localization = report.get("localization") if kind == "repair" else report if kind == "localize" else None
     status = _status(kind, report, localization)
     title = f"EQUISA {kind} — {repository or report.get('repository', '')}"
     body = [f"<h1>{escape(title)}</h1>",
             f'<p><span class="badge {escape(status)}">{escape(status.replace("_", " "))}</span> '
             f'<span class="meta">run {escape(run_id)}</span></p>', _summary(kind, report, localization)]
-    if localization:
+    if kind == "testgen":
+        body += ["<h2>Attempts</h2>", _attempts(report.get("attempts") or ())]
+    elif localization:
         ranking = [RankedNode.model_validate(n) for n in localization.get("ranking", ())]
         inspections = [InspectionRecord.model_validate(i) for i in localization.get("inspections", ())]
         body += ["<h2>Ranking</h2>", _ranking(ranking),
@@ -69,11 +71,31 @@ def render_report(kind: str, report: Mapping[str, Any], run_id: str = "", reposi
 
 
 def _status(kind: str, report: Mapping[str, Any], localization: Mapping[str, Any] | None) -> str:
+    if kind == "testgen":
+        return "generated" if report.get("best_attempt") is not None else "nothing_generated"
     if kind == "repair":
         return str(report.get("status", "error"))
     if kind == "localize":
         return "converged" if (localization or {}).get("converged") else "not_converged"
     return "crashed" if report.get("crashed") else "traced"
+
+
+def _attempts(attempts: Any) -> str:
+    """One row per testgen attempt: tests, coverage, mutation score, reliability, the router's decision."""
+    rows = []
+    for a in attempts:
+        mutation = a.get("mutation_score")
+        level = (a.get("post_reliability") or {}).get("level", "-")
+        rows.append(
+            f"<tr><td>{escape(str(a.get('attempt')))}</td><td>{escape(str(a.get('origin')))}</td>"
+            f"<td>{len(a.get('tests', ()))} ({escape(str(a.get('tests_passed')))} pass)</td>"
+            f"<td>{float((a.get('critique') or {}).get('coverage', 0.0)):.2f}%</td>"
+            f"<td>{'-' if mutation is None else f'{float(mutation):.1f}%'}</td>"
+            f"<td>{escape(str(level))}</td>"
+            f"<td>{escape(str(a.get('decision')))}: {escape(str(a.get('decision_reason')))}</td></tr>")
+    head = ("<tr><th>attempt</th><th>origin</th><th>tests</th><th>coverage</th><th>mutation score</th>"
+            "<th>reliability</th><th>router</th></tr>")
+    return f"<table>{head}{''.join(rows)}</table>" if rows else "<p>no attempt</p>"
 
 
 def _summary(kind: str, report: Mapping[str, Any], localization: Mapping[str, Any] | None) -> str:
@@ -90,7 +112,16 @@ def _summary(kind: str, report: Mapping[str, Any], localization: Mapping[str, An
                  ("tests", f"{tests.get('failed', 0)} failing, {tests.get('passed', 0)} passing, "
                            f"{tests.get('flaky', 0)} flaky, {tests.get('generated', 0)} generated"),
                  ("inspections", str(len(localization.get("inspections", ()))))]
-    if kind != "trace":
+    if kind == "testgen":
+        baseline = report.get("baseline") or {}
+        rows += [("target", str(report.get("target"))), ("mode", str(report.get("mode"))),
+                 ("framework", str(report.get("framework"))),
+                 ("existing tests' coverage", f"{baseline.get('percent', 0.0):.2f}%" if baseline else "-"),
+                 ("best attempt", str(report.get("best_attempt", "-"))),
+                 ("module", str(report.get("output") or "-")),
+                 ("stopped because", str(report.get("stopped_because"))),
+                 ("LLM cost", f"${float(report.get('cost_usd') or 0.0):.4f}")]
+    elif kind != "trace":
         rows.append(("LLM cost", f"${float((report.get('cost') or {}).get('usd', 0.0)):.4f}"))
     else:
         s = report.get("summary") or {}

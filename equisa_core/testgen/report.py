@@ -96,3 +96,5 @@ class TestgenReport(BaseModel):
     stopped_because: str = ""
     cost_usd: float = 0.0
     problems: list[str] = Field(default_factory=list)
+    run_id: str | None = Field(None, description="The run's id in the history (``equisa testgen`` only).")
+    artifacts: str | None = Field(None, description="Where the run's artifacts were stored.")

@@ -47,11 +47,13 @@ def register(commands: Any) -> None:
 
 
 def _testgen_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.cli import _run_with_progress, _write_json
+    from equisa_core.storage import resolve_artifacts
+    from flows.cli import _print_stored, _run_with_progress, _write_json
     from flows.testgen import TestgenParameters, testgen
     from tasks.prepare import check_repository
 
     check_repository(args.path)
+    resolve_artifacts(args.artifacts)  # a malformed location fails now, not after the run
     out = args.out or _default_out(Path(args.path))
     params = TestgenParameters(
         path=str(args.path),
@@ -70,15 +72,15 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
         coverage_target=args.coverage_target,
         mutation_target=args.mutation_target,
         max_mutants=args.max_mutants,
+        artifacts=args.artifacts,
+        db=args.db,
     )
     console.print(f"Generating tests for [bold]{args.target}[/] in {args.path}", highlight=False)
-    if getattr(args, "artifacts", None) or getattr(args, "db", None):
-        console.print("[yellow]note:[/] testgen runs are not recorded in the history yet: --artifacts "
-                      f"and --db are ignored; everything goes to {out}", highlight=False)
     report = _run_with_progress(console, "measuring the existing tests, then generating", testgen, params)
     if args.json:
         _write_json(args.json, report)
     _print(report, console)
+    _print_stored(report, console)
     if args.json:
         console.print(f"Report written to {args.json}")
     return EXIT_OK

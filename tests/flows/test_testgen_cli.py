@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
+
 from equisa_core.testgen.embedding import local_embedding
 from equisa_core.testgen.report import TestgenReport
 from tests.integration.test_probe import tree_digest
@@ -64,6 +66,17 @@ def test_deterministic_mode_writes_passing_tests_with_coverage_and_mutation_scor
     assert json.loads((out / "report.json").read_text())["target"] == TARGET
     assert "Tests written to" in stdout + err
     assert tree_digest(INVOICING) == before  # the user's tree is never written
+    # Progress per attempt on the terminal, and the run recorded: artifacts and history rows.
+    assert "attempt 0: " in err and f"Run {report.run_id} recorded:" in err
+    assert (Path(report.artifacts) / "report.html").read_text().count("<tr><td>") == len(report.attempts)
+    with duckdb.connect(cli_env["EQUISA_DB"], read_only=True) as db:
+        run = db.execute("SELECT kind, status, mode, target, cost_usd, tests_passed FROM runs "
+                         "WHERE run_id = ?", [report.run_id]).fetchone()
+        attempts = db.execute("SELECT round, groups, proposed, kept FROM testgen_attempts WHERE run_id = ? "
+                              "ORDER BY round", [report.run_id]).fetchall()
+    best = report.attempts[report.best_attempt]
+    assert run == ("testgen", "generated", "deterministic", TARGET, 0.0, best.tests_passed)
+    assert attempts == [(a.attempt, [TARGET], len(a.tests), a.tests_passed) for a in report.attempts]
 
 
 def test_bad_target_is_exit_30(tmp_path, cli_env):

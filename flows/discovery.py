@@ -25,7 +25,7 @@ their failures (``equisa_core.generated_tests``).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from prefect import flow
@@ -69,7 +69,7 @@ class DiscoveryParameters(TraceParameters):
     testgen: bool = Field(
         False, description="Also ask the test-generation agent (deterministic, one attempt) for "
         "tests of each group's members; they split groups but never judge a patch. Off by default: "
-        "on examples/invoicing it made Discovery 2.5x slower and split no group carving left whole "
+        "on examples/invoicing it made Discovery 5x slower and split no group carving left whole "
         "(bench/README.md).")
 
 
@@ -229,7 +229,7 @@ def _propose(
 
 def _testgen_tests(
     prepared: PreparedRun, params: DiscoveryParameters, trace: SuiteTrace, group: frozenset[str],
-    nodes: Mapping[str, Node], index: int, known: object, problems: list[str],
+    nodes: Mapping[str, Node], index: int, known: Iterable[str], problems: list[str],
 ) -> dict[str, str]:
     """The test-generation agent's modules for ``group`` (path -> source), one per source file.
 
@@ -245,7 +245,7 @@ def _testgen_tests(
         if node is not None and node.file and "<locals>" not in fqn:
             by_file.setdefault(node.file, []).append(fqn)
     coverage = trace.coverage()
-    seen = {_body(code) for code in known}  # type: ignore[attr-defined]
+    seen = {_body(code) for code in known}
     modules: dict[str, str] = {}
     for file, members in sorted(by_file.items()):
         focused = narrowed(prepared, sorted({t for m in members for t in coverage.get(m, ())}))

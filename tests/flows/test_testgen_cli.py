@@ -195,3 +195,14 @@ def test_llm_mode_generates_enhances_and_accounts_cost_and_entropy(tmp_path, cli
     assert "Pytest-style functions and fixtures are acceptable" in enhancer.last_user_message
     assert "test_percentage_amount" in enhancer.last_user_message
     assert any(r.path.endswith("/embeddings") for r in scripted_llm.requests)
+    # Run again: the model's answers come from the call-llm task's cache and cost nothing this time.
+    asked = sum(1 for r in scripted_llm.requests if r.path.endswith("/chat/completions"))
+    again_path = tmp_path / "again.json"
+    code, _, err = run_testgen(env, str(INVOICING), "--target", TARGET, "--llm", "--out",
+                               str(tmp_path / "again"), "--json", str(again_path), "--max-iterations", "1",
+                               "--max-mutants", "0")
+    assert code == 0, err
+    [again] = TestgenReport.model_validate_json(again_path.read_text()).attempts
+    assert again.origin == "generator" and again.llm_calls >= 1
+    assert again.cached_llm_calls == again.llm_calls and again.cost_usd == 0.0
+    assert sum(1 for r in scripted_llm.requests if r.path.endswith("/chat/completions")) == asked

@@ -26,11 +26,11 @@ from equisa_core.bayes import (
     is_converged,
     update_with_likelihoods,
 )
-from equisa_core.errors import NothingToLocalizeError
+from equisa_core.errors import EquisaError, NothingToLocalizeError
 from equisa_core.fix_evidence import FixEvidence, classify_mutants, confirm_fix
 from equisa_core.localization import InspectionRecord, LocalizationReport, TestCounts, apply_observation, rank
 from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
-from equisa_core.mutation import mutate_function
+from equisa_core.mutation import Mutant, mutate_function
 from equisa_core.reflection import reflect
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
 from equisa_core.signals import Signals
@@ -59,7 +59,7 @@ class LocalizeParameters(DiscoveryParameters):
         "None: in deterministic mode only, where no model reflects.")
     max_mutants: int = Field(40, ge=1, description="Mutants tried per inspected node.")
     max_stalled_inspections: int = Field(
-        6, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
+        7, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
 
 
@@ -218,8 +218,14 @@ def _record_candidates(
     trace = found.trace
     candidates = [f for f in sorted(confidences, key=lambda f: -confidences[f])
                   if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:params.record_top]
-    passing = sorted({t.test_id for t in trace.tests if t.outcome is TestOutcome.PASSED
-                      and t.test_id not in trace.flaky and t.covered & set(candidates)})
+    # The passing tests each candidate's inspection will run: the invariants then hold on every
+    # passing test of its inspection, and the (slow) recording run is no larger than needed.
+    outcomes = {t.test_id: t.outcome for t in trace.tests if t.test_id not in trace.flaky}
+    passing = sorted({
+        test for fqn in candidates
+        for test in tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids
+        if outcomes.get(test) is TestOutcome.PASSED
+    })
     if not candidates or not passing:
         return {}
     request = focused_request(found.prepared, passing, found.overlay, record=tuple(candidates), trace=False)
@@ -284,10 +290,9 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
         patch, invariants = deterministic_inspection(source, node, calls)
     overlay, moved = overlay_for(root, node, patch)
     selection = tests_for_node(target, trace, max_tests=params.max_tests_per_inspection)
-    request = focused_request(prepared, selection.test_ids, {**found.overlay, **overlay}, trace=True)
-    run: SuiteTrace = run_tests(request, backend=params.sandbox,
-                                interpreter_version=prepared.interpreter_version,
-                                docker_image=params.docker_image)
+    mutants = _mutants(target, node, source, params) if use_mutants else ()
+    specs = _specs(node.file or "", mutants)
+    run, mutant_run = _inspection_run(found, params, overlay, selection.test_ids, specs)
     signals = observe(moved, run)
     callees = {e.callee for e in run.edges if e.caller == target and e.callee != target}
     reflection = reflect(moved, run.tests, callees, project=candidates)
@@ -303,27 +308,83 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
     )
     # A failing assertion of the target's own is the seed's strongest evidence; the mutants only
     # run when it is absent or the reflection put it down to a callee.
-    if not use_mutants or (signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY):
+    if not mutants or (signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY):
         return observation
-    return observation.model_copy(update=_mutant_evidence(target, node, found, params, source,
-                                                          selection.test_ids))
+    return observation.model_copy(update=_mutant_evidence(mutants, specs, found, params, selection.test_ids,
+                                                          mutant_run))
 
 
-def _mutant_evidence(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
-                     source: str, test_ids: Sequence[str]) -> dict[str, object]:
-    """Run the node's mutants against its tests and classify what they did (fix evidence)."""
-    mutants = mutate_function(source, target, start_line=node.start_line or 1, max_mutants=params.max_mutants)
-    if not mutants or not node.file:
-        return {}
-    specs = tuple(MutantSpec(id=f"m{index}", fqn=target, file=node.file, source=mutant.source)
-                  for index, mutant in enumerate(mutants))
-    request = focused_request(found.prepared, test_ids, found.overlay, mutants=specs, mutants_fail_fast=True,
-                              trace=False)
-    report: MutantRunReport = run_mutants(request, backend=params.sandbox,
-                                          interpreter_version=found.prepared.interpreter_version,
-                                          docker_image=params.docker_image)
+def _mutants(target: str, node: Node, source: str, params: LocalizeParameters) -> tuple[Mutant, ...]:
+    """The node's mutants (none when its file is unknown: the probe could not swap them in)."""
+    if not node.file:
+        return ()
+    return tuple(mutate_function(source, target, start_line=node.start_line or 1,
+                                 max_mutants=params.max_mutants))
+
+
+def _specs(target_file: str, mutants: Sequence[Mutant]) -> tuple[MutantSpec, ...]:
+    """The probe's specs of ``mutants`` (ids ``m0``, ``m1``, ... in order)."""
+    return tuple(MutantSpec(id=f"m{index}", fqn=mutant.fqn, file=target_file, source=mutant.source)
+                 for index, mutant in enumerate(mutants))
+
+
+def _inspection_run(found: DiscoveryResult, params: LocalizeParameters, overlay: dict[str, str],
+                    test_ids: Sequence[str], specs: tuple[MutantSpec, ...],
+                    ) -> tuple[SuiteTrace, MutantRunReport | None]:
+    """The traced run of the inspection patch and, in the same sandbox process, the node's mutants.
+
+    A sandbox start (interpreter, pytest, the project's imports) is most of an inspection's cost,
+    so the patched tests run as the mutant run's first round and the mutants are swapped in after
+    it (each replaces the whole function, so the patch's assertions are gone while they run).
+    When that first round does not come back whole (a crash, tests that cannot be collected),
+    the inspection runs alone, as an ordinary run does.
+    """
+    prepared = found.prepared
+    request = focused_request(prepared, test_ids, {**found.overlay, **overlay}, trace=True)
+    must_fix = _must_fix(found.trace, test_ids)
+    options = {"backend": params.sandbox, "interpreter_version": prepared.interpreter_version,
+               "docker_image": params.docker_image}
+    if specs:
+        try:
+            report: MutantRunReport | None = run_mutants(
+                request.model_copy(update={"mutants": specs, "mutants_fail_fast": True,
+                                           "mutants_must_fix": must_fix}), **options)
+        except EquisaError:
+            report = None
+        if report is not None and report.original_trace is not None:
+            return report.original_trace, report
+    return run_tests(request, **options), None
+
+
+def _must_fix(trace: SuiteTrace, test_ids: Sequence[str]) -> tuple[str, ...]:
+    """The selected tests that fail (all failing tests when the selection is the whole suite): a
+    mutant that passes none of them is no fix, so its round can stop after them."""
+    failing = trace.failed_tests()
+    return tuple(sorted(t for t in (test_ids or failing) if t in failing))
+
+
+def _mutant_evidence(mutants: Sequence[Mutant], specs: tuple[MutantSpec, ...], found: DiscoveryResult,
+                     params: LocalizeParameters, test_ids: Sequence[str], report: MutantRunReport | None,
+                     ) -> dict[str, object]:
+    """Classify what the node's mutants did to its tests (fix evidence); run them first if the
+    inspection run did not.
+
+    The mutants are judged against the tests' outcomes without any patch: the suite's traced run
+    when they ran after the inspection patch (whose assertions may fail tests that pass), the
+    mutant run's own unmutated round otherwise.
+    """
+    trace = found.trace
+    if report is None:
+        request = focused_request(found.prepared, test_ids, found.overlay, trace=False, mutants=specs,
+                                  mutants_fail_fast=True, mutants_must_fix=_must_fix(trace, test_ids))
+        report = run_mutants(request, backend=params.sandbox,
+                             interpreter_version=found.prepared.interpreter_version,
+                             docker_image=params.docker_image)
+        original = {t: o for t, o in report.original.items() if t not in report.flaky}
+    else:
+        judged = set(report.tests) - trace.flaky - report.flaky
+        original = {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
     ran = {i: r.outcomes for i, r in report.mutants.items() if r.status in ("ran", "timeout")}
-    original = {t: o for t, o in report.original.items() if t not in report.flaky}
     verdict = classify_mutants(original, ran)
     if verdict.evidence is None:
         return {}

@@ -58,6 +58,10 @@ class LocalizeParameters(DiscoveryParameters):
         None, description="Run mutants of each inspected node (see equisa_core.fix_evidence); "
         "None: in deterministic mode only, where no model reflects.")
     max_mutants: int = Field(40, ge=1, description="Mutants tried per inspected node.")
+    screen_top: int = Field(
+        20, ge=0, description="Candidates (by prior) whose mutants are tried together in one sandbox "
+        "process before the loop, when mutants run: a fix found there is evidence at once, so a "
+        "function far down the ranking can still be confirmed; 0: off.")
     max_stalled_inspections: int = Field(
         7, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
@@ -97,6 +101,9 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
                                         description="Inspections done / iteration budget")
     use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
     history: list[InspectionRecord] = []
+    screened: dict[str, dict[str, object]] = {}
+    if use_mutants and params.screen_top and params.max_iterations:
+        screened, confidences = _screen_mutants(found, params, confidences, nodes, history, problems)
     stopped = "iteration budget spent" if params.max_iterations else "no inspections asked for"
     stalled = 0
     cost_usd = found.cost_usd
@@ -111,7 +118,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             seen = _confirm_fix(target, nodes[target], found, params, pending)
         else:
             seen = _inspect(target, nodes[target], found, params, calls.get(target, []),
-                            use_llm, config, problems, use_mutants, candidates)
+                            use_llm, config, problems, use_mutants, candidates, screened.get(target))
         cost_usd += seen.cost_usd
         prior = confidences[target]
         leader = max(confidences, key=confidences.__getitem__)
@@ -124,7 +131,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             confidences = update_with_likelihoods(confidences, target, seen.fix_evidence.likelihoods)
             converged = is_converged(confidences)
         history.append(InspectionRecord(
-            iteration=iteration, target=target, strategy=seen.strategy, tests_run=seen.tests_run,
+            iteration=len(history) + 1, target=target, strategy=seen.strategy, tests_run=seen.tests_run,
             signals=seen.signals, reflection=seen.decision, reflection_by=seen.decision_by,
             reasoning=seen.reasoning, outcome=outcome, prior=prior, posterior=confidences[target],
             invariants=seen.invariants, mutants_tried=seen.mutants_tried, fix_evidence=seen.fix_evidence,
@@ -176,6 +183,9 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
 #: the failing tests run it, while Ochiai prefers the function that more failing tests run.
 OCHIAI_TIE_BREAK = 1e-4
 
+#: The strategy of the history records that mutant screening adds (``_screen_mutants``).
+SCREENING = "mutant-screening"
+
 #: Evidence that counts as news for the stall rule (``max_stalled_inspections``).
 _NEWS = (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND, FixEvidence.FIX_CONFIRMED)
 
@@ -194,6 +204,8 @@ def _done(history: Sequence[InspectionRecord]) -> set[str]:
     last: dict[str, InspectionRecord] = {}
     count: dict[str, int] = {}
     for record in history:
+        if record.strategy == SCREENING:  # evidence, not an inspection of the node
+            continue
         last[record.target] = record
         count[record.target] = count.get(record.target, 0) + 1
     return {
@@ -275,8 +287,10 @@ class _Observation(BaseModel):
 
 def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
              calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
-             problems: list[str], use_mutants: bool, candidates: frozenset[str]) -> _Observation:
-    """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants."""
+             problems: list[str], use_mutants: bool, candidates: frozenset[str],
+             screened: dict[str, object] | None = None) -> _Observation:
+    """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants
+    (``screened``: their evidence, when ``_screen_mutants`` ran them already)."""
     prepared, trace = found.prepared, found.trace
     root = prepared.workspace.root
     _, source = read_function(root, node)
@@ -290,7 +304,7 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
         patch, invariants = deterministic_inspection(source, node, calls)
     overlay, moved = overlay_for(root, node, patch)
     selection = tests_for_node(target, trace, max_tests=params.max_tests_per_inspection)
-    mutants = _mutants(target, node, source, params) if use_mutants else ()
+    mutants = _mutants(target, node, source, params) if use_mutants and screened is None else ()
     specs = _specs(node.file or "", mutants)
     run, mutant_run = _inspection_run(found, params, overlay, selection.test_ids, specs)
     signals = observe(moved, run)
@@ -308,7 +322,11 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
     )
     # A failing assertion of the target's own is the seed's strongest evidence; the mutants only
     # run when it is absent or the reflection put it down to a callee.
-    if not mutants or (signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY):
+    if signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY:
+        return observation
+    if screened is not None:
+        return observation.model_copy(update=screened)
+    if not mutants:
         return observation
     return observation.model_copy(update=_mutant_evidence(mutants, specs, found, params, selection.test_ids,
                                                           mutant_run))
@@ -384,16 +402,91 @@ def _mutant_evidence(mutants: Sequence[Mutant], specs: tuple[MutantSpec, ...], f
     else:
         judged = set(report.tests) - trace.flaky - report.flaky
         original = {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
-    ran = {i: r.outcomes for i, r in report.mutants.items() if r.status in ("ran", "timeout")}
+    return _evidence(mutants, original, report, prefix="m")
+
+
+def _evidence(mutants: Sequence[Mutant], original: dict[str, TestOutcome], report: MutantRunReport,
+              prefix: str) -> dict[str, object]:
+    """The observation's fix-evidence fields from the rounds of ``mutants`` (ids ``<prefix><index>``)."""
+    ran = {i: r.outcomes for i, r in report.mutants.items()
+           if i.startswith(prefix) and i[len(prefix):].isdigit() and r.status in ("ran", "timeout")}
     verdict = classify_mutants(original, ran)
     if verdict.evidence is None:
         return {}
     update: dict[str, object] = {"mutants_tried": verdict.ran, "fix_evidence": verdict.evidence}
     chosen = verdict.fixing or verdict.partial
     if chosen:
-        mutant = mutants[int(chosen[0].removeprefix("m"))]
+        mutant = mutants[int(chosen[0][len(prefix):])]
         update.update(fix=mutant.description, fix_source=mutant.source)
     return update
+
+
+def _screen_mutants(
+    found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float], nodes: dict[str, Node],
+    history: list[InspectionRecord], problems: list[str],
+) -> tuple[dict[str, dict[str, object]], dict[str, float]]:
+    """Try the mutants of the ``screen_top`` most likely candidates in one sandbox process.
+
+    Each mutant runs against its own function's tests (those its inspection would run), failing
+    tests first, and stops as soon as it fixes none of them, so most cost a test or two. A fix (or
+    a partial one) is evidence about its function at once: its odds move by the fix likelihoods and
+    a ``mutant-screening`` record joins the history (a fix is then confirmed on the whole suite when
+    the function is selected). "No fix" is kept for the function's inspection, where the loop would
+    have counted it anyway. Returns the evidence per screened function (``{}`` where it was already
+    counted) and the confidences.
+    """
+    started = time.monotonic()
+    trace, root = found.trace, found.prepared.workspace.root
+    ranked = [f for f in sorted(confidences, key=lambda f: -confidences[f])
+              if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:params.screen_top]
+    plans: dict[str, tuple[str, tuple[Mutant, ...], tuple[str, ...]]] = {}
+    specs: list[MutantSpec] = []
+    for fqn in ranked:
+        node = nodes[fqn]
+        try:
+            _, source = read_function(root, node)
+        except EquisaError:
+            continue
+        tests = tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids
+        mutants = _mutants(fqn, node, source, params)
+        if not tests or not mutants:
+            continue
+        prefix = f"s{len(plans)}m"
+        plans[fqn] = (prefix, mutants, tests)
+        specs += [spec.model_copy(update={"id": prefix + spec.id[1:], "tests": tests})
+                  for spec in _specs(node.file or "", mutants)]
+    if not specs:
+        return {}, confidences
+    selection = sorted({t for _, _, tests in plans.values() for t in tests})
+    request = focused_request(found.prepared, selection, found.overlay, trace=False, mutants=tuple(specs),
+                              mutants_fail_fast=True, mutants_must_fix=_must_fix(trace, selection))
+    try:
+        report: MutantRunReport = run_mutants(request, backend=params.sandbox,
+                                              interpreter_version=found.prepared.interpreter_version,
+                                              docker_image=params.docker_image)
+    except EquisaError as error:
+        problems.append(f"mutant screening did not run, the inspections run their own: {error.message}")
+        return {}, confidences
+    screened: dict[str, dict[str, object]] = {}
+    for fqn, (prefix, mutants, tests) in plans.items():
+        judged = set(tests) - trace.flaky - report.flaky
+        original = {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
+        update = _evidence(mutants, original, report, prefix)
+        evidence = update.get("fix_evidence")
+        if evidence not in (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND):
+            screened[fqn] = update
+            continue
+        prior = confidences[fqn]
+        confidences = update_with_likelihoods(confidences, fqn, evidence.likelihoods)  # type: ignore[union-attr]
+        screened[fqn] = {}
+        history.append(InspectionRecord(
+            iteration=len(history) + 1, target=fqn, strategy=SCREENING, tests_run=tests, signals=None,
+            reflection=None, reflection_by="mutants", outcome=None, prior=prior, posterior=confidences[fqn],
+            reasoning=f"screening the mutants of the top {len(plans)} candidates: {update.get('fix')}",
+            seconds=round(time.monotonic() - started, 3), **update,
+        ))
+        print(f"[screening] {fqn}: {evidence.value} -> {confidences[fqn]:.3f}")  # type: ignore[union-attr]
+    return screened, confidences
 
 
 def _confirm_fix(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,

@@ -127,6 +127,8 @@ class MutantSpec(BaseModel):
         min_length=1,
         description="The mutated function's whole definition at column 0, decorators included.",
     )
+    tests: tuple[str, ...] | None = Field(
+        None, description="Node ids (of the run's selection) this mutant runs against; None: all of them.")
 
     @field_validator("id")
     @classmethod

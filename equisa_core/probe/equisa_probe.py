@@ -1291,7 +1291,9 @@ def _tail(text, limit):
 #
 # Many variants ("mutants") of one function run against the selected tests in this one process,
 # instead of one pytest start per mutant. FILE is a JSON list of ``{"id", "fqn", "file" (relative
-# to the root), "source" (the function's whole definition at column 0, decorators included)}``.
+# to the root), "source" (the function's whole definition at column 0, decorators included),
+# optionally "tests" (node ids: the mutant's round runs only those of the selection)}``, so
+# mutants of several functions can share one process, each against its own function's tests.
 #
 # After collection the selected tests run once with the original code (round ``original``,
 # through pytest's ordinary protocol, so its ``start``/``test`` records are the usual ones), then
@@ -1806,8 +1808,12 @@ class _MutantRunner:
         # passes stops after them, since such a mutant is no fix (localization's fix evidence).
         baseline = self.probe.baseline
         ordered = items
+        only = spec.get("tests") if isinstance(spec, dict) else None
+        if only is not None:  # the mutant's own tests, out of a selection shared by several functions
+            only = set(only)
+            ordered = [i for i in items if i.nodeid in only]
         if self.fail_fast:
-            ordered = sorted(items, key=lambda i: baseline.get(i.nodeid, ("",))[0] != "passed")
+            ordered = sorted(ordered, key=lambda i: baseline.get(i.nodeid, ("",))[0] != "passed")
         wanted = [i for i in ordered if i.nodeid in self.must_fix]
         if wanted:
             ordered = wanted + [i for i in ordered if i.nodeid not in self.must_fix]

@@ -370,13 +370,17 @@ def test_mutant_records_are_read_per_round():
 
 def test_must_fix_stops_the_rounds_of_mutants_that_fix_none_of_its_tests():
     """Localization asks only for fixes: the tests to fix run first, and a mutant that passes none
-    of them is stopped right after them; the original round, traced, doubles as an ordinary run."""
+    of them is stopped right after them; a mutant may run against its own function's tests only;
+    the original round, traced, doubles as an ordinary run."""
     python = venv_with_pytest(f"{sys.version_info[0]}.{sys.version_info[1]}")
     broken = mutant("break-increment", "Counter.increment", CHANGES["break-increment"][1])
-    request = mutant_request(python, [broken, FIX_ADD], mutants_fail_fast=True,
+    own_tests = broken.model_copy(update={"id": "own-tests", "tests": (T + "test_increment", T + "test_cube")})
+    request = mutant_request(python, [broken, FIX_ADD, own_tests], mutants_fail_fast=True,
                              mutants_must_fix=(T + "test_add",), trace=True)
     report = execute_mutants(LocalSandbox(), request)
     assert list(report.mutants["break-increment"].outcomes) == [T + "test_add"]
+    # A mutant with tests of its own runs only those (none of them is to fix: no early stop).
+    assert short(report.mutants["own-tests"].outcomes) == {"test_increment": FAILED}
     fixing = report.mutants["fix-add"].outcomes
     assert list(fixing)[0] == T + "test_add" and short(fixing) == {test: PASSED for test in ALL_TESTS}
     traced = report.original_trace

@@ -374,7 +374,8 @@ def test_must_fix_stops_the_rounds_of_mutants_that_fix_none_of_its_tests():
     the original round, traced, doubles as an ordinary run."""
     python = venv_with_pytest(f"{sys.version_info[0]}.{sys.version_info[1]}")
     broken = mutant("break-increment", "Counter.increment", CHANGES["break-increment"][1])
-    own_tests = broken.model_copy(update={"id": "own-tests", "tests": (T + "test_increment", T + "test_cube")})
+    own_tests = broken.model_copy(update={"id": "own-tests",
+                                          "tests": (T + "test_increment", T + "test_cube")})
     request = mutant_request(python, [broken, FIX_ADD, own_tests], mutants_fail_fast=True,
                              mutants_must_fix=(T + "test_add",), trace=True)
     report = execute_mutants(LocalSandbox(), request)

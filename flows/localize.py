@@ -62,6 +62,9 @@ class LocalizeParameters(DiscoveryParameters):
         20, ge=0, description="Candidates (by prior) whose mutants are tried together in one sandbox "
         "process before the loop, when mutants run: a fix found there is evidence at once, so a "
         "function far down the ranking can still be confirmed; 0: off.")
+    screen_budget_s: float = Field(
+        15.0, gt=0, description="Mutant screening's estimated cost: the failing tests' durations times "
+        "the mutants, summed over the screened functions (a mutant that fixes none stops after them).")
     max_stalled_inspections: int = Field(
         7, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
@@ -185,6 +188,8 @@ OCHIAI_TIE_BREAK = 1e-4
 
 #: The strategy of the history records that mutant screening adds (``_screen_mutants``).
 SCREENING = "mutant-screening"
+#: A test's least cost in a mutant round (swapping the code in, fixtures, the report).
+MIN_TEST_SECONDS = 0.005
 
 #: Evidence that counts as news for the stall rule (``max_stalled_inspections``).
 _NEWS = (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND, FixEvidence.FIX_CONFIRMED)
@@ -425,7 +430,8 @@ def _screen_mutants(
     found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float], nodes: dict[str, Node],
     history: list[InspectionRecord], problems: list[str],
 ) -> tuple[dict[str, dict[str, object]], dict[str, float]]:
-    """Try the mutants of the ``screen_top`` most likely candidates in one sandbox process.
+    """Try the mutants of the ``screen_top`` most likely candidates in one sandbox process (those
+    whose estimated cost fits ``screen_budget_s``).
 
     Each mutant runs against its own function's tests (those its inspection would run), failing
     tests first, and stops as soon as it fixes none of them, so most cost a test or two. A fix (or
@@ -441,6 +447,9 @@ def _screen_mutants(
               if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:params.screen_top]
     plans: dict[str, tuple[str, tuple[Mutant, ...], tuple[str, ...]]] = {}
     specs: list[MutantSpec] = []
+    failing = trace.failed_tests()
+    durations = {t.test_id: max(t.duration, MIN_TEST_SECONDS) for t in trace.tests if t.test_id in failing}
+    estimate = 0.0
     for fqn in ranked:
         node = nodes[fqn]
         try:
@@ -449,8 +458,10 @@ def _screen_mutants(
             continue
         tests = tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids
         mutants = _mutants(fqn, node, source, params)
-        if not tests or not mutants:
-            continue
+        cost = len(mutants) * sum(durations.get(t, 0.0) for t in tests)
+        if not cost or estimate + cost > params.screen_budget_s:
+            continue  # no mutants, or no failing test to fix (no fix to find), or over the budget
+        estimate += cost
         prefix = f"s{len(plans)}m"
         plans[fqn] = (prefix, mutants, tests)
         specs += [spec.model_copy(update={"id": prefix + spec.id[1:], "tests": tests})

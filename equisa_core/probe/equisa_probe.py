@@ -1696,9 +1696,9 @@ class _Watchdog:
                     self.on_expire(*self.label)
 
 
-#: A mutant's test may run MUTANT_SLOWDOWN times its unmutated duration (the slowest passing
-#: test's, for one that did not pass), but never less than MUTANT_MIN_LIMIT seconds, nor more than
-#: the per-test timeout.
+#: A mutant's test may run MUTANT_SLOWDOWN times its unmutated duration (for one that did not
+#: pass, the longer of its own and the median passing test's), but never less than
+#: MUTANT_MIN_LIMIT seconds, nor more than the per-test timeout.
 MUTANT_SLOWDOWN = 10.0
 MUTANT_MIN_LIMIT = 0.3
 
@@ -1711,6 +1711,7 @@ class _MutantRunner:
         self.specs = specs
         self.fail_fast = fail_fast
         self.must_fix = frozenset(must_fix or ())
+        self.typical = None  # median duration of the tests that passed unmutated (``_mutant_limit``)
         self.swapper = _MutantSwapper(probe.root)
         self.lock = threading.Lock()
         self.round = None
@@ -1814,7 +1815,8 @@ class _MutantRunner:
             ordered = [i for i in items if i.nodeid in only]
         if self.fail_fast:
             ordered = sorted(ordered, key=lambda i: baseline.get(i.nodeid, ("",))[0] != "passed")
-        wanted = [i for i in ordered if i.nodeid in self.must_fix]
+        wanted = sorted((i for i in ordered if i.nodeid in self.must_fix),
+                        key=lambda i: baseline.get(i.nodeid, ("", 0.0))[1] or 0.0)
         if wanted:
             ordered = wanted + [i for i in ordered if i.nodeid not in self.must_fix]
         fixed_any = False
@@ -1868,8 +1870,13 @@ class _MutantRunner:
         makes a test this much slower has looped or stalled, whatever the per-test timeout says."""
         outcome, duration = self.probe.baseline.get(nodeid, (None, None))
         if outcome != "passed" or duration is None:
-            passed = [d for o, d in self.probe.baseline.values() if o == "passed"]
-            duration = max(passed) if passed else None
+            # A test that failed may have stopped early, so a fix may take longer than it did: it
+            # may take as long as a typical passing test (the median: one slow test of a large
+            # selection would let every looping mutant run for its whole limit).
+            if self.typical is None:
+                passed = sorted(d for o, d in self.probe.baseline.values() if o == "passed")
+                self.typical = passed[len(passed) // 2] if passed else 0.0
+            duration = max(duration or 0.0, self.typical) or None
         if duration is None:
             return None
         return max(MUTANT_MIN_LIMIT, MUTANT_SLOWDOWN * duration)

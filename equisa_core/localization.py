@@ -48,7 +48,7 @@ class InspectionRecord(BaseModel):
     target: str
     strategy: str = Field(description="'deterministic' or 'llm': who wrote the inspection patch.")
     tests_run: tuple[str, ...]
-    signals: Signals
+    signals: Signals | None = Field(description="None for a record of mutant screening (no inspection ran).")
     reflection: str | None = Field(description="CONFIRMED_BUGGY, CONFIRMED_NOT_BUGGY or None.")
     reflection_by: str = Field(description="'traceback' (Golden Rule) or 'llm'.")
     reasoning: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 
 from pydantic import BaseModel, ConfigDict
@@ -15,6 +15,7 @@ __all__ = [
     "is_test_file",
     "is_test_id",
     "is_valid_node",
+    "recording_sample",
     "select_node",
     "tests_for_node",
 ]
@@ -164,3 +165,29 @@ def tests_for_node(fqn: str, trace: SuiteTrace, max_tests: int | None = None) ->
 
 
 tests_for_node.__test__ = False  # type: ignore[attr-defined]  # its name is pytest's test prefix
+
+
+def recording_sample(
+    fqns: Iterable[str], trace: SuiteTrace, passing_per_function: int, failing_per_function: int = 0,
+) -> tuple[str, ...]:
+    """The tests a recording run (``RunRequest.record``) needs for ``fqns``, fastest first.
+
+    Recording arguments and results puts a trace hook on every call of the run, which makes a test
+    several times slower; carved tests and invariants need a few executions per function, not every
+    test that happens to run it. Per function, the ``passing_per_function`` fastest passing tests
+    that cover it and the ``failing_per_function`` fastest failing (or erroring) ones; flaky and
+    skipped tests never. Ties in duration go by test id, so the sample is deterministic. Sorted ids.
+    """
+    if passing_per_function < 0 or failing_per_function < 0:
+        raise ValueError("the tests per function must be >= 0")
+    usable = sorted(
+        (t for t in trace.tests if t.test_id not in trace.flaky and t.outcome is not TestOutcome.SKIPPED),
+        key=lambda t: (t.duration, t.test_id),
+    )
+    chosen: set[str] = set()
+    for fqn in set(fqns):
+        covering = [t for t in usable if fqn in t.covered]
+        passing = [t.test_id for t in covering if t.outcome is TestOutcome.PASSED]
+        failing = [t.test_id for t in covering if t.outcome is not TestOutcome.PASSED]
+        chosen.update(passing[:passing_per_function], failing[:failing_per_function])
+    return tuple(sorted(chosen))

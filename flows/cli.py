@@ -123,6 +123,9 @@ def _add_localize_options(command: argparse.ArgumentParser) -> None:
     mode.add_argument("--no-llm", dest="llm", action="store_false", help="deterministic mode only")
     command.add_argument("--max-iterations", type=_count, default=12, metavar="N",
                          help="inspections before giving up (default 12; 0: rank after Discovery)")
+    command.add_argument("--screen-top", type=_count, default=20, metavar="N",
+                         help="in deterministic mode, try the mutants of the N most suspicious functions "
+                              "together before inspecting (default 20; 0: off)")
     command.add_argument("--discovery", dest="discovery", action=argparse.BooleanOptionalAction,
                          default=True, help="generate tests that split ambiguity groups (default: on)")
     command.add_argument("--testgen", dest="testgen", action=argparse.BooleanOptionalAction,
@@ -230,7 +233,8 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
-        max_iterations=args.max_iterations, discovery=args.discovery, testgen=args.testgen,
+        max_iterations=args.max_iterations, screen_top=args.screen_top, discovery=args.discovery,
+        testgen=args.testgen,
         discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,
     )
 

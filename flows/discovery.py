@@ -3,8 +3,8 @@
 Control flow only. The suite is traced (``run_suite``); while ``groups_to_split`` names groups and
 the budget lasts, one round:
 
-1. records the calls of the groups' members over the tests that run them (a ``run-tests`` task
-   with ``record``);
+1. records the calls of the groups' members over the fastest few tests that run each of them
+   (a ``run-tests`` task with ``record``);
 2. generates disambiguating tests per group: carved from those recordings (always), written by
    the model (LLM mode), and made by the test-generation agent (``flows.testgen.generate_tests``,
    deterministic, one attempt, no mutants; one call per source file holding group members, focused
@@ -45,6 +45,7 @@ from equisa_core.discovery import (
 from equisa_core.errors import EquisaError
 from equisa_core.generated_tests import is_testgen_test
 from equisa_core.models import Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.selection import recording_sample
 from equisa_core.source_edit import function_source
 from equisa_core.testgen.modules import keep_tests, list_tests
 from equisa_core.trace_merge import combine
@@ -196,14 +197,19 @@ def _run(prepared: PreparedRun, params: DiscoveryParameters, request) -> SuiteTr
         docker_image=params.docker_image)
 
 
+#: Tests recorded per group member (the fastest that run it): carving keeps a few calls per member,
+#: and a recording run is several times slower than a traced one (see ``recording_sample``).
+RECORDED_PASSING_PER_MEMBER = 8
+RECORDED_FAILING_PER_MEMBER = 4
+
+
 def _propose(
     prepared: PreparedRun, params: DiscoveryParameters, trace: SuiteTrace, targets: Sequence[frozenset[str]],
     overlay: Mapping[str, str], use_llm: bool, config: object | None, problems: list[str], first_index: int,
 ) -> tuple[dict[str, tuple[frozenset[str], str]], float]:
     """Generated test modules (path -> (group, source)) for ``targets``, and what the model cost."""
     members = sorted(set().union(*targets))
-    coverage = trace.coverage()
-    covering = sorted({t for m in members for t in coverage.get(m, ())})
+    covering = recording_sample(members, trace, RECORDED_PASSING_PER_MEMBER, RECORDED_FAILING_PER_MEMBER)
     nodes = {n.fqn: n for n in trace.nodes}
     recorded = _run(prepared, params, focused_request(prepared, covering, overlay, record=tuple(members),
                                                       trace=False))

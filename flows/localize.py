@@ -26,12 +26,12 @@ from equisa_core.bayes import (
     is_converged,
     update_with_likelihoods,
 )
-from equisa_core.errors import NothingToLocalizeError
+from equisa_core.errors import EquisaError, NothingToLocalizeError
 from equisa_core.fix_evidence import FixEvidence, classify_mutants, confirm_fix
 from equisa_core.generated_tests import without_testgen
 from equisa_core.localization import InspectionRecord, LocalizationReport, TestCounts, apply_observation, rank
 from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
-from equisa_core.mutation import mutate_function
+from equisa_core.mutation import Mutant, mutate_function
 from equisa_core.reflection import reflect
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
 from equisa_core.signals import Signals
@@ -59,8 +59,15 @@ class LocalizeParameters(DiscoveryParameters):
         None, description="Run mutants of each inspected node (see equisa_core.fix_evidence); "
         "None: in deterministic mode only, where no model reflects.")
     max_mutants: int = Field(40, ge=1, description="Mutants tried per inspected node.")
+    screen_top: int = Field(
+        20, ge=0, description="Candidates (by prior) whose mutants are tried together in one sandbox "
+        "process before the loop, when mutants run: a fix found there is evidence at once, so a "
+        "function far down the ranking can still be confirmed; 0: off.")
+    screen_budget_s: float = Field(
+        15.0, gt=0, description="Mutant screening's estimated cost: the failing tests' durations times "
+        "the mutants, summed over the screened functions (a mutant that fixes none stops after them).")
     max_stalled_inspections: int = Field(
-        6, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
+        7, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
 
 
@@ -98,6 +105,9 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
                                         description="Inspections done / iteration budget")
     use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
     history: list[InspectionRecord] = []
+    screened: dict[str, dict[str, object]] = {}
+    if use_mutants and params.screen_top and params.max_iterations:
+        screened, confidences = _screen_mutants(found, params, confidences, nodes, history, problems)
     stopped = "iteration budget spent" if params.max_iterations else "no inspections asked for"
     stalled = 0
     cost_usd = found.cost_usd
@@ -112,7 +122,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             seen = _confirm_fix(target, nodes[target], found, params, pending)
         else:
             seen = _inspect(target, nodes[target], found, params, calls.get(target, []),
-                            use_llm, config, problems, use_mutants, candidates)
+                            use_llm, config, problems, use_mutants, candidates, screened.get(target))
         cost_usd += seen.cost_usd
         prior = confidences[target]
         leader = max(confidences, key=confidences.__getitem__)
@@ -125,7 +135,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             confidences = update_with_likelihoods(confidences, target, seen.fix_evidence.likelihoods)
             converged = is_converged(confidences)
         history.append(InspectionRecord(
-            iteration=iteration, target=target, strategy=seen.strategy, tests_run=seen.tests_run,
+            iteration=len(history) + 1, target=target, strategy=seen.strategy, tests_run=seen.tests_run,
             signals=seen.signals, reflection=seen.decision, reflection_by=seen.decision_by,
             reasoning=seen.reasoning, outcome=outcome, prior=prior, posterior=confidences[target],
             invariants=seen.invariants, mutants_tried=seen.mutants_tried, fix_evidence=seen.fix_evidence,
@@ -177,6 +187,11 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
 #: the failing tests run it, while Ochiai prefers the function that more failing tests run.
 OCHIAI_TIE_BREAK = 1e-4
 
+#: The strategy of the history records that mutant screening adds (``_screen_mutants``).
+SCREENING = "mutant-screening"
+#: A test's least cost in a mutant round (swapping the code in, fixtures, the report).
+MIN_TEST_SECONDS = 0.005
+
 #: Evidence that counts as news for the stall rule (``max_stalled_inspections``).
 _NEWS = (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND, FixEvidence.FIX_CONFIRMED)
 
@@ -195,6 +210,8 @@ def _done(history: Sequence[InspectionRecord]) -> set[str]:
     last: dict[str, InspectionRecord] = {}
     count: dict[str, int] = {}
     for record in history:
+        if record.strategy == SCREENING:  # evidence, not an inspection of the node
+            continue
         last[record.target] = record
         count[record.target] = count.get(record.target, 0) + 1
     return {
@@ -219,8 +236,14 @@ def _record_candidates(
     trace = found.trace
     candidates = [f for f in sorted(confidences, key=lambda f: -confidences[f])
                   if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:params.record_top]
-    passing = sorted({t.test_id for t in trace.tests if t.outcome is TestOutcome.PASSED
-                      and t.test_id not in trace.flaky and t.covered & set(candidates)})
+    # The passing tests each candidate's inspection will run: the invariants then hold on every
+    # passing test of its inspection, and the (slow) recording run is no larger than needed.
+    outcomes = {t.test_id: t.outcome for t in trace.tests if t.test_id not in trace.flaky}
+    passing = sorted({
+        test for fqn in candidates
+        for test in tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids
+        if outcomes.get(test) is TestOutcome.PASSED
+    })
     if not candidates or not passing:
         return {}
     request = focused_request(found.prepared, passing, found.overlay, record=tuple(candidates), trace=False)
@@ -270,8 +293,10 @@ class _Observation(BaseModel):
 
 def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
              calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
-             problems: list[str], use_mutants: bool, candidates: frozenset[str]) -> _Observation:
-    """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants."""
+             problems: list[str], use_mutants: bool, candidates: frozenset[str],
+             screened: dict[str, object] | None = None) -> _Observation:
+    """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants
+    (``screened``: their evidence, when ``_screen_mutants`` ran them already)."""
     prepared, trace = found.prepared, found.trace
     root = prepared.workspace.root
     _, source = read_function(root, node)
@@ -285,10 +310,9 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
         patch, invariants = deterministic_inspection(source, node, calls)
     overlay, moved = overlay_for(root, node, patch)
     selection = tests_for_node(target, trace, max_tests=params.max_tests_per_inspection)
-    request = focused_request(prepared, selection.test_ids, {**found.overlay, **overlay}, trace=True)
-    run: SuiteTrace = run_tests(request, backend=params.sandbox,
-                                interpreter_version=prepared.interpreter_version,
-                                docker_image=params.docker_image)
+    mutants = _mutants(target, node, source, params) if use_mutants and screened is None else ()
+    specs = _specs(node.file or "", mutants)
+    run, mutant_run = _inspection_run(found, params, overlay, selection.test_ids, specs)
     signals = observe(moved, run)
     callees = {e.callee for e in run.edges if e.caller == target and e.callee != target}
     reflection = reflect(moved, run.tests, callees, project=candidates)
@@ -304,37 +328,178 @@ def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizePa
     )
     # A failing assertion of the target's own is the seed's strongest evidence; the mutants only
     # run when it is absent or the reflection put it down to a callee.
-    if not use_mutants or (signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY):
+    if signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY:
         return observation
-    return observation.model_copy(update=_mutant_evidence(target, node, found, params, source,
-                                                          selection.test_ids))
+    if screened is not None:
+        return observation.model_copy(update=screened)
+    if not mutants:
+        return observation
+    return observation.model_copy(update=_mutant_evidence(mutants, specs, found, params, selection.test_ids,
+                                                          mutant_run))
 
 
-def _mutant_evidence(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
-                     source: str, test_ids: Sequence[str]) -> dict[str, object]:
-    """Run the node's mutants against its tests and classify what they did (fix evidence)."""
-    mutants = mutate_function(source, target, start_line=node.start_line or 1, max_mutants=params.max_mutants)
-    if not mutants or not node.file:
-        return {}
-    specs = tuple(MutantSpec(id=f"m{index}", fqn=target, file=node.file, source=mutant.source)
-                  for index, mutant in enumerate(mutants))
-    request = focused_request(found.prepared, test_ids, found.overlay, mutants=specs, mutants_fail_fast=True,
-                              trace=False)
-    report: MutantRunReport = run_mutants(request, backend=params.sandbox,
-                                          interpreter_version=found.prepared.interpreter_version,
-                                          docker_image=params.docker_image)
-    ran = {i: r.outcomes for i, r in report.mutants.items() if r.status in ("ran", "timeout")}
+def _mutants(target: str, node: Node, source: str, params: LocalizeParameters) -> tuple[Mutant, ...]:
+    """The node's mutants (none when its file is unknown: the probe could not swap them in)."""
+    if not node.file:
+        return ()
+    return tuple(mutate_function(source, target, start_line=node.start_line or 1,
+                                 max_mutants=params.max_mutants))
+
+
+def _specs(target_file: str, mutants: Sequence[Mutant]) -> tuple[MutantSpec, ...]:
+    """The probe's specs of ``mutants`` (ids ``m0``, ``m1``, ... in order)."""
+    return tuple(MutantSpec(id=f"m{index}", fqn=mutant.fqn, file=target_file, source=mutant.source)
+                 for index, mutant in enumerate(mutants))
+
+
+def _inspection_run(found: DiscoveryResult, params: LocalizeParameters, overlay: dict[str, str],
+                    test_ids: Sequence[str], specs: tuple[MutantSpec, ...],
+                    ) -> tuple[SuiteTrace, MutantRunReport | None]:
+    """The traced run of the inspection patch and, in the same sandbox process, the node's mutants.
+
+    A sandbox start (interpreter, pytest, the project's imports) is most of an inspection's cost,
+    so the patched tests run as the mutant run's first round and the mutants are swapped in after
+    it (each replaces the whole function, so the patch's assertions are gone while they run).
+    When that first round does not come back whole (a crash, tests that cannot be collected),
+    the inspection runs alone, as an ordinary run does.
+    """
+    prepared = found.prepared
+    request = focused_request(prepared, test_ids, {**found.overlay, **overlay}, trace=True)
+    must_fix = _must_fix(found.trace, test_ids)
+    options = {"backend": params.sandbox, "interpreter_version": prepared.interpreter_version,
+               "docker_image": params.docker_image}
+    if specs:
+        try:
+            report: MutantRunReport | None = run_mutants(
+                request.model_copy(update={"mutants": specs, "mutants_fail_fast": True,
+                                           "mutants_must_fix": must_fix}), **options)
+        except EquisaError:
+            report = None
+        if report is not None and report.original_trace is not None:
+            return report.original_trace, report
+    return run_tests(request, **options), None
+
+
+def _must_fix(trace: SuiteTrace, test_ids: Sequence[str]) -> tuple[str, ...]:
+    """The selected tests that fail (all failing tests when the selection is the whole suite): a
+    mutant that passes none of them is no fix, so its round can stop after them."""
+    failing = trace.failed_tests()
+    return tuple(sorted(t for t in (test_ids or failing) if t in failing))
+
+
+def _mutant_evidence(mutants: Sequence[Mutant], specs: tuple[MutantSpec, ...], found: DiscoveryResult,
+                     params: LocalizeParameters, test_ids: Sequence[str], report: MutantRunReport | None,
+                     ) -> dict[str, object]:
+    """Classify what the node's mutants did to its tests (fix evidence); run them first if the
+    inspection run did not.
+
+    The mutants are judged against the tests' outcomes without any patch: the suite's traced run
+    when they ran after the inspection patch (whose assertions may fail tests that pass), the
+    mutant run's own unmutated round otherwise.
+    """
+    trace = found.trace
+    if report is None:
+        request = focused_request(found.prepared, test_ids, found.overlay, trace=False, mutants=specs,
+                                  mutants_fail_fast=True, mutants_must_fix=_must_fix(trace, test_ids))
+        report = run_mutants(request, backend=params.sandbox,
+                             interpreter_version=found.prepared.interpreter_version,
+                             docker_image=params.docker_image)
+        original = {t: o for t, o in report.original.items() if t not in report.flaky}
+    else:
+        judged = set(report.tests) - trace.flaky - report.flaky
+        original = {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
+    return _evidence(mutants, original, report, prefix="m")
+
+
+def _evidence(mutants: Sequence[Mutant], original: dict[str, TestOutcome], report: MutantRunReport,
+              prefix: str) -> dict[str, object]:
+    """The observation's fix-evidence fields from the rounds of ``mutants`` (ids ``<prefix><index>``)."""
+    ran = {i: r.outcomes for i, r in report.mutants.items()
+           if i.startswith(prefix) and i[len(prefix):].isdigit() and r.status in ("ran", "timeout")}
     # Testgen tests assert the buggy behaviour: they may not veto a fixing mutant.
-    original = without_testgen({t: o for t, o in report.original.items() if t not in report.flaky})
-    verdict = classify_mutants(original, {i: without_testgen(o) for i, o in ran.items()})
+    verdict = classify_mutants(without_testgen(original), {i: without_testgen(o) for i, o in ran.items()})
     if verdict.evidence is None:
         return {}
     update: dict[str, object] = {"mutants_tried": verdict.ran, "fix_evidence": verdict.evidence}
     chosen = verdict.fixing or verdict.partial
     if chosen:
-        mutant = mutants[int(chosen[0].removeprefix("m"))]
+        mutant = mutants[int(chosen[0][len(prefix):])]
         update.update(fix=mutant.description, fix_source=mutant.source)
     return update
+
+
+def _screen_mutants(
+    found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float], nodes: dict[str, Node],
+    history: list[InspectionRecord], problems: list[str],
+) -> tuple[dict[str, dict[str, object]], dict[str, float]]:
+    """Try the mutants of the ``screen_top`` most likely candidates in one sandbox process (those
+    whose estimated cost fits ``screen_budget_s``).
+
+    Each mutant runs against its own function's tests (those its inspection would run), failing
+    tests first, and stops as soon as it fixes none of them, so most cost a test or two. A fix (or
+    a partial one) is evidence about its function at once: its odds move by the fix likelihoods and
+    a ``mutant-screening`` record joins the history (a fix is then confirmed on the whole suite when
+    the function is selected). "No fix" is kept for the function's inspection, where the loop would
+    have counted it anyway. Returns the evidence per screened function (``{}`` where it was already
+    counted) and the confidences.
+    """
+    started = time.monotonic()
+    trace, root = found.trace, found.prepared.workspace.root
+    ranked = [f for f in sorted(confidences, key=lambda f: -confidences[f])
+              if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:params.screen_top]
+    plans: dict[str, tuple[str, tuple[Mutant, ...], tuple[str, ...]]] = {}
+    specs: list[MutantSpec] = []
+    failing = trace.failed_tests()
+    durations = {t.test_id: max(t.duration, MIN_TEST_SECONDS) for t in trace.tests if t.test_id in failing}
+    estimate = 0.0
+    for fqn in ranked:
+        node = nodes[fqn]
+        try:
+            _, source = read_function(root, node)
+        except EquisaError:
+            continue
+        tests = tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids
+        mutants = _mutants(fqn, node, source, params)
+        cost = len(mutants) * sum(durations.get(t, 0.0) for t in tests)
+        if not cost or estimate + cost > params.screen_budget_s:
+            continue  # no mutants, or no failing test to fix (no fix to find), or over the budget
+        estimate += cost
+        prefix = f"s{len(plans)}m"
+        plans[fqn] = (prefix, mutants, tests)
+        specs += [spec.model_copy(update={"id": prefix + spec.id[1:], "tests": tests})
+                  for spec in _specs(node.file or "", mutants)]
+    if not specs:
+        return {}, confidences
+    selection = sorted({t for _, _, tests in plans.values() for t in tests})
+    request = focused_request(found.prepared, selection, found.overlay, trace=False, mutants=tuple(specs),
+                              mutants_fail_fast=True, mutants_must_fix=_must_fix(trace, selection))
+    try:
+        report: MutantRunReport = run_mutants(request, backend=params.sandbox,
+                                              interpreter_version=found.prepared.interpreter_version,
+                                              docker_image=params.docker_image)
+    except EquisaError as error:
+        problems.append(f"mutant screening did not run, the inspections run their own: {error.message}")
+        return {}, confidences
+    screened: dict[str, dict[str, object]] = {}
+    for fqn, (prefix, mutants, tests) in plans.items():
+        judged = set(tests) - trace.flaky - report.flaky
+        original = {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
+        update = _evidence(mutants, original, report, prefix)
+        evidence = update.get("fix_evidence")
+        if evidence not in (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND):
+            screened[fqn] = update
+            continue
+        prior = confidences[fqn]
+        confidences = update_with_likelihoods(confidences, fqn, evidence.likelihoods)  # type: ignore[union-attr]
+        screened[fqn] = {}
+        history.append(InspectionRecord(
+            iteration=len(history) + 1, target=fqn, strategy=SCREENING, tests_run=tests, signals=None,
+            reflection=None, reflection_by="mutants", outcome=None, prior=prior, posterior=confidences[fqn],
+            reasoning=f"screening the mutants of the top {len(plans)} candidates: {update.get('fix')}",
+            seconds=round(time.monotonic() - started, 3), **update,
+        ))
+        print(f"[screening] {fqn}: {evidence.value} -> {confidences[fqn]:.3f}")  # type: ignore[union-attr]
+    return screened, confidences
 
 
 def _confirm_fix(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,

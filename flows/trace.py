@@ -45,7 +45,7 @@ class TraceParameters(BaseModel):
     no_cache: bool = Field(False, description="Run again even when a cached result exists.")
     wall_clock_s: float = Field(1800.0, gt=0, description="Limit per shard run.")
     test_timeout_s: float | None = Field(300.0, gt=0, description="Limit per test.")
-    rerun_failures: bool = Field(True, description="Re-run failing tests alone to find flaky ones.")
+    rerun_failures: bool = Field(True, description="Re-run the failing tests apart to find flaky ones.")
     progress_key: str | None = Field(None, description="Key of a registered progress callback.")
     artifacts: str | None = Field(None, description="Artifact store: a folder or s3://bucket/prefix; "
                                                     "None: EQUISA_ARTIFACTS, else the local default.")
@@ -105,13 +105,14 @@ def run_suite(prepared: PreparedRun, params: TraceParameters) -> SuiteTrace:
             "no tests collected" + (f" for {' '.join(params.tests)}" if params.tests else ""))
     failing = sorted(trace.failed_tests())
     if params.rerun_failures and failing:
-        alone = [
-            base.model_copy(update={"only": (test,), "trace": False})
-            for test in failing[:MAX_FLAKY_RERUNS]
-        ]
-        reruns: list[SuiteTrace] = runner.map(alone, **{**common, "progress_key": unmapped(None)}).result()
-        passed = {t.test_id for rerun in reruns for t in rerun.tests if t.outcome == "passed"}
-        trace = mark_flaky(trace, passed)
+        # One process for the failing tests, apart from the rest of the suite: a test that passes
+        # there failed by chance or because of what other tests left behind. (One process per test
+        # would also catch failures caused by another failing test, at the price of a sandbox and
+        # the project's imports per test: seconds each on projects that import slowly.)
+        again = base.model_copy(update={"only": tuple(failing[:MAX_FLAKY_RERUNS]), "trace": False})
+        rerun: SuiteTrace = runner(again, backend=params.sandbox, interpreter_version=version,
+                                   docker_image=params.docker_image)
+        trace = mark_flaky(trace, {t.test_id for t in rerun.tests if t.outcome == "passed"})
     return trace
 
 

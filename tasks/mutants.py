@@ -91,6 +91,9 @@ class MutantRunReport(BaseModel):
     )
     resumes: int = Field(0, description="New processes started after crashes.")
     duration_s: float = 0.0
+    original_trace: SuiteTrace | None = Field(
+        None, description="The original round as an ordinary run (traced when the request asks), when "
+        "it finished in the first process; lets one process serve as a traced run and a mutant run.")
 
     def changed(self, mutant_id: str) -> dict[str, tuple[TestOutcome, TestOutcome]]:
         """Tests whose outcome under the mutant differs from the original: id -> (original, mutant)."""
@@ -161,6 +164,7 @@ def execute_mutants(
     started = time.monotonic()
     results: dict[str, MutantResult] = {}
     original: _Round | None = None
+    original_trace: SuiteTrace | None = None
     partial_original = _Round()
     crashed_tests: dict[str, str] = {}  # tests that killed the interpreter unmutated -> failure
     flaky: set[str] = set()
@@ -185,6 +189,9 @@ def execute_mutants(
         if first_round is not None and first_round.status is not None:
             if original is None:
                 original, progress = first_round, True
+                if resumes == 0:  # a later process ran only the tests left: not the whole round
+                    original_trace = trace.model_copy(update={
+                        "crashed": False, "crashed_in": None, "crash_reason": None})
             else:
                 flaky |= {t for t, o in first_round.outcomes.items() if original.outcomes.get(t, o) is not o}
         elif trace.crashed_in is not None and trace.crashed_in not in crashed_tests:
@@ -228,6 +235,7 @@ def execute_mutants(
         flaky=frozenset(flaky),
         resumes=resumes,
         duration_s=time.monotonic() - started,
+        original_trace=original_trace,
     )
 
 

@@ -127,6 +127,8 @@ class MutantSpec(BaseModel):
         min_length=1,
         description="The mutated function's whole definition at column 0, decorators included.",
     )
+    tests: tuple[str, ...] | None = Field(
+        None, description="Node ids (of the run's selection) this mutant runs against; None: all of them.")
 
     @field_validator("id")
     @classmethod
@@ -169,6 +171,9 @@ class RunRequest(BaseModel):
     mutants_fail_fast: bool = Field(
         False, description="Stop a mutant's round at the first test that passed unmutated and fails "
         "with it (those run first): enough to tell fixes and kills, much faster.")
+    mutants_must_fix: tuple[str, ...] = Field(
+        (), description="Node ids of tests a mutant is wanted to fix: they run first in each mutant "
+        "round, and a round in which none of them passes stops there (such a mutant fixes nothing).")
 
     @field_validator("overlay")
     @classmethod
@@ -214,6 +219,8 @@ class RunRequest(BaseModel):
         if self.mutants:  # only then, so keys of runs without mutants stay as they were
             payload["mutants"] = [mutant.model_dump() for mutant in self.mutants]
             payload["mutants_fail_fast"] = self.mutants_fail_fast
+            if self.mutants_must_fix:
+                payload["mutants_must_fix"] = sorted(self.mutants_must_fix)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -286,6 +293,8 @@ def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
     if request.mutants:
         specs = [mutant.model_dump() for mutant in request.mutants]
         (folder / "out" / "mutants.json").write_text(json.dumps(specs), encoding="utf-8")
+        if request.mutants_must_fix:
+            (folder / "out" / "must_fix.txt").write_text("".join(f"{t}\n" for t in request.mutants_must_fix))
     return repo
 
 
@@ -320,6 +329,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
         args.append(f"--equisa-mutants={out_dir}/mutants.json")
         if request.mutants_fail_fast:
             args.append("--equisa-mutants-fail-fast")
+        if request.mutants_must_fix:
+            args.append(f"--equisa-mutants-must-fix={out_dir}/must_fix.txt")
     return [*args, *request.tests]
 
 

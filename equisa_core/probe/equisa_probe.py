@@ -1291,7 +1291,9 @@ def _tail(text, limit):
 #
 # Many variants ("mutants") of one function run against the selected tests in this one process,
 # instead of one pytest start per mutant. FILE is a JSON list of ``{"id", "fqn", "file" (relative
-# to the root), "source" (the function's whole definition at column 0, decorators included)}``.
+# to the root), "source" (the function's whole definition at column 0, decorators included),
+# optionally "tests" (node ids: the mutant's round runs only those of the selection)}``, so
+# mutants of several functions can share one process, each against its own function's tests.
 #
 # After collection the selected tests run once with the original code (round ``original``,
 # through pytest's ordinary protocol, so its ``start``/``test`` records are the usual ones), then
@@ -1300,7 +1302,10 @@ def _tail(text, limit):
 # decorators' wrappers -- runs the mutant), the tests run through ``runtestprotocol`` under the
 # per-test timeout, untraced, and the original is put back. Each round ends with every fixture
 # torn down, so each starts from fresh fixtures (state the code under test keeps in its own modules
-# is not reset). ``-x``/``--maxfail`` are ignored: every round runs every selected test.
+# is not reset). ``-x``/``--maxfail`` are ignored: every round runs every selected test, except
+# that ``--equisa-mutants-fail-fast`` stops a round at the first test that passed unmutated and
+# fails, and ``--equisa-mutants-must-fix FILE`` runs FILE's tests first and stops a round in which
+# none of them passes.
 #
 #     {"kind": "mutant-start", "mutant": "m1", "tests": 3}
 #     {"kind": "mutant-test", "mutant": "m1", "test_id": "...", "outcome": "failed",
@@ -1691,20 +1696,22 @@ class _Watchdog:
                     self.on_expire(*self.label)
 
 
-#: A mutant's test may run MUTANT_SLOWDOWN times its unmutated duration (the slowest passing
-#: test's, for one that did not pass), but never less than MUTANT_MIN_LIMIT seconds, nor more than
-#: the per-test timeout.
+#: A mutant's test may run MUTANT_SLOWDOWN times its unmutated duration (for one that did not
+#: pass, the longer of its own and the median passing test's), but never less than
+#: MUTANT_MIN_LIMIT seconds, nor more than the per-test timeout.
 MUTANT_SLOWDOWN = 10.0
-MUTANT_MIN_LIMIT = 1.0
+MUTANT_MIN_LIMIT = 0.3
 
 
 class _MutantRunner:
     """Runs the rounds: the original, then one per mutant; registered for --equisa-mutants."""
 
-    def __init__(self, probe, specs, fail_fast=False):
+    def __init__(self, probe, specs, fail_fast=False, must_fix=None):
         self.probe = probe
         self.specs = specs
         self.fail_fast = fail_fast
+        self.must_fix = frozenset(must_fix or ())
+        self.typical = None  # median duration of the tests that passed unmutated (``_mutant_limit``)
         self.swapper = _MutantSwapper(probe.root)
         self.lock = threading.Lock()
         self.round = None
@@ -1798,17 +1805,30 @@ class _MutantRunner:
         # them that fails: the mutant is then killed (for mutation scores) and neither fixes nor
         # partly fixes anything (for localization and repair), so the rest (often the slow,
         # failing tests) would tell nothing. Tests not run are absent from the round's records.
+        # Must fix: the tests the caller wants fixed go first, and a round in which none of them
+        # passes stops after them, since such a mutant is no fix (localization's fix evidence).
         baseline = self.probe.baseline
         ordered = items
+        only = spec.get("tests") if isinstance(spec, dict) else None
+        if only is not None:  # the mutant's own tests, out of a selection shared by several functions
+            only = set(only)
+            ordered = [i for i in items if i.nodeid in only]
         if self.fail_fast:
-            ordered = sorted(items, key=lambda i: baseline.get(i.nodeid, ("",))[0] != "passed")
+            ordered = sorted(ordered, key=lambda i: baseline.get(i.nodeid, ("",))[0] != "passed")
+        wanted = sorted((i for i in ordered if i.nodeid in self.must_fix),
+                        key=lambda i: baseline.get(i.nodeid, ("", 0.0))[1] or 0.0)
+        if wanted:
+            ordered = wanted + [i for i in ordered if i.nodeid not in self.must_fix]
+        fixed_any = False
         try:
             self._begin(mutant, ordered)
             for position, item in enumerate(ordered):
                 nextitem = ordered[position + 1] if position + 1 < len(ordered) else None
                 outcome = self._run_item(item, nextitem, runtestprotocol, watchdog)
                 broke = outcome != "passed" and baseline.get(item.nodeid, ("",))[0] == "passed"
-                if self.fail_fast and broke and nextitem:
+                fixed_any = fixed_any or (outcome == "passed" and item.nodeid in self.must_fix)
+                fixes_nothing = position + 1 == len(wanted) and not fixed_any
+                if ((self.fail_fast and broke) or fixes_nothing) and nextitem:
                     self._tear_down(item, watchdog)
                     break
         finally:
@@ -1850,8 +1870,13 @@ class _MutantRunner:
         makes a test this much slower has looped or stalled, whatever the per-test timeout says."""
         outcome, duration = self.probe.baseline.get(nodeid, (None, None))
         if outcome != "passed" or duration is None:
-            passed = [d for o, d in self.probe.baseline.values() if o == "passed"]
-            duration = max(passed) if passed else None
+            # A test that failed may have stopped early, so a fix may take longer than it did: it
+            # may take as long as a typical passing test (the median: one slow test of a large
+            # selection would let every looping mutant run for its whole limit).
+            if self.typical is None:
+                passed = sorted(d for o, d in self.probe.baseline.values() if o == "passed")
+                self.typical = passed[len(passed) // 2] if passed else 0.0
+            duration = max(duration or 0.0, self.typical) or None
         if duration is None:
             return None
         return max(MUTANT_MIN_LIMIT, MUTANT_SLOWDOWN * duration)
@@ -1941,6 +1966,9 @@ def pytest_addoption(parser):
     group.addoption("--equisa-mutants-fail-fast", action="store_true", default=False,
                     help="In mutant rounds run the tests that passed first; stop a round at the "
                          "first of them that fails.")
+    group.addoption("--equisa-mutants-must-fix", default=None,
+                    help="File of node ids, one a line, a mutant is wanted to fix: they run first in "
+                         "each mutant round, which stops when none of them passes.")
 
 
 def pytest_configure(config):
@@ -1960,6 +1988,8 @@ def pytest_configure(config):
     config.pluginmanager.register(plugin, "equisa-probe-recorder")
     mutants = config.getoption("--equisa-mutants")
     if mutants:
+        must_fix = config.getoption("--equisa-mutants-must-fix")
         runner = _MutantRunner(plugin, _read_mutants(mutants),
-                               fail_fast=config.getoption("--equisa-mutants-fail-fast"))
+                               fail_fast=config.getoption("--equisa-mutants-fail-fast"),
+                               must_fix=_read_selection(must_fix) if must_fix else None)
         config.pluginmanager.register(runner, "equisa-probe-mutants")

@@ -11,6 +11,7 @@ from equisa_core.selection import (
     is_test_file,
     is_test_id,
     is_valid_node,
+    recording_sample,
     select_node,
     tests_for_node,
 )
@@ -217,3 +218,36 @@ def test_suite_trace_coverage_uses_is_test_file() -> None:
     assert "test_c.TestK.test_via_edge" not in coverage
     assert coverage["pkg.mod.g"] == {"tests/test_a.py::test_pass1", "tests/test_a.py::test_other"}
     assert "test_c.TestK.test_via_edge" in trace().coverage(include_tests=True)
+
+
+# --- recording_sample ---------------------------------------------------------------------------
+
+
+def timed(test_id: str, outcome: TestOutcome, duration: float, covered: set[str]) -> TestResult:
+    return TestResult(test_id=test_id, outcome=outcome, duration=duration, covered=frozenset(covered))
+
+
+def test_recording_sample_takes_the_fastest_covering_tests_per_function() -> None:
+    passed, failed, skipped = TestOutcome.PASSED, TestOutcome.FAILED, TestOutcome.SKIPPED
+    suite = SuiteTrace(
+        python_version="3.11.0", backend="instrument", backend_reason="Python < 3.12", collected=(),
+        tests=(
+            timed("t::slow", passed, 2.0, {"f", "g"}),
+            timed("t::fast", passed, 0.1, {"f"}),
+            timed("t::mid", passed, 0.5, {"f", "g"}),
+            timed("t::tie_b", passed, 0.5, {"g"}),
+            timed("t::red_slow", failed, 3.0, {"f"}),
+            timed("t::red_fast", failed, 0.2, {"f"}),
+            timed("t::flaky", passed, 0.0, {"f"}),
+            timed("t::skipped", skipped, 0.0, {"f"}),
+            timed("t::other", passed, 0.0, {"h"}),
+        ),
+        flaky=frozenset({"t::flaky"}),
+    )
+    # f: fast, mid (passing), red_fast (failing); g: mid, tie_b (0.5 each, by id), not slow.
+    assert recording_sample(["f", "g"], suite, passing_per_function=2, failing_per_function=1) == (
+        "t::fast", "t::mid", "t::red_fast", "t::tie_b")
+    assert recording_sample(["f"], suite, passing_per_function=1) == ("t::fast",)
+    assert recording_sample(["nowhere"], suite, 5, 5) == ()
+    with pytest.raises(ValueError):
+        recording_sample(["f"], suite, -1)

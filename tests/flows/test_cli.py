@@ -64,6 +64,28 @@ def test_trace_writes_a_report_whose_scores_follow_from_its_outcomes(tmp_path, r
     assert "16 tests: 11 passed, 2 failed, 1 errors, 2 skipped" in printed
 
 
+def test_failing_tests_rerun_apart_and_those_that_pass_then_are_flaky(tmp_path, run_cli):
+    """The failing tests run again in one sandbox without the rest of the suite: one that failed only
+    because a passing test left state behind passes there and is flaky; a real failure stays."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "counter.py").write_text(
+        "seen = []\n\n\ndef remember(x):\n    seen.append(x)\n    return len(seen)\n")
+    (repo / "tests" / "test_counter.py").write_text(
+        "from counter import remember\n\n\n"
+        "def test_a_leaves_state():\n    assert remember(1) == 1\n\n\n"
+        "def test_b_needs_a_fresh_start():\n    assert remember(2) == 1\n\n\n"
+        "def test_c_really_wrong():\n    assert remember(3) == 0\n"
+    )
+    out = tmp_path / "r.json"
+    code, printed = run_cli(str(repo), "--shards", "1", "--json", str(out))
+    assert code == 0, printed
+    report = TraceReport.model_validate_json(out.read_text())
+    assert set(report.flaky) == {"tests/test_counter.py::test_b_needs_a_fresh_start"}
+    failing = {t.test_id for t in report.tests if t.outcome == "failed"}
+    assert "tests/test_counter.py::test_c_really_wrong" in failing
+
+
 def test_trace_a_selection(tmp_path, run_cli):
     out = tmp_path / "r.json"
     assert run_cli(str(SHAPES), "--tests", "tests/test_geometry.py::test_square",

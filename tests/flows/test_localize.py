@@ -26,10 +26,28 @@ def localize(env: dict[str, str], *args: str) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
+def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env):
+    """The top candidates' mutants, tried together first, find the fix of the bug; the loop's first
+    selection then runs it on the whole suite, and that confirmation converges."""
+    out = tmp_path / "screened.json"
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
+    assert code == 0, err
+    report = LocalizationReport.model_validate_json(out.read_text())
+    assert report.converged and report.ranking[0].fqn == BUGGY
+    screening, confirmed = report.inspections
+    assert (screening.strategy, screening.target, screening.fix_evidence) == ("mutant-screening", BUGGY,
+                                                                              "FIX_FOUND")
+    assert screening.signals is None and screening.fix == "line 58: `>` -> `>=`"
+    assert screening.prior < screening.posterior < 0.9
+    assert (confirmed.strategy, confirmed.fix_evidence, confirmed.iteration) == ("fix-confirmation",
+                                                                                 "FIX_CONFIRMED", 2)
+
+
 def test_deterministic_mode_converges_through_a_fix_found_and_confirmed(tmp_path, cli_env):
+    """Without screening, inspections run one function at a time, each with its mutants."""
     out = tmp_path / "loc.json"
     before = tree_digest(INVOICING)
-    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--screen-top", "0", "--json", str(out))
     assert code == 0, err
     assert tree_digest(INVOICING) == before
     report = LocalizationReport.model_validate_json(out.read_text())

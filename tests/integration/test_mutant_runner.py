@@ -368,10 +368,32 @@ def test_mutant_records_are_read_per_round():
     assert rounds["m"].status is None and rounds["m"].outcomes == {}
 
 
+def test_must_fix_stops_the_rounds_of_mutants_that_fix_none_of_its_tests():
+    """Localization asks only for fixes: the tests to fix run first, and a mutant that passes none
+    of them is stopped right after them; a mutant may run against its own function's tests only;
+    the original round, traced, doubles as an ordinary run."""
+    python = venv_with_pytest(f"{sys.version_info[0]}.{sys.version_info[1]}")
+    broken = mutant("break-increment", "Counter.increment", CHANGES["break-increment"][1])
+    own_tests = broken.model_copy(update={"id": "own-tests",
+                                          "tests": (T + "test_increment", T + "test_cube")})
+    request = mutant_request(python, [broken, FIX_ADD, own_tests], mutants_fail_fast=True,
+                             mutants_must_fix=(T + "test_add",), trace=True)
+    report = execute_mutants(LocalSandbox(), request)
+    assert list(report.mutants["break-increment"].outcomes) == [T + "test_add"]
+    # A mutant with tests of its own runs only those (none of them is to fix: no early stop).
+    assert short(report.mutants["own-tests"].outcomes) == {"test_increment": FAILED}
+    fixing = report.mutants["fix-add"].outcomes
+    assert list(fixing)[0] == T + "test_add" and short(fixing) == {test: PASSED for test in ALL_TESTS}
+    traced = report.original_trace
+    assert traced is not None and {t.test_id for t in traced.tests} == set(report.tests)
+    add_test = next(t for t in traced.tests if t.test_id == T + "test_add")
+    assert add_test.outcome is FAILED and "calc.core.add" in add_test.covered
+
+
 def test_fail_fast_runs_passing_tests_first_and_stops_at_the_first_broken_one():
     """With fail-fast a breaking mutant's round stops at its first broken test (tests that passed
     unmutated run first); a fixing mutant still runs everything; a looping mutant is stopped by the
-    limit relative to the unmutated run (1 s here), not by the 30 s timeout."""
+    limit relative to the unmutated run (MUTANT_MIN_LIMIT, 0.3 s, here), not by the 30 s timeout."""
     python = venv_with_pytest(f"{sys.version_info[0]}.{sys.version_info[1]}")
     broken = mutant("break-increment", "Counter.increment", CHANGES["break-increment"][1])
     request = mutant_request(python, [broken, FIX_ADD, LOOP], mutants_fail_fast=True,
@@ -385,5 +407,5 @@ def test_fail_fast_runs_passing_tests_first_and_stops_at_the_first_broken_one():
     assert report.fixes("fix-add")
     loop = report.mutants["loop"]
     assert loop.status == "timeout" and list(loop.outcomes) == [T + "test_add_zero"]
-    assert "ran longer than 1s" in loop.failures[T + "test_add_zero"]
+    assert "ran longer than 0.3s" in loop.failures[T + "test_add_zero"]
     assert loop.duration_s < 10

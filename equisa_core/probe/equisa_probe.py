@@ -1199,7 +1199,8 @@ class ProbePlugin:
             "stdout": _tail(reports[-1].capstdout, OUTPUT_TAIL_CHARS) if reports else "",
             "stderr": _tail(reports[-1].capstderr, OUTPUT_TAIL_CHARS) if reports else "",
         }
-        self.baseline[nodeid] = (record["outcome"], record["duration"])
+        timed_out = excinfo is not None and isinstance(excinfo.value, TestTimeout)
+        self.baseline[nodeid] = (record["outcome"], None if timed_out else record["duration"])
         if self.call_recorder is not None:
             record["calls"] = self.call_recorder.calls
         if excinfo is not None and record["outcome"] in ("failed", "error"):
@@ -1243,6 +1244,11 @@ class ProbePlugin:
             "message": _tail(message, MESSAGE_CHARS),
             "traceback": frames,
         }
+
+
+def _or_forever(duration):
+    """A duration for sorting: a test that timed out (no duration) goes last."""
+    return float("inf") if duration is None else duration
 
 
 class TestTimeout(Exception):
@@ -1816,7 +1822,7 @@ class _MutantRunner:
         if self.fail_fast:
             ordered = sorted(ordered, key=lambda i: baseline.get(i.nodeid, ("",))[0] != "passed")
         wanted = sorted((i for i in ordered if i.nodeid in self.must_fix),
-                        key=lambda i: baseline.get(i.nodeid, ("", 0.0))[1] or 0.0)
+                        key=lambda i: _or_forever(baseline.get(i.nodeid, ("", None))[1]))
         if wanted:
             ordered = wanted + [i for i in ordered if i.nodeid not in self.must_fix]
         fixed_any = False
@@ -1872,7 +1878,8 @@ class _MutantRunner:
         if outcome != "passed" or duration is None:
             # A test that failed may have stopped early, so a fix may take longer than it did: it
             # may take as long as a typical passing test (the median: one slow test of a large
-            # selection would let every looping mutant run for its whole limit).
+            # selection would let every looping mutant run for its whole limit). A test that timed
+            # out has no duration: its own limit would let every mutant that still hangs run as long.
             if self.typical is None:
                 passed = sorted(d for o, d in self.probe.baseline.values() if o == "passed")
                 self.typical = passed[len(passed) // 2] if passed else 0.0

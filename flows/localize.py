@@ -35,7 +35,7 @@ from equisa_core.mutation import Mutant, mutate_function
 from equisa_core.reflection import reflect
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
 from equisa_core.signals import Signals
-from equisa_core.trace_report import build_trace_report
+from equisa_core.trace_report import TraceReport, build_trace_report
 from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, focused_request
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
@@ -81,33 +81,42 @@ def localize(params: LocalizeParameters) -> LocalizationReport:
 
 
 def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, LocalizationReport]:
-    """Discovery, then the Localization loop; also returns the amplified suite (for Validation)."""
+    """Discovery, then the Localization loop; also returns the amplified suite (for Validation).
+
+    With mutant screening, the screening runs first on the suite as it is: when it finds a fix
+    that the whole suite confirms, the run has converged and Discovery is not needed; otherwise
+    Discovery amplifies the suite and the loop starts from its priors, with the screening's
+    evidence counted again on them (``_Carried``).
+    """
     started = time.monotonic()
-    found = discovery(DiscoveryParameters(**params.model_dump(include=set(DiscoveryParameters.model_fields))))
-    prepared, trace = found.prepared, found.trace
-    scored = build_trace_report(trace, str(prepared.repo))
-    if not trace.failed_tests():
-        raise NothingToLocalizeError(
-            "nothing to localize: no test fails"
-            + (f" ({len(trace.flaky)} flaky tests left out)" if trace.flaky else "")
-        )
-    nodes = {n.fqn: Node(fqn=n.fqn, file=n.file, start_line=n.start_line, end_line=n.end_line)
-             for n in scored.nodes}
-    suspiciousness = {n.fqn: n.tarantula for n in scored.nodes}
-    confidences = initial_confidence({n.fqn: n.tarantula + OCHIAI_TIE_BREAK * n.ochiai for n in scored.nodes})
-    use_llm, config, problems = choose_llm_mode(params.llm)
-    problems = [*found.problems, *(p for p in problems if p not in found.problems)]
+    discovery_params = DiscoveryParameters(**params.model_dump(include=set(DiscoveryParameters.model_fields)))
+    use_llm, config, llm_problems = choose_llm_mode(params.llm)
+    use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
+    screening = bool(use_mutants and params.screen_top and params.max_iterations)
+    carried: _Carried | None = None
+    if screening and params.discovery:
+        early = _fix_before_discovery(params, discovery_params, use_llm)
+        if isinstance(early, tuple):
+            return early
+        carried = early
+    found = discovery(discovery_params)
+    trace = found.trace
+    scored, nodes, suspiciousness, confidences = _priors(found)
+    problems = [*found.problems, *(p for p in llm_problems if p not in found.problems)]
     problems += [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
                  for e in trace.collect_errors]
+    history: list[InspectionRecord] = []
+    screened: dict[str, dict[str, object]] = {}
+    if carried is not None:
+        screened, problems = carried.screened, [*problems, *carried.problems]
+        confidences = _replay(carried.evidence, confidences, history)
+    elif screening:
+        screened, evidence = _screen_mutants(found, params, confidences, nodes, problems)
+        confidences = _replay(evidence, confidences, history)
     calls = _record_candidates(found, params, confidences, nodes)
     candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
     progress = create_progress_artifact(0.0, key="localization-progress",
                                         description="Inspections done / iteration budget")
-    use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
-    history: list[InspectionRecord] = []
-    screened: dict[str, dict[str, object]] = {}
-    if use_mutants and params.screen_top and params.max_iterations:
-        screened, confidences = _screen_mutants(found, params, confidences, nodes, history, problems)
     stopped = "iteration budget spent" if params.max_iterations else "no inspections asked for"
     stalled = 0
     cost_usd = found.cost_usd
@@ -174,12 +183,17 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         cost={"usd": round(cost_usd, 6)},
         problems=tuple(problems),
     )
-    create_table_artifact(
-        table=[r.model_dump() for r in ranking[:10]], key="localization-ranking",
-        description=f"{report.mode} localization: {'converged' if report.converged else 'not converged'}"
-                    f" ({stopped})",
-    )
+    _publish_ranking(report)
     return found, report
+
+
+def _publish_ranking(report: LocalizationReport) -> None:
+    """The Prefect table artifact of the top 10."""
+    create_table_artifact(
+        table=[r.model_dump() for r in report.ranking[:10]], key="localization-ranking",
+        description=f"{report.mode} localization: {'converged' if report.converged else 'not converged'}"
+                    f" ({report.stopped_because})",
+    )
 
 
 #: Tarantula ties are broken by Ochiai in the priors (scaled so that it never reorders distinct
@@ -430,18 +444,18 @@ def _evidence(mutants: Sequence[Mutant], original: dict[str, TestOutcome], repor
 
 def _screen_mutants(
     found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float], nodes: dict[str, Node],
-    history: list[InspectionRecord], problems: list[str],
-) -> tuple[dict[str, dict[str, object]], dict[str, float]]:
+    problems: list[str],
+) -> tuple[dict[str, dict[str, object]], list[_Evidence]]:
     """Try the mutants of the ``screen_top`` most likely candidates in one sandbox process (those
     whose estimated cost fits ``screen_budget_s``).
 
     Each mutant runs against its own function's tests (those its inspection would run), failing
     tests first, and stops as soon as it fixes none of them, so most cost a test or two. A fix (or
-    a partial one) is evidence about its function at once: its odds move by the fix likelihoods and
-    a ``mutant-screening`` record joins the history (a fix is then confirmed on the whole suite when
-    the function is selected). "No fix" is kept for the function's inspection, where the loop would
-    have counted it anyway. Returns the evidence per screened function (``{}`` where it was already
-    counted) and the confidences.
+    a partial one) is evidence about its function at once, returned for ``_replay`` (its odds move by
+    the fix likelihoods and a ``mutant-screening`` record joins the history; a fix is then confirmed
+    on the whole suite when the function is selected). "No fix" is kept for the function's
+    inspection, where the loop would have counted it anyway. Returns the evidence kept per screened
+    function (``{}`` where it is returned to be counted now) and the evidence to count now.
     """
     started = time.monotonic()
     trace, root = found.trace, found.prepared.workspace.root
@@ -469,7 +483,7 @@ def _screen_mutants(
         specs += [spec.model_copy(update={"id": prefix + spec.id[1:], "tests": tests})
                   for spec in _specs(node.file or "", mutants)]
     if not specs:
-        return {}, confidences
+        return {}, []
     selection = sorted({t for _, _, tests in plans.values() for t in tests})
     request = focused_request(found.prepared, selection, found.overlay, trace=False, mutants=tuple(specs),
                               mutants_fail_fast=True, mutants_must_fix=_must_fix(trace, selection))
@@ -479,31 +493,132 @@ def _screen_mutants(
                                               docker_image=params.docker_image)
     except EquisaError as error:
         problems.append(f"mutant screening did not run, the inspections run their own: {error.message}")
-        return {}, confidences
+        return {}, []
     screened: dict[str, dict[str, object]] = {}
+    found_evidence: list[_Evidence] = []
     for fqn, (prefix, mutants, tests) in plans.items():
         judged = set(tests) - trace.flaky - report.flaky
         original = {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
         update = _evidence(mutants, original, report, prefix)
-        evidence = update.get("fix_evidence")
-        if evidence not in (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND):
+        if update.get("fix_evidence") not in (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND):
             screened[fqn] = update
             continue
-        prior = confidences[fqn]
-        confidences = update_with_likelihoods(confidences, fqn, evidence.likelihoods)  # type: ignore[union-attr]
         screened[fqn] = {}
-        history.append(InspectionRecord(
-            iteration=len(history) + 1, target=fqn, strategy=SCREENING, tests_run=tests, signals=None,
-            reflection=None, reflection_by="mutants", outcome=None, prior=prior, posterior=confidences[fqn],
+        found_evidence.append(_Evidence(
+            target=fqn, strategy=SCREENING, tests_run=tests, reflection_by="mutants",
             reasoning=f"screening the mutants of the top {len(plans)} candidates: {update.get('fix')}",
             seconds=round(time.monotonic() - started, 3), **update,
         ))
-        print(f"[screening] {fqn}: {evidence.value} -> {confidences[fqn]:.3f}")  # type: ignore[union-attr]
-    return screened, confidences
+    return screened, found_evidence
+
+
+class _Evidence(BaseModel):
+    """Fix evidence gathered outside the loop's inspections (mutant screening, a confirmation),
+    to be counted by ``_replay`` on whichever priors the loop starts from."""
+
+    target: str
+    strategy: str
+    tests_run: tuple[str, ...]
+    reflection_by: str
+    reasoning: str
+    seconds: float
+    mutants_tried: int = 0
+    fix_evidence: FixEvidence
+    fix: str | None = None
+    fix_source: str | None = None
+
+
+class _Carried(BaseModel):
+    """What mutant screening before Discovery found, when it did not settle the run."""
+
+    screened: dict[str, dict[str, object]]
+    evidence: list[_Evidence]
+    problems: list[str]
+
+
+def _priors(found: DiscoveryResult,
+            ) -> tuple[TraceReport, dict[str, Node], dict[str, float], dict[str, float]]:
+    """The scored suite, its nodes, their suspiciousness and the prior confidences; raises
+    ``NothingToLocalizeError`` when no test fails."""
+    trace = found.trace
+    if not trace.failed_tests():
+        raise NothingToLocalizeError(
+            "nothing to localize: no test fails"
+            + (f" ({len(trace.flaky)} flaky tests left out)" if trace.flaky else "")
+        )
+    scored = build_trace_report(trace, str(found.prepared.repo))
+    nodes = {n.fqn: Node(fqn=n.fqn, file=n.file, start_line=n.start_line, end_line=n.end_line)
+             for n in scored.nodes}
+    suspiciousness = {n.fqn: n.tarantula for n in scored.nodes}
+    confidences = initial_confidence({n.fqn: n.tarantula + OCHIAI_TIE_BREAK * n.ochiai for n in scored.nodes})
+    return scored, nodes, suspiciousness, confidences
+
+
+def _replay(evidence: Sequence[_Evidence], confidences: dict[str, float],
+            history: list[InspectionRecord]) -> dict[str, float]:
+    """Count ``evidence`` in order: each moves its target's odds by its fix likelihoods and joins
+    ``history`` as a record with the prior and posterior it had here."""
+    for item in evidence:
+        if item.target not in confidences:
+            continue
+        prior = confidences[item.target]
+        confidences = update_with_likelihoods(confidences, item.target, item.fix_evidence.likelihoods)
+        history.append(InspectionRecord(
+            iteration=len(history) + 1, signals=None, reflection=None, outcome=None, prior=prior,
+            posterior=confidences[item.target], **item.model_dump(),
+        ))
+        print(f"[{item.strategy}] {item.target}: {item.fix_evidence.value} -> {confidences[item.target]:.3f}")
+    return confidences
+
+
+def _fix_before_discovery(
+    params: LocalizeParameters, discovery_params: DiscoveryParameters, use_llm: bool,
+) -> tuple[DiscoveryResult, LocalizationReport] | _Carried:
+    """Mutant screening on the suite as it is, and the whole suite on the most likely fix it found.
+
+    When that fix is confirmed and its function reaches the threshold, the run is done without
+    Discovery (whose generated tests would only have split groups the fix already settled): the
+    result and its report. Otherwise what the screening and the confirmation showed, for the loop.
+    """
+    plain = discovery(discovery_params.model_copy(update={"discovery": False}))
+    scored, nodes, suspiciousness, confidences = _priors(plain)
+    problems: list[str] = []
+    screened, evidence = _screen_mutants(plain, params, confidences, nodes, problems)
+    history: list[InspectionRecord] = []
+    confidences = _replay(evidence, confidences, history)
+    fixes = [e for e in evidence if e.fix_evidence is FixEvidence.FIX_FOUND]
+    if not fixes:
+        return _Carried(screened=screened, evidence=evidence, problems=problems)
+    best = max(fixes, key=lambda e: confidences[e.target])
+    checked = time.monotonic()
+    seen = _confirm_fix(best.target, nodes[best.target], plain, params, best)
+    confirmation = _Evidence(
+        target=best.target, strategy=seen.strategy, tests_run=seen.tests_run, reflection_by=seen.decision_by,
+        reasoning=seen.reasoning, seconds=round(time.monotonic() - checked, 3),
+        fix_evidence=seen.fix_evidence, fix=seen.fix, fix_source=seen.fix_source,  # type: ignore[arg-type]
+    )
+    confidences = _replay([confirmation], confidences, history)
+    converged = is_converged(confidences)
+    if not converged:
+        return _Carried(screened=screened, evidence=[*evidence, confirmation], problems=problems)
+    locations = {f: (n.file, n.start_line, n.end_line) for f, n in nodes.items()}
+    ranking = rank(confidences, suspiciousness, locations)
+    discovery_report = plain.report.model_copy(update={
+        "enabled": True,
+        "stopped_because": "not needed: mutant screening found a fix the whole suite confirms"})
+    report = LocalizationReport(
+        mode="llm" if use_llm else "deterministic", converged=True,
+        stopped_because=f"{converged} reached {CONFIDENCE_THRESHOLD}", ranking=tuple(ranking),
+        ambiguity_groups=scored.ambiguity_groups, inspections=tuple(history),
+        tests=_counts(plain.trace, plain), discovery=discovery_report, cost={"usd": 0.0},
+        problems=tuple(plain.problems) + tuple(problems),
+    )
+    _publish_ranking(report)
+    return plain.model_copy(update={"report": discovery_report}), report
 
 
 def _confirm_fix(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
-                 pending: InspectionRecord) -> _Observation:
+                 pending: InspectionRecord | _Evidence) -> _Observation:
     """Run the fix found by the target's mutants against the whole amplified suite."""
     prepared, trace = found.prepared, found.trace
     overlay, moved = overlay_for(prepared.workspace.root, node, pending.fix_source or "")

@@ -27,8 +27,8 @@ def localize(env: dict[str, str], *args: str) -> tuple[int, str]:
 
 
 def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env):
-    """The top candidates' mutants, tried together first, find the fix of the bug; the loop's first
-    selection then runs it on the whole suite, and that confirmation converges."""
+    """The top candidates' mutants, tried together first, find the fix of the bug; the whole suite
+    then runs with it, and that confirmation converges without Discovery."""
     out = tmp_path / "screened.json"
     code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
     assert code == 0, err
@@ -41,6 +41,8 @@ def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env)
     assert screening.prior < screening.posterior < 0.9
     assert (confirmed.strategy, confirmed.fix_evidence, confirmed.iteration) == ("fix-confirmation",
                                                                                  "FIX_CONFIRMED", 2)
+    # The confirmed fix settled the run before Discovery: no tests were generated.
+    assert report.discovery.stopped_because.startswith("not needed") and report.tests.generated == 0
 
 
 def test_deterministic_mode_converges_through_a_fix_found_and_confirmed(tmp_path, cli_env):

@@ -67,7 +67,7 @@ class LocalizeParameters(DiscoveryParameters):
         15.0, gt=0, description="Mutant screening's estimated cost: the failing tests' durations times "
         "the mutants, summed over the screened functions (a mutant that fixes none stops after them).")
     max_stalled_inspections: int = Field(
-        7, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
+        5, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
 
 

@@ -110,8 +110,8 @@ def run_suite(prepared: PreparedRun, params: TraceParameters) -> SuiteTrace:
         # would also catch failures caused by another failing test, at the price of a sandbox and
         # the project's imports per test: seconds each on projects that import slowly.)
         again = base.model_copy(update={"only": tuple(failing[:MAX_FLAKY_RERUNS]), "trace": False})
-        rerun: SuiteTrace = runner(again, backend=params.sandbox, interpreter_version=version,
-                                   docker_image=params.docker_image)
+        rerun: SuiteTrace = runner.submit(again, backend=params.sandbox, interpreter_version=version,
+                                          docker_image=params.docker_image).result()
         trace = mark_flaky(trace, {t.test_id for t in rerun.tests if t.outcome == "passed"})
     return trace
 

@@ -45,6 +45,35 @@ def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env)
     assert report.discovery.stopped_because.startswith("not needed") and report.tests.generated == 0
 
 
+def test_screening_evidence_that_settles_nothing_is_counted_again_after_discovery(tmp_path, cli_env):
+    """Two boundaries are wrong, so no single mutant fixes both failing tests: screening finds two
+    partial fixes, Discovery runs, and the partial fixes are counted again on the amplified suite's
+    priors, numbered with the loop's inspections."""
+    repo = tmp_path / "grades"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "conftest.py").write_text("")
+    (repo / "grades.py").write_text(
+        "def letter(score):\n    if score > 90:\n        return 'A'\n    if score > 80:\n        return 'B'\n"
+        "    return 'C'\n\n\ndef card(scores):\n    return ''.join(letter(s) for s in scores)\n")
+    (repo / "tests" / "test_grades.py").write_text(
+        "from grades import card, letter\n\n\n"
+        "def test_a_at_the_boundary():\n    assert letter(90) == 'A'\n\n\n"
+        "def test_b_at_the_boundary():\n    assert letter(80) == 'B'\n\n\n"
+        "def test_high():\n    assert letter(95) == 'A'\n\n\n"
+        "def test_middle():\n    assert letter(85) == 'B'\n\n\n"
+        "def test_card():\n    assert card([50, 99]) == 'CA'\n")
+    out = tmp_path / "loc.json"
+    code, err = localize(cli_env, str(repo), "--no-llm", "--json", str(out))
+    assert code == 0, err
+    report = LocalizationReport.model_validate_json(out.read_text())
+    screening = [i for i in report.inspections if i.strategy == "mutant-screening"]
+    assert screening and all(i.target == "grades.letter" and i.fix_evidence == "PARTIAL_FIX_FOUND"
+                             for i in screening)
+    assert not report.discovery.stopped_because.startswith("not needed")
+    assert [i.iteration for i in report.inspections] == list(range(1, len(report.inspections) + 1))
+    assert report.ranking[0].fqn == "grades.letter"
+
+
 def test_deterministic_mode_converges_through_a_fix_found_and_confirmed(tmp_path, cli_env):
     """Without screening, inspections run one function at a time, each with its mutants."""
     out = tmp_path / "loc.json"

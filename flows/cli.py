@@ -126,6 +126,9 @@ def _add_localize_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--screen-top", type=_count, default=20, metavar="N",
                          help="in deterministic mode, try the mutants of the N most suspicious functions "
                               "together before inspecting (default 20; 0: off)")
+    command.add_argument("--screen-budget", type=_positive_float, default=15.0, metavar="SECONDS",
+                         help="estimated test time the screening may spend: mutants x failing tests' "
+                              "durations, summed over the screened functions (default 15)")
     command.add_argument("--discovery", dest="discovery", action=argparse.BooleanOptionalAction,
                          default=True, help="generate tests that split ambiguity groups (default: on)")
     command.add_argument("--testgen", dest="testgen", action=argparse.BooleanOptionalAction,
@@ -233,7 +236,8 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
-        max_iterations=args.max_iterations, screen_top=args.screen_top, discovery=args.discovery,
+        max_iterations=args.max_iterations, screen_top=args.screen_top, screen_budget_s=args.screen_budget,
+        discovery=args.discovery,
         testgen=args.testgen,
         discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,
     )
@@ -392,6 +396,13 @@ def _count(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
     return value
 
 

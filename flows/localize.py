@@ -1,11 +1,16 @@
 """The ``localize`` flow: Discovery's trace, then the Localization loop until one node reaches 0.9.
 
-Control flow only. Each iteration selects the most confident valid node (seed 002 §5), writes an
-inspection patch (LLM, or heartbeat plus invariants mined from recorded passing executions), runs
-the node's tests with the patch as an overlay in a sandbox (a cached ``run-tests`` task), reads the
-signals, reflects (the Golden Rule on the tracebacks first; the model only when that is
-undecided), and updates every confidence. It stops at convergence or when the iteration, cost or
-time budget runs out, which is reported as not converged with the ranking so far.
+Control flow only. When mutants give evidence (deterministic mode), the most suspicious functions'
+mutants are screened first, on the suite as traced (``_fix_before_discovery``): a fix the whole
+suite confirms may settle the run before Discovery; otherwise Discovery amplifies the suite and
+the screening's evidence is counted on its priors. Each iteration of the loop then selects the
+most confident valid node (seed 002 §5), writes an inspection patch (LLM, or heartbeat plus
+invariants mined from recorded passing executions), runs the node's tests with the patch as an
+overlay in a sandbox (a cached task; in the same process as the node's mutants when they run),
+reads the signals, reflects (the Golden Rule on the tracebacks first; the model only when that is
+undecided), and updates every confidence. It stops at convergence, after inspections that bring no
+news, or when the iteration, cost or time budget runs out, which is reported as not converged with
+the ranking so far.
 """
 
 from __future__ import annotations

@@ -60,7 +60,10 @@ class InspectionRecord(BaseModel):
     fix_evidence: FixEvidence | None = Field(None, description="What the mutants showed, if they ran.")
     fix: str | None = Field(None, description="The fixing mutant: what it changes.")
     fix_source: str | None = Field(None, description="The target's source with the fix applied.")
-    seconds: float = Field(0.0, ge=0, description="Wall time of this inspection (runs and reflection).")
+    seconds: float = Field(0.0, ge=0, description="Wall time of this iteration (runs and reflection); "
+                           "an inspection run ahead in a batch cost its batch's first iteration.")
+    batch: int = Field(1, ge=1, description="Inspections that ran in the same sandbox process as this one "
+                       "(deterministic inspections run ahead together, see flows.inspections).")
 
 
 class TestCounts(BaseModel):

@@ -129,6 +129,9 @@ def _add_localize_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--screen-budget", type=_positive_float, default=15.0, metavar="SECONDS",
                          help="estimated test time the screening may spend: mutants x failing tests' "
                               "durations, summed over the screened functions (default 15)")
+    command.add_argument("--inspection-batch", type=_positive_int, default=5, metavar="N",
+                         help="in deterministic mode, run the next N inspections together in one sandbox "
+                              "process (default 5; 1: one process per inspection)")
     command.add_argument("--discovery", dest="discovery", action=argparse.BooleanOptionalAction,
                          default=True, help="generate tests that split ambiguity groups (default: on)")
     command.add_argument("--testgen", dest="testgen", action=argparse.BooleanOptionalAction,
@@ -237,7 +240,7 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
         max_iterations=args.max_iterations, screen_top=args.screen_top, screen_budget_s=args.screen_budget,
-        discovery=args.discovery,
+        inspection_batch=args.inspection_batch, discovery=args.discovery,
         testgen=args.testgen,
         discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,
     )

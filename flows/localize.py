@@ -4,13 +4,11 @@ Control flow only. When mutants give evidence (deterministic mode), the most sus
 mutants are screened first, on the suite as traced (``_fix_before_discovery``): a fix the whole
 suite confirms may settle the run before Discovery; otherwise Discovery amplifies the suite and
 the screening's evidence is counted on its priors. Each iteration of the loop then selects the
-most confident valid node (seed 002 §5), writes an inspection patch (LLM, or heartbeat plus
-invariants mined from recorded passing executions), runs the node's tests with the patch as an
-overlay in a sandbox (a cached task; in the same process as the node's mutants when they run),
-reads the signals, reflects (the Golden Rule on the tracebacks first; the model only when that is
-undecided), and updates every confidence. It stops at convergence, after inspections that bring no
-news, or when the iteration, cost or time budget runs out, which is reported as not converged with
-the ranking so far.
+most confident valid node (seed 002 §5), inspects it (``flows.inspections``: patch, sandboxed run,
+signals, reflection; in deterministic mode the next few nodes are inspected in the same sandbox
+process, ahead of their turn) and updates every confidence. It stops at convergence, after
+inspections that bring no news, or when the iteration, cost or time budget runs out, which is
+reported as not converged with the ranking so far.
 """
 
 from __future__ import annotations
@@ -24,27 +22,33 @@ from pydantic import BaseModel, Field
 
 from equisa_core.bayes import (
     CONFIDENCE_THRESHOLD,
-    LLM_BUGGY,
-    LLM_NOT_BUGGY,
     Outcome,
     initial_confidence,
     is_converged,
     update_with_likelihoods,
 )
 from equisa_core.errors import EquisaError, NothingToLocalizeError
-from equisa_core.fix_evidence import FixEvidence, classify_mutants, confirm_fix
+from equisa_core.fix_evidence import FixEvidence, confirm_fix
 from equisa_core.generated_tests import without_testgen
 from equisa_core.localization import InspectionRecord, LocalizationReport, TestCounts, apply_observation, rank
 from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
-from equisa_core.mutation import Mutant, mutate_function
-from equisa_core.reflection import reflect
+from equisa_core.mutation import Mutant
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
-from equisa_core.signals import Signals
 from equisa_core.trace_report import TraceReport, build_trace_report
 from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, focused_request
-from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
+from flows.inspections import (
+    Observation,
+    fix_evidence_of,
+    inspect_batch,
+    inspect_node,
+    mutant_specs,
+    node_mutants,
+    run_rounds,
+    unpatched_outcomes,
+)
+from tasks.inspection import observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
-from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.mutants import MutantSpec
 from tasks.record import record_finished_run
 from tasks.run_tests import run_tests
 from tasks.task_runners import FanOutTaskRunner
@@ -74,6 +78,10 @@ class LocalizeParameters(DiscoveryParameters):
     max_stalled_inspections: int = Field(
         5, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
+    inspection_batch: int = Field(
+        5, ge=1, description="Deterministic inspections run together in one sandbox process: the selected "
+        "node and the next most confident ones (the loop counts each when it selects that node); "
+        "1: one process per inspection.")
 
 
 @flow(name="localize", flow_run_name="localize {params.path}", log_prints=True,
@@ -111,7 +119,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     problems += [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
                  for e in trace.collect_errors]
     history: list[InspectionRecord] = []
-    screened: dict[str, dict[str, object]] = {}
+    screened: frozenset[str] = frozenset()
     if carried is not None:
         screened, problems = carried.screened, [*problems, *carried.problems]
         confidences = _replay(carried.evidence, confidences, history)
@@ -123,6 +131,8 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     progress = create_progress_artifact(0.0, key="localization-progress",
                                         description="Inspections done / iteration budget")
     stopped = "iteration budget spent" if params.max_iterations else "no inspections asked for"
+    batching = not (use_llm and config is not None) and params.inspection_batch > 1
+    prefetched: dict[str, Observation] = {}  # inspections run ahead of their turn (``inspect_batch``)
     stalled = 0
     cost_usd = found.cost_usd
     for iteration in range(1, params.max_iterations + 1):
@@ -135,8 +145,15 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         if pending is not None:
             seen = _confirm_fix(target, nodes[target], found, params, pending)
         else:
-            seen = _inspect(target, nodes[target], found, params, calls.get(target, []),
-                            use_llm, config, problems, use_mutants, candidates, screened.get(target))
+            if batching and target not in prefetched:
+                batch = _next_targets(target, confidences, nodes, history, prefetched,
+                                      params.inspection_batch)
+                prefetched.update(inspect_batch(batch, nodes, found, params, calls, use_mutants, candidates,
+                                                screened))
+            # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
+            seen = prefetched.get(target) or inspect_node(
+                target, nodes[target], found, params, calls.get(target, []), use_llm, config, problems,
+                use_mutants, candidates, target in screened)
         cost_usd += seen.cost_usd
         prior = confidences[target]
         leader = max(confidences, key=confidences.__getitem__)
@@ -154,6 +171,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             reasoning=seen.reasoning, outcome=outcome, prior=prior, posterior=confidences[target],
             invariants=seen.invariants, mutants_tried=seen.mutants_tried, fix_evidence=seen.fix_evidence,
             fix=seen.fix, fix_source=seen.fix_source, seconds=round(time.monotonic() - inspection_started, 3),
+            batch=seen.batch,
         ))
         update_progress_artifact(progress, 100.0 * iteration / params.max_iterations)  # percent
         said = " + ".join(str(e.value) for e in (outcome, seen.fix_evidence) if e is not None)
@@ -240,6 +258,23 @@ def _done(history: Sequence[InspectionRecord]) -> set[str]:
     }
 
 
+def _next_targets(target: str, confidences: dict[str, float], nodes: dict[str, Node],
+                  history: Sequence[InspectionRecord], prefetched: dict[str, Observation], size: int,
+                  ) -> list[str]:
+    """``target`` and the nodes the loop would select after it if nothing moved, up to ``size``:
+    neither done, nor awaiting a fix's confirmation, nor inspected ahead already."""
+    chosen = [target]
+    exclude = _done(history) | set(prefetched) | {target}
+    while len(chosen) < size:
+        following = select_node(confidences, nodes, exclude=exclude)
+        if following is None:
+            break
+        exclude.add(following)
+        if _awaiting_confirmation(history, following) is None:
+            chosen.append(following)
+    return chosen
+
+
 def _awaiting_confirmation(history: Sequence[InspectionRecord], target: str) -> InspectionRecord | None:
     """The target's last inspection when it found a fix that was not yet run on the whole suite."""
     mine = [r for r in history if r.target == target]
@@ -293,174 +328,21 @@ def _counts(trace: SuiteTrace, found: DiscoveryResult) -> TestCounts:
     )
 
 
-class _Observation(BaseModel):
-    """What one inspection saw, before the Bayesian update."""
-
-    strategy: str
-    invariants: int
-    tests_run: tuple[str, ...]
-    signals: Signals
-    decision: str | None
-    decision_by: str
-    reasoning: str
-    cost_usd: float
-    mutants_tried: int = 0
-    fix_evidence: FixEvidence | None = None
-    fix: str | None = None
-    fix_source: str | None = None
-
-
-def _inspect(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
-             calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
-             problems: list[str], use_mutants: bool, candidates: frozenset[str],
-             screened: dict[str, object] | None = None) -> _Observation:
-    """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants
-    (``screened``: their evidence, when ``_screen_mutants`` ran them already)."""
-    prepared, trace = found.prepared, found.trace
-    root = prepared.workspace.root
-    _, source = read_function(root, node)
-    spent = 0.0
-    strategy, invariants = "deterministic", 0
-    patch = None
-    if use_llm and config is not None:
-        patch, spent = _llm_inspection_patch(config, target, source, problems)
-        strategy = "llm" if patch else "deterministic"
-    if patch is None:
-        patch, invariants = deterministic_inspection(source, node, calls)
-    overlay, moved = overlay_for(root, node, patch)
-    selection = tests_for_node(target, trace, max_tests=params.max_tests_per_inspection)
-    mutants = _mutants(target, node, source, params) if use_mutants and screened is None else ()
-    specs = _specs(node.file or "", mutants)
-    run, mutant_run = _inspection_run(found, params, overlay, selection.test_ids, specs)
-    signals = observe(moved, run)
-    callees = {e.callee for e in run.edges if e.caller == target and e.callee != target}
-    reflection = reflect(moved, run.tests, callees, project=candidates)
-    decision, by, reasoning = reflection.decision, "traceback", reflection.reasoning
-    if decision is None and use_llm and config is not None and signals.is_failure:
-        label, text, cost = _llm_reflection(config, target, source, patch, run, problems)
-        spent += cost
-        if label is not None:
-            decision, by, reasoning = label, "llm", text
-    observation = _Observation(
-        strategy=strategy, invariants=invariants, tests_run=tuple(t.test_id for t in run.tests),
-        signals=signals, decision=decision, decision_by=by, reasoning=reasoning, cost_usd=spent,
-    )
-    # A failing assertion of the target's own is the seed's strongest evidence; the mutants only
-    # run when it is absent or the reflection put it down to a callee.
-    if signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY:
-        return observation
-    if screened is not None:
-        return observation.model_copy(update=screened)
-    if not mutants:
-        return observation
-    return observation.model_copy(update=_mutant_evidence(mutants, specs, found, params, selection.test_ids,
-                                                          mutant_run))
-
-
-def _mutants(target: str, node: Node, source: str, params: LocalizeParameters) -> tuple[Mutant, ...]:
-    """The node's mutants (none when its file is unknown: the probe could not swap them in)."""
-    if not node.file:
-        return ()
-    return tuple(mutate_function(source, target, start_line=node.start_line or 1,
-                                 max_mutants=params.max_mutants))
-
-
-def _specs(target_file: str, mutants: Sequence[Mutant]) -> tuple[MutantSpec, ...]:
-    """The probe's specs of ``mutants`` (ids ``m0``, ``m1``, ... in order)."""
-    return tuple(MutantSpec(id=f"m{index}", fqn=mutant.fqn, file=target_file, source=mutant.source)
-                 for index, mutant in enumerate(mutants))
-
-
-def _inspection_run(found: DiscoveryResult, params: LocalizeParameters, overlay: dict[str, str],
-                    test_ids: Sequence[str], specs: tuple[MutantSpec, ...],
-                    ) -> tuple[SuiteTrace, MutantRunReport | None]:
-    """The traced run of the inspection patch and, in the same sandbox process, the node's mutants.
-
-    A sandbox start (interpreter, pytest, the project's imports) is most of an inspection's cost,
-    so the patched tests run as the mutant run's first round and the mutants are swapped in after
-    it (each replaces the whole function, so the patch's assertions are gone while they run).
-    When that first round does not come back whole (a crash, tests that cannot be collected),
-    the inspection runs alone, as an ordinary run does.
-    """
-    prepared = found.prepared
-    request = focused_request(prepared, test_ids, {**found.overlay, **overlay}, trace=True)
-    must_fix = _must_fix(found.trace, test_ids)
-    options = {"backend": params.sandbox, "interpreter_version": prepared.interpreter_version,
-               "docker_image": params.docker_image}
-    if specs:
-        try:
-            report: MutantRunReport | None = run_mutants(
-                request.model_copy(update={"mutants": specs, "mutants_fail_fast": True,
-                                           "mutants_must_fix": must_fix}), **options)
-        except EquisaError:
-            report = None
-        if report is not None and report.original_trace is not None:
-            return report.original_trace, report
-    return run_tests(request, **options), None
-
-
-def _must_fix(trace: SuiteTrace, test_ids: Sequence[str]) -> tuple[str, ...]:
-    """The selected tests that fail (all failing tests when the selection is the whole suite): a
-    mutant that passes none of them is no fix, so its round can stop after them."""
-    failing = trace.failed_tests()
-    return tuple(sorted(t for t in (test_ids or failing) if t in failing))
-
-
-def _mutant_evidence(mutants: Sequence[Mutant], specs: tuple[MutantSpec, ...], found: DiscoveryResult,
-                     params: LocalizeParameters, test_ids: Sequence[str], report: MutantRunReport | None,
-                     ) -> dict[str, object]:
-    """Classify what the node's mutants did to its tests (fix evidence); run them first if the
-    inspection run did not.
-
-    The mutants are judged against the tests' outcomes without any patch: the suite's traced run
-    when they ran after the inspection patch (whose assertions may fail tests that pass), the
-    mutant run's own unmutated round otherwise.
-    """
-    trace = found.trace
-    if report is None:
-        request = focused_request(found.prepared, test_ids, found.overlay, trace=False, mutants=specs,
-                                  mutants_fail_fast=True, mutants_must_fix=_must_fix(trace, test_ids))
-        report = run_mutants(request, backend=params.sandbox,
-                             interpreter_version=found.prepared.interpreter_version,
-                             docker_image=params.docker_image)
-        original = {t: o for t, o in report.original.items() if t not in report.flaky}
-    else:
-        judged = set(report.tests) - trace.flaky - report.flaky
-        original = {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
-    return _evidence(mutants, original, report, prefix="m")
-
-
-def _evidence(mutants: Sequence[Mutant], original: dict[str, TestOutcome], report: MutantRunReport,
-              prefix: str) -> dict[str, object]:
-    """The observation's fix-evidence fields from the rounds of ``mutants`` (ids ``<prefix><index>``)."""
-    ran = {i: r.outcomes for i, r in report.mutants.items()
-           if i.startswith(prefix) and i[len(prefix):].isdigit() and r.status in ("ran", "timeout")}
-    # Testgen tests assert the buggy behaviour: they may not veto a fixing mutant.
-    verdict = classify_mutants(without_testgen(original), {i: without_testgen(o) for i, o in ran.items()})
-    if verdict.evidence is None:
-        return {}
-    update: dict[str, object] = {"mutants_tried": verdict.ran, "fix_evidence": verdict.evidence}
-    chosen = verdict.fixing or verdict.partial
-    if chosen:
-        mutant = mutants[int(chosen[0][len(prefix):])]
-        update.update(fix=mutant.description, fix_source=mutant.source)
-    return update
-
-
 def _screen_mutants(
     found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float], nodes: dict[str, Node],
     problems: list[str],
-) -> tuple[dict[str, dict[str, object]], list[_Evidence]]:
+) -> tuple[frozenset[str], list[_Evidence]]:
     """Try the mutants of the ``screen_top`` most likely candidates in one sandbox process (those
     whose estimated cost fits ``screen_budget_s``).
 
     Each mutant runs against its own function's tests (those its inspection would run), failing
-    tests first, and stops as soon as it fixes none of them, so most cost a test or two. A fix (or
-    a partial one) is evidence about its function at once, returned for ``_replay`` (its odds move by
-    the fix likelihoods and a ``mutant-screening`` record joins the history; a fix is then confirmed
-    on the whole suite when the function is selected). "No fix" is kept for the function's
-    inspection, where the loop would have counted it anyway. Returns the evidence kept per screened
-    function (``{}`` where it is returned to be counted now) and the evidence to count now.
+    tests first, and stops as soon as it fixes none of them, so most cost a test or two. What the
+    mutants showed (a fix, a partial one, or none) is evidence about each function at once, returned
+    for ``_replay``: its odds move by the fix likelihoods and a ``mutant-screening`` record joins the
+    history; a fix is then confirmed on the whole suite when the function is selected. "No fix" on
+    the other candidates counts as much as the fix does: it is what lets a confirmed fix settle the
+    run before any inspection. Returns the functions screened (their inspections run no mutants)
+    and the evidence to count.
     """
     started = time.monotonic()
     trace, root = found.trace, found.prepared.workspace.root
@@ -478,43 +360,34 @@ def _screen_mutants(
         except EquisaError:
             continue
         tests = tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids
-        mutants = _mutants(fqn, node, source, params)
+        mutants = node_mutants(fqn, node, source, params)
         cost = len(mutants) * sum(durations.get(t, 0.0) for t in tests)
         if not cost or estimate + cost > params.screen_budget_s:
             continue  # no mutants, or no failing test to fix (no fix to find), or over the budget
         estimate += cost
         prefix = f"s{len(plans)}m"
         plans[fqn] = (prefix, mutants, tests)
-        specs += [spec.model_copy(update={"id": prefix + spec.id[1:], "tests": tests})
-                  for spec in _specs(node.file or "", mutants)]
+        specs += mutant_specs(node.file or "", mutants, prefix=prefix, tests=tuple(tests))
     if not specs:
-        return {}, []
-    selection = sorted({t for _, _, tests in plans.values() for t in tests})
-    request = focused_request(found.prepared, selection, found.overlay, trace=False, mutants=tuple(specs),
-                              mutants_fail_fast=True, mutants_must_fix=_must_fix(trace, selection))
+        return frozenset(), []
     try:
-        report: MutantRunReport = run_mutants(request, backend=params.sandbox,
-                                              interpreter_version=found.prepared.interpreter_version,
-                                              docker_image=params.docker_image)
+        report = run_rounds(found, params, specs)
     except EquisaError as error:
         problems.append(f"mutant screening did not run, the inspections run their own: {error.message}")
-        return {}, []
-    screened: dict[str, dict[str, object]] = {}
+        return frozenset(), []
     found_evidence: list[_Evidence] = []
     for fqn, (prefix, mutants, tests) in plans.items():
-        judged = set(tests) - trace.flaky - report.flaky
-        original = {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
-        update = _evidence(mutants, original, report, prefix)
-        if update.get("fix_evidence") not in (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND):
-            screened[fqn] = update
+        update = fix_evidence_of(mutants, unpatched_outcomes(trace, tests, report), report, prefix)
+        if "fix_evidence" not in update:
             continue
-        screened[fqn] = {}
+        found = update.get("fix") or (f"none of its {update['mutants_tried']} mutants fixes a failing test "
+                                      "without breaking a passing one")
         found_evidence.append(_Evidence(
             target=fqn, strategy=SCREENING, tests_run=tests, reflection_by="mutants",
-            reasoning=f"screening the mutants of the top {len(plans)} candidates: {update.get('fix')}",
+            reasoning=f"screening the mutants of the top {len(plans)} candidates: {found}",
             seconds=round(time.monotonic() - started, 3), **update,
         ))
-    return screened, found_evidence
+    return frozenset(plans), found_evidence
 
 
 class _Evidence(BaseModel):
@@ -536,7 +409,7 @@ class _Evidence(BaseModel):
 class _Carried(BaseModel):
     """What mutant screening before Discovery found, when it did not settle the run."""
 
-    screened: dict[str, dict[str, object]]
+    screened: frozenset[str]
     evidence: list[_Evidence]
     problems: list[str]
 
@@ -623,7 +496,7 @@ def _fix_before_discovery(
 
 
 def _confirm_fix(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
-                 pending: InspectionRecord | _Evidence) -> _Observation:
+                 pending: InspectionRecord | _Evidence) -> Observation:
     """Run the fix found by the target's mutants against the whole amplified suite."""
     prepared, trace = found.prepared, found.trace
     overlay, moved = overlay_for(prepared.workspace.root, node, pending.fix_source or "")
@@ -640,57 +513,9 @@ def _confirm_fix(target: str, node: Node, found: DiscoveryResult, params: Locali
                  if evidence is FixEvidence.FIX_CONFIRMED else
                  f"the fix ({pending.fix}) leaves {len(still)} failing and breaks {len(broken)}: "
                  + ", ".join([*still, *broken][:3]))
-    return _Observation(
-        strategy="fix-confirmation", invariants=0, tests_run=tuple(outcomes), signals=observe(moved, run),
-        decision=None, decision_by="mutants", reasoning=reasoning, cost_usd=0.0, fix_evidence=evidence,
+    return Observation(
+        strategy="fix-confirmation", invariants=0, tests_run=tuple(outcomes),
+        signals=observe(moved, run.tests), decision=None, decision_by="mutants", reasoning=reasoning,
+        cost_usd=0.0, fix_evidence=evidence,
         fix=pending.fix, fix_source=pending.fix_source,
     )
-
-
-def _llm_inspection_patch(
-    config: object, target: str, source: str, problems: list[str]
-) -> tuple[str | None, float]:
-    from equisa_core.prompts.localization import render_inspection_patch
-    from tasks.llm import LLMError, ask_for_function
-
-    qualname = target.rsplit(".", 1)[-1]
-    try:
-        answer = ask_for_function(config, render_inspection_patch(target, source), source,  # type: ignore[arg-type]
-                                  _source_qualname(source, qualname), "inspection-patch")
-    except LLMError as error:
-        problems.append(f"inspection patch for {target}: {error.message}; used the deterministic one")
-        return None, sum(c.cost_usd or 0.0 for c in getattr(error, "calls", ()))
-    return answer.source, sum(c.cost_usd or 0.0 for c in answer.calls)
-
-
-def _source_qualname(source: str, fallback: str) -> str:
-    import ast
-
-    first = ast.parse(source).body[0]
-    return getattr(first, "name", fallback)
-
-
-def _llm_reflection(config: object, target: str, source: str, patch: str, run: SuiteTrace,
-                    problems: list[str]) -> tuple[str | None, str, float]:
-    from equisa_core.llm_text import parse_reflection_label
-    from equisa_core.prompts.localization import render_reflection
-    from tasks.llm import LLMError, call_llm
-
-    failing = [t for t in run.tests if t.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)]
-    result = "\n\n".join(
-        f"Test: {t.test_id}\nException: {t.exception_type}: {t.message}\nTraceback:\n"
-        + "\n".join(f'  File "{f.file}", line {f.line}, in {f.function}' for f in t.traceback)
-        + f"\nstdout:\n{t.stdout_tail}"
-        for t in failing[:3]
-    )
-    execution = f"Exit Code: {1 if failing else 0}\n{result}"
-    try:
-        answer = call_llm(config, render_reflection(target, source, patch, execution), "reflection")  # type: ignore[arg-type]
-    except LLMError as error:
-        problems.append(f"reflection on {target}: {error.message}; left neutral")
-        return None, "", 0.0
-    label = parse_reflection_label(answer.text)
-    if label not in (LLM_BUGGY, LLM_NOT_BUGGY):
-        problems.append(f"reflection on {target}: the model gave no label; left neutral")
-        return None, answer.text, answer.call.cost_usd or 0.0
-    return label, answer.text, answer.call.cost_usd or 0.0

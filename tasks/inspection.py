@@ -12,7 +12,7 @@ from pathlib import Path
 
 from equisa_core.inspection import build_inspection_patch
 from equisa_core.invariants import mine_invariants
-from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
+from equisa_core.models import Node, RecordedCall, TestOutcome, TestResult
 from equisa_core.signals import Signals, heartbeat, parse_signals
 from equisa_core.source_edit import find_function, function_source, replace_function
 
@@ -75,14 +75,15 @@ def overlay_for(workspace: Path, node: Node, new_function: str) -> tuple[dict[st
     return {node.file: patched}, moved  # type: ignore[dict-item]
 
 
-def observe(target: Node, run: SuiteTrace) -> Signals:
-    """The three formal signals of an inspection run (seed 002 §3.5), from the probe's records.
+def observe(target: Node, tests: Sequence[TestResult]) -> Signals:
+    """The three formal signals of an inspection run (seed 002 §3.5), from the probe's records of
+    its tests.
 
     ``is_covered``: the heartbeat is in a test's output, or the probe saw the function run (the
     output kept per test is a tail, so the heartbeat of a chatty test may be cut off).
     """
-    covered = any(target.fqn in t.covered or heartbeat(target.fqn) in t.stdout_tail for t in run.tests)
-    failing = [t for t in run.tests if t.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)]
+    covered = any(target.fqn in t.covered or heartbeat(target.fqn) in t.stdout_tail for t in tests)
+    failing = [t for t in tests if t.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)]
     has_target_assertion = any(
         parse_signals(
             target.fqn, target.file or "", heartbeat(target.fqn) if covered else "", "", 1,

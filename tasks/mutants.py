@@ -35,7 +35,7 @@ from prefect.context import TaskRunContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.errors import CollectionError, InvalidSelectionError, NoTestsCollectedError
-from equisa_core.models import SuiteTrace, TestOutcome
+from equisa_core.models import SuiteTrace, TestOutcome, TestResult, TracebackFrame
 from equisa_core.trace_merge import CRASH_EXCEPTION
 from tasks.run_tests import (
     MAX_RESUMES,
@@ -74,6 +74,9 @@ class MutantResult(BaseModel):
         default_factory=dict, description="Test id -> 'ExceptionType: message' of failed and errored tests."
     )
     duration_s: float = 0.0
+    tests: tuple[TestResult, ...] = Field(
+        (), description="A detailed round's tests (``MutantSpec.detailed``) as an ordinary run records them: "
+        "output tail, exception, traceback; nothing is traced in a mutant round, so nothing is covered.")
 
 
 class MutantRunReport(BaseModel):
@@ -121,6 +124,7 @@ class _Round:
 
     outcomes: dict[str, TestOutcome] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
+    tests: list[TestResult] = field(default_factory=list)  # a detailed round's
     status: str | None = None  # None: started, never done (the process died in it)
     reason: str | None = None
     duration: float = 0.0
@@ -148,11 +152,24 @@ def read_mutant_records(lines: Iterable[str]) -> dict[str, _Round]:
             current.outcomes[test] = TestOutcome(record["outcome"])
             if record.get("exception_type"):
                 current.failures[test] = f"{record['exception_type']}: {record.get('message') or ''}"
+            if "stdout" in record:  # a detailed round
+                current.tests.append(_detailed_test(record))
         elif kind == "mutant-done":
             current = rounds.setdefault(record["mutant"], _Round())
             current.status, current.reason = record["status"], record.get("reason")
             current.duration = float(record.get("duration") or 0.0)
     return rounds
+
+
+def _detailed_test(record: dict) -> TestResult:
+    """One test of a detailed round as a ``TestResult``."""
+    return TestResult(
+        test_id=record["test_id"], outcome=TestOutcome(record["outcome"]),
+        duration=max(0.0, float(record["duration"])),
+        exception_type=record.get("exception_type"), message=record.get("message"),
+        traceback=tuple(TracebackFrame(**frame) for frame in record.get("traceback") or ()),
+        stdout_tail=record.get("stdout") or "",
+    )
 
 
 def execute_mutants(
@@ -246,6 +263,7 @@ def _result(mutant_round: _Round) -> MutantResult:
         reason=mutant_round.reason,
         failures=mutant_round.failures,
         duration_s=mutant_round.duration,
+        tests=tuple(mutant_round.tests),
     )
 
 

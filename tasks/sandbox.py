@@ -129,6 +129,9 @@ class MutantSpec(BaseModel):
     )
     tests: tuple[str, ...] | None = Field(
         None, description="Node ids (of the run's selection) this mutant runs against; None: all of them.")
+    detailed: bool = Field(
+        False, description="An inspection patch rather than a mutant: its round runs every one of its tests "
+        "(no fail-fast, no must-fix stop) and keeps each test's output and each failure's traceback.")
 
     @field_validator("id")
     @classmethod

@@ -1721,6 +1721,7 @@ class _MutantRunner:
         self.swapper = _MutantSwapper(probe.root)
         self.lock = threading.Lock()
         self.round = None
+        self.detailed = False  # the round keeps tracebacks and output (an inspection patch's round)
         self.round_started = 0.0
         self.timed_out = []
         self.reports = {}
@@ -1813,31 +1814,37 @@ class _MutantRunner:
         # failing tests) would tell nothing. Tests not run are absent from the round's records.
         # Must fix: the tests the caller wants fixed go first, and a round in which none of them
         # passes stops after them, since such a mutant is no fix (localization's fix evidence).
+        # Detailed: an inspection patch, not a mutant: every test runs, in the selection's order,
+        # and each failure keeps its traceback and each test its output, as an ordinary run's would.
         baseline = self.probe.baseline
         ordered = items
         only = spec.get("tests") if isinstance(spec, dict) else None
         if only is not None:  # the mutant's own tests, out of a selection shared by several functions
             only = set(only)
             ordered = [i for i in items if i.nodeid in only]
-        if self.fail_fast:
+        detailed = bool(spec.get("detailed")) if isinstance(spec, dict) else False
+        fail_fast = self.fail_fast and not detailed
+        if fail_fast:
             ordered = sorted(ordered, key=lambda i: baseline.get(i.nodeid, ("",))[0] != "passed")
-        wanted = sorted((i for i in ordered if i.nodeid in self.must_fix),
-                        key=lambda i: _or_forever(baseline.get(i.nodeid, ("", None))[1]))
+        wanted = [] if detailed else sorted((i for i in ordered if i.nodeid in self.must_fix),
+                                            key=lambda i: _or_forever(baseline.get(i.nodeid, ("", None))[1]))
         if wanted:
             ordered = wanted + [i for i in ordered if i.nodeid not in self.must_fix]
         fixed_any = False
         try:
             self._begin(mutant, ordered)
+            self.detailed = detailed
             for position, item in enumerate(ordered):
                 nextitem = ordered[position + 1] if position + 1 < len(ordered) else None
                 outcome = self._run_item(item, nextitem, runtestprotocol, watchdog)
                 broke = outcome != "passed" and baseline.get(item.nodeid, ("",))[0] == "passed"
                 fixed_any = fixed_any or (outcome == "passed" and item.nodeid in self.must_fix)
                 fixes_nothing = position + 1 == len(wanted) and not fixed_any
-                if ((self.fail_fast and broke) or fixes_nothing) and nextitem:
+                if ((fail_fast and broke) or fixes_nothing) and nextitem:
                     self._tear_down(item, watchdog)
                     break
         finally:
+            self.detailed = False
             for swap in reversed(applied):
                 swap.restore()
         self._done(mutant)
@@ -1903,16 +1910,21 @@ class _MutantRunner:
 
     def _record_test(self, nodeid, reports):
         outcome = _outcome(reports)
-        self._write_test(nodeid, outcome, sum(r.duration for r in reports), self.excinfo.pop(nodeid, None))
+        self._write_test(nodeid, outcome, sum(r.duration for r in reports), self.excinfo.pop(nodeid, None),
+                         reports[-1].capstdout if reports else "")
         return outcome
 
-    def _write_test(self, nodeid, outcome, duration, excinfo):
+    def _write_test(self, nodeid, outcome, duration, excinfo, stdout=""):
         record = {"kind": "mutant-test", "mutant": self.round, "test_id": nodeid, "outcome": outcome,
                   "duration": round(duration, 6)}
+        if self.detailed:
+            record["stdout"] = _tail(stdout, OUTPUT_TAIL_CHARS)
         if excinfo is not None and outcome in ("failed", "error"):
             failure = self.probe._describe_failure(excinfo)
             record["exception_type"] = failure["exception_type"]
-            record["message"] = failure["message"][:MUTANT_MESSAGE_CHARS]
+            record["message"] = failure["message"][:MESSAGE_CHARS if self.detailed else MUTANT_MESSAGE_CHARS]
+            if self.detailed:
+                record["traceback"] = failure["traceback"]
             if issubclass(excinfo.type, TestTimeout):
                 self.timed_out.append(nodeid)
         self._emit(record)

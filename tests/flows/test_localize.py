@@ -34,13 +34,18 @@ def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env)
     assert code == 0, err
     report = LocalizationReport.model_validate_json(out.read_text())
     assert report.converged and report.ranking[0].fqn == BUGGY
-    screening, confirmed = report.inspections
-    assert (screening.strategy, screening.target, screening.fix_evidence) == ("mutant-screening", BUGGY,
-                                                                              "FIX_FOUND")
-    assert screening.signals is None and screening.fix == "line 58: `>` -> `>=`"
-    assert screening.prior < screening.posterior < 0.9
-    assert (confirmed.strategy, confirmed.fix_evidence, confirmed.iteration) == ("fix-confirmation",
-                                                                                 "FIX_CONFIRMED", 2)
+    *screened, confirmed = report.inspections
+    assert {i.strategy for i in screened} == {"mutant-screening"} and all(i.signals is None for i in screened)
+    # What every screened function's mutants showed is counted: the fix of the bug, no fix elsewhere.
+    evidence = {i.target: i.fix_evidence for i in screened}
+    assert evidence[BUGGY] == "FIX_FOUND" and len(evidence) == len(screened) > 1
+    assert set(evidence.values()) == {"FIX_FOUND", "NO_FIX_FOUND"}
+    found = next(i for i in screened if i.target == BUGGY)
+    assert found.fix == "line 58: `>` -> `>=`" and found.prior < found.posterior < 0.9
+    assert all(i.posterior < i.prior for i in screened if i.fix_evidence == "NO_FIX_FOUND")
+    assert "none of its" in next(i.reasoning for i in screened if i.fix_evidence == "NO_FIX_FOUND")
+    assert (confirmed.strategy, confirmed.fix_evidence, confirmed.iteration) == (
+        "fix-confirmation", "FIX_CONFIRMED", len(screened) + 1)
     # The confirmed fix settled the run before Discovery: no tests were generated.
     assert report.discovery.stopped_because.startswith("not needed") and report.tests.generated == 0
 
@@ -67,11 +72,62 @@ def test_screening_evidence_that_settles_nothing_is_counted_again_after_discover
     assert code == 0, err
     report = LocalizationReport.model_validate_json(out.read_text())
     screening = [i for i in report.inspections if i.strategy == "mutant-screening"]
-    assert screening and all(i.target == "grades.letter" and i.fix_evidence == "PARTIAL_FIX_FOUND"
-                             for i in screening)
+    partial = [i for i in screening if i.fix_evidence == "PARTIAL_FIX_FOUND"]
+    assert partial and all(i.target == "grades.letter" for i in partial)
+    assert all(i.fix_evidence == "NO_FIX_FOUND" for i in screening if i.target != "grades.letter")
     assert not report.discovery.stopped_because.startswith("not needed")
     assert [i.iteration for i in report.inspections] == list(range(1, len(report.inspections) + 1))
     assert report.ranking[0].fqn == "grades.letter"
+
+
+FEES = (
+    "def net(amount, fee):\n    if amount > 100:\n        return amount - fee * 3\n    return amount - fee\n\n\n"
+    "def total(amounts, fee):\n    return sum(net(a, fee) for a in amounts)\n\n\n"
+    "def label(amount):\n    return f'{amount:.2f} EUR'\n\n\n"
+    "def invoice(amounts, fee):\n    return [label(net(a, fee)) for a in amounts]\n"
+)
+FEES_TESTS = (
+    "from fees import invoice, label, net, total\n\n\n"
+    "def test_small_amount():\n    assert net(10, 1) == 9\n\n\n"
+    "def test_middle_amount():\n    assert net(50, 2) == 48\n\n\n"
+    "def test_total_of_small_amounts():\n    assert total([10, 20], 1) == 28\n\n\n"
+    "def test_label():\n    assert label(3) == '3.00 EUR'\n\n\n"
+    "def test_invoice_of_small_amounts():\n    assert invoice([10, 20], 1) == ['9.00 EUR', '19.00 EUR']\n\n\n"
+    "def test_large_amount():\n    assert net(200, 100) == 100\n\n\n"
+    "def test_invoice_of_a_large_amount():\n    assert invoice([300], 100) == ['200.00 EUR']\n"
+)
+
+
+def test_inspections_run_together_see_what_they_would_see_one_by_one(tmp_path, cli_env):
+    """Deterministic inspections run ahead in one process (each patch swapped into the live
+    function) give the loop the same observations as one process per inspection: the invariant
+    ``net`` breaks on the large amount fails inside it (its traceback, numbered from the function's
+    first line, still points into it), the others fail only through it."""
+    repo = tmp_path / "fees"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "conftest.py").write_text("")
+    (repo / "fees.py").write_text(FEES)
+    (repo / "tests" / "test_fees.py").write_text(FEES_TESTS)
+    reports = {}
+    for batch in ("1", "5"):
+        out = tmp_path / f"batch{batch}.json"
+        code, err = localize(cli_env, str(repo), "--no-llm", "--screen-top", "0", "--no-discovery",
+                             "--inspection-batch", batch, "--json", str(out))
+        assert code == 0, err
+        reports[batch] = LocalizationReport.model_validate_json(out.read_text())
+    alone, together = reports["1"], reports["5"]
+
+    def seen(report: LocalizationReport) -> list[tuple]:
+        return [(i.target, i.strategy, i.outcome, i.fix_evidence, i.reflection, i.invariants,
+                 sorted(i.tests_run), round(i.posterior, 9)) for i in report.inspections]
+
+    assert seen(together) == seen(alone)
+    assert [(n.fqn, n.confidence) for n in together.ranking] == [(n.fqn, n.confidence) for n in alone.ranking]
+    assert {i.batch for i in alone.inspections} == {1}
+    assert min(i.batch for i in together.inspections) > 1
+    outcomes = {i.target: i.outcome for i in together.inspections}
+    assert outcomes["fees.net"] == "TARGET_ASSERTION_FAILED" and together.ranking[0].fqn == "fees.net"
+    assert any(o == "COLLATERAL_FAILURE" for t, o in outcomes.items() if t != "fees.net")
 
 
 def test_deterministic_mode_converges_through_a_fix_found_and_confirmed(tmp_path, cli_env):

@@ -390,6 +390,32 @@ def test_must_fix_stops_the_rounds_of_mutants_that_fix_none_of_its_tests():
     assert add_test.outcome is FAILED and "calc.core.add" in add_test.covered
 
 
+def test_a_detailed_round_runs_every_test_and_keeps_output_and_tracebacks():
+    """An inspection patch runs as a detailed round: no fail-fast or must-fix stop, each test's
+    output kept, each failure's traceback kept with the patch's lines numbered from the function's
+    first line (6 in calc/core.py), so the frame of its assertion is inside the function."""
+    python = venv_with_pytest(f"{sys.version_info[0]}.{sys.version_info[1]}")
+    patch = MutantSpec(
+        id="inspect", fqn="calc.core.add", file="calc/core.py", detailed=True,
+        tests=(T + "test_add", T + "test_add_zero"),
+        source="def add(a, b):\n    print('heartbeat add')\n    result = a - b\n"
+               "    assert result >= a, 'result below a'\n    return result\n")
+    request = mutant_request(python, [patch, FIX_ADD], mutants_fail_fast=True,
+                             mutants_must_fix=(T + "test_add",))
+    report = execute_mutants(LocalSandbox(), request)
+    detailed = report.mutants["inspect"]
+    assert detailed.status == "ran" and [t.test_id for t in detailed.tests] == list(detailed.outcomes)
+    by_name = {t.test_id.rsplit("::", 1)[1]: t for t in detailed.tests}
+    assert set(by_name) == {"test_add", "test_add_zero"}  # both ran: no must-fix stop after test_add
+    failed = by_name["test_add"]
+    assert failed.outcome is FAILED and failed.exception_type == "AssertionError"
+    assert "result below a" in failed.message and "heartbeat add" in failed.stdout_tail
+    innermost = failed.traceback[-1]
+    assert (innermost.file, innermost.function, innermost.line) == ("calc/core.py", "add", 9)
+    # A plain mutant's round keeps neither output nor tracebacks.
+    assert report.mutants["fix-add"].tests == ()
+
+
 def test_fail_fast_runs_passing_tests_first_and_stops_at_the_first_broken_one():
     """With fail-fast a breaking mutant's round stops at its first broken test (tests that passed
     unmutated run first); a fixing mutant still runs everything; a looping mutant is stopped by the

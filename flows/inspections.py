@@ -1,0 +1,330 @@
+"""One node's inspection in the Localization loop (seed 002 §5), alone or several in one process.
+
+``inspect_node`` writes the node's inspection patch (LLM, or heartbeat plus invariants mined from
+recorded passing executions), runs the node's tests with the patch in a sandbox (in the same
+process as the node's mutants when they run), reads the signals and reflects (the Golden Rule on
+the tracebacks first; the model only when that is undecided). ``inspect_batch`` does the same for
+several deterministic inspections in one sandbox process: each patch is swapped into the live
+function as a detailed mutant round (``MutantSpec.detailed``), followed by the node's mutants, so
+the loop pays one interpreter start and one import of the project for all of them. The loop
+(``flows.localize``) counts the observations one at a time, in the order it selects the nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from equisa_core.bayes import LLM_BUGGY, LLM_NOT_BUGGY
+from equisa_core.errors import EquisaError
+from equisa_core.fix_evidence import FixEvidence, classify_mutants
+from equisa_core.generated_tests import without_testgen
+from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
+from equisa_core.mutation import Mutant, mutate_function
+from equisa_core.reflection import reflect
+from equisa_core.selection import tests_for_node
+from equisa_core.signals import Signals
+from flows.discovery import DiscoveryResult, focused_request
+from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
+from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.run_tests import run_tests
+
+if TYPE_CHECKING:
+    from flows.localize import LocalizeParameters
+
+__all__ = ["Observation", "inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "mutant_specs",
+           "node_mutants", "run_rounds", "unpatched_outcomes"]
+
+
+class Observation(BaseModel):
+    """What one inspection saw, before the Bayesian update."""
+
+    strategy: str
+    invariants: int
+    tests_run: tuple[str, ...]
+    signals: Signals
+    decision: str | None
+    decision_by: str
+    reasoning: str
+    cost_usd: float
+    mutants_tried: int = 0
+    fix_evidence: FixEvidence | None = None
+    fix: str | None = None
+    fix_source: str | None = None
+    batch: int = 1
+
+
+def inspect_node(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
+                 calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
+                 problems: list[str], use_mutants: bool, candidates: frozenset[str],
+                 screened: bool = False) -> Observation:
+    """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants
+    (unless ``screened``: ``_screen_mutants`` ran them already and their evidence was counted)."""
+    prepared, trace = found.prepared, found.trace
+    root = prepared.workspace.root
+    _, source = read_function(root, node)
+    spent = 0.0
+    strategy, invariants = "deterministic", 0
+    patch = None
+    if use_llm and config is not None:
+        patch, spent = _llm_inspection_patch(config, target, source, problems)
+        strategy = "llm" if patch else "deterministic"
+    if patch is None:
+        patch, invariants = deterministic_inspection(source, node, calls)
+    overlay, moved = overlay_for(root, node, patch)
+    selection = tests_for_node(target, trace, max_tests=params.max_tests_per_inspection)
+    mutants = node_mutants(target, node, source, params) if use_mutants and not screened else ()
+    specs = mutant_specs(node.file or "", mutants)
+    run, mutant_run = _inspection_run(found, params, overlay, selection.test_ids, specs)
+    signals = observe(moved, run.tests)
+    callees = {e.callee for e in run.edges if e.caller == target and e.callee != target}
+    reflection = reflect(moved, run.tests, callees, project=candidates)
+    decision, by, reasoning = reflection.decision, "traceback", reflection.reasoning
+    if decision is None and use_llm and config is not None and signals.is_failure:
+        label, text, cost = _llm_reflection(config, target, source, patch, run, problems)
+        spent += cost
+        if label is not None:
+            decision, by, reasoning = label, "llm", text
+    observation = Observation(
+        strategy=strategy, invariants=invariants, tests_run=tuple(t.test_id for t in run.tests),
+        signals=signals, decision=decision, decision_by=by, reasoning=reasoning, cost_usd=spent,
+    )
+    # A failing assertion of the target's own is the seed's strongest evidence; the mutants only
+    # run when it is absent or the reflection put it down to a callee.
+    if signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY:
+        return observation
+    if not mutants:
+        return observation
+    return observation.model_copy(update=_mutant_evidence(mutants, specs, found, params, selection.test_ids,
+                                                          mutant_run))
+
+
+def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: DiscoveryResult,
+                  params: LocalizeParameters, calls: Mapping[str, Sequence[RecordedCall]], use_mutants: bool,
+                  candidates: frozenset[str], screened: frozenset[str]) -> dict[str, Observation]:
+    """Deterministic inspections of ``targets`` in one sandbox process, as ``inspect_node`` would make
+    them one by one (for the nodes its rounds could serve; the others are left out of the result).
+
+    Each node's inspection patch is swapped into the live function (a detailed round: its own tests,
+    with their output and tracebacks), then its mutants unless ``screened``; the unmutated round that
+    every mutant run starts with is their common baseline. Differences from a run of the patched
+    file, and why they do not matter here: the patch's lines are numbered from the function's first
+    line (the node's range is moved accordingly); nothing is traced, so coverage is the suite's
+    (the patch changes nothing before the function's first call) and callees are those the suite's
+    trace saw the function call. Nested functions cannot be swapped (each call makes them anew).
+    """
+    trace, root = found.trace, found.prepared.workspace.root
+    plans: dict[str, tuple[Node, str, int, tuple[str, ...], tuple[Mutant, ...]]] = {}
+    specs: list[MutantSpec] = []
+    for target in targets:
+        node = nodes[target]
+        if not node.file or "<locals>" in target:
+            continue
+        try:
+            _, source = read_function(root, node)
+        except EquisaError:
+            continue
+        tests = tests_for_node(target, trace, max_tests=params.max_tests_per_inspection).test_ids
+        if not tests:
+            continue
+        patch, invariants = deterministic_inspection(source, node, calls.get(target, ()))
+        mutants = node_mutants(target, node, source, params) if use_mutants and target not in screened else ()
+        key = f"b{len(plans)}"
+        plans[target] = (node, patch, invariants, tuple(tests), mutants)
+        specs.append(MutantSpec(id=key, fqn=target, file=node.file, source=patch, tests=tuple(tests),
+                                detailed=True))
+        specs += mutant_specs(node.file, mutants, prefix=key + "m", tests=tuple(tests))
+    if not plans:
+        return {}
+    try:
+        report = run_rounds(found, params, specs)
+    except EquisaError:
+        return {}  # each inspection then runs on its own, and says what went wrong there
+    coverage = trace.coverage()
+    observations: dict[str, Observation] = {}
+    for index, (target, (node, patch, invariants, tests, mutants)) in enumerate(plans.items()):
+        key = f"b{index}"
+        result = report.mutants.get(key)
+        if result is None or result.status not in ("ran", "timeout") or not result.tests:
+            continue
+        covering = coverage.get(target, set())
+        ran = tuple(t.model_copy(update={"covered": frozenset({target} if t.test_id in covering else ())})
+                    for t in result.tests)
+        moved = node.model_copy(update={"end_line": (node.start_line or 1) + len(patch.splitlines()) - 1})
+        signals = observe(moved, ran)
+        callees = {e.callee for e in trace.edges if e.caller == target and e.callee != target}
+        reflection = reflect(moved, ran, callees, project=candidates)
+        observation = Observation(
+            strategy="deterministic", invariants=invariants, tests_run=tuple(t.test_id for t in ran),
+            signals=signals, decision=reflection.decision, decision_by="traceback",
+            reasoning=reflection.reasoning, cost_usd=0.0, batch=len(plans),
+        )
+        if mutants and not (signals.has_target_assertion and signals.is_failure
+                            and reflection.decision != LLM_NOT_BUGGY):
+            observation = observation.model_copy(update=fix_evidence_of(
+                mutants, unpatched_outcomes(trace, tests, report), report, prefix=key + "m"))
+        observations[target] = observation
+    return observations
+
+
+def run_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequence[MutantSpec],
+               ) -> MutantRunReport:
+    """One sandbox process for the rounds of several functions (each spec names its own tests): the
+    union of their tests unmutated, then each round, failing tests first, fail-fast; raises
+    ``EquisaError`` when the run cannot be made."""
+    selection = sorted({t for spec in specs for t in spec.tests or ()})
+    request = focused_request(found.prepared, selection, found.overlay, trace=False, mutants=tuple(specs),
+                              mutants_fail_fast=True, mutants_must_fix=must_fix(found.trace, selection))
+    return run_mutants(request, backend=params.sandbox, docker_image=params.docker_image,
+                       interpreter_version=found.prepared.interpreter_version)
+
+
+def node_mutants(target: str, node: Node, source: str, params: LocalizeParameters) -> tuple[Mutant, ...]:
+    """The node's mutants (none when its file is unknown: the probe could not swap them in)."""
+    if not node.file:
+        return ()
+    return tuple(mutate_function(source, target, start_line=node.start_line or 1,
+                                 max_mutants=params.max_mutants))
+
+
+def mutant_specs(target_file: str, mutants: Sequence[Mutant], prefix: str = "m",
+                 tests: tuple[str, ...] | None = None) -> tuple[MutantSpec, ...]:
+    """The probe's specs of ``mutants`` (ids ``<prefix>0``, ``<prefix>1``, ... in order), each run
+    against ``tests`` (None: the whole selection)."""
+    return tuple(MutantSpec(id=f"{prefix}{index}", fqn=mutant.fqn, file=target_file, source=mutant.source,
+                            tests=tests)
+                 for index, mutant in enumerate(mutants))
+
+
+def _inspection_run(found: DiscoveryResult, params: LocalizeParameters, overlay: dict[str, str],
+                    test_ids: Sequence[str], specs: tuple[MutantSpec, ...],
+                    ) -> tuple[SuiteTrace, MutantRunReport | None]:
+    """The traced run of the inspection patch and, in the same sandbox process, the node's mutants.
+
+    A sandbox start (interpreter, pytest, the project's imports) is most of an inspection's cost,
+    so the patched tests run as the mutant run's first round and the mutants are swapped in after
+    it (each replaces the whole function, so the patch's assertions are gone while they run).
+    When that first round does not come back whole (a crash, tests that cannot be collected),
+    the inspection runs alone, as an ordinary run does.
+    """
+    prepared = found.prepared
+    request = focused_request(prepared, test_ids, {**found.overlay, **overlay}, trace=True)
+    fix_first = must_fix(found.trace, test_ids)
+    options = {"backend": params.sandbox, "interpreter_version": prepared.interpreter_version,
+               "docker_image": params.docker_image}
+    if specs:
+        try:
+            report: MutantRunReport | None = run_mutants(
+                request.model_copy(update={"mutants": specs, "mutants_fail_fast": True,
+                                           "mutants_must_fix": fix_first}), **options)
+        except EquisaError:
+            report = None
+        if report is not None and report.original_trace is not None:
+            return report.original_trace, report
+    return run_tests(request, **options), None
+
+
+def must_fix(trace: SuiteTrace, test_ids: Sequence[str]) -> tuple[str, ...]:
+    """The selected tests that fail (all failing tests when the selection is the whole suite): a
+    mutant that passes none of them is no fix, so its round can stop after them."""
+    failing = trace.failed_tests()
+    return tuple(sorted(t for t in (test_ids or failing) if t in failing))
+
+
+def _mutant_evidence(mutants: Sequence[Mutant], specs: tuple[MutantSpec, ...], found: DiscoveryResult,
+                     params: LocalizeParameters, test_ids: Sequence[str], report: MutantRunReport | None,
+                     ) -> dict[str, object]:
+    """Classify what the node's mutants did to its tests (fix evidence); run them first if the
+    inspection run did not.
+
+    The mutants are judged against the tests' outcomes without any patch: the suite's traced run
+    when they ran after the inspection patch (whose assertions may fail tests that pass), the
+    mutant run's own unmutated round otherwise.
+    """
+    trace = found.trace
+    if report is None:
+        request = focused_request(found.prepared, test_ids, found.overlay, trace=False, mutants=specs,
+                                  mutants_fail_fast=True, mutants_must_fix=must_fix(trace, test_ids))
+        report = run_mutants(request, backend=params.sandbox,
+                             interpreter_version=found.prepared.interpreter_version,
+                             docker_image=params.docker_image)
+        original = {t: o for t, o in report.original.items() if t not in report.flaky}
+    else:
+        original = unpatched_outcomes(trace, report.tests, report)
+    return fix_evidence_of(mutants, original, report, prefix="m")
+
+
+def fix_evidence_of(mutants: Sequence[Mutant], original: dict[str, TestOutcome], report: MutantRunReport,
+              prefix: str) -> dict[str, object]:
+    """The observation's fix-evidence fields from the rounds of ``mutants`` (ids ``<prefix><index>``)."""
+    ran = {i: r.outcomes for i, r in report.mutants.items()
+           if i.startswith(prefix) and i[len(prefix):].isdigit() and r.status in ("ran", "timeout")}
+    # Testgen tests assert the buggy behaviour: they may not veto a fixing mutant.
+    verdict = classify_mutants(without_testgen(original), {i: without_testgen(o) for i, o in ran.items()})
+    if verdict.evidence is None:
+        return {}
+    update: dict[str, object] = {"mutants_tried": verdict.ran, "fix_evidence": verdict.evidence}
+    chosen = verdict.fixing or verdict.partial
+    if chosen:
+        mutant = mutants[int(chosen[0][len(prefix):])]
+        update.update(fix=mutant.description, fix_source=mutant.source)
+    return update
+
+
+def unpatched_outcomes(trace: SuiteTrace, tests: Sequence[str], report: MutantRunReport,
+                        ) -> dict[str, TestOutcome]:
+    """The suite's outcomes of ``tests`` without any patch, flaky tests (in either run) left out:
+    what mutants run after the suite's trace are judged against."""
+    judged = set(tests) - trace.flaky - report.flaky
+    return {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
+
+
+def _llm_inspection_patch(
+    config: object, target: str, source: str, problems: list[str]
+) -> tuple[str | None, float]:
+    from equisa_core.prompts.localization import render_inspection_patch
+    from tasks.llm import LLMError, ask_for_function
+
+    qualname = target.rsplit(".", 1)[-1]
+    try:
+        answer = ask_for_function(config, render_inspection_patch(target, source), source,  # type: ignore[arg-type]
+                                  _source_qualname(source, qualname), "inspection-patch")
+    except LLMError as error:
+        problems.append(f"inspection patch for {target}: {error.message}; used the deterministic one")
+        return None, sum(c.cost_usd or 0.0 for c in getattr(error, "calls", ()))
+    return answer.source, sum(c.cost_usd or 0.0 for c in answer.calls)
+
+
+def _source_qualname(source: str, fallback: str) -> str:
+    import ast
+
+    first = ast.parse(source).body[0]
+    return getattr(first, "name", fallback)
+
+
+def _llm_reflection(config: object, target: str, source: str, patch: str, run: SuiteTrace,
+                    problems: list[str]) -> tuple[str | None, str, float]:
+    from equisa_core.llm_text import parse_reflection_label
+    from equisa_core.prompts.localization import render_reflection
+    from tasks.llm import LLMError, call_llm
+
+    failing = [t for t in run.tests if t.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)]
+    result = "\n\n".join(
+        f"Test: {t.test_id}\nException: {t.exception_type}: {t.message}\nTraceback:\n"
+        + "\n".join(f'  File "{f.file}", line {f.line}, in {f.function}' for f in t.traceback)
+        + f"\nstdout:\n{t.stdout_tail}"
+        for t in failing[:3]
+    )
+    execution = f"Exit Code: {1 if failing else 0}\n{result}"
+    try:
+        answer = call_llm(config, render_reflection(target, source, patch, execution), "reflection")  # type: ignore[arg-type]
+    except LLMError as error:
+        problems.append(f"reflection on {target}: {error.message}; left neutral")
+        return None, "", 0.0
+    label = parse_reflection_label(answer.text)
+    if label not in (LLM_BUGGY, LLM_NOT_BUGGY):
+        problems.append(f"reflection on {target}: the model gave no label; left neutral")
+        return None, answer.text, answer.call.cost_usd or 0.0
+    return label, answer.text, answer.call.cost_usd or 0.0

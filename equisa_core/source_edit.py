@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import io
 import re
 import tokenize
@@ -118,15 +119,20 @@ def _compile(text: str) -> None:
         compile(text, "<edited>", "exec", dont_inherit=True)
 
 
-def _parse_module(source: str) -> tuple[str, str, ast.Module]:
-    """Split off a BOM (which ``ast`` rejects in a str) and parse the rest."""
+@functools.lru_cache(maxsize=8)
+def _parse_module(source: str) -> tuple[str, str, ast.Module, tuple[tuple[str, _FunctionNode], ...]]:
+    """Split off a BOM (which ``ast`` rejects in a str), parse the rest, list its functions.
+
+    Cached: localization reads function after function of the same (often large) module, and
+    parsing it is most of the cost. The tree is shared between callers, so it is read, never changed.
+    """
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     text = source[len(bom) :]
     try:
         tree = _parse(text)
     except (SyntaxError, ValueError) as exc:
         raise SourceEditError(f"the module does not parse: {_describe_error(exc)}") from exc
-    return bom, text, tree
+    return bom, text, tree, tuple(_functions(tree))
 
 
 def _explicit_globals(scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> set[str]:
@@ -224,8 +230,7 @@ def _locate(
     source: str, qualname: str, occurrence: int | None, module: str | None
 ) -> tuple[str, list[str], FunctionLocation, _FunctionNode]:
     """Parse ``source`` and find one definition; return (bom, lines, location, node)."""
-    bom, text, tree = _parse_module(source)
-    found = _functions(tree)
+    bom, text, _, found = _parse_module(source)
     matches = [(q, n) for q, n in found if q == qualname]
     if not matches:
         matches = [(q, n) for q, n in found if _alias(q) == qualname]
@@ -244,9 +249,9 @@ def _locate(
 
 def list_functions(source: str, *, module: str | None = None) -> list[FunctionLocation]:
     """Every function definition in ``source``, in source order (redefinitions included)."""
-    _, text, tree = _parse_module(source)
+    _, text, _, found = _parse_module(source)
     lines = _split_lines(text)
-    return [_location(q, node, lines, module) for q, node in _functions(tree)]
+    return [_location(q, node, lines, module) for q, node in found]
 
 
 def find_function(

@@ -52,8 +52,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import openai
-from openai.types.chat import ChatCompletion
 from prefect import Task, task
 from prefect.client.schemas.objects import TaskRun
 from prefect.context import TaskRunContext
@@ -388,6 +386,8 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 def _translate(exc: Exception, config: LLMConfig, model: str, attempt: int) -> LLMError:
     """The typed error for an ``openai`` (or decoding) exception raised by one request."""
+    import openai
+
     where = config.base_url or "the OpenAI API"
 
     def transient(message: str, status: int | None = None, retry_after: float | None = None) -> LLMError:
@@ -427,6 +427,10 @@ def _request(
     config: LLMConfig, messages: Sequence[Mapping[str, str]], purpose: str, model: str, attempt: int
 ) -> LLMAnswer:
     """Send one chat request; the answer, or a typed error."""
+    # Imported here: deterministic runs (most runs) never load the client, a third of a second.
+    import openai
+    from openai.types.chat import ChatCompletion
+
     kwargs: dict[str, Any] = {
         "model": model,
         "messages": [dict(m) for m in messages],

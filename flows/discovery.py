@@ -56,7 +56,7 @@ from tasks.llm import choose_llm_mode
 from tasks.run_tests import run_tests
 from tasks.task_runners import FanOutTaskRunner
 
-__all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_request", "narrowed"]
+__all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_request", "narrowed", "trace_only"]
 
 
 class DiscoveryParameters(TraceParameters):
@@ -89,15 +89,10 @@ class DiscoveryResult(BaseModel):
       task_runner=FanOutTaskRunner())
 def discovery(params: DiscoveryParameters) -> DiscoveryResult:
     """Trace a repository's suite and add tests that split its ambiguity groups."""
-    prepared = prepare_run(params)
-    trace = run_suite(prepared, params)
-    before = _groups(trace, prepared)
-    report = DiscoveryReport(enabled=params.discovery, testgen=params.discovery and params.testgen,
-                             group_sizes_before=tuple(group_sizes(before)),
-                             group_sizes_after=tuple(group_sizes(before)))
+    traced, before = _traced(params)
     if not params.discovery:
-        return DiscoveryResult(prepared=prepared, trace=trace,
-                               report=report.model_copy(update={"stopped_because": "turned off"}))
+        return traced
+    prepared, trace, report = traced.prepared, traced.trace, traced.report
     if not trace.failed_tests():
         return DiscoveryResult(prepared=prepared, trace=trace,
                                report=report.model_copy(update={"stopped_because": "no failing test"}))
@@ -151,6 +146,29 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
     })
     return DiscoveryResult(prepared=prepared, trace=trace, overlay=overlay, report=report,
                            cost_usd=round(cost, 6), problems=problems)
+
+
+def trace_only(params: DiscoveryParameters) -> DiscoveryResult:
+    """The suite traced as it is, with its groups in the report (``stopped_because`` "turned off"
+    when ``params.discovery`` is off): the start of ``discovery``, and all of it without Discovery.
+
+    A plain function: the localize flow also calls it directly when mutant screening comes before
+    Discovery, sparing a child flow run (about a second of engine bookkeeping) per localization.
+    """
+    return _traced(params)[0]
+
+
+def _traced(params: DiscoveryParameters) -> tuple[DiscoveryResult, list[frozenset[str]]]:
+    """``trace_only`` and the suite's ambiguity groups."""
+    prepared = prepare_run(params)
+    trace = run_suite(prepared, params)
+    groups = _groups(trace, prepared)
+    sizes = tuple(group_sizes(groups))
+    report = DiscoveryReport(enabled=params.discovery, testgen=params.discovery and params.testgen,
+                             group_sizes_before=sizes, group_sizes_after=sizes)
+    if not params.discovery:
+        report = report.model_copy(update={"stopped_because": "turned off"})
+    return DiscoveryResult(prepared=prepared, trace=trace, report=report), groups
 
 
 def focused_request(prepared: PreparedRun, only: Sequence[str], overlay: Mapping[str, str], **update: object):

@@ -111,9 +111,12 @@ def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: Disc
     with their output and tracebacks), then its mutants unless ``screened``; the unmutated round that
     every mutant run starts with is their common baseline. Differences from a run of the patched
     file, and why they do not matter here: the patch's lines are numbered from the function's first
-    line (the node's range is moved accordingly); nothing is traced, so coverage is the suite's
-    (the patch changes nothing before the function's first call) and callees are those the suite's
-    trace saw the function call. Nested functions cannot be swapped (each call makes them anew).
+    line (the node's range is moved accordingly); nothing is traced, so each test's coverage is what
+    it covered in the suite's trace (the patch changes nothing before the function's first call; a
+    test the patch stops early covered less, so the reflection may see more functions that could
+    have produced a rejected value: it errs towards "not the target's own failure") and callees are
+    those the suite's trace saw the function call. Nested functions cannot be swapped (each call
+    makes them anew).
     """
     trace, root = found.trace, found.prepared.workspace.root
     plans: dict[str, tuple[Node, str, int, tuple[str, ...], tuple[Mutant, ...]]] = {}
@@ -142,16 +145,14 @@ def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: Disc
         report = run_rounds(found, params, specs)
     except EquisaError:
         return {}  # each inspection then runs on its own, and says what went wrong there
-    coverage = trace.coverage()
+    suite = {t.test_id: t.covered for t in trace.tests}
     observations: dict[str, Observation] = {}
     for index, (target, (node, patch, invariants, tests, mutants)) in enumerate(plans.items()):
         key = f"b{index}"
         result = report.mutants.get(key)
         if result is None or result.status not in ("ran", "timeout") or not result.tests:
             continue
-        covering = coverage.get(target, set())
-        ran = tuple(t.model_copy(update={"covered": frozenset({target} if t.test_id in covering else ())})
-                    for t in result.tests)
+        ran = tuple(t.model_copy(update={"covered": suite.get(t.test_id, frozenset())}) for t in result.tests)
         moved = node.model_copy(update={"end_line": (node.start_line or 1) + len(patch.splitlines()) - 1})
         signals = observe(moved, ran)
         callees = {e.callee for e in trace.edges if e.caller == target and e.callee != target}

@@ -35,7 +35,7 @@ from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
 from equisa_core.mutation import Mutant
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
 from equisa_core.trace_report import TraceReport, build_trace_report
-from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, focused_request
+from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, focused_request, trace_only
 from flows.inspections import (
     Observation,
     fix_evidence_of,
@@ -458,7 +458,7 @@ def _fix_before_discovery(
     Discovery (whose generated tests would only have split groups the fix already settled): the
     result and its report. Otherwise what the screening and the confirmation showed, for the loop.
     """
-    plain = discovery(discovery_params.model_copy(update={"discovery": False}))
+    plain = trace_only(discovery_params.model_copy(update={"discovery": False}))
     scored, nodes, suspiciousness, confidences = _priors(plain)
     problems: list[str] = []
     screened, evidence = _screen_mutants(plain, params, confidences, nodes, problems)

@@ -1,0 +1,78 @@
+"""Inspections run together in one sandbox process see what they would see one by one.
+
+``inspect_batch`` swaps each inspection patch into the live function (a detailed mutant round)
+instead of running a patched copy of the file in a process of its own (``inspect_node``). On a
+small repository whose bug makes both kinds of inspection assertion fail — a postcondition of the
+buggy function itself, a precondition of its caller's callee that rejects the value the bug
+produced — every observation must be the same: signals, the reflection's decision and reasoning,
+the mutants' fix evidence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from prefect import flow
+
+from equisa_core.models import Node
+from flows.discovery import trace_only
+from flows.inspections import Observation, inspect_batch, inspect_node
+from flows.localize import LocalizeParameters, _priors, _record_candidates
+
+FEES = (
+    "def net(amount, fee):\n    if amount > 100:\n        return amount - fee * 3\n    return amount - fee\n\n\n"
+    "def total(amounts, fee):\n    return sum(net(a, fee) for a in amounts)\n\n\n"
+    "def label(amount):\n    return f'{amount:.2f} EUR'\n\n\n"
+    "def invoice(amounts, fee):\n    return [label(net(a, fee)) for a in amounts]\n"
+)
+FEES_TESTS = (
+    "from fees import invoice, label, net, total\n\n\n"
+    "def test_small_amount():\n    assert net(10, 1) == 9\n\n\n"
+    "def test_middle_amount():\n    assert net(50, 2) == 48\n\n\n"
+    "def test_total_of_small_amounts():\n    assert total([10, 20], 1) == 28\n\n\n"
+    "def test_label():\n    assert label(3) == '3.00 EUR'\n\n\n"
+    "def test_invoice_of_small_amounts():\n    assert invoice([10, 20], 1) == ['9.00 EUR', '19.00 EUR']\n\n\n"
+    "def test_large_amount():\n    assert net(200, 100) == 100\n\n\n"
+    "def test_invoice_of_a_large_amount():\n    assert invoice([150], 100) == ['50.00 EUR']\n"
+)
+TARGETS = ["fees.invoice", "fees.net", "fees.label", "fees.total"]
+
+
+@flow
+def _inspect_both_ways(path: str) -> tuple[dict[str, Observation], dict[str, Observation]]:
+    params = LocalizeParameters(path=path, llm=False, discovery=False)
+    found = trace_only(params)
+    _, nodes, _, confidences = _priors(found)
+    calls = _record_candidates(found, params, confidences, nodes)
+    candidates = frozenset(nodes)
+    alone = {t: inspect_node(t, nodes[t], found, params, calls.get(t, []), False, None, [], True, candidates)
+             for t in TARGETS}
+    together = inspect_batch(TARGETS, nodes, found, params, calls, True, candidates, frozenset())
+    return alone, together
+
+
+@pytest.fixture
+def fees(tmp_path: Path, prefect_api_url: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("EQUISA_WORKSPACES", str(tmp_path / "workspaces"))
+    repo = tmp_path / "fees"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "conftest.py").write_text("")
+    (repo / "fees.py").write_text(FEES)
+    (repo / "tests" / "test_fees.py").write_text(FEES_TESTS)
+    return repo
+
+
+def test_a_batch_sees_what_each_inspection_sees_alone(fees: Path):
+    alone, together = _inspect_both_ways(str(fees))
+    assert set(together) == set(TARGETS)
+    assert all(o.batch == len(TARGETS) for o in together.values())
+    for target in TARGETS:
+        assert together[target].model_dump(exclude={"batch"}) == alone[target].model_dump(exclude={"batch"}), target
+    # The cases the comparison is about: the bug's own postcondition fails (the Golden Rule blames it),
+    # and the caller's callee rejects the value the bug produced (put down to the functions that ran).
+    net, label = together["fees.net"], together["fees.label"]
+    assert net.signals.has_target_assertion and net.decision == "CONFIRMED_BUGGY" and net.invariants > 0
+    assert label.signals.has_target_assertion and label.decision == "CONFIRMED_NOT_BUGGY"
+    assert "fees.net" in label.reasoning
+    assert together["fees.total"].fix_evidence is not None

@@ -1,10 +1,10 @@
 """Inspections run together in one sandbox process see what they would see one by one.
 
 ``inspect_batch`` swaps each inspection patch into the live function (a detailed mutant round)
-instead of running a patched copy of the file in a process of its own (``inspect_node``). On a
-small repository whose bug makes both kinds of inspection assertion fail — a postcondition of the
-buggy function itself, a precondition of its caller's callee that rejects the value the bug
-produced — every observation must be the same: signals, the reflection's decision and reasoning,
+instead of running a patched copy of the file in a process of its own (``inspect_node``). On
+``tests/fixtures/fees``, whose bug makes both kinds of inspection assertion fail (a postcondition
+of the buggy function itself, a precondition of its caller's callee that rejects the value the bug
+produced), every observation must be the same: signals, the reflection's decision and reasoning,
 the mutants' fix evidence.
 """
 
@@ -15,27 +15,11 @@ from pathlib import Path
 import pytest
 from prefect import flow
 
-from equisa_core.models import Node
 from flows.discovery import trace_only
 from flows.inspections import Observation, inspect_batch, inspect_node
 from flows.localize import LocalizeParameters, _priors, _record_candidates
+from tests.conftest import FIXTURES
 
-FEES = (
-    "def net(amount, fee):\n    if amount > 100:\n        return amount - fee * 3\n    return amount - fee\n\n\n"
-    "def total(amounts, fee):\n    return sum(net(a, fee) for a in amounts)\n\n\n"
-    "def label(amount):\n    return f'{amount:.2f} EUR'\n\n\n"
-    "def invoice(amounts, fee):\n    return [label(net(a, fee)) for a in amounts]\n"
-)
-FEES_TESTS = (
-    "from fees import invoice, label, net, total\n\n\n"
-    "def test_small_amount():\n    assert net(10, 1) == 9\n\n\n"
-    "def test_middle_amount():\n    assert net(50, 2) == 48\n\n\n"
-    "def test_total_of_small_amounts():\n    assert total([10, 20], 1) == 28\n\n\n"
-    "def test_label():\n    assert label(3) == '3.00 EUR'\n\n\n"
-    "def test_invoice_of_small_amounts():\n    assert invoice([10, 20], 1) == ['9.00 EUR', '19.00 EUR']\n\n\n"
-    "def test_large_amount():\n    assert net(200, 100) == 100\n\n\n"
-    "def test_invoice_of_a_large_amount():\n    assert invoice([150], 100) == ['50.00 EUR']\n"
-)
 TARGETS = ["fees.invoice", "fees.net", "fees.label", "fees.total"]
 
 
@@ -55,12 +39,7 @@ def _inspect_both_ways(path: str) -> tuple[dict[str, Observation], dict[str, Obs
 @pytest.fixture
 def fees(tmp_path: Path, prefect_api_url: str, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("EQUISA_WORKSPACES", str(tmp_path / "workspaces"))
-    repo = tmp_path / "fees"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "conftest.py").write_text("")
-    (repo / "fees.py").write_text(FEES)
-    (repo / "tests" / "test_fees.py").write_text(FEES_TESTS)
-    return repo
+    return FIXTURES / "fees"
 
 
 def test_a_batch_sees_what_each_inspection_sees_alone(fees: Path):
@@ -68,7 +47,8 @@ def test_a_batch_sees_what_each_inspection_sees_alone(fees: Path):
     assert set(together) == set(TARGETS)
     assert all(o.batch == len(TARGETS) for o in together.values())
     for target in TARGETS:
-        assert together[target].model_dump(exclude={"batch"}) == alone[target].model_dump(exclude={"batch"}), target
+        seen = together[target].model_dump(exclude={"batch"})
+        assert seen == alone[target].model_dump(exclude={"batch"}), target
     # The cases the comparison is about: the bug's own postcondition fails (the Golden Rule blames it),
     # and the caller's callee rejects the value the bug produced (put down to the functions that ran).
     net, label = together["fees.net"], together["fees.label"]

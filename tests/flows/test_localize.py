@@ -12,6 +12,7 @@ import pytest
 
 from equisa_core.errors import NothingToLocalizeError
 from equisa_core.localization import LocalizationReport
+from tests.conftest import FIXTURES
 from tests.integration.test_probe import tree_digest
 from tests.scripted_llm_server import Reply
 
@@ -80,34 +81,12 @@ def test_screening_evidence_that_settles_nothing_is_counted_again_after_discover
     assert report.ranking[0].fqn == "grades.letter"
 
 
-FEES = (
-    "def net(amount, fee):\n    if amount > 100:\n        return amount - fee * 3\n    return amount - fee\n\n\n"
-    "def total(amounts, fee):\n    return sum(net(a, fee) for a in amounts)\n\n\n"
-    "def label(amount):\n    return f'{amount:.2f} EUR'\n\n\n"
-    "def invoice(amounts, fee):\n    return [label(net(a, fee)) for a in amounts]\n"
-)
-FEES_TESTS = (
-    "from fees import invoice, label, net, total\n\n\n"
-    "def test_small_amount():\n    assert net(10, 1) == 9\n\n\n"
-    "def test_middle_amount():\n    assert net(50, 2) == 48\n\n\n"
-    "def test_total_of_small_amounts():\n    assert total([10, 20], 1) == 28\n\n\n"
-    "def test_label():\n    assert label(3) == '3.00 EUR'\n\n\n"
-    "def test_invoice_of_small_amounts():\n    assert invoice([10, 20], 1) == ['9.00 EUR', '19.00 EUR']\n\n\n"
-    "def test_large_amount():\n    assert net(200, 100) == 100\n\n\n"
-    "def test_invoice_of_a_large_amount():\n    assert invoice([300], 100) == ['200.00 EUR']\n"
-)
-
-
 def test_inspections_run_together_see_what_they_would_see_one_by_one(tmp_path, cli_env):
     """Deterministic inspections run ahead in one process (each patch swapped into the live
     function) give the loop the same observations as one process per inspection: the invariant
     ``net`` breaks on the large amount fails inside it (its traceback, numbered from the function's
     first line, still points into it), the others fail only through it."""
-    repo = tmp_path / "fees"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "conftest.py").write_text("")
-    (repo / "fees.py").write_text(FEES)
-    (repo / "tests" / "test_fees.py").write_text(FEES_TESTS)
+    repo = FIXTURES / "fees"
     reports = {}
     for batch in ("1", "5"):
         out = tmp_path / f"batch{batch}.json"

@@ -56,7 +56,8 @@ from tasks.llm import choose_llm_mode
 from tasks.run_tests import run_tests
 from tasks.task_runners import FanOutTaskRunner
 
-__all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_request", "narrowed", "trace_only"]
+__all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_request", "narrowed", "trace_only",
+           "as_traced"]
 
 
 class DiscoveryParameters(TraceParameters):
@@ -161,7 +162,17 @@ def trace_only(params: DiscoveryParameters) -> DiscoveryResult:
 def _traced(params: DiscoveryParameters) -> tuple[DiscoveryResult, list[frozenset[str]]]:
     """``trace_only`` and the suite's ambiguity groups."""
     prepared = prepare_run(params)
-    trace = run_suite(prepared, params)
+    return _described(prepared, run_suite(prepared, params), params)
+
+
+def as_traced(result: DiscoveryResult, trace: SuiteTrace, params: DiscoveryParameters) -> DiscoveryResult:
+    """``result`` (a ``trace_only`` result) with another trace of the same run, e.g. with its flaky
+    tests marked, and the report of its groups."""
+    return _described(result.prepared, trace, params)[0]
+
+
+def _described(prepared: PreparedRun, trace: SuiteTrace, params: DiscoveryParameters,
+               ) -> tuple[DiscoveryResult, list[frozenset[str]]]:
     groups = _groups(trace, prepared)
     sizes = tuple(group_sizes(groups))
     report = DiscoveryReport(enabled=params.discovery, testgen=params.discovery and params.testgen,

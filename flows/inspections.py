@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from prefect.futures import PrefectFuture
 from pydantic import BaseModel
 
 from equisa_core.bayes import LLM_BUGGY, LLM_NOT_BUGGY
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from flows.localize import LocalizeParameters
 
 __all__ = ["Observation", "inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "mutant_specs",
-           "node_mutants", "run_rounds", "unpatched_outcomes"]
+           "node_mutants", "run_rounds", "submit_rounds", "unpatched_outcomes"]
 
 
 class Observation(BaseModel):
@@ -175,11 +176,17 @@ def run_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequen
     """One sandbox process for the rounds of several functions (each spec names its own tests): the
     union of their tests unmutated, then each round, failing tests first, fail-fast; raises
     ``EquisaError`` when the run cannot be made."""
+    return submit_rounds(found, params, specs).result()
+
+
+def submit_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequence[MutantSpec],
+                  ) -> PrefectFuture[MutantRunReport]:
+    """``run_rounds`` as a future: the run goes on while the caller does something else."""
     selection = sorted({t for spec in specs for t in spec.tests or ()})
     request = focused_request(found.prepared, selection, found.overlay, trace=False, mutants=tuple(specs),
                               mutants_fail_fast=True, mutants_must_fix=must_fix(found.trace, selection))
-    return run_mutants(request, backend=params.sandbox, docker_image=params.docker_image,
-                       interpreter_version=found.prepared.interpreter_version)
+    return run_mutants.submit(request, backend=params.sandbox, docker_image=params.docker_image,
+                              interpreter_version=found.prepared.interpreter_version)
 
 
 def node_mutants(target: str, node: Node, source: str, params: LocalizeParameters) -> tuple[Mutant, ...]:

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
+from prefect.futures import PrefectFuture
 from pydantic import BaseModel, Field
 
 from equisa_core.bayes import (
@@ -35,7 +37,14 @@ from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
 from equisa_core.mutation import Mutant
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
 from equisa_core.trace_report import TraceReport, build_trace_report
-from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery, focused_request, trace_only
+from flows.discovery import (
+    DiscoveryParameters,
+    DiscoveryResult,
+    as_traced,
+    discovery,
+    focused_request,
+    trace_only,
+)
 from flows.inspections import (
     Observation,
     fix_evidence_of,
@@ -43,12 +52,13 @@ from flows.inspections import (
     inspect_node,
     mutant_specs,
     node_mutants,
-    run_rounds,
+    submit_rounds,
     unpatched_outcomes,
 )
+from flows.trace import submit_flaky_rerun, with_flaky
 from tasks.inspection import observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
-from tasks.mutants import MutantSpec
+from tasks.mutants import MutantRunReport, MutantSpec
 from tasks.record import record_finished_run
 from tasks.run_tests import run_tests
 from tasks.task_runners import FanOutTaskRunner
@@ -95,6 +105,7 @@ def localize(params: LocalizeParameters) -> LocalizationReport:
 
 def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, LocalizationReport]:
     """Discovery, then the Localization loop; also returns the amplified suite (for Validation).
+    Called inside a flow run (``localize``, ``repair``), whose task runner runs its tasks.
 
     With mutant screening, the screening runs first on the suite as it is: when it finds a fix
     that the whole suite confirms, the run has converged and Discovery is not needed; otherwise
@@ -344,6 +355,21 @@ def _screen_mutants(
     run before any inspection. Returns the functions screened (their inspections run no mutants)
     and the evidence to count.
     """
+    return _screening_evidence(found, _submit_screening(found, params, confidences, nodes), problems)
+
+
+@dataclass(frozen=True)
+class _Screening:
+    """A screening run under way: per function, its mutant id prefix, mutants and tests."""
+
+    plans: dict[str, tuple[str, tuple[Mutant, ...], tuple[str, ...]]]
+    run: PrefectFuture[MutantRunReport] | None
+    started: float
+
+
+def _submit_screening(found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float],
+                      nodes: dict[str, Node]) -> _Screening:
+    """Choose the functions to screen and start their run (see ``_screen_mutants``)."""
     started = time.monotonic()
     trace, root = found.trace, found.prepared.workspace.root
     ranked = [f for f in sorted(confidences, key=lambda f: -confidences[f])
@@ -359,7 +385,7 @@ def _screen_mutants(
             _, source = read_function(root, node)
         except EquisaError:
             continue
-        tests = tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids
+        tests = tuple(tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids)
         mutants = node_mutants(fqn, node, source, params)
         cost = len(mutants) * sum(durations.get(t, 0.0) for t in tests)
         if not cost or estimate + cost > params.screen_budget_s:
@@ -367,25 +393,33 @@ def _screen_mutants(
         estimate += cost
         prefix = f"s{len(plans)}m"
         plans[fqn] = (prefix, mutants, tests)
-        specs += mutant_specs(node.file or "", mutants, prefix=prefix, tests=tuple(tests))
-    if not specs:
+        specs += mutant_specs(node.file or "", mutants, prefix=prefix, tests=tests)
+    run = submit_rounds(found, params, specs) if specs else None
+    return _Screening(plans=plans, run=run, started=started)
+
+
+def _screening_evidence(found: DiscoveryResult, screening: _Screening, problems: list[str],
+                        ) -> tuple[frozenset[str], list[_Evidence]]:
+    """What the screening's run showed, judged against ``found``'s trace (its flaky tests left out)."""
+    if screening.run is None:
         return frozenset(), []
     try:
-        report = run_rounds(found, params, specs)
+        report = screening.run.result()
     except EquisaError as error:
         problems.append(f"mutant screening did not run, the inspections run their own: {error.message}")
         return frozenset(), []
+    plans = screening.plans
     found_evidence: list[_Evidence] = []
     for fqn, (prefix, mutants, tests) in plans.items():
-        update = fix_evidence_of(mutants, unpatched_outcomes(trace, tests, report), report, prefix)
+        update = fix_evidence_of(mutants, unpatched_outcomes(found.trace, tests, report), report, prefix)
         if "fix_evidence" not in update:
             continue
-        found = update.get("fix") or (f"none of its {update['mutants_tried']} mutants fixes a failing test "
-                                      "without breaking a passing one")
+        fix = update.get("fix") or (f"none of its {update['mutants_tried']} mutants fixes a failing test "
+                                    "without breaking a passing one")
         found_evidence.append(_Evidence(
             target=fqn, strategy=SCREENING, tests_run=tests, reflection_by="mutants",
-            reasoning=f"screening the mutants of the top {len(plans)} candidates: {found}",
-            seconds=round(time.monotonic() - started, 3), **update,
+            reasoning=f"screening the mutants of the top {len(plans)} candidates: {fix}",
+            seconds=round(time.monotonic() - screening.started, 3), **update,
         ))
     return frozenset(plans), found_evidence
 
@@ -458,10 +492,22 @@ def _fix_before_discovery(
     Discovery (whose generated tests would only have split groups the fix already settled): the
     result and its report. Otherwise what the screening and the confirmation showed, for the loop.
     """
-    plain = trace_only(discovery_params.model_copy(update={"discovery": False}))
-    scored, nodes, suspiciousness, confidences = _priors(plain)
+    # The failing tests' rerun apart (flakiness) and the screening run at the same time: each is
+    # one sandbox process, and the screening is judged once the flaky tests are known.
+    plain_params = discovery_params.model_copy(update={"discovery": False})
+    quick = trace_only(plain_params.model_copy(update={"rerun_failures": False}))
+    _, quick_nodes, _, quick_confidences = _priors(quick)
+    rerun = submit_flaky_rerun(quick.prepared, plain_params, quick.trace) if plain_params.rerun_failures \
+        else None
+    screening = _submit_screening(quick, params, quick_confidences, quick_nodes)
+    try:
+        plain = as_traced(quick, with_flaky(quick.trace, rerun), plain_params)
+        scored, nodes, suspiciousness, confidences = _priors(plain)
+    finally:
+        if screening.run is not None:
+            screening.run.wait()  # not left running when every failure turned out flaky
     problems: list[str] = []
-    screened, evidence = _screen_mutants(plain, params, confidences, nodes, problems)
+    screened, evidence = _screening_evidence(plain, screening, problems)
     history: list[InspectionRecord] = []
     confidences = _replay(evidence, confidences, history)
     fixes = [e for e in evidence if e.fix_evidence is FixEvidence.FIX_FOUND]

@@ -12,6 +12,7 @@ from typing import Literal
 
 from prefect import flow, unmapped
 from prefect.artifacts import create_table_artifact
+from prefect.futures import PrefectFuture
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.errors import NoTestsCollectedError
@@ -25,7 +26,8 @@ from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.task_runners import FanOutTaskRunner
 from tasks.workspace import Workspace
 
-__all__ = ["TraceParameters", "PreparedRun", "prepare_run", "run_suite", "trace_suite", "MAX_FLAKY_RERUNS"]
+__all__ = ["TraceParameters", "PreparedRun", "prepare_run", "run_suite", "submit_flaky_rerun", "trace_suite",
+           "with_flaky", "MAX_FLAKY_RERUNS"]
 
 #: Failing tests re-run alone to tell flaky ones apart; more than this are not re-run.
 MAX_FLAKY_RERUNS = 20
@@ -103,17 +105,33 @@ def run_suite(prepared: PreparedRun, params: TraceParameters) -> SuiteTrace:
     if not trace.tests and not trace.crashed:
         raise NoTestsCollectedError(
             "no tests collected" + (f" for {' '.join(params.tests)}" if params.tests else ""))
-    failing = sorted(trace.failed_tests())
-    if params.rerun_failures and failing:
-        # One process for the failing tests, apart from the rest of the suite: a test that passes
-        # there failed by chance or because of what other tests left behind. (One process per test
-        # would also catch failures caused by another failing test, at the price of a sandbox and
-        # the project's imports per test: seconds each on projects that import slowly.)
-        again = base.model_copy(update={"only": tuple(failing[:MAX_FLAKY_RERUNS]), "trace": False})
-        rerun: SuiteTrace = runner.submit(again, backend=params.sandbox, interpreter_version=version,
-                                          docker_image=params.docker_image).result()
-        trace = mark_flaky(trace, {t.test_id for t in rerun.tests if t.outcome == "passed"})
+    if params.rerun_failures:
+        trace = with_flaky(trace, submit_flaky_rerun(prepared, params, trace))
     return trace
+
+
+def submit_flaky_rerun(prepared: PreparedRun, params: TraceParameters, trace: SuiteTrace,
+                       ) -> PrefectFuture[SuiteTrace] | None:
+    """The failing tests run again in one process, apart from the rest of the suite (a future, so
+    other work may run meanwhile; None when no test failed): a test that passes there failed by
+    chance or because of what other tests left behind. (One process per test would also catch
+    failures caused by another failing test, at the price of a sandbox and the project's imports
+    per test: seconds each on projects that import slowly.)"""
+    failing = sorted(trace.failed_tests())
+    if not failing:
+        return None
+    again = prepared.base.model_copy(update={"only": tuple(failing[:MAX_FLAKY_RERUNS]), "trace": False})
+    runner = run_tests.with_options(refresh_cache=params.no_cache or None)
+    return runner.submit(again, backend=params.sandbox, interpreter_version=prepared.interpreter_version,
+                         docker_image=params.docker_image)
+
+
+def with_flaky(trace: SuiteTrace, rerun: PrefectFuture[SuiteTrace] | None) -> SuiteTrace:
+    """``trace`` with the tests that passed in ``rerun`` (``submit_flaky_rerun``) marked flaky."""
+    if rerun is None:
+        return trace
+    again: SuiteTrace = rerun.result()
+    return mark_flaky(trace, {t.test_id for t in again.tests if t.outcome == "passed"})
 
 
 def _publish(report: TraceReport) -> None:

@@ -109,6 +109,33 @@ def test_inspections_run_together_see_what_they_would_see_one_by_one(tmp_path, c
     assert any(o == "COLLATERAL_FAILURE" for t, o in outcomes.items() if t != "fees.net")
 
 
+def test_a_failure_that_is_flaky_is_no_fix_evidence(tmp_path, cli_env):
+    """The failing tests' rerun apart runs alongside the mutant screening; the screening is judged
+    only once the flaky failure (it fails only after another test) is known: it is left out, and
+    the real bug's fix settles the run."""
+    repo = tmp_path / "counter"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "conftest.py").write_text("")
+    (repo / "counter.py").write_text(
+        "seen = []\n\n\ndef remember(x):\n    seen.append(x)\n    return len(seen)\n\n\n"
+        "def double(x):\n    return x * 3\n")
+    (repo / "tests" / "test_counter.py").write_text(
+        "from counter import double, remember\n\n\n"
+        "def test_a_leaves_state():\n    assert remember(1) == 1\n\n\n"
+        "def test_b_needs_a_fresh_start():\n    assert remember(2) == 1\n\n\n"
+        "def test_double():\n    assert double(2) == 4\n\n\n"
+        "def test_double_zero():\n    assert double(0) == 0\n")
+    out = tmp_path / "loc.json"
+    code, err = localize(cli_env, str(repo), "--no-llm", "--shards", "1", "--json", str(out))
+    assert code == 0, err
+    report = LocalizationReport.model_validate_json(out.read_text())
+    assert (report.tests.flaky, report.tests.failed) == (1, 1)
+    assert report.converged and report.ranking[0].fqn == "counter.double"
+    assert report.discovery.stopped_because.startswith("not needed")
+    remembered = [i for i in report.inspections if i.target == "counter.remember"]
+    assert all(i.fix_evidence not in ("FIX_FOUND", "PARTIAL_FIX_FOUND") for i in remembered)
+
+
 def test_deterministic_mode_converges_through_a_fix_found_and_confirmed(tmp_path, cli_env):
     """Without screening, inspections run one function at a time, each with its mutants."""
     out = tmp_path / "loc.json"

@@ -21,7 +21,7 @@ from equisa_core.models import (
     TracebackFrame,
 )
 
-__all__ = ["parse_probe_output"]
+__all__ = ["parse_probe_output", "read_test_record"]
 
 
 def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
@@ -57,7 +57,7 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
                 start_line=record["start"], end_line=record["end"],
             )
         elif kind == "test":
-            result = _test_result(record)
+            result = read_test_record(record)
             tests[result.test_id] = result
             edges.update(Edge(caller=a, callee=b) for a, b in record.get("edges", ()))
             running = None
@@ -81,7 +81,8 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
     )
 
 
-def _test_result(record: dict) -> TestResult:
+def read_test_record(record: dict) -> TestResult:
+    """One ``test`` record of the probe (``test`` names it) as a ``TestResult``."""
     return TestResult(
         test_id=record["test"],
         outcome=record["outcome"],

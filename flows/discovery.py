@@ -154,7 +154,8 @@ def trace_only(params: DiscoveryParameters) -> DiscoveryResult:
     when ``params.discovery`` is off): the start of ``discovery``, and all of it without Discovery.
 
     A plain function: the localize flow also calls it directly when mutant screening comes before
-    Discovery, sparing a child flow run (about a second of engine bookkeeping) per localization.
+    Discovery, sparing a child flow run per localization (creating it and joining its heartbeat
+    thread took about 0.8 s under cProfile).
     """
     return _traced(params)[0]
 

@@ -92,14 +92,16 @@ def inspect_node(target: str, node: Node, found: DiscoveryResult, params: Locali
         strategy=strategy, invariants=invariants, tests_run=tuple(t.test_id for t in run.tests),
         signals=signals, decision=decision, decision_by=by, reasoning=reasoning, cost_usd=spent,
     )
-    # A failing assertion of the target's own is the seed's strongest evidence; the mutants only
-    # run when it is absent or the reflection put it down to a callee.
-    if signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY:
-        return observation
-    if not mutants:
+    if _own_assertion_failed(signals, decision) or not mutants:
         return observation
     return observation.model_copy(update=_mutant_evidence(mutants, specs, found, params, selection.test_ids,
                                                           mutant_run))
+
+
+def _own_assertion_failed(signals: Signals, decision: str | None) -> bool:
+    """A failing assertion of the target's own, not put down to a callee by the reflection: the
+    seed's strongest evidence, which the mutants' fix evidence is then not added to."""
+    return signals.has_target_assertion and signals.is_failure and decision != LLM_NOT_BUGGY
 
 
 def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: DiscoveryResult,
@@ -163,8 +165,7 @@ def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: Disc
             signals=signals, decision=reflection.decision, decision_by="traceback",
             reasoning=reflection.reasoning, cost_usd=0.0, batch=len(plans),
         )
-        if mutants and not (signals.has_target_assertion and signals.is_failure
-                            and reflection.decision != LLM_NOT_BUGGY):
+        if mutants and not _own_assertion_failed(signals, reflection.decision):
             observation = observation.model_copy(update=fix_evidence_of(
                 mutants, unpatched_outcomes(trace, tests, report), report, prefix=key + "m"))
         observations[target] = observation

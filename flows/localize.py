@@ -495,14 +495,16 @@ def _fix_before_discovery(
     # The failing tests' rerun apart (flakiness) and the screening run at the same time: each is
     # one sandbox process, and the screening is judged once the flaky tests are known.
     plain_params = discovery_params.model_copy(update={"discovery": False})
-    quick = trace_only(plain_params.model_copy(update={"rerun_failures": False}))
-    _, quick_nodes, _, quick_confidences = _priors(quick)
-    rerun = submit_flaky_rerun(quick.prepared, plain_params, quick.trace) if plain_params.rerun_failures \
+    plain = trace_only(plain_params.model_copy(update={"rerun_failures": False}))
+    scored, nodes, suspiciousness, confidences = _priors(plain)
+    rerun = submit_flaky_rerun(plain.prepared, plain_params, plain.trace) if plain_params.rerun_failures \
         else None
-    screening = _submit_screening(quick, params, quick_confidences, quick_nodes)
+    screening = _submit_screening(plain, params, confidences, nodes)
     try:
-        plain = as_traced(quick, with_flaky(quick.trace, rerun), plain_params)
-        scored, nodes, suspiciousness, confidences = _priors(plain)
+        marked = with_flaky(plain.trace, rerun)
+        if marked.flaky != plain.trace.flaky:  # else the suite and its priors are as they were
+            plain = as_traced(plain, marked, plain_params)
+            scored, nodes, suspiciousness, confidences = _priors(plain)
     finally:
         if screening.run is not None:
             screening.run.wait()  # not left running when every failure turned out flaky

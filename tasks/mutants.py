@@ -35,7 +35,8 @@ from prefect.context import TaskRunContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.errors import CollectionError, InvalidSelectionError, NoTestsCollectedError
-from equisa_core.models import SuiteTrace, TestOutcome, TestResult, TracebackFrame
+from equisa_core.models import SuiteTrace, TestOutcome, TestResult
+from equisa_core.probe_output import read_test_record
 from equisa_core.trace_merge import CRASH_EXCEPTION
 from tasks.run_tests import (
     MAX_RESUMES,
@@ -153,23 +154,12 @@ def read_mutant_records(lines: Iterable[str]) -> dict[str, _Round]:
             if record.get("exception_type"):
                 current.failures[test] = f"{record['exception_type']}: {record.get('message') or ''}"
             if "stdout" in record:  # a detailed round
-                current.tests.append(_detailed_test(record))
+                current.tests.append(read_test_record({**record, "test": test}))
         elif kind == "mutant-done":
             current = rounds.setdefault(record["mutant"], _Round())
             current.status, current.reason = record["status"], record.get("reason")
             current.duration = float(record.get("duration") or 0.0)
     return rounds
-
-
-def _detailed_test(record: dict) -> TestResult:
-    """One test of a detailed round as a ``TestResult``."""
-    return TestResult(
-        test_id=record["test_id"], outcome=TestOutcome(record["outcome"]),
-        duration=max(0.0, float(record["duration"])),
-        exception_type=record.get("exception_type"), message=record.get("message"),
-        traceback=tuple(TracebackFrame(**frame) for frame in record.get("traceback") or ()),
-        stdout_tail=record.get("stdout") or "",
-    )
 
 
 def execute_mutants(

@@ -18,6 +18,14 @@ PYENV_VERSIONS = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "v
 VENV_CACHE = Path(os.environ.get("EQUISA_TEST_VENVS", Path.home() / ".cache" / "equisa-test-venvs"))
 
 
+def small_repo(root: Path) -> Path:
+    """An empty repository for a test to write a module and its tests into: ``root`` with a
+    ``tests/`` folder and an empty ``conftest.py`` (so pytest puts ``root`` on the import path)."""
+    (root / "tests").mkdir(parents=True)
+    (root / "conftest.py").write_text("")
+    return root
+
+
 def find_python(minor: str) -> Path | None:
     """The newest pyenv interpreter of version ``minor`` (e.g. '3.8'), or None."""
     if f"{sys.version_info[0]}.{sys.version_info[1]}" == minor:

@@ -12,7 +12,7 @@ import pytest
 
 from equisa_core.errors import NothingToLocalizeError
 from equisa_core.localization import LocalizationReport
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, small_repo
 from tests.integration.test_probe import tree_digest
 from tests.scripted_llm_server import Reply
 
@@ -55,9 +55,7 @@ def test_screening_evidence_that_settles_nothing_is_counted_again_after_discover
     """Two boundaries are wrong, so no single mutant fixes both failing tests: screening finds two
     partial fixes, Discovery runs, and the partial fixes are counted again on the amplified suite's
     priors, numbered with the loop's inspections."""
-    repo = tmp_path / "grades"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "conftest.py").write_text("")
+    repo = small_repo(tmp_path / "grades")
     (repo / "grades.py").write_text(
         "def letter(score):\n    if score > 90:\n        return 'A'\n    if score > 80:\n        return 'B'\n"
         "    return 'C'\n\n\ndef card(scores):\n    return ''.join(letter(s) for s in scores)\n")
@@ -113,9 +111,7 @@ def test_a_failure_that_is_flaky_is_no_fix_evidence(tmp_path, cli_env):
     """The failing tests' rerun apart runs alongside the mutant screening; the screening is judged
     only once the flaky failure (it fails only after another test) is known: it is left out, and
     the real bug's fix settles the run."""
-    repo = tmp_path / "counter"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "conftest.py").write_text("")
+    repo = small_repo(tmp_path / "counter")
     (repo / "counter.py").write_text(
         "seen = []\n\n\ndef remember(x):\n    seen.append(x)\n    return len(seen)\n\n\n"
         "def double(x):\n    return x * 3\n")
@@ -226,10 +222,8 @@ def test_llm_mode_converges_on_the_bug(tmp_path, cli_env, scripted_llm):
 
 
 def test_a_suite_without_failures_has_nothing_to_localize(tmp_path, cli_env):
-    repo = tmp_path / "fine"
-    (repo / "tests").mkdir(parents=True)
+    repo = small_repo(tmp_path / "fine")
     (repo / "mod.py").write_text("def ok():\n    return 1\n")
-    (repo / "conftest.py").write_text("")
     test = "from mod import ok\n\n\ndef test_ok():\n    assert ok() == 1\n"
     (repo / "tests" / "test_ok.py").write_text(test)
     code, err = localize(cli_env, str(repo), "--no-llm")
@@ -269,8 +263,7 @@ def test_llm_mode_finishes_on_the_backup_model_when_30_percent_of_calls_fail(tmp
 
 def _hopeless_repo(root: Path) -> Path:
     """Every test fails, and one test module does not even import."""
-    (root / "tests").mkdir(parents=True)
-    (root / "conftest.py").write_text("")
+    small_repo(root)
     (root / "calc.py").write_text(
         "def double(x):\n    return x * 3\n\n\ndef describe(x):\n    return f'{x} doubled is {double(x)}'\n")
     (root / "tests" / "test_calc.py").write_text(

@@ -11,6 +11,7 @@ import pytest
 
 from equisa_core.errors import EXIT_NOT_FIXED, NothingToLocalizeError
 from equisa_core.repair import RepairReport
+from tests.conftest import small_repo
 from tests.flows.test_localize import BUGGY, INVOICING, scripted_debugger
 from tests.integration.test_probe import tree_digest
 from tests.scripted_llm_server import Reply
@@ -86,9 +87,7 @@ def test_apply_writes_only_to_a_clean_git_tree(tmp_path, cli_env):
 
 
 def test_no_failing_test_is_nothing_to_repair(tmp_path, cli_env):
-    repo = tmp_path / "fine"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "conftest.py").write_text("")
+    repo = small_repo(tmp_path / "fine")
     (repo / "mod.py").write_text("def ok():\n    return 1\n")
     (repo / "tests" / "test_ok.py").write_text(
         "from mod import ok\n\n\ndef test_ok():\n    assert ok() == 1\n")
@@ -97,9 +96,7 @@ def test_no_failing_test_is_nothing_to_repair(tmp_path, cli_env):
 
 
 def test_a_bug_no_single_edit_fixes_is_not_fixed(tmp_path, cli_env):
-    repo = tmp_path / "hard"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "conftest.py").write_text("")
+    repo = small_repo(tmp_path / "hard")
     (repo / "stats.py").write_text(
         "def mean(values):\n    return sum(values) / len(values)\n\n\n"
         "def spread(values):\n    # bug: should be max(values) - min(values)\n"
@@ -215,9 +212,7 @@ def test_a_missing_repository_is_refused_before_anything_runs(tmp_path, cli_env)
 
 
 def test_a_hanging_test_fails_at_its_timeout_and_the_run_still_reports(tmp_path, cli_env):
-    repo = tmp_path / "hangs"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "conftest.py").write_text("")
+    repo = small_repo(tmp_path / "hangs")
     (repo / "loop.py").write_text(
         "def countdown(n):\n    steps = []\n    while n != 0:  # bug: n < 0 never ends\n"
         "        steps.append(n)\n        n -= 1\n    return steps\n")

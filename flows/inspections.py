@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from flows.localize import LocalizeParameters
 
 __all__ = ["Observation", "inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "mutant_specs",
-           "node_mutants", "run_rounds", "submit_rounds", "unpatched_outcomes"]
+           "node_mutants", "run_rounds", "submit_rounds", "suite_run_of", "unpatched_outcomes"]
 
 
 class Observation(BaseModel):
@@ -181,13 +181,33 @@ def run_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequen
 
 
 def submit_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequence[MutantSpec],
-                  ) -> PrefectFuture[MutantRunReport]:
-    """``run_rounds`` as a future: the run goes on while the caller does something else."""
+                  confirm: bool = False) -> PrefectFuture[MutantRunReport]:
+    """``run_rounds`` as a future: the run goes on while the caller does something else.
+
+    ``confirm``: the first mutant of each function that fixes its tests goes on through the whole
+    suite (flaky tests left out) in the same process (``suite_run_of`` reads it back), which saves
+    the confirmation a sandbox start of its own; the rest of the suite is collected, not run.
+    """
     selection = sorted({t for spec in specs for t in spec.tests or ()})
-    request = focused_request(found.prepared, selection, found.overlay, trace=False, mutants=tuple(specs),
-                              mutants_fail_fast=True, mutants_must_fix=must_fix(found.trace, selection))
+    suite = {t.test_id: (t.outcome, t.duration) for t in found.trace.tests
+             if t.test_id not in found.trace.flaky} if confirm else {}
+    request = focused_request(found.prepared, sorted({*selection, *suite}), found.overlay, trace=False,
+                              mutants=tuple(specs), mutants_fail_fast=True,
+                              mutants_must_fix=must_fix(found.trace, selection), mutants_confirm=suite)
     return run_mutants.submit(request, backend=params.sandbox, docker_image=params.docker_image,
                               interpreter_version=found.prepared.interpreter_version)
+
+
+def suite_run_of(report: MutantRunReport, prefix: str, mutants: Sequence[Mutant], fix_source: str | None,
+                 ) -> dict[str, TestOutcome]:
+    """What the round of the mutant of ``mutants`` (ids ``<prefix><index>``) whose source is
+    ``fix_source`` ran: the whole suite when it was its function's first fix (``submit_rounds``'
+    ``confirm``), only its own tests otherwise; empty when there is no such mutant."""
+    for index, mutant in enumerate(mutants):
+        if fix_source is not None and mutant.source == fix_source:
+            result = report.mutants.get(f"{prefix}{index}")
+            return dict(result.outcomes) if result is not None and result.status == "ran" else {}
+    return {}
 
 
 def node_mutants(target: str, node: Node, source: str, params: LocalizeParameters) -> tuple[Mutant, ...]:

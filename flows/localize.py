@@ -13,6 +13,7 @@ reported as not converged with the ranking so far.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from equisa_core.errors import EquisaError, NothingToLocalizeError
 from equisa_core.fix_evidence import FixEvidence, confirm_fix
 from equisa_core.generated_tests import without_testgen
 from equisa_core.localization import InspectionRecord, LocalizationReport, TestCounts, apply_observation, rank
-from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
+from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
 from equisa_core.mutation import Mutant
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
 from equisa_core.trace_report import TraceReport, build_trace_report
@@ -53,12 +54,13 @@ from flows.inspections import (
     mutant_specs,
     node_mutants,
     submit_rounds,
+    suite_run_of,
     unpatched_outcomes,
 )
 from flows.trace import submit_flaky_rerun, with_flaky
 from tasks.inspection import observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
-from tasks.mutants import MutantRunReport, MutantSpec
+from tasks.mutants import MutantRunReport
 from tasks.record import record_finished_run
 from tasks.run_tests import run_tests
 from tasks.task_runners import FanOutTaskRunner
@@ -343,8 +345,9 @@ def _screen_mutants(
     found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float], nodes: dict[str, Node],
     problems: list[str],
 ) -> tuple[frozenset[str], list[_Evidence]]:
-    """Try the mutants of the ``screen_top`` most likely candidates in one sandbox process (those
-    whose estimated cost fits ``screen_budget_s``).
+    """Try the mutants of the ``screen_top`` most likely candidates (those whose estimated cost fits
+    ``screen_budget_s``) in sandbox processes running side by side, one per shard (``shards``, by
+    default the cores), each with a share of the functions of about equal estimated cost.
 
     Each mutant runs against its own function's tests (those its inspection would run), failing
     tests first, and stops as soon as it fixes none of them, so most cost a test or two. What the
@@ -360,11 +363,18 @@ def _screen_mutants(
 
 @dataclass(frozen=True)
 class _Screening:
-    """A screening run under way: per function, its mutant id prefix, mutants and tests."""
+    """A screening under way: per function, its mutant id prefix, mutants and tests, and the index
+    of the run (of ``runs``, one per shard) its mutants are in."""
 
     plans: dict[str, tuple[str, tuple[Mutant, ...], tuple[str, ...]]]
-    run: PrefectFuture[MutantRunReport] | None
+    shard_of: dict[str, int]
+    runs: tuple[PrefectFuture[MutantRunReport], ...]
     started: float
+
+    def wait(self) -> None:
+        """Until every run is over (none is left running when the caller goes on without them)."""
+        for run in self.runs:
+            run.wait()
 
 
 def _submit_screening(found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float],
@@ -375,7 +385,7 @@ def _submit_screening(found: DiscoveryResult, params: LocalizeParameters, confid
     ranked = [f for f in sorted(confidences, key=lambda f: -confidences[f])
               if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:params.screen_top]
     plans: dict[str, tuple[str, tuple[Mutant, ...], tuple[str, ...]]] = {}
-    specs: list[MutantSpec] = []
+    costs: dict[str, float] = {}
     failing = trace.failed_tests()
     durations = {t.test_id: max(t.duration, MIN_TEST_SECONDS) for t in trace.tests if t.test_id in failing}
     estimate = 0.0
@@ -391,26 +401,56 @@ def _submit_screening(found: DiscoveryResult, params: LocalizeParameters, confid
         if not cost or estimate + cost > params.screen_budget_s:
             continue  # no mutants, or no failing test to fix (no fix to find), or over the budget
         estimate += cost
-        prefix = f"s{len(plans)}m"
-        plans[fqn] = (prefix, mutants, tests)
-        specs += mutant_specs(node.file or "", mutants, prefix=prefix, tests=tests)
-    run = submit_rounds(found, params, specs) if specs else None
-    return _Screening(plans=plans, run=run, started=started)
+        plans[fqn] = (f"s{len(plans)}m", mutants, tests)
+        costs[fqn] = cost
+    shard_of = even_shares(costs, min(params.shards or os.cpu_count() or 1, len(plans)))
+    runs = []
+    for shard in sorted(set(shard_of.values())):
+        specs = [spec for fqn, (prefix, mutants, tests) in plans.items() if shard_of[fqn] == shard
+                 for spec in mutant_specs(nodes[fqn].file or "", mutants, prefix=prefix, tests=tests)]
+        runs.append(submit_rounds(found, params, specs, confirm=True))
+    return _Screening(plans=plans, shard_of=shard_of, runs=tuple(runs), started=started)
+
+
+def even_shares(costs: dict[str, float], count: int) -> dict[str, int]:
+    """Each key's share (0 .. count-1), the costliest first to the least loaded share, so the
+    shares' summed costs come out about even (the longest-processing-time rule)."""
+    loads = [0.0] * max(count, 1)
+    share: dict[str, int] = {}
+    for key in sorted(costs, key=lambda k: -costs[k]):
+        least = loads.index(min(loads))
+        share[key] = least
+        loads[least] += costs[key]
+    return share
+
+
+def _count(shard_of: dict[str, int], shard: int) -> int:
+    return sum(1 for s in shard_of.values() if s == shard)
+
+
+def _screened_suite_run(screening: _Screening, fix: _Evidence) -> dict[str, TestOutcome]:
+    """The screening process's own run of the suite with ``fix``'s mutant (see ``submit_rounds``)."""
+    if fix.target not in screening.plans:
+        return {}
+    prefix, mutants, _ = screening.plans[fix.target]
+    return suite_run_of(screening.runs[screening.shard_of[fix.target]].result(), prefix, mutants,
+                        fix.fix_source)
 
 
 def _screening_evidence(found: DiscoveryResult, screening: _Screening, problems: list[str],
                         ) -> tuple[frozenset[str], list[_Evidence]]:
-    """What the screening's run showed, judged against ``found``'s trace (its flaky tests left out)."""
-    if screening.run is None:
-        return frozenset(), []
-    try:
-        report = screening.run.result()
-    except EquisaError as error:
-        problems.append(f"mutant screening did not run, the inspections run their own: {error.message}")
-        return frozenset(), []
-    plans = screening.plans
+    """What the screening's runs showed, judged against ``found``'s trace (its flaky tests left out)."""
+    reports: dict[int, MutantRunReport] = {}
+    for shard, run in enumerate(screening.runs):
+        try:
+            reports[shard] = run.result()
+        except EquisaError as error:
+            problems.append(f"mutant screening did not run for {_count(screening.shard_of, shard)} "
+                            f"functions, their inspections run their own mutants: {error.message}")
+    plans = {fqn: plan for fqn, plan in screening.plans.items() if screening.shard_of[fqn] in reports}
     found_evidence: list[_Evidence] = []
     for fqn, (prefix, mutants, tests) in plans.items():
+        report = reports[screening.shard_of[fqn]]
         update = fix_evidence_of(mutants, unpatched_outcomes(found.trace, tests, report), report, prefix)
         if "fix_evidence" not in update:
             continue
@@ -506,8 +546,7 @@ def _fix_before_discovery(
             plain = as_traced(plain, marked, plain_params)
             scored, nodes, suspiciousness, confidences = _priors(plain)
     finally:
-        if screening.run is not None:
-            screening.run.wait()  # not left running when every failure turned out flaky
+        screening.wait()  # not left running when every failure turned out flaky
     problems: list[str] = []
     screened, evidence = _screening_evidence(plain, screening, problems)
     history: list[InspectionRecord] = []
@@ -517,7 +556,8 @@ def _fix_before_discovery(
         return _Carried(screened=screened, evidence=evidence, problems=problems)
     best = max(fixes, key=lambda e: confidences[e.target])
     checked = time.monotonic()
-    seen = _confirm_fix(best.target, nodes[best.target], plain, params, best)
+    seen = _confirm_fix(best.target, nodes[best.target], plain, params, best,
+                        ran=_screened_suite_run(screening, best))
     confirmation = _Evidence(
         target=best.target, strategy=seen.strategy, tests_run=seen.tests_run, reflection_by=seen.decision_by,
         reasoning=seen.reasoning, seconds=round(time.monotonic() - checked, 3),
@@ -544,26 +584,38 @@ def _fix_before_discovery(
 
 
 def _confirm_fix(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
-                 pending: InspectionRecord | _Evidence) -> Observation:
-    """Run the fix found by the target's mutants against the whole amplified suite."""
+                 pending: InspectionRecord | _Evidence, ran: dict[str, TestOutcome] | None = None,
+                 ) -> Observation:
+    """Run the fix found by the target's mutants against the whole amplified suite.
+
+    ``ran``: outcomes of a mutant process that already ran the fix through the suite (see
+    ``flows.inspections.submit_rounds``). When it covers the suite and confirms the fix, no run is
+    made; otherwise the fix runs in a process of its own, as a fresh run would see it (tests broken
+    there may owe it to the mutants that ran before in that process).
+    """
     prepared, trace = found.prepared, found.trace
     overlay, moved = overlay_for(prepared.workspace.root, node, pending.fix_source or "")
     everything = [t.test_id for t in trace.tests if t.test_id not in trace.flaky]
-    request = focused_request(prepared, everything, {**found.overlay, **overlay}, trace=False)
-    run: SuiteTrace = run_tests(request, backend=params.sandbox, docker_image=params.docker_image,
-                                interpreter_version=prepared.interpreter_version)
-    outcomes = {t.test_id: t.outcome for t in run.tests}
     passed = set(without_testgen(dict.fromkeys(trace.passed_tests())))  # testgen tests: evidence only
+    outcomes = {t: ran[t] for t in everything if t in ran} if ran else {}
+    tests: Sequence[TestResult] = ()
+    if len(outcomes) < len(everything) or \
+            confirm_fix(trace.failed_tests(), passed, outcomes) is not FixEvidence.FIX_CONFIRMED:
+        request = focused_request(prepared, everything, {**found.overlay, **overlay}, trace=False)
+        run: SuiteTrace = run_tests(request, backend=params.sandbox, docker_image=params.docker_image,
+                                    interpreter_version=prepared.interpreter_version)
+        outcomes, tests = {t.test_id: t.outcome for t in run.tests}, run.tests
     evidence = confirm_fix(trace.failed_tests(), passed, outcomes)
     broken = sorted(t for t in passed if outcomes.get(t) is not TestOutcome.PASSED)
     still = sorted(t for t in trace.failed_tests() if outcomes.get(t) is not TestOutcome.PASSED)
-    reasoning = (f"the fix ({pending.fix}) passes all {len(outcomes)} tests of the suite"
+    where = "" if tests else " (run in the mutants' own process)"
+    reasoning = (f"the fix ({pending.fix}) passes all {len(outcomes)} tests of the suite{where}"
                  if evidence is FixEvidence.FIX_CONFIRMED else
                  f"the fix ({pending.fix}) leaves {len(still)} failing and breaks {len(broken)}: "
                  + ", ".join([*still, *broken][:3]))
     return Observation(
         strategy="fix-confirmation", invariants=0, tests_run=tuple(outcomes),
-        signals=observe(moved, run.tests), decision=None, decision_by="mutants", reasoning=reasoning,
+        signals=observe(moved, tests), decision=None, decision_by="mutants", reasoning=reasoning,
         cost_usd=0.0, fix_evidence=evidence,
         fix=pending.fix, fix_source=pending.fix_source,
     )

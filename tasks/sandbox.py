@@ -26,6 +26,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from equisa_core.errors import EquisaError, InvalidSelectionError
+from equisa_core.models import TestOutcome
 from equisa_core.probe import PROBE_MODULE, probe_file
 
 __all__ = [
@@ -177,6 +178,11 @@ class RunRequest(BaseModel):
     mutants_must_fix: tuple[str, ...] = Field(
         (), description="Node ids of tests a mutant is wanted to fix: they run first in each mutant "
         "round, and a round in which none of them passes stops there (such a mutant fixes nothing).")
+    mutants_confirm: Mapping[str, tuple[TestOutcome, float | None]] = Field(
+        default_factory=dict, description="The suite's tests (node id -> outcome and duration in the "
+        "suite's own run), to confirm fixes in the same process: the first mutant of each function "
+        "that passes all its must-fix tests and breaks none goes on through them (see the probe). "
+        "They must be in the selection; those in no mutant's tests do not run unmutated.")
 
     @field_validator("overlay")
     @classmethod
@@ -224,6 +230,8 @@ class RunRequest(BaseModel):
             payload["mutants_fail_fast"] = self.mutants_fail_fast
             if self.mutants_must_fix:
                 payload["mutants_must_fix"] = sorted(self.mutants_must_fix)
+            if self.mutants_confirm:
+                payload["mutants_confirm"] = _confirmation_payload(self.mutants_confirm)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -298,7 +306,16 @@ def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
         (folder / "out" / "mutants.json").write_text(json.dumps(specs), encoding="utf-8")
         if request.mutants_must_fix:
             (folder / "out" / "must_fix.txt").write_text("".join(f"{t}\n" for t in request.mutants_must_fix))
+        if request.mutants_confirm:
+            (folder / "out" / "confirm.json").write_text(
+                json.dumps(_confirmation_payload(request.mutants_confirm)), encoding="utf-8")
     return repo
+
+
+def _confirmation_payload(tests: Mapping[str, tuple[TestOutcome, float | None]]) -> dict[str, list]:
+    """``RunRequest.mutants_confirm`` as the probe reads it: node id -> [outcome, duration]."""
+    return {test: [TestOutcome(outcome).value, duration]
+            for test, (outcome, duration) in sorted(tests.items())}
 
 
 def _make_writable(root: Path) -> None:
@@ -334,6 +351,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
             args.append("--equisa-mutants-fail-fast")
         if request.mutants_must_fix:
             args.append(f"--equisa-mutants-must-fix={out_dir}/must_fix.txt")
+        if request.mutants_confirm:
+            args.append(f"--equisa-mutants-confirm={out_dir}/confirm.json")
     return [*args, *request.tests]
 
 

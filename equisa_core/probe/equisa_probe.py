@@ -1311,7 +1311,11 @@ def _tail(text, limit):
 # is not reset). ``-x``/``--maxfail`` are ignored: every round runs every selected test, except
 # that ``--equisa-mutants-fail-fast`` stops a round at the first test that passed unmutated and
 # fails, and ``--equisa-mutants-must-fix FILE`` runs FILE's tests first and stops a round in which
-# none of them passes.
+# none of them passes. ``--equisa-mutants-confirm FILE`` (node id -> [outcome, duration] in the
+# suite's own run) confirms fixes in the same process: the first mutant of each function whose
+# round passes every must-fix test and breaks none goes on through FILE's other tests (passing
+# ones first, stopping at the first it breaks); tests of FILE in no mutant's own tests are
+# collected but not run unmutated, the suite's run being their baseline.
 #
 #     {"kind": "mutant-start", "mutant": "m1", "tests": 3}
 #     {"kind": "mutant-test", "mutant": "m1", "test_id": "...", "outcome": "failed",
@@ -1338,6 +1342,14 @@ _json_loads = json.loads
 
 class MutantUnswappable(Exception):
     """A mutant that cannot be swapped in; the message says why."""
+
+
+def _read_confirmation(path):
+    with _open(path, encoding="utf-8") as handle:
+        tests = _json_loads(handle.read())
+    if not isinstance(tests, dict):
+        raise ValueError("--equisa-mutants-confirm must name a JSON object: node id -> [outcome, duration]")
+    return {nodeid: (value[0], value[1]) for nodeid, value in tests.items()}
 
 
 def _read_mutants(path):
@@ -1712,11 +1724,13 @@ MUTANT_MIN_LIMIT = 0.3
 class _MutantRunner:
     """Runs the rounds: the original, then one per mutant; registered for --equisa-mutants."""
 
-    def __init__(self, probe, specs, fail_fast=False, must_fix=None):
+    def __init__(self, probe, specs, fail_fast=False, must_fix=None, confirm=None):
         self.probe = probe
         self.specs = specs
         self.fail_fast = fail_fast
         self.must_fix = frozenset(must_fix or ())
+        self.confirm = confirm or {}  # node id -> (outcome, duration) in the suite's own run
+        self.confirmed = set()  # functions whose first fixing mutant went on through ``confirm``
         self.typical = None  # median duration of the tests that passed unmutated (``_mutant_limit``)
         self.swapper = _MutantSwapper(probe.root)
         self.lock = threading.Lock()
@@ -1739,13 +1753,29 @@ class _MutantRunner:
                 or not session.items:
             return None  # pytest's own loop reports the collection errors, or has nothing to run
         items = list(session.items)
-        self._begin(ORIGINAL_ROUND, items)
-        for index, item in enumerate(items):
-            nextitem = items[index + 1] if index + 1 < len(items) else None
+        apart = self._confirmation_only()
+        unmutated = [i for i in items if i.nodeid not in apart]
+        self._begin(ORIGINAL_ROUND, unmutated)
+        for index, item in enumerate(unmutated):
+            nextitem = unmutated[index + 1] if index + 1 < len(unmutated) else None
             item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         self._done(ORIGINAL_ROUND)
+        for nodeid, (outcome, duration) in self.confirm.items():  # the suite's run is their baseline
+            self.probe.baseline.setdefault(nodeid, (outcome, duration))
         self._mutant_rounds(items)
         return True
+
+    def _confirmation_only(self):
+        """Tests only a fix's confirmation runs: in no mutant's own tests, so not run unmutated."""
+        if not self.confirm:
+            return frozenset()
+        own = set()
+        for spec in self.specs:
+            tests = spec.get("tests") if isinstance(spec, dict) else None
+            if tests is None:
+                return frozenset()  # a mutant runs them all: the original round must too
+            own.update(tests)
+        return frozenset(self.confirm) - own
 
     def pytest_runtest_makereport(self, item, call):
         if call.excinfo is not None and call.when in ("setup", "call", "teardown"):
@@ -1768,8 +1798,9 @@ class _MutantRunner:
     def _done(self, mutant):
         reason = None
         if self.timed_out:
-            reason = "stopped by the %gs per-test timeout: %s" % (
-                self.probe.test_timeout, ", ".join(self.timed_out[:5]))  # or the relative limit
+            reason = "stopped by its time limit (%gx the unmutated duration, at least %gs, at most the "\
+                "%gs per-test timeout): %s" % (MUTANT_SLOWDOWN, MUTANT_MIN_LIMIT, self.probe.test_timeout,
+                                               ", ".join(self.timed_out[:5]))
         self._emit({"kind": "mutant-done", "mutant": mutant, "status": "timeout" if self.timed_out else "ran",
                     "reason": reason, "duration": round(_time_perf() - self.round_started, 6)})
         self.round = None
@@ -1814,6 +1845,9 @@ class _MutantRunner:
         # failing tests) would tell nothing. Tests not run are absent from the round's records.
         # Must fix: the tests the caller wants fixed go first, and a round in which none of them
         # passes stops after them, since such a mutant is no fix (localization's fix evidence).
+        # A fail-fast round also stops at its first test stopped by its time limit, even one that
+        # did not pass unmutated: a mutant that hangs is killed and fixes nothing whole, and each
+        # further test it hangs in would cost the whole limit again.
         # Detailed: an inspection patch, not a mutant: every test runs, in the selection's order,
         # and each failure keeps its traceback and each test its output, as an ordinary run's would.
         baseline = self.probe.baseline
@@ -1830,7 +1864,7 @@ class _MutantRunner:
                                             key=lambda i: _or_forever(baseline.get(i.nodeid, ("", None))[1]))
         if wanted:
             ordered = wanted + [i for i in ordered if i.nodeid not in self.must_fix]
-        fixed_any = False
+        fixed_any, fixes_all, stopped = False, bool(wanted), False
         try:
             self._begin(mutant, ordered)
             self.detailed = detailed
@@ -1839,15 +1873,38 @@ class _MutantRunner:
                 outcome = self._run_item(item, nextitem, runtestprotocol, watchdog)
                 broke = outcome != "passed" and baseline.get(item.nodeid, ("",))[0] == "passed"
                 fixed_any = fixed_any or (outcome == "passed" and item.nodeid in self.must_fix)
+                fixes_all = fixes_all and not broke and (
+                    outcome == "passed" or item.nodeid not in self.must_fix)
                 fixes_nothing = position + 1 == len(wanted) and not fixed_any
-                if ((fail_fast and broke) or fixes_nothing) and nextitem:
+                if ((fail_fast and (broke or self.timed_out)) or fixes_nothing) and nextitem:
                     self._tear_down(item, watchdog)
+                    stopped = True
                     break
+            fqn = spec.get("fqn") if isinstance(spec, dict) else None
+            if fixes_all and not (stopped or detailed or self.timed_out) and fqn not in self.confirmed:
+                self.confirmed.add(fqn)
+                self._confirmation(ordered, items, runtestprotocol, watchdog)
         finally:
             self.detailed = False
             for swap in reversed(applied):
                 swap.restore()
         self._done(mutant)
+
+    def _confirmation(self, ran, items, runtestprotocol, watchdog):
+        """The rest of ``confirm`` (the suite) after a round that fixed every test it was asked to and
+        broke none: the first such mutant of each function, whose confirmation would otherwise be a
+        process of its own. Tests that passed in the suite's run go first; the first of them that
+        fails, or any test stopped by its time limit, ends it (the fix is then not confirmed)."""
+        done = {i.nodeid for i in ran}
+        rest = sorted((i for i in items if i.nodeid in self.confirm and i.nodeid not in done),
+                      key=lambda i: self.confirm[i.nodeid][0] != "passed")
+        for position, item in enumerate(rest):
+            nextitem = rest[position + 1] if position + 1 < len(rest) else None
+            outcome = self._run_item(item, nextitem, runtestprotocol, watchdog)
+            broke = outcome != "passed" and self.confirm[item.nodeid][0] == "passed"
+            if (broke or self.timed_out) and nextitem:
+                self._tear_down(item, watchdog)
+                break
 
     def _tear_down(self, item, watchdog):
         """Tear every fixture down after a round stopped early, as the last test would have."""
@@ -1988,6 +2045,10 @@ def pytest_addoption(parser):
     group.addoption("--equisa-mutants-must-fix", default=None,
                     help="File of node ids, one a line, a mutant is wanted to fix: they run first in "
                          "each mutant round, which stops when none of them passes.")
+    group.addoption("--equisa-mutants-confirm", default=None,
+                    help="JSON object: node id -> [outcome, duration] in the suite's own run. The first "
+                         "mutant of each function that fixes every must-fix test of its round and breaks "
+                         "none goes on through these tests; those in no mutant's tests do not run unmutated.")
 
 
 def pytest_configure(config):
@@ -2008,7 +2069,9 @@ def pytest_configure(config):
     mutants = config.getoption("--equisa-mutants")
     if mutants:
         must_fix = config.getoption("--equisa-mutants-must-fix")
+        confirm = config.getoption("--equisa-mutants-confirm")
         runner = _MutantRunner(plugin, _read_mutants(mutants),
                                fail_fast=config.getoption("--equisa-mutants-fail-fast"),
-                               must_fix=_read_selection(must_fix) if must_fix else None)
+                               must_fix=_read_selection(must_fix) if must_fix else None,
+                               confirm=_read_confirmation(confirm) if confirm else None)
         config.pluginmanager.register(runner, "equisa-probe-mutants")

@@ -12,6 +12,7 @@ import pytest
 
 from equisa_core.errors import NothingToLocalizeError
 from equisa_core.localization import LocalizationReport
+from flows.localize import even_shares
 from tests.conftest import FIXTURES, small_repo
 from tests.integration.test_probe import tree_digest
 from tests.scripted_llm_server import Reply
@@ -47,8 +48,18 @@ def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env)
     assert "none of its" in next(i.reasoning for i in screened if i.fix_evidence == "NO_FIX_FOUND")
     assert (confirmed.strategy, confirmed.fix_evidence, confirmed.iteration) == (
         "fix-confirmation", "FIX_CONFIRMED", len(screened) + 1)
+    # The screening's process ran the fix through the rest of the suite: no run of its own.
+    assert "in the mutants' own process" in confirmed.reasoning
     # The confirmed fix settled the run before Discovery: no tests were generated.
     assert report.discovery.stopped_because.startswith("not needed") and report.tests.generated == 0
+
+
+def test_screening_shares_are_about_even_in_estimated_cost():
+    costs = {"a": 5.0, "b": 4.0, "c": 3.0, "d": 3.0, "e": 1.0}
+    share = even_shares(costs, 2)
+    loads = [sum(c for k, c in costs.items() if share[k] == s) for s in (0, 1)]
+    assert sorted(loads) == [8.0, 8.0] and set(share) == set(costs)
+    assert even_shares(costs, 1) == dict.fromkeys(costs, 0) and even_shares({}, 2) == {}
 
 
 def test_screening_evidence_that_settles_nothing_is_counted_again_after_discovery(tmp_path, cli_env):

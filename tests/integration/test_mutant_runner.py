@@ -390,6 +390,46 @@ def test_must_fix_stops_the_rounds_of_mutants_that_fix_none_of_its_tests():
     assert add_test.outcome is FAILED and "calc.core.add" in add_test.covered
 
 
+def test_a_fail_fast_round_stops_at_its_first_test_stopped_by_its_time_limit():
+    """A mutant that hangs in a test it is asked to fix (one that did not pass unmutated) is no
+    fix: its round stops there rather than hang again in the next test. ``test_cube`` is asked for
+    too and passes, so without the stop the round would go on to the rest (and hang in
+    ``test_add_zero``)."""
+    python = venv_with_pytest(f"{sys.version_info[0]}.{sys.version_info[1]}")
+    request = mutant_request(python, [LOOP], mutants_fail_fast=True,
+                             mutants_must_fix=(T + "test_add", T + "test_cube"),
+                             limits=SandboxLimits(test_timeout_s=30.0, wall_clock_s=120.0))
+    loop = execute_mutants(LocalSandbox(), request).mutants["loop"]
+    assert loop.status == "timeout"
+    ran = list(short(loop.outcomes))
+    assert ran[-1] == "test_add" and set(ran) <= {"test_add", "test_cube"}
+    assert "time limit" in (loop.reason or "") and "test_add" in (loop.reason or "")
+
+
+def test_a_fix_is_confirmed_by_the_whole_suite_in_the_same_process():
+    """With the suite's outcomes given (``mutants_confirm``), the first mutant of a function that
+    fixes its own tests goes on through the rest of the suite: a fix that breaks another test
+    stops at it, and the function's later fixes are not confirmed again; tests no mutant asks for
+    do not run unmutated (the suite's run is their baseline)."""
+    python = venv_with_pytest(f"{sys.version_info[0]}.{sys.version_info[1]}")
+    suite = {T + name: (FAILED if name == "test_add" else PASSED, 0.001) for name in ALL_TESTS}
+    overfit = mutant("overfit-add", "add", "def add(a, b):\n    return a + b + (1 if b == 0 else 0)\n")
+    own = {"tests": (T + "test_add",)}
+    request = mutant_request(
+        python, [overfit.model_copy(update=own), FIX_ADD.model_copy(update=own)], only=tuple(sorted(suite)),
+        mutants_fail_fast=True, mutants_must_fix=(T + "test_add",), mutants_confirm=suite)
+    report = execute_mutants(LocalSandbox(), request)
+    assert set(report.original) == {T + "test_add"}
+    stopped = short(report.mutants["overfit-add"].outcomes)
+    assert stopped["test_add"] is PASSED and list(stopped)[-1] == "test_add_zero"
+    assert not_passed(report.mutants["overfit-add"]) == {"test_add_zero"}
+    assert short(report.mutants["fix-add"].outcomes) == {"test_add": PASSED}  # add had its confirmation
+
+    only_the_fix = request.model_copy(update={"mutants": (FIX_ADD.model_copy(update=own),)})
+    alone = execute_mutants(LocalSandbox(), only_the_fix)
+    assert short(alone.mutants["fix-add"].outcomes) == {test: PASSED for test in ALL_TESTS}
+
+
 def test_a_detailed_round_runs_every_test_and_keeps_output_and_tracebacks():
     """An inspection patch runs as a detailed round: no fail-fast or must-fix stop, each test's
     output kept, each failure's traceback kept with the patch's lines numbered from the function's

@@ -74,7 +74,9 @@ class LocalizeParameters(DiscoveryParameters):
     max_iterations: int = Field(12, ge=0, description="Inspections before giving up; 0: Discovery only.")
     max_cost_usd: float = Field(2.0, ge=0, description="LLM spend before giving up.")
     max_seconds: float = Field(1800.0, gt=0, description="Wall time before giving up.")
-    record_top: int = Field(15, ge=1, description="Candidates whose passing executions are recorded.")
+    record_top: int = Field(
+        15, ge=1, description="Candidates whose passing executions are recorded before inspections that run "
+        "one by one (LLM mode, --inspection-batch 1); a batch records its own functions before it runs.")
     max_tests_per_inspection: int = Field(40, ge=1, description="Tests run per inspection.")
     mutation_evidence: bool | None = Field(
         None, description="Run mutants of each inspected node (see equisa_core.fix_evidence); "
@@ -110,9 +112,10 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     Called inside a flow run (``localize``, ``repair``), whose task runner runs its tasks.
 
     With mutant screening, the screening runs first on the suite as it is: when it finds a fix
-    that the whole suite confirms, the run has converged and Discovery is not needed; otherwise
-    Discovery amplifies the suite and the loop starts from its priors, with the screening's
-    evidence counted again on them (``_Carried``).
+    that the whole suite confirms, the run has converged and Discovery is not needed; when that fix
+    is confirmed and its function leads without reaching the threshold, the loop goes on without
+    Discovery; otherwise Discovery amplifies the suite and the loop starts from its priors, with the
+    screening's evidence counted again on them (``_Carried``).
     """
     started = time.monotonic()
     discovery_params = DiscoveryParameters(**params.model_dump(include=set(DiscoveryParameters.model_fields)))
@@ -125,7 +128,9 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         if isinstance(early, tuple):
             return early
         carried = early
-    found = discovery(discovery_params)
+    # A leading function whose fix passes the whole suite is what Discovery's tests would help the
+    # loop find: the loop goes on from the suite as it is (its inspections may still settle it).
+    found = carried.confirmed if carried is not None and carried.confirmed else discovery(discovery_params)
     trace = found.trace
     scored, nodes, suspiciousness, confidences = _priors(found)
     problems = [*found.problems, *(p for p in llm_problems if p not in found.problems)]
@@ -139,12 +144,18 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     elif screening:
         screened, evidence = _screen_mutants(found, params, confidences, nodes, problems)
         confidences = _replay(evidence, confidences, history)
-    calls = _record_candidates(found, params, confidences, nodes)
     candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
     progress = create_progress_artifact(0.0, key="localization-progress",
                                         description="Inspections done / iteration budget")
     stopped = "iteration budget spent" if params.max_iterations else "no inspections asked for"
     batching = not (use_llm and config is not None) and params.inspection_batch > 1
+    # Batches record their own functions before they run (a loop that stalls after one batch
+    # records no more than it inspects); inspections one by one need the top candidates up front.
+    recorded: set[str] = set()
+    calls: dict[str, list[RecordedCall]] = {}
+    if params.max_iterations and not batching:
+        recorded.update(_top_candidates(confidences, nodes, params.record_top))
+        calls = _record_calls(found, params, sorted(recorded))
     prefetched: dict[str, Observation] = {}  # inspections run ahead of their turn (``inspect_batch``)
     stalled = 0
     cost_usd = found.cost_usd
@@ -161,6 +172,9 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             if batching and target not in prefetched:
                 batch = _next_targets(target, confidences, nodes, history, prefetched,
                                       params.inspection_batch)
+                unrecorded = [t for t in batch if t not in recorded]
+                calls.update(_record_calls(found, params, unrecorded))
+                recorded.update(unrecorded)
                 prefetched.update(inspect_batch(batch, nodes, found, params, calls, use_mutants, candidates,
                                                 screened))
             # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
@@ -296,22 +310,25 @@ def _awaiting_confirmation(history: Sequence[InspectionRecord], target: str) -> 
     return None
 
 
-def _record_candidates(
-    found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float], nodes: dict[str, Node],
-) -> dict[str, list[RecordedCall]]:
-    """Record arguments and results of the top candidates over the passing tests that run them."""
+def _top_candidates(confidences: dict[str, float], nodes: dict[str, Node], count: int) -> list[str]:
+    """The ``count`` most confident functions an inspection can patch (not in test files)."""
+    return [f for f in sorted(confidences, key=lambda f: -confidences[f])
+            if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:count]
+
+
+def _record_calls(found: DiscoveryResult, params: LocalizeParameters, candidates: Sequence[str],
+                  ) -> dict[str, list[RecordedCall]]:
+    """Arguments and results of ``candidates`` in one recording run of the passing tests their
+    inspections will run, each function's calls kept from its own tests only: its invariants then
+    hold on every passing test of its inspection, whichever functions were recorded with it."""
     trace = found.trace
-    candidates = [f for f in sorted(confidences, key=lambda f: -confidences[f])
-                  if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:params.record_top]
-    # The passing tests each candidate's inspection will run: the invariants then hold on every
-    # passing test of its inspection, and the (slow) recording run is no larger than needed.
     outcomes = {t.test_id: t.outcome for t in trace.tests if t.test_id not in trace.flaky}
-    passing = sorted({
-        test for fqn in candidates
-        for test in tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids
-        if outcomes.get(test) is TestOutcome.PASSED
-    })
-    if not candidates or not passing:
+    limit = params.max_tests_per_inspection
+    own = {fqn: {test for test in tests_for_node(fqn, trace, max_tests=limit).test_ids
+                 if outcomes.get(test) is TestOutcome.PASSED}
+           for fqn in candidates}
+    passing = sorted(set().union(*own.values())) if own else []
+    if not passing:
         return {}
     request = focused_request(found.prepared, passing, found.overlay, record=tuple(candidates), trace=False)
     recorded: SuiteTrace = run_tests(request, backend=params.sandbox,
@@ -321,7 +338,8 @@ def _record_candidates(
     for test in recorded.tests:
         if test.outcome is TestOutcome.PASSED:
             for call in test.calls:
-                calls.setdefault(call.fqn, []).append(call)
+                if test.test_id in own.get(call.fqn, ()):
+                    calls.setdefault(call.fqn, []).append(call)
     return calls
 
 
@@ -486,6 +504,9 @@ class _Carried(BaseModel):
     screened: frozenset[str]
     evidence: list[_Evidence]
     problems: list[str]
+    confirmed: DiscoveryResult | None = Field(
+        None, description="The suite as traced, when the leading function's fix passed all of it: "
+        "Discovery is then skipped (see ``run_localization``).")
 
 
 def _priors(found: DiscoveryResult,
@@ -566,7 +587,13 @@ def _fix_before_discovery(
     confidences = _replay([confirmation], confidences, history)
     converged = is_converged(confidences)
     if not converged:
-        return _Carried(screened=screened, evidence=[*evidence, confirmation], problems=problems)
+        leads = max(confidences, key=confidences.__getitem__) == best.target
+        confirmed = confirmation.fix_evidence is FixEvidence.FIX_CONFIRMED and leads
+        suite = plain.model_copy(update={"report": plain.report.model_copy(update={
+            "enabled": True, "stopped_because": f"not needed: the fix of {best.target}, which leads, "
+                                                "passes the whole suite"})})
+        return _Carried(screened=screened, evidence=[*evidence, confirmation], problems=problems,
+                        confirmed=suite if confirmed else None)
     locations = {f: (n.file, n.start_line, n.end_line) for f, n in nodes.items()}
     ranking = rank(confidences, suspiciousness, locations)
     discovery_report = plain.report.model_copy(update={

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from prefect import flow
 
+from equisa_core.models import RecordedCall
 from flows.discovery import trace_only
 from flows.inspections import Observation, inspect_batch, inspect_node
-from flows.localize import LocalizeParameters, _priors, _record_candidates
+from flows.localize import LocalizeParameters, _priors, _record_calls
 from tests.conftest import FIXTURES
 
 TARGETS = ["fees.invoice", "fees.net", "fees.label", "fees.total"]
@@ -27,13 +28,23 @@ TARGETS = ["fees.invoice", "fees.net", "fees.label", "fees.total"]
 def _inspect_both_ways(path: str) -> tuple[dict[str, Observation], dict[str, Observation]]:
     params = LocalizeParameters(path=path, llm=False, discovery=False)
     found = trace_only(params)
-    _, nodes, _, confidences = _priors(found)
-    calls = _record_candidates(found, params, confidences, nodes)
+    _, nodes, _, _ = _priors(found)
+    calls = _record_calls(found, params, TARGETS)
     candidates = frozenset(nodes)
     alone = {t: inspect_node(t, nodes[t], found, params, calls.get(t, []), False, None, [], True, candidates)
              for t in TARGETS}
     together = inspect_batch(TARGETS, nodes, found, params, calls, True, candidates, frozenset())
     return alone, together
+
+
+@flow
+def _record_both_ways(path: str) -> tuple[dict[str, list[RecordedCall]], dict[str, list[RecordedCall]]]:
+    params = LocalizeParameters(path=path, llm=False, discovery=False)
+    found = trace_only(params)
+    alone: dict[str, list[RecordedCall]] = {}
+    for target in TARGETS:
+        alone.update(_record_calls(found, params, [target]))
+    return alone, _record_calls(found, params, TARGETS)
 
 
 @pytest.fixture
@@ -56,3 +67,12 @@ def test_a_batch_sees_what_each_inspection_sees_alone(fees: Path):
     assert label.signals.has_target_assertion and label.decision == "CONFIRMED_NOT_BUGGY"
     assert "fees.net" in label.reasoning
     assert together["fees.total"].fix_evidence is not None
+
+
+def test_a_function_s_recorded_calls_do_not_depend_on_what_is_recorded_with_it(fees: Path):
+    """Each function keeps the calls of its own inspection's passing tests, so a batch that records
+    its functions together mines the invariants each would have mined recorded alone."""
+    alone, together = _record_both_ways(str(fees))
+    assert together and set(together) == set(alone)
+    for target, calls in together.items():
+        assert [c.model_dump() for c in calls] == [c.model_dump() for c in alone[target]], target

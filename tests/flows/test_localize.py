@@ -90,6 +90,31 @@ def test_screening_evidence_that_settles_nothing_is_counted_again_after_discover
     assert report.ranking[0].fqn == "grades.letter"
 
 
+def test_a_confirmed_fix_that_leads_without_converging_goes_on_without_discovery(tmp_path, cli_env):
+    """Sixty helpers share the failing test's spectrum with the buggy ``total``; only ``total`` is
+    screened, so its confirmed fix leads without reaching 0.9: the loop goes on from the suite as
+    it is, since tests that split the helpers' group could only tell what the fix already told."""
+    repo = small_repo(tmp_path / "chain")
+    helpers = [f"h{k}" for k in range(60)]
+    (repo / "chain.py").write_text(
+        "".join(f"def {h}(x):\n    return x\n\n\n" for h in helpers)
+        + f"HELPERS = [{', '.join(helpers)}]\n\n\n"
+        + "def total(x):\n    for helper in HELPERS:\n        x = helper(x)\n    return x - 1\n")
+    (repo / "tests" / "test_chain.py").write_text(
+        "import chain\n\n\ndef test_total():\n    assert chain.total(1) == 2\n\n\n"
+        "def test_helpers():\n    assert all(h(3) == 3 for h in chain.HELPERS)\n")
+    out = tmp_path / "loc.json"
+    code, err = localize(cli_env, str(repo), "--no-llm", "--screen-top", "1", "--json", str(out))
+    assert code == 0, err
+    report = LocalizationReport.model_validate_json(out.read_text())
+    screened, confirmed, *inspected = report.inspections
+    assert (screened.strategy, screened.fix_evidence) == ("mutant-screening", "FIX_FOUND")
+    assert (confirmed.strategy, confirmed.fix_evidence) == ("fix-confirmation", "FIX_CONFIRMED")
+    assert confirmed.target == "chain.total" and confirmed.posterior < 0.9
+    assert report.discovery.stopped_because.startswith("not needed: the fix of chain.total")
+    assert report.tests.generated == 0 and inspected and report.ranking[0].fqn == "chain.total"
+
+
 def test_inspections_run_together_see_what_they_would_see_one_by_one(tmp_path, cli_env):
     """Deterministic inspections run ahead in one process (each patch swapped into the live
     function) give the loop the same observations as one process per inspection: the invariant

@@ -74,9 +74,7 @@ class LocalizeParameters(DiscoveryParameters):
     max_iterations: int = Field(12, ge=0, description="Inspections before giving up; 0: Discovery only.")
     max_cost_usd: float = Field(2.0, ge=0, description="LLM spend before giving up.")
     max_seconds: float = Field(1800.0, gt=0, description="Wall time before giving up.")
-    record_top: int = Field(
-        15, ge=1, description="Candidates whose passing executions are recorded before inspections that run "
-        "one by one (LLM mode, --inspection-batch 1); a batch records its own functions before it runs.")
+    record_top: int = Field(15, ge=1, description="Candidates whose passing executions are recorded.")
     max_tests_per_inspection: int = Field(40, ge=1, description="Tests run per inspection.")
     mutation_evidence: bool | None = Field(
         None, description="Run mutants of each inspected node (see equisa_core.fix_evidence); "
@@ -128,9 +126,18 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         if isinstance(early, tuple):
             return early
         carried = early
-    # A leading function whose fix passes the whole suite is what Discovery's tests would help the
-    # loop find: the loop goes on from the suite as it is (its inspections may still settle it).
-    found = carried.confirmed if carried is not None and carried.confirmed else discovery(discovery_params)
+    # The calls the inspections' invariants are mined from are recorded while Discovery runs: on the
+    # suite as traced, for the functions most likely after the screening.
+    recording = _submit_recording(carried.suite, params, carried.leaders) \
+        if carried is not None and params.max_iterations else None
+    try:
+        # A leading function whose fix passes the whole suite is what Discovery's tests would help
+        # the loop find: the loop goes on from the suite as it is (its inspections may settle it).
+        found = carried.suite if carried is not None and carried.confirmed else discovery(discovery_params)
+    except BaseException:
+        if recording is not None:
+            recording.run.wait()
+        raise
     trace = found.trace
     scored, nodes, suspiciousness, confidences = _priors(found)
     problems = [*found.problems, *(p for p in llm_problems if p not in found.problems)]
@@ -149,13 +156,11 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
                                         description="Inspections done / iteration budget")
     stopped = "iteration budget spent" if params.max_iterations else "no inspections asked for"
     batching = not (use_llm and config is not None) and params.inspection_batch > 1
-    # Batches record their own functions before they run (a loop that stalls after one batch
-    # records no more than it inspects); inspections one by one need the top candidates up front.
-    recorded: set[str] = set()
     calls: dict[str, list[RecordedCall]] = {}
-    if params.max_iterations and not batching:
-        recorded.update(_top_candidates(confidences, nodes, params.record_top))
-        calls = _record_calls(found, params, sorted(recorded))
+    if recording is not None:
+        calls = recording.calls()
+    elif params.max_iterations:
+        calls = _record_calls(found, params, _top_candidates(confidences, nodes, params.record_top))
     prefetched: dict[str, Observation] = {}  # inspections run ahead of their turn (``inspect_batch``)
     stalled = 0
     cost_usd = found.cost_usd
@@ -172,9 +177,6 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             if batching and target not in prefetched:
                 batch = _next_targets(target, confidences, nodes, history, prefetched,
                                       params.inspection_batch)
-                unrecorded = [t for t in batch if t not in recorded]
-                calls.update(_record_calls(found, params, unrecorded))
-                recorded.update(unrecorded)
                 prefetched.update(inspect_batch(batch, nodes, found, params, calls, use_mutants, candidates,
                                                 screened))
             # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
@@ -316,31 +318,50 @@ def _top_candidates(confidences: dict[str, float], nodes: dict[str, Node], count
             if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:count]
 
 
-def _record_calls(found: DiscoveryResult, params: LocalizeParameters, candidates: Sequence[str],
-                  ) -> dict[str, list[RecordedCall]]:
-    """Arguments and results of ``candidates`` in one recording run of the passing tests their
-    inspections will run, each function's calls kept from its own tests only: its invariants then
-    hold on every passing test of its inspection, whichever functions were recorded with it."""
+@dataclass(frozen=True)
+class _Recording:
+    """A recording run under way (``_submit_recording``): the tests each function's calls count from."""
+
+    run: PrefectFuture[SuiteTrace] | None
+    own: dict[str, frozenset[str]]
+
+    def calls(self) -> dict[str, list[RecordedCall]]:
+        """Each function's recorded calls (arguments, results), from its own passing tests only."""
+        if self.run is None:
+            return {}
+        calls: dict[str, list[RecordedCall]] = {}
+        for test in self.run.result().tests:
+            if test.outcome is TestOutcome.PASSED:
+                for call in test.calls:
+                    if test.test_id in self.own.get(call.fqn, ()):
+                        calls.setdefault(call.fqn, []).append(call)
+        return calls
+
+
+def _submit_recording(found: DiscoveryResult, params: LocalizeParameters, candidates: Sequence[str],
+                      ) -> _Recording:
+    """Start one recording run of the passing tests the ``candidates``' inspections will run. Each
+    function keeps the calls of its own tests only: its invariants then hold on every passing test
+    of its inspection, whichever functions were recorded with it."""
     trace = found.trace
     outcomes = {t.test_id: t.outcome for t in trace.tests if t.test_id not in trace.flaky}
     limit = params.max_tests_per_inspection
-    own = {fqn: {test for test in tests_for_node(fqn, trace, max_tests=limit).test_ids
-                 if outcomes.get(test) is TestOutcome.PASSED}
+    own = {fqn: frozenset(test for test in tests_for_node(fqn, trace, max_tests=limit).test_ids
+                          if outcomes.get(test) is TestOutcome.PASSED)
            for fqn in candidates}
     passing = sorted(set().union(*own.values())) if own else []
     if not passing:
-        return {}
+        return _Recording(run=None, own=own)
     request = focused_request(found.prepared, passing, found.overlay, record=tuple(candidates), trace=False)
-    recorded: SuiteTrace = run_tests(request, backend=params.sandbox,
-                                     interpreter_version=found.prepared.interpreter_version,
-                                     docker_image=params.docker_image)
-    calls: dict[str, list[RecordedCall]] = {}
-    for test in recorded.tests:
-        if test.outcome is TestOutcome.PASSED:
-            for call in test.calls:
-                if test.test_id in own.get(call.fqn, ()):
-                    calls.setdefault(call.fqn, []).append(call)
-    return calls
+    run = run_tests.submit(request, backend=params.sandbox, docker_image=params.docker_image,
+                           interpreter_version=found.prepared.interpreter_version)
+    return _Recording(run=run, own=own)
+
+
+def _record_calls(found: DiscoveryResult, params: LocalizeParameters, candidates: Sequence[str],
+                  ) -> dict[str, list[RecordedCall]]:
+    """``_submit_recording``'s calls, waited for."""
+    return _submit_recording(found, params, candidates).calls()
 
 
 def _last_line(text: str) -> str:
@@ -504,9 +525,11 @@ class _Carried(BaseModel):
     screened: frozenset[str]
     evidence: list[_Evidence]
     problems: list[str]
-    confirmed: DiscoveryResult | None = Field(
-        None, description="The suite as traced, when the leading function's fix passed all of it: "
-        "Discovery is then skipped (see ``run_localization``).")
+    suite: DiscoveryResult = Field(description="The suite as traced (flaky tests marked).")
+    leaders: list[str] = Field(description="The functions most likely after the screening (``record_top``).")
+    confirmed: bool = Field(
+        False, description="The leading function's fix passed the whole suite: Discovery is then skipped "
+        "(see ``run_localization``) and ``suite``'s report says why.")
 
 
 def _priors(found: DiscoveryResult,
@@ -573,8 +596,9 @@ def _fix_before_discovery(
     history: list[InspectionRecord] = []
     confidences = _replay(evidence, confidences, history)
     fixes = [e for e in evidence if e.fix_evidence is FixEvidence.FIX_FOUND]
+    leaders = _top_candidates(confidences, nodes, params.record_top)
     if not fixes:
-        return _Carried(screened=screened, evidence=evidence, problems=problems)
+        return _Carried(screened=screened, evidence=evidence, problems=problems, suite=plain, leaders=leaders)
     best = max(fixes, key=lambda e: confidences[e.target])
     checked = time.monotonic()
     seen = _confirm_fix(best.target, nodes[best.target], plain, params, best,
@@ -593,7 +617,8 @@ def _fix_before_discovery(
             "enabled": True, "stopped_because": f"not needed: the fix of {best.target}, which leads, "
                                                 "passes the whole suite"})})
         return _Carried(screened=screened, evidence=[*evidence, confirmation], problems=problems,
-                        confirmed=suite if confirmed else None)
+                        suite=suite if confirmed else plain, confirmed=confirmed,
+                        leaders=_top_candidates(confidences, nodes, params.record_top))
     locations = {f: (n.file, n.start_line, n.end_line) for f, n in nodes.items()}
     ranking = rank(confidences, suspiciousness, locations)
     discovery_report = plain.report.model_copy(update={

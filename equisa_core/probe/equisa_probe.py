@@ -1224,17 +1224,21 @@ class ProbePlugin:
             })
         return info.fqn
 
-    def _describe_failure(self, excinfo):
+    def _describe_failure(self, excinfo, frames=True):
+        """The failure's exception type, message and (unless ``frames`` is false) traceback frames."""
         exc_type = excinfo.type
         module = getattr(exc_type, "__module__", "builtins")
         name = getattr(exc_type, "__qualname__", exc_type.__name__)
-        frames = [
-            {"file": self._relative(f.filename), "line": f.lineno, "function": f.name}
-            for f in _extract_tb(excinfo.tb)
-        ]
-        # Drop pytest's own frames above the first frame of the project (usually the test).
-        first_project = next((i for i, f in enumerate(frames) if not _os_path.isabs(f["file"])), 0)
-        frames = frames[first_project:][-MAX_FRAMES:]
+        if frames:
+            frames = [
+                {"file": self._relative(f.filename), "line": f.lineno, "function": f.name}
+                for f in _extract_tb(excinfo.tb)
+            ]
+            # Drop pytest's own frames above the first frame of the project (usually the test).
+            first_project = next((i for i, f in enumerate(frames) if not _os_path.isabs(f["file"])), 0)
+            frames = frames[first_project:][-MAX_FRAMES:]
+        else:
+            frames = []
         try:
             message = str(excinfo.value)
         except Exception as error:  # a broken __str__ on the user's exception
@@ -1777,9 +1781,28 @@ class _MutantRunner:
             own.update(tests)
         return frozenset(self.confirm) - own
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
-        if call.excinfo is not None and call.when in ("setup", "call", "teardown"):
-            self.excinfo.setdefault(item.nodeid, call.excinfo)
+        excinfo = call.excinfo
+        if excinfo is not None and call.when in ("setup", "call", "teardown"):
+            self.excinfo.setdefault(item.nodeid, excinfo)
+        if excinfo is None or self.round in (None, ORIGINAL_ROUND) or self.detailed:
+            return None
+        from _pytest.outcomes import Skipped
+        from _pytest.reports import TestReport
+
+        if isinstance(excinfo.value, Skipped):
+            return None  # pytest's own report (its longrepr names where it was skipped)
+        # A failure in a mutant round keeps only its type and message (``_write_test``): pytest's
+        # report without its long representation (the filtered, formatted traceback), which cost
+        # as much as the rest of a typical failing round.
+        return TestReport(
+            nodeid=item.nodeid, location=item.location, keywords={k: 1 for k in item.keywords},
+            outcome="failed", longrepr="%s (a mutant round's failure)" % excinfo.typename, when=call.when,
+            sections=[("Captured %s %s" % (key, phase), text) for phase, key, text in item._report_sections],
+            duration=call.duration, user_properties=item.user_properties,
+            start=getattr(call, "start", 0), stop=getattr(call, "stop", 0),
+        )
 
     def pytest_runtest_logreport(self, report):  # the original round only: the others do not log
         self.reports.setdefault(report.nodeid, []).append(report)
@@ -1977,7 +2000,7 @@ class _MutantRunner:
         if self.detailed:
             record["stdout"] = _tail(stdout, OUTPUT_TAIL_CHARS)
         if excinfo is not None and outcome in ("failed", "error"):
-            failure = self.probe._describe_failure(excinfo)
+            failure = self.probe._describe_failure(excinfo, frames=self.detailed)
             record["exception_type"] = failure["exception_type"]
             record["message"] = failure["message"][:MESSAGE_CHARS if self.detailed else MUTANT_MESSAGE_CHARS]
             if self.detailed:

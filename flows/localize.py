@@ -136,7 +136,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         found = carried.suite if carried is not None and carried.confirmed else discovery(discovery_params)
     except BaseException:
         if recording is not None:
-            recording.run.wait()
+            recording.wait()  # not left running when Discovery fails
         raise
     trace = found.trace
     scored, nodes, suspiciousness, confidences = _priors(found)
@@ -325,6 +325,11 @@ class _Recording:
     run: PrefectFuture[SuiteTrace] | None
     own: dict[str, frozenset[str]]
 
+    def wait(self) -> None:
+        """Until the run is over."""
+        if self.run is not None:
+            self.run.wait()
+
     def calls(self) -> dict[str, list[RecordedCall]]:
         """Each function's recorded calls (arguments, results), from its own passing tests only."""
         if self.run is None:
@@ -421,8 +426,7 @@ def _submit_screening(found: DiscoveryResult, params: LocalizeParameters, confid
     """Choose the functions to screen and start their run (see ``_screen_mutants``)."""
     started = time.monotonic()
     trace, root = found.trace, found.prepared.workspace.root
-    ranked = [f for f in sorted(confidences, key=lambda f: -confidences[f])
-              if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:params.screen_top]
+    ranked = _top_candidates(confidences, nodes, params.screen_top)
     plans: dict[str, tuple[str, tuple[Mutant, ...], tuple[str, ...]]] = {}
     costs: dict[str, float] = {}
     failing = trace.failed_tests()
@@ -464,6 +468,7 @@ def even_shares(costs: dict[str, float], count: int) -> dict[str, int]:
 
 
 def _count(shard_of: dict[str, int], shard: int) -> int:
+    """How many functions ``shard`` screens."""
     return sum(1 for s in shard_of.values() if s == shard)
 
 

@@ -39,7 +39,9 @@ def _inspect_both_ways(path: str) -> tuple[dict[str, Observation], dict[str, Obs
 
 @flow
 def _record_both_ways(path: str) -> tuple[dict[str, list[RecordedCall]], dict[str, list[RecordedCall]]]:
-    params = LocalizeParameters(path=path, llm=False, discovery=False)
+    # One test per inspection: a function also runs in the other functions' tests, whose calls of
+    # it must not count when they are recorded together.
+    params = LocalizeParameters(path=path, llm=False, discovery=False, max_tests_per_inspection=1)
     found = trace_only(params)
     alone: dict[str, list[RecordedCall]] = {}
     for target in TARGETS:

@@ -16,6 +16,7 @@ errors are translated into these at the boundary where they occur.
     │   ├── FunctionNotFoundError      no function with that FQN in the file
     │   └── InvalidReplacementError    the new code does not parse or changes the signature
     ├── ProbeProtocolError (9)         the probe's output cannot be read
+    ├── WeakSandboxError (14)          unreviewed code would run where the sandbox cannot confine files
     ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
     ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
@@ -56,6 +57,7 @@ __all__ = [
     "FunctionNotFoundError",
     "InvalidReplacementError",
     "ProbeProtocolError",
+    "WeakSandboxError",
     "NothingToLocalizeError",
     "ApplyRefusedError",
     "PatchApplyError",
@@ -165,6 +167,13 @@ class ProbeProtocolError(EquisaError):
     """The probe's JSON-lines output is missing or malformed."""
 
     exit_code = 9
+
+
+class WeakSandboxError(EquisaError):
+    """Unreviewed code (generated tests, inspection patches, fixes) would run in a sandbox that cannot
+    confine file writes, and the user did not accept that (``--allow-weak-sandbox``, ``--sandbox none``)."""
+
+    exit_code = 14
 
 
 class NothingToLocalizeError(EquisaError):

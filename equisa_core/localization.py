@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.bayes import Outcome, classify, is_converged, update_confidences
 from equisa_core.discovery import DiscoveryReport
 from equisa_core.fix_evidence import FixEvidence
+from equisa_core.sandbox_policy import SandboxIsolation
 from equisa_core.signals import Signals
 
 __all__ = [
@@ -93,6 +94,7 @@ class LocalizationReport(BaseModel):
     discovery: DiscoveryReport | None = Field(None, description="What the Discovery loop added.")
     cost: dict[str, float] = Field(default_factory=dict, description="LLM tokens and USD.")
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
+    sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
     run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
     artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.candidates import PatchEvaluation, PatchStatus
 from equisa_core.errors import EXIT_NOT_FIXED, EXIT_OK, EXIT_PLAUSIBLE_ONLY
 from equisa_core.localization import LocalizationReport
+from equisa_core.sandbox_policy import SandboxIsolation
 
 __all__ = ["RepairStatus", "RepairReport", "repair_status"]
 
@@ -38,6 +39,7 @@ class RepairReport(BaseModel):
     applied: bool = Field(False, description="The patch was written to the user's tree (--apply).")
     problems: tuple[str, ...] = ()
     error: str | None = None
+    sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
     run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
     artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
     patched_files: dict[str, str] = Field(default_factory=dict, exclude=True,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.ambiguity import ambiguity_groups
 from equisa_core.models import CollectError, Edge, SuiteTrace, TestOutcome, TestResult
+from equisa_core.sandbox_policy import SandboxIsolation
 from equisa_core.spectrum import score_nodes
 
 __all__ = ["ScoredNode", "TraceSummary", "TraceReport", "build_trace_report"]
@@ -65,6 +66,7 @@ class TraceReport(BaseModel):
     flaky: tuple[str, ...] = Field((), description="Failed, then passed alone; left out of spectra.")
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run (storage).")
     run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
+    sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
     artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
 
 

@@ -31,7 +31,7 @@ from equisa_core.errors import (
 from equisa_core.storage import resolve_artifacts
 from equisa_core.trace_report import TraceReport
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "check_sandbox"]
 
 _TOP_NODES = 10
 _DEFAULT_WALL_CLOCK_S = 1800.0
@@ -151,8 +151,13 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
     trace.add_argument("--tests", nargs="+", default=[], metavar="TEST",
                        help="pytest node ids or paths to run (default: the whole suite)")
     trace.add_argument("--json", type=Path, metavar="OUT", help="write the full report here")
-    trace.add_argument("--sandbox", choices=("local", "docker"), default="local",
-                       help="where tests run: local (bubblewrap/unshare) or docker (default local)")
+    trace.add_argument("--sandbox", choices=("local", "docker", "none"), default="local",
+                       help="where tests run: local (the strongest isolation here: bubblewrap, else "
+                            "util-linux namespaces), docker, or none (a plain subprocess; generated "
+                            "code runs unconfined) (default local)")
+    trace.add_argument("--allow-weak-sandbox", action="store_true",
+                       help="run generated tests, inspection patches and fixes even where the local "
+                            "sandbox cannot confine file writes (default: refuse, exit 14)")
     trace.add_argument("--docker-image", metavar="IMAGE", help="image for --sandbox docker")
     trace.add_argument("--shards", type=_positive_int, metavar="N",
                        help="parallel shards (default: the number of cores)")
@@ -172,6 +177,21 @@ def add_storage_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--db", metavar="FILE",
                          help="DuckDB history (default: EQUISA_DB, else "
                               "~/.local/share/equisa/history.duckdb)")
+
+
+def check_sandbox(args: argparse.Namespace, console: Console, generated_code: str | None) -> str:
+    """Fail fast, before Prefect starts, when the command would run generated code unconfined;
+    print the one warning when files are not confined. Returns the isolation level's name."""
+    from equisa_core.sandbox_policy import require_confinement, weak_isolation_warning
+    from tasks.run_tests import sandbox_isolation
+
+    isolation = sandbox_isolation(args.sandbox, args.allow_weak_sandbox)
+    if generated_code:
+        require_confinement(isolation, generated_code)
+    warning = weak_isolation_warning(isolation)
+    if warning and not args.verbose:  # with --verbose the flow's own log line says it
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    return isolation.level.value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -206,13 +226,15 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
 
     check_repository(args.path)  # fail fast, before Prefect starts
     resolve_artifacts(args.artifacts)
+    level = check_sandbox(args, console, TraceParameters.generated_code)
 
     params = TraceParameters(
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
+        allow_weak_sandbox=args.allow_weak_sandbox,
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, artifacts=args.artifacts, db=args.db,
     )
-    console.print(f"Tracing [bold]{args.path}[/] in the {args.sandbox} sandbox", highlight=False)
+    console.print(f"Tracing [bold]{args.path}[/] in the {args.sandbox} sandbox ({level})", highlight=False)
     report = _run_with_progress(console, "starting (snapshot, interpreter, Prefect)", trace_suite, params)
     if args.json:
         _write_json(args.json, report)
@@ -237,6 +259,7 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
     resolve_artifacts(args.artifacts)  # a malformed location fails now, not after the run
     return dict(
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
+        allow_weak_sandbox=args.allow_weak_sandbox,
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
         max_iterations=args.max_iterations, screen_top=args.screen_top, screen_budget_s=args.screen_budget,
@@ -250,7 +273,9 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
     from flows.localize import LocalizeParameters, localize
 
     params = LocalizeParameters(**_localize_arguments(args))
-    console.print(f"Localizing the bug in [bold]{args.path}[/]", highlight=False)
+    level = check_sandbox(args, console, LocalizeParameters.generated_code)
+    console.print(f"Localizing the bug in [bold]{args.path}[/] (sandbox {args.sandbox}: {level})",
+                  highlight=False)
     report = _run_with_progress(console, "tracing the suite, then inspecting candidates", localize, params)
     if args.json:
         _write_json(args.json, report)
@@ -296,7 +321,8 @@ def _repair_command(args: argparse.Namespace, console: Console) -> int:
     from flows.repair import RepairParameters, repair
 
     params = RepairParameters(**_localize_arguments(args), max_validations=args.max_validations)
-    console.print(f"Repairing [bold]{args.path}[/]", highlight=False)
+    level = check_sandbox(args, console, RepairParameters.generated_code)
+    console.print(f"Repairing [bold]{args.path}[/] (sandbox {args.sandbox}: {level})", highlight=False)
     report = _run_with_progress(console, "localizing the bug, then validating patches", repair, params)
     if report.localization is not None:
         _print_localization(report.localization, console)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
@@ -62,6 +63,8 @@ __all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_reque
 
 class DiscoveryParameters(TraceParameters):
     """Parameters of the Discovery loop (those of ``trace-suite`` plus its budget)."""
+
+    generated_code: ClassVar[str | None] = "generated tests, inspection patches and fixes"
 
     llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
     discovery: bool = Field(True, description="Generate disambiguating tests; False: trace only.")

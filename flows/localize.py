@@ -234,6 +234,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         discovery=found.report,
         cost={"usd": round(cost_usd, 6)},
         problems=tuple(problems),
+        sandbox=found.prepared.sandbox,
     )
     _publish_ranking(report)
     return found, report
@@ -634,7 +635,7 @@ def _fix_before_discovery(
         stopped_because=f"{converged} reached {CONFIDENCE_THRESHOLD}", ranking=tuple(ranking),
         ambiguity_groups=scored.ambiguity_groups, inspections=tuple(history),
         tests=_counts(plain.trace, plain), discovery=discovery_report, cost={"usd": 0.0},
-        problems=tuple(plain.problems) + tuple(problems),
+        problems=tuple(plain.problems) + tuple(problems), sandbox=plain.prepared.sandbox,
     )
     _publish_ranking(report)
     return plain.model_copy(update={"report": discovery_report}), report

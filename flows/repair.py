@@ -310,7 +310,7 @@ def _report(found: DiscoveryResult, localization: LocalizationReport, evaluation
         validation=checks, evaluations=tuple(evaluations), relocalizations=relocalizations,
         localization=localization, cost={"usd": round(cost, 6)},
         problems=tuple(dict.fromkeys([*localization.problems, *problems])),
-        patched_files=patched, original_files=originals,
+        patched_files=patched, original_files=originals, sandbox=found.prepared.sandbox,
     )
     create_markdown_artifact(
         key="repair-patch",

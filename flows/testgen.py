@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
@@ -76,6 +77,7 @@ class TestgenParameters(TraceParameters):
     """Parameters of one testgen run."""
 
     __test__ = False
+    generated_code: ClassVar[str | None] = "generated tests"
     target: str = Field(
         description="The file under test, relative to the repository (or absolute inside it)."
     )
@@ -188,6 +190,7 @@ def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> Generate
         mutation_target=params.mutation_target,
         baseline=_figures(baseline) if baseline else None,
         problems=problems,
+        sandbox=prepared.sandbox,
     )
     if baseline is not None and params.measure_baseline_mutation:
         report.baseline_mutation_score = _mutation(ctx, {}, baseline).score

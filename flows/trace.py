@@ -6,9 +6,10 @@ artifact of the most suspicious functions.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from prefect import flow, unmapped
 from prefect.artifacts import create_table_artifact
@@ -17,11 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.errors import NoTestsCollectedError
 from equisa_core.models import SuiteTrace
+from equisa_core.sandbox_policy import SandboxIsolation, require_confinement, weak_isolation_warning
 from equisa_core.trace_merge import combine, interleave, mark_flaky
 from equisa_core.trace_report import TraceReport, build_trace_report
 from tasks.prepare import check_interpreter, check_repository, snapshot_workspace
 from tasks.record import record_finished_run
-from tasks.run_tests import run_tests
+from tasks.run_tests import run_tests, sandbox_isolation
 from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.task_runners import FanOutTaskRunner
 from tasks.workspace import Workspace
@@ -37,11 +39,18 @@ class TraceParameters(BaseModel):
     """Parameters of one traced run of a repository's suite."""
 
     model_config = ConfigDict(extra="forbid")
+    #: What unreviewed code the flow of these parameters runs (None: only the user's suite); such
+    #: code needs a sandbox that confines files (``equisa_core.sandbox_policy``).
+    generated_code: ClassVar[str | None] = None
 
     path: str = Field(description="The repository's root folder.")
     python: str | None = Field(None, description="Interpreter (local) or command in the image (docker).")
     tests: list[str] = Field(default_factory=list, description="pytest paths or node ids; empty: all.")
-    sandbox: Literal["local", "docker"] = "local"
+    sandbox: Literal["local", "docker", "none"] = Field(
+        "local", description="local: the strongest isolation this machine has; docker: a container; "
+        "none: a plain subprocess (accepts running generated code unconfined).")
+    allow_weak_sandbox: bool = Field(False, description="Run generated code even where the local sandbox "
+                                                        "cannot confine file writes.")
     docker_image: str | None = Field(None, description="Image for the docker sandbox.")
     shards: int | None = Field(None, ge=1, description="Parallel shards; default: the number of cores.")
     no_cache: bool = Field(False, description="Run again even when a cached result exists.")
@@ -63,21 +72,45 @@ class PreparedRun(BaseModel):
     workspace: Workspace
     interpreter_version: str
     base: RunRequest
+    sandbox: SandboxIsolation
 
 
 def prepare_run(params: TraceParameters) -> PreparedRun:
-    """Check the repository, snapshot it and check the interpreter (tasks), then the base request."""
+    """Check the repository and the sandbox's isolation, snapshot the repository and check the
+    interpreter (tasks), then the base request.
+
+    Raises ``WeakSandboxError`` when the flow runs generated code and files would not be confined
+    (unless the parameters accept it); otherwise weak isolation is logged once.
+    """
+    isolation = sandbox_isolation(params.sandbox, params.allow_weak_sandbox)
+    if params.generated_code:
+        require_confinement(isolation, params.generated_code)
+    warning = weak_isolation_warning(isolation)
+    if warning:
+        _run_logger().warning(warning)
     repo = check_repository(Path(params.path))
     workspace = snapshot_workspace(str(repo))
-    if params.sandbox == "local":
+    if params.sandbox != "docker":
         interpreter = check_interpreter(repo, params.python)
         command, version = interpreter.path, interpreter.version
     else:
         command, version = params.python or "python3", f"image:{params.docker_image or 'default'}"
     limits = SandboxLimits(wall_clock_s=params.wall_clock_s, test_timeout_s=params.test_timeout_s)
     base = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, tests=tuple(params.tests),
-                      interpreter=command, limits=limits)
-    return PreparedRun(repo=repo, workspace=workspace, interpreter_version=version, base=base)
+                      interpreter=command, limits=limits, allow_weak_isolation=isolation.weak_allowed)
+    return PreparedRun(repo=repo, workspace=workspace, interpreter_version=version, base=base,
+                       sandbox=isolation)
+
+
+def _run_logger() -> logging.Logger | logging.LoggerAdapter:
+    """The flow run's logger (its lines reach the Prefect UI), or this module's outside a flow run."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)
 
 
 @flow(name="trace-suite", flow_run_name="trace {params.path}", log_prints=True,
@@ -86,6 +119,7 @@ def trace_suite(params: TraceParameters) -> TraceReport:
     """Trace a repository's suite in sandboxes and score every function."""
     prepared = prepare_run(params)
     report = build_trace_report(run_suite(prepared, params), str(prepared.repo))
+    report = report.model_copy(update={"sandbox": prepared.sandbox})
     _publish(report)
     return record_finished_run("trace", report, str(prepared.repo), params.artifacts, params.db)
 

@@ -27,6 +27,7 @@ from equisa_core.errors import (
 )
 from equisa_core.models import SuiteTrace
 from equisa_core.probe_output import parse_probe_output
+from equisa_core.sandbox_policy import IsolationLevel, SandboxIsolation
 from equisa_core.trace_merge import combine, crash_result
 from tasks.sandbox import RecordCallback, RunRequest, Sandbox, SandboxInfrastructureError, SandboxRun
 
@@ -34,6 +35,8 @@ __all__ = [
     "MAX_RESUMES",
     "SANDBOX_BACKENDS",
     "make_sandbox",
+    "sandbox_isolation",
+    "backend_key",
     "execute_request",
     "run_tests",
     "register_progress",
@@ -43,7 +46,8 @@ __all__ = [
 
 #: Crashes survived per run before the rest of the tests are given up.
 MAX_RESUMES = 10
-SANDBOX_BACKENDS = ("local", "docker")
+#: ``none`` is the local sandbox with no isolation, chosen explicitly (it accepts weak isolation).
+SANDBOX_BACKENDS = ("local", "docker", "none")
 _PYTEST_USAGE_ERROR = 4
 _PYTEST_NO_TESTS = 5
 
@@ -76,16 +80,35 @@ def report_progress(key: str | None, record: dict) -> None:
 
 
 def make_sandbox(backend: str, docker_image: str | None = None) -> Sandbox:
-    """The sandbox for ``backend`` ('local' or 'docker')."""
-    if backend == "local":
+    """The sandbox for ``backend`` ('local', 'docker' or 'none')."""
+    if backend in ("local", "none"):
+        from equisa_core.sandbox_policy import IsolationLevel
         from tasks.sandbox_local import LocalSandbox
 
-        return LocalSandbox()
+        return LocalSandbox(level=IsolationLevel.NONE if backend == "none" else None)
     if backend == "docker":
         from tasks.sandbox_docker import DockerSandbox
 
         return DockerSandbox(image=docker_image) if docker_image else DockerSandbox()
     raise InvalidSelectionError(f"unknown sandbox {backend!r}; choose one of {', '.join(SANDBOX_BACKENDS)}")
+
+
+def sandbox_isolation(backend: str, weak_allowed: bool = False) -> SandboxIsolation:
+    """The isolation ``backend``'s sandboxes give on this machine (``--sandbox none`` accepts weak
+    isolation by itself)."""
+    if backend == "docker":
+        return SandboxIsolation(backend="docker", level=IsolationLevel.DOCKER, weak_allowed=weak_allowed,
+                                reason="a container: no network, read-only root, non-root user")
+    sandbox = make_sandbox(backend)
+    return sandbox.isolation(weak_allowed or backend == "none")  # type: ignore[attr-defined]
+
+
+def backend_key(backend: str, docker_image: str | None) -> str:
+    """The sandbox's part of a run's cache key: the backend, the image, the local isolation level
+    (a run under weaker isolation may see more, so its result is not reused under stronger)."""
+    if backend == "docker":
+        return backend + (docker_image or "")
+    return f"{backend}/{sandbox_isolation(backend).level.value}"
 
 
 def execute_request(
@@ -166,8 +189,8 @@ def _last_line(text: str) -> str:
 
 def _cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     request: RunRequest = parameters["request"]
-    image = parameters.get("docker_image") or ""
-    return request.cache_key(parameters["backend"] + image, parameters.get("interpreter_version", ""))
+    return request.cache_key(backend_key(parameters["backend"], parameters.get("docker_image")),
+                             parameters.get("interpreter_version", ""))
 
 
 def _infrastructure_only(task: Task[..., Any], task_run: TaskRun, state: State[Any]) -> bool:

@@ -183,6 +183,15 @@ class RunRequest(BaseModel):
         "suite's own run), to confirm fixes in the same process: the first mutant of each function "
         "that passes all its must-fix tests and breaks none goes on through them (see the probe). "
         "They must be in the selection; those in no mutant's tests do not run unmutated.")
+    allow_weak_isolation: bool = Field(
+        False, description="Run unreviewed code (an overlay or mutants) even where the sandbox cannot "
+        "confine file writes: the user asked for it (--allow-weak-sandbox, --sandbox none). Not part of "
+        "the cache key: it decides whether a run may happen, not what it gives.")
+
+    @property
+    def untrusted(self) -> bool:
+        """Whether the run executes code nobody reviewed: generated tests, patches, mutants."""
+        return bool(self.overlay or self.mutants)
 
     @field_validator("overlay")
     @classmethod

@@ -1,13 +1,10 @@
 """The local sandbox (the default backend): a throwaway copy run under the strongest isolation here.
 
-Isolation is chosen in one place, ``detect_isolation``, which says what it chose and why:
-
-- ``bwrap`` (bubblewrap): new user, network, PID, IPC and UTS namespaces; the whole system
-  mounted read-only; only the run folder (workspace copy, home, tmp) writable; a private /tmp;
-  ``--die-with-parent`` so a killed EQUISA leaves no sandbox behind.
-- ``unshare``: new user, network and PID namespaces (``unshare -rn --pid --fork --kill-child``);
-  the file system is not made read-only, so this level is logged as weaker.
-- ``none``: a plain subprocess, with a warning.
+The isolation level comes from ``tasks.isolation.detect_isolation`` (bubblewrap, else the same
+confinement from util-linux, else network and PID namespaces only, else none), or is fixed by the
+caller (``--sandbox none``). Code nobody reviewed (a request with an overlay or mutants) runs only
+under a level that confines file writes, unless the request says weaker isolation was accepted
+(``equisa_core.sandbox_policy``).
 
 Every level adds: rlimits through ``prlimit`` (address space, CPU seconds, file size, processes),
 a pids cgroup (when one is writable) that caps processes even for root and lets every process of
@@ -19,11 +16,9 @@ processes Prefect runs tasks in.)
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -31,8 +26,8 @@ import time
 import uuid
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
+from equisa_core.sandbox_policy import IsolationLevel, SandboxIsolation, require_confinement
+from tasks.isolation import detect_isolation, isolation_words
 from tasks.sandbox import (
     RecordCallback,
     RunRequest,
@@ -45,57 +40,13 @@ from tasks.sandbox import (
     tail_records,
 )
 
-__all__ = ["Isolation", "LocalSandbox", "detect_isolation"]
+__all__ = ["LocalSandbox"]
 
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.1
-_ISOLATION_ENV = "EQUISA_LOCAL_ISOLATION"
 #: Candidate pids-controller roots: cgroup v1, then the v2 unified hierarchy.
 _PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
-
-
-class Isolation(BaseModel):
-    """The isolation level the local sandbox uses, and why."""
-
-    model_config = ConfigDict(frozen=True)
-
-    level: str  # "bwrap", "unshare" or "none"
-    reason: str
-
-
-@functools.cache
-def detect_isolation() -> Isolation:
-    """Pick the strongest isolation that works here; ``EQUISA_LOCAL_ISOLATION`` may lower it."""
-    wanted = os.environ.get(_ISOLATION_ENV, "").strip()
-    if wanted not in ("", "bwrap", "unshare", "none"):
-        raise SandboxInfrastructureError(
-            f"{_ISOLATION_ENV}={wanted!r} is not one of bwrap, unshare, none"
-        )
-    if wanted in ("", "bwrap"):
-        if shutil.which("bwrap") and _works(["bwrap", "--ro-bind", "/", "/", "--unshare-all",
-                                            "--die-with-parent", "true"]):
-            return Isolation(level="bwrap", reason="bubblewrap runs: namespaces, read-only system")
-        if wanted == "bwrap":
-            raise SandboxInfrastructureError("bwrap was asked for but does not run here")
-    if wanted in ("", "unshare"):
-        if shutil.which("unshare") and _works(["unshare", "-rn", "--pid", "--fork", "--kill-child",
-                                               "true"]):
-            reason = "no working bubblewrap; unshare gives network and PID namespaces only"
-            log.warning("local sandbox: %s (the file system is not read-only)", reason)
-            return Isolation(level="unshare", reason=reason)
-        if wanted == "unshare":
-            raise SandboxInfrastructureError("unshare was asked for but does not run here")
-    reason = "asked for" if wanted == "none" else "neither bubblewrap nor unshare runs here"
-    log.warning("local sandbox: plain subprocess (%s): no network or file-system isolation", reason)
-    return Isolation(level="none", reason=reason)
-
-
-def _works(command: list[str]) -> bool:
-    try:
-        return subprocess.run(command, capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
 
 
 class _PidsCgroup:
@@ -153,16 +104,32 @@ def _read(path: Path) -> str:
 
 
 class LocalSandbox:
-    """Runs requests on this machine under ``detect_isolation()``'s level."""
+    """Runs requests on this machine under ``level`` (default: ``detect_isolation()``'s)."""
 
     name = "local"
 
-    def __init__(self, scratch_root: Path | None = None) -> None:
+    def __init__(self, scratch_root: Path | None = None, level: IsolationLevel | None = None) -> None:
         self.scratch_root = scratch_root
+        self.level = level
+
+    def isolation(self, weak_allowed: bool = False) -> SandboxIsolation:
+        """The isolation this sandbox gives here, as reports record it."""
+        if self.level is not None:
+            return SandboxIsolation(backend="none" if self.level is IsolationLevel.NONE else self.name,
+                                    level=self.level, reason="asked for", weak_allowed=weak_allowed)
+        detected = detect_isolation()
+        return SandboxIsolation(backend=self.name, level=detected.level, reason=detected.reason,
+                                weak_allowed=weak_allowed)
 
     def run(self, request: RunRequest, on_record: RecordCallback | None = None) -> SandboxRun:
-        """Copy, isolate, run, and always clean up: the folder, the processes, the cgroup."""
-        isolation = detect_isolation()
+        """Copy, isolate, run, and always clean up: the folder, the processes, the cgroup.
+
+        Raises ``WeakSandboxError`` for unreviewed code where files are not confined (and the
+        request did not accept that).
+        """
+        isolation = self.isolation(request.allow_weak_isolation)
+        if request.untrusted:
+            require_confinement(isolation, "generated code (tests, inspection patches or fixes)")
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="equisa-run-", dir=self.scratch_root) as scratch:
             folder = Path(scratch)
@@ -193,9 +160,10 @@ class LocalSandbox:
             output = probe_path.read_text(encoding="utf-8", errors="replace") if probe_path.exists() else ""
             log_tail = cap_text(_tail_bytes(log_path, request.limits.output_bytes),
                                 request.limits.output_bytes)
-        if isolation.level != "none" and exit_code not in (None, 0, 1, 2, 3, 4, 5) and not output:
+        started_badly = exit_code not in (None, 0, 1, 2, 3, 4, 5) and not output
+        if isolation.level is not IsolationLevel.NONE and started_badly:
             raise SandboxInfrastructureError(
-                f"the {isolation.level} sandbox failed to start (exit {exit_code}): {log_tail[-300:]}"
+                f"the {isolation.level.value} sandbox failed to start (exit {exit_code}): {log_tail[-300:]}"
             )
         return SandboxRun(
             probe_output=output,
@@ -203,28 +171,18 @@ class LocalSandbox:
             timed_out=timed_out,
             log_tail=log_tail,
             duration_s=time.monotonic() - started,
-            isolation=isolation.level + (" + pids cgroup" if cgroup.path else ""),
+            isolation=isolation.level.value + (" + pids cgroup" if cgroup.path else ""),
         )
 
     @staticmethod
-    def _command(level: str, inner: list[str], folder: Path, repo: Path, request: RunRequest,
+    def _command(level: IsolationLevel, inner: list[str], folder: Path, repo: Path, request: RunRequest,
                  cgroup: _PidsCgroup) -> list[str]:
         limits = request.limits
         prlimit = [
             "prlimit", f"--as={limits.memory_bytes}", f"--cpu={limits.cpu_seconds}",
             f"--fsize={limits.file_size_bytes}", f"--nproc={limits.max_processes}", "--",
         ]
-        if level == "bwrap":
-            isolate = [
-                "bwrap", "--die-with-parent", "--new-session", "--unshare-all",
-                "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                *_reexpose_under_tmp(request.interpreter),
-                "--bind", str(folder), str(folder), "--chdir", str(repo), "--",
-            ]
-        elif level == "unshare":
-            isolate = ["unshare", "-rn", "--pid", "--fork", "--kill-child", "--"]
-        else:
-            isolate = []
+        isolate = isolation_words(level, folder, repo, request.interpreter)
         words = [*prlimit, *isolate, *inner]
         # A shell launcher joins the cgroup before anything runs, then becomes the command.
         script = cgroup.enter_command() + "exec " + shlex.join(words)
@@ -257,23 +215,6 @@ class LocalSandbox:
         if exit_code is not None and exit_code < 0:
             exit_code = None  # killed by a signal
         return exit_code, timed_out
-
-
-def _reexpose_under_tmp(interpreter: str) -> list[str]:
-    """``--ro-bind`` arguments for the interpreter's environment when it lives under /tmp.
-
-    The sandbox gets a private, empty /tmp; an interpreter installed there (a CI checkout's
-    ``.venv``, say) must stay visible, read-only. Its environment is the nearest folder above it
-    holding ``pyvenv.cfg``, else the folder above ``bin/``.
-    """
-    binds: list[str] = []
-    for path in {Path(interpreter).absolute(), Path(interpreter).resolve()}:
-        if not str(path).startswith("/tmp/"):
-            continue
-        root = next((p for p in path.parents if (p / "pyvenv.cfg").exists()), path.parent.parent)
-        if str(root) not in ("/", "/tmp"):
-            binds += ["--ro-bind", str(root), str(root)]
-    return binds
 
 
 def _kill_group(pid: int) -> None:

@@ -42,7 +42,7 @@ from equisa_core.testgen.static import (
     syntax_check,
 )
 from tasks.mutants import MutantRunReport
-from tasks.run_tests import _infrastructure_only, make_sandbox
+from tasks.run_tests import _infrastructure_only, backend_key, make_sandbox
 from tasks.sandbox import MutantSpec, RunRequest, SandboxLimits
 
 __all__ = [
@@ -299,7 +299,7 @@ def execute_coverage(
 def _coverage_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     request: RunRequest = parameters["request"]
     plugin = hashlib.sha256(_plugin_text().encode()).hexdigest()[:16]
-    backend = parameters.get("backend", "local") + (parameters.get("docker_image") or "")
+    backend = backend_key(parameters.get("backend", "local"), parameters.get("docker_image"))
     return f"measure-coverage-{plugin}-" + request.cache_key(
         backend, parameters.get("interpreter_version", "")
     )

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.sandbox_policy import SandboxIsolation
 from equisa_core.testgen.reliability import PostReliability, PreReliability
 from equisa_core.testgen.static import StaticReport
 from equisa_core.testgen.supervisor import Critique
@@ -96,5 +97,6 @@ class TestgenReport(BaseModel):
     stopped_because: str = ""
     cost_usd: float = 0.0
     problems: list[str] = Field(default_factory=list)
+    sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
     run_id: str | None = Field(None, description="The run's id in the history (``equisa testgen`` only).")
     artifacts: str | None = Field(None, description="Where the run's artifacts were stored.")

@@ -48,7 +48,7 @@ def register(commands: Any) -> None:
 
 def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.storage import resolve_artifacts
-    from flows.cli import _print_stored, _run_with_progress, _write_json
+    from flows.cli import _print_stored, _run_with_progress, _write_json, check_sandbox
     from flows.testgen import TestgenParameters, testgen
     from tasks.prepare import check_repository
 
@@ -60,6 +60,7 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
         python=args.python,
         tests=args.tests,
         sandbox=args.sandbox,
+        allow_weak_sandbox=args.allow_weak_sandbox,
         docker_image=args.docker_image,
         shards=args.shards,
         no_cache=args.no_cache,
@@ -75,7 +76,9 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
         artifacts=args.artifacts,
         db=args.db,
     )
-    console.print(f"Generating tests for [bold]{args.target}[/] in {args.path}", highlight=False)
+    level = check_sandbox(args, console, TestgenParameters.generated_code)
+    console.print(f"Generating tests for [bold]{args.target}[/] in {args.path} (sandbox {args.sandbox}: "
+                  f"{level})", highlight=False)
     report = _run_with_progress(console, "measuring the existing tests, then generating", testgen, params)
     if args.json:
         _write_json(args.json, report)

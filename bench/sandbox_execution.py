@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import logging
 import os
 import resource
 import shutil
@@ -81,7 +80,9 @@ TARGET_FANOUT = 1.7
 TARGET_CACHE = 10.0
 #: The fan-out suite must take at least this long in one sandbox.
 MIN_SERIAL_S = 20.0
-ISOLATION_LEVELS = ("bwrap", "unshare", "none")
+ISOLATION_LEVELS = ("bwrap", "unshare", "network-only", "none")
+#: Issue 23: the util-linux fallback's cost per sandboxed run, at most this times bubblewrap's.
+TARGET_FALLBACK = 1.2
 #: The machine's own 2-process scaling, without EQUISA: one edit distance of this size (about 1 s
 #: of pure Python here) in one process, then in two processes at once.
 CONTROL_SIZE = 2300
@@ -727,8 +728,8 @@ def environment(uv: str) -> dict:
         "unshare": run_text(["unshare", "--version"]),
         "sandbox_sources_sha256": {
             name: hashlib.sha256((REPO / name).read_bytes()).hexdigest()
-            for name in ("tasks/sandbox.py", "tasks/sandbox_local.py", "tasks/sandbox_docker.py",
-                         "tasks/run_tests.py", "flows/trace.py")
+            for name in ("tasks/sandbox.py", "tasks/sandbox_local.py", "tasks/isolation.py",
+                         "tasks/sandbox_docker.py", "tasks/run_tests.py", "flows/trace.py")
         },
     }
 
@@ -792,9 +793,10 @@ def cpu_scaling_control(python: str, project: Path) -> dict:
 
 def bench_fanout(workspace, project: Path, python: str, repeats: int, console: Console) -> dict:
     from equisa_core.trace_merge import combine, interleave
+    from tasks.isolation import detect_isolation
     from tasks.run_tests import execute_request
     from tasks.sandbox import RunRequest
-    from tasks.sandbox_local import LocalSandbox, detect_isolation
+    from tasks.sandbox_local import LocalSandbox
 
     detect_isolation.cache_clear()
     isolation = detect_isolation()
@@ -1124,9 +1126,10 @@ def start_docker(console: Console) -> tuple[object | None, str]:
 def bench_startup(workspace, tiny: Path, python: str, repeats: int, warmup: int, use_docker: bool,
                   workdir: Path, console: Console) -> dict:
     from equisa_core.probe_output import parse_probe_output
+    from tasks.isolation import detect_isolation
     from tasks.sandbox import RunRequest, probe_arguments, scrubbed_environment
     from tasks.sandbox_docker import DockerSandbox
-    from tasks.sandbox_local import LocalSandbox, detect_isolation
+    from tasks.sandbox_local import LocalSandbox
 
     request = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, interpreter=python)
     (workdir / "home").mkdir(parents=True, exist_ok=True)
@@ -1176,10 +1179,6 @@ def bench_startup(workspace, tiny: Path, python: str, repeats: int, warmup: int,
         configs.append({"key": "plain, EQUISA's venv", "run": plain_equisa_venv,
                         "what": f"plain, with EQUISA's own interpreter {sys.executable} (for comparison)"})
     saved = os.environ.get("EQUISA_LOCAL_ISOLATION")
-    # Each weaker level logs a warning whenever it is chosen: expected here, so kept quiet.
-    local_log = logging.getLogger("tasks.sandbox_local")
-    saved_level = local_log.level
-    local_log.setLevel(logging.ERROR)
     for level in ISOLATION_LEVELS:
         os.environ["EQUISA_LOCAL_ISOLATION"] = level
         detect_isolation.cache_clear()
@@ -1233,7 +1232,6 @@ def bench_startup(workspace, tiny: Path, python: str, repeats: int, warmup: int,
         else:
             os.environ["EQUISA_LOCAL_ISOLATION"] = saved
         detect_isolation.cache_clear()
-        local_log.setLevel(saved_level)
         engine_info = None
         if engine is not None:
             engine_info = {"base_url": engine.base_url, "engine_start_s": round(engine.started_s, 2),
@@ -1271,9 +1269,21 @@ def bench_startup(workspace, tiny: Path, python: str, repeats: int, warmup: int,
         if config["key"] == "docker":
             entry["note"] = "the image's Python and pytest (Debian bookworm's) are not the host's"
         out_configs[config["key"]] = entry
+    fallback = None
+    if "local bwrap" in results and "local unshare" in results:
+        bwrap = median([r["wall"] for r in results["local bwrap"]])
+        unshare = median([r["wall"] for r in results["local unshare"]])
+        rounds = zip(results["local unshare"], results["local bwrap"], strict=True)
+        paired = [u["wall"] / b["wall"] for u, b in rounds]
+        fallback = {"ratio_of_medians": round(unshare / bwrap, 3),
+                    "paired_ratio_median": round(median(paired), 3),
+                    "extra_ms": round((unshare - bwrap) * 1000, 1),
+                    "target": f"<= {TARGET_FALLBACK}x bubblewrap's wall time per sandboxed run",
+                    "verdict": "PASS" if unshare / bwrap <= TARGET_FALLBACK else "FAIL"}
     return {"tests": 2, "warmup_rounds": warmup, "repeats": repeats, "loadavg_1min_per_round": load,
             "order": "interleaved, the first configuration rotating each round",
-            "configs": out_configs, "skipped": skipped, "docker_engine": engine_info}
+            "configs": out_configs, "skipped": skipped, "docker_engine": engine_info,
+            "fallback_vs_bwrap": fallback}
 
 
 # -------------------------------------------------------------------------------------------------
@@ -1322,13 +1332,17 @@ def print_table(console: Console, report: dict) -> None:
         table.add_section()
     start = report.get("startup")
     if start:
+        fallback = start.get("fallback_vs_bwrap")
         first = True
         for key, c in start["configs"].items():
             table.add_row(
                 f"start-up ({start['tests']} trivial tests)" if first else "", key,
                 f"{c['median_wall_s']:.3f}", f"{c['min_wall_s']:.2f}–{c['max_wall_s']:.2f}",
                 f"{c['ratio_vs_plain']:.2f}", "" if key == "plain" else f"{c['overhead_ms_vs_plain']:+.0f}",
-                "", "[green]ok[/]" if c["all_ok"] else "[red]BAD[/]",
+                f"≤ {TARGET_FALLBACK}× bwrap" if key == "local unshare" and fallback else "",
+                ("[green]ok[/]" if c["all_ok"] else "[red]BAD[/]") + (
+                    " " + verdict(fallback["verdict"] == "PASS")
+                    if key == "local unshare" and fallback else ""),
             )
             first = False
     console.print(table)
@@ -1349,6 +1363,10 @@ def print_table(console: Console, report: dict) -> None:
         for problem in cache["cache_check_problems"]:
             console.print(f"  [red]cache: {problem}[/]")
     if start:
+        if fallback:
+            console.print(f"fallback: local unshare / local bwrap {fallback['ratio_of_medians']:.3f}× "
+                          f"(paired median {fallback['paired_ratio_median']:.3f}×, "
+                          f"{fallback['extra_ms']:+.1f} ms)")
         for key, reason in start["skipped"].items():
             console.print(f"[yellow]start-up {key} skipped:[/] {reason}")
         if start.get("docker_engine"):

@@ -60,7 +60,11 @@ class SandboxIsolation(BaseModel):
         return self.level in _CONFINING
 
 
-def require_confinement(isolation: SandboxIsolation, what: str) -> None:
+#: What the user can do about a refusal, on the command line.
+_REMEDY = "--allow-weak-sandbox (or --sandbox none) runs it anyway"
+
+
+def require_confinement(isolation: SandboxIsolation, what: str, remedy: str = _REMEDY) -> None:
     """Raise ``WeakSandboxError`` unless unreviewed code (``what``) may run under ``isolation``.
 
     It may when the sandbox confines files, or when the user accepted weaker isolation.
@@ -70,8 +74,7 @@ def require_confinement(isolation: SandboxIsolation, what: str) -> None:
     raise WeakSandboxError(
         f"refusing to run {what}: the {isolation.backend} sandbox cannot confine file writes here "
         f"(isolation {isolation.level.value}: {isolation.reason}). Install bubblewrap, enable "
-        "unprivileged user namespaces, or use --sandbox docker; --allow-weak-sandbox (or "
-        "--sandbox none) runs it anyway"
+        f"unprivileged user namespaces, or use the docker sandbox; {remedy}"
     )
 
 

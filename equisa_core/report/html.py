@@ -128,6 +128,11 @@ def _summary(kind: str, report: Mapping[str, Any], localization: Mapping[str, An
         rows += [("tests", f"{s.get('total', 0)}: {s.get('passed', 0)} passed, {s.get('failed', 0)} failed, "
                            f"{s.get('error', 0)} errors, {s.get('skipped', 0)} skipped"),
                  ("tracer", f"{report.get('backend')} ({report.get('backend_reason')})")]
+    sandbox = report.get("sandbox") or (localization or {}).get("sandbox")
+    if sandbox:
+        confined = "files confined" if sandbox.get("confines_files") else "files NOT confined"
+        rows.append(("sandbox", f"{sandbox.get('backend')}: {sandbox.get('level')}, {confined} "
+                                f"({sandbox.get('reason')})"))
     cells = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows)
     return f"<table>{cells}</table>"
 

@@ -65,6 +65,7 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
 
     apply_runner_options(args)
     entries = load_repositories(args.file)  # a bad file fails here, with exit code 50
+    _check_sandboxes(entries)
     console.print(f"Repairing {len(entries)} repositories from [bold]{args.file}[/], "
                   f"{args.concurrency} at a time", highlight=False)
     params = BatchParameters(repositories_file=str(args.file.resolve()), concurrency=args.concurrency,
@@ -83,6 +84,18 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         console.print(f"Summary written to {args.json}")
     return EXIT_BATCH_FAILURES if summary.counts.get("error") else EXIT_OK
+
+
+def _check_sandboxes(entries: Any) -> None:
+    """Stop before any work (exit 14) when a repository would run generated code where this
+    machine's sandbox cannot confine file writes and its entry does not accept that."""
+    from equisa_core.sandbox_policy import require_confinement
+    from tasks.run_tests import sandbox_isolation
+
+    refused = [e.label for e in entries if e.sandbox == "local" and not e.allow_weak_sandbox]
+    if refused:
+        require_confinement(sandbox_isolation("local"), f"generated code for {', '.join(refused)}",
+                            remedy="allow_weak_sandbox: true in an entry runs its repair anyway")
 
 
 def print_summary(summary: Any, console: Console) -> None:

@@ -143,3 +143,12 @@ def test_a_trace_report_renders_without_a_localization():
              "ambiguity_groups": [["m.f", "m.g"]], "backend": "monitoring", "backend_reason": "3.12"}
     html = render_report("trace", trace, run_id="t1")
     assert "m.f" in html and "Ranking (spectrum scores)" in html and "2: m.f, m.g" in html
+
+
+def test_the_html_report_names_the_sandbox_and_whether_it_confined_files():
+    trace = {"repository": "/r", "summary": {"total": 0}, "nodes": [], "ambiguity_groups": [],
+             "backend": "monitoring", "backend_reason": "3.12",
+             "sandbox": {"backend": "local", "level": "network-only", "reason": "no mounts here",
+                         "weak_allowed": True, "confines_files": False}}
+    html = render_report("trace", trace, run_id="t1")
+    assert "<th>sandbox</th><td>local: network-only, files NOT confined (no mounts here)</td>" in html

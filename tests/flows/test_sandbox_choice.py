@@ -84,3 +84,15 @@ def test_without_bubblewrap_repair_runs_confined_by_the_util_linux_fallback(cli_
     assert report["sandbox"]["level"] == "unshare" and report["sandbox"]["confines_files"] is True
     assert report["sandbox"]["reason"].startswith("bwrap: bwrap not found")
     assert report["candidates_tried"] > 0  # generated fixes ran in the fallback sandbox
+
+
+def test_a_batch_stops_before_any_work_unless_its_entries_accept_weak_isolation(weak_env, tmp_path):
+    repositories = tmp_path / "repositories.yaml"
+    repositories.write_text(
+        "defaults: {llm: false}\n"
+        f"repositories:\n  - source: {SHAPES}\n    name: accepted\n    allow_weak_sandbox: true\n"
+        f"  - source: {SHAPES}\n    name: refused\n")
+    done = equisa(weak_env, "batch", str(repositories))
+    assert done.returncode == 14, done.stderr
+    assert "refusing to run generated code for refused:" in done.stderr
+    assert "allow_weak_sandbox: true in an entry" in done.stderr and "accepted" not in done.stderr

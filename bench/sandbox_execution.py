@@ -31,14 +31,16 @@ What it does (issue 3, "Done means", bench item):
    ``Cached``, and that both runs report the same outcomes;
 4. **start-up**: times, on ``tiny``, a plain ``python -m pytest`` subprocess, the same with the
    probe, the plain run with EQUISA's own interpreter (for comparison), ``LocalSandbox.run`` at
-   each isolation level that works here (bwrap, unshare, none: ``EQUISA_LOCAL_ISOLATION`` set and
-   ``detect_isolation``'s cache cleared before each run, outside the timing) and
+   each isolation level that works here (bwrap, unshare, network-only, none:
+   ``EQUISA_LOCAL_ISOLATION`` set and ``detect_isolation``'s cache cleared before each run,
+   outside the timing) and
    ``DockerSandbox.run`` on a private ``dockerd`` started with the helpers of
    ``tests/integration/docker_fixtures.py`` (skipped, with the reason, when none can start, or
    with ``--no-docker``); interleaved, the starting configuration rotating each round, after one
    untimed warm-up round;
 5. prints a table of medians and ratios with PASS/FAIL against the targets (2 shards >= 1.7x
-   faster than 1 on 2 cores; a cached flow >= 10x faster than a cold one), and writes the
+   faster than 1 on 2 cores; a cached flow >= 10x faster than a cold one; a run under the
+   util-linux fallback at most 1.2x one under bubblewrap, issue 23), and writes the
    environment, raw timings, checks and ratios as JSON to ``--out``.
 
 It asserts nothing: the exit status is 0 unless the benchmark itself could not run.

@@ -85,7 +85,8 @@ class RepositoryEntry(BaseModel):
     ci_run_url: str | None = Field(None, description="The CI run that failed, for the report.")
     llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
     sandbox: Literal["local", "docker", "none"] = Field(
-        "local", description="local: the strongest isolation the worker has; docker; none: a plain subprocess.")
+        "local", description="local: the strongest isolation the worker has; docker; none: a plain "
+                             "subprocess.")
     allow_weak_sandbox: bool = Field(False, description="Repair even where the local sandbox cannot confine "
                                                         "file writes (otherwise the run fails with exit 14).")
     docker_image: str | None = None

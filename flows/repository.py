@@ -46,7 +46,8 @@ def repair_parameters(entry: RepositoryEntry, path: str, no_cache: bool = False)
     b = entry.budgets
     return RepairParameters(
         path=path, python=entry.python, tests=list(entry.tests), sandbox=entry.sandbox,
-        allow_weak_sandbox=entry.allow_weak_sandbox, docker_image=entry.docker_image, no_cache=no_cache, wall_clock_s=b.wall_clock_s,
+        allow_weak_sandbox=entry.allow_weak_sandbox, docker_image=entry.docker_image, no_cache=no_cache,
+        wall_clock_s=b.wall_clock_s,
         test_timeout_s=b.test_timeout_s, llm=entry.llm, max_iterations=b.max_iterations,
         max_seconds=b.max_seconds, max_cost_usd=b.max_cost_usd, discovery_max_tests=b.max_generated_tests,
         max_validations=b.max_validations,

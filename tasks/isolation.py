@@ -40,6 +40,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -61,9 +62,6 @@ _DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/pro
 #: Home folders never hidden: hiding them would hide the system.
 _SYSTEM_FOLDERS = frozenset({"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/proc", "/run",
                              "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var"})
-#: Exit status of the launcher when it cannot build the sandbox (nothing of the suite ran).
-LAUNCHER_FAILED = 125
-
 _UNSHARE = ["unshare", "--user", "--map-root-user", "--mount", "--net", "--pid", "--ipc", "--uts",
             "--fork", "--kill-child", "--propagation", "private", "--"]
 
@@ -73,6 +71,8 @@ _LAUNCHER_TOOLS = ("mount", "umount", "pivot_root", "unshare", "setpriv", "ip")
 
 # Run by /bin/sh as root of the new user namespace: $1 run folder, $2 working directory, $3 uid,
 # $4 gid, $5-$10 the programs of _LAUNCHER_TOOLS, then the command. See the module docstring.
+# It exits non-zero before the command starts when it cannot build the sandbox (125 when a mount
+# stays writable); the local sandbox reports that as a sandbox failure (exit code 10).
 _LAUNCHER = r"""
 set -eu
 folder=$1 workdir=$2 uid=$3 gid=$4 mount=$5 umount=$6 pivot_root=$7 unshare=$8 setpriv=$9 ip=${10}
@@ -82,7 +82,8 @@ root=$folder/sandbox/root
 if ! "$mount" --all --options remount,bind,ro 2>"$folder/sandbox/remount.log"; then
   while read -r _ _ _ _ point options _; do
     case $point in "$root"|"$root"/*) ;; *) continue ;; esac
-    case $point in "$root"/proc/*|"$root"/dev/*|"$root"/tmp/*) continue ;; esac
+    case $point in "$root"/proc|"$root"/proc/*|"$root"/dev|"$root"/dev/*|"$root"/tmp|"$root"/tmp/*)
+      continue ;; esac  # covered by the fresh mounts of the table
     case $options in ro|ro,*) continue ;; esac
     case $point in *\\*) ;; *) [ -e "$point" ] || continue ;; esac
     echo "equisa sandbox: cannot make ${point#"$root"} read-only" >&2
@@ -172,14 +173,16 @@ def _trial_failure(level: IsolationLevel) -> str | None:
     return None
 
 
-def isolation_words(level: IsolationLevel, folder: Path, workdir: Path, interpreter: str) -> list[str]:
+def isolation_words(level: IsolationLevel, folder: Path, workdir: Path, interpreter: str,
+                    lent: Sequence[str] = ()) -> list[str]:
     """The words that run a command under ``level``, in the run folder ``folder``; the command follows.
 
-    For ``unshare`` this writes the launcher's mount table under ``folder/sandbox``.
+    ``lent``: host folders the run reads besides the interpreter (see ``reexposed_paths``). For
+    ``unshare`` this writes the launcher's mount table under ``folder/sandbox``.
     """
     if level is IsolationLevel.BWRAP:
         hidden = [word for home in hidden_folders()[1:] for word in ("--tmpfs", str(home))]
-        exposed = [word for path in reexposed_paths(interpreter) for word in ("--ro-bind", path, path)]
+        exposed = [word for path in reexposed_paths(interpreter, lent) for word in ("--ro-bind", path, path)]
         # --unshare-user and --cap-drop ALL: run as root, bubblewrap otherwise keeps every capability,
         # and the sandboxed code could remount the system writable.
         return ["bwrap", "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user",
@@ -187,7 +190,7 @@ def isolation_words(level: IsolationLevel, folder: Path, workdir: Path, interpre
                 "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *hidden,
                 *exposed, "--bind", str(folder), str(folder), "--chdir", str(workdir), "--"]
     if level is IsolationLevel.UNSHARE:
-        _write_launcher_files(folder, interpreter)
+        _write_launcher_files(folder, interpreter, lent)
         tools = [os.path.realpath(found) if (found := shutil.which(tool)) else "" for tool in _LAUNCHER_TOOLS]
         return [*_UNSHARE, "/bin/sh", "-c", _LAUNCHER, "equisa-sandbox", str(folder), str(workdir),
                 str(os.getuid()), str(os.getgid()), *tools]
@@ -206,14 +209,15 @@ def hidden_folders() -> list[Path]:
     return hidden
 
 
-def reexposed_paths(interpreter: str) -> list[str]:
-    """The interpreter's installation folders that lie under a hidden folder (visible read-only again).
+def reexposed_paths(interpreter: str, lent: Sequence[str] = ()) -> list[str]:
+    """The folders under a hidden folder that the run needs, visible read-only again: the
+    interpreter's installation, and the ``lent`` folders (EQUISA's coverage.py, say).
 
-    For the path as given and as resolved: its environment (the nearest folder above it holding
-    ``pyvenv.cfg``, else the folder above ``bin/``) and, for a virtualenv, the installation its
-    ``pyvenv.cfg`` names as ``home``.
+    For the interpreter's path as given and as resolved: its environment (the nearest folder above
+    it holding ``pyvenv.cfg``, else the folder above ``bin/``) and, for a virtualenv, the
+    installation its ``pyvenv.cfg`` names as ``home``.
     """
-    roots: list[Path] = []
+    roots: list[Path] = [Path(path).absolute() for path in lent]
     for path in (Path(interpreter).absolute(), Path(interpreter).resolve()):
         venv = next((p for p in path.parents if (p / "pyvenv.cfg").is_file()), None)
         roots.append(venv or path.parent.parent)
@@ -242,7 +246,7 @@ def _venv_home(config: Path) -> Path | None:
     return None
 
 
-def _write_launcher_files(folder: Path, interpreter: str) -> None:
+def _write_launcher_files(folder: Path, interpreter: str, lent: Sequence[str]) -> None:
     """The ``unshare`` launcher's inputs under ``folder/sandbox``: the new root's mount point, the
     old root's, the stub /dev (empty files the device nodes are bound over) and the mount table."""
     sandbox = folder / "sandbox"
@@ -252,10 +256,10 @@ def _write_launcher_files(folder: Path, interpreter: str) -> None:
         (sandbox / "dev" / device).touch()
     for name, target in _DEV_LINKS.items():
         (sandbox / "dev" / name).symlink_to(target)
-    (sandbox / "fstab").write_text(_mount_table(folder, interpreter), encoding="utf-8")
+    (sandbox / "fstab").write_text(_mount_table(folder, interpreter, lent), encoding="utf-8")
 
 
-def _mount_table(folder: Path, interpreter: str) -> str:
+def _mount_table(folder: Path, interpreter: str, lent: Sequence[str] = ()) -> str:
     """The mounts of step 3, in order, in fstab(5) form (fields escaped as fstab escapes them).
 
     Binds are made read-only explicitly (``bind,ro``: libmount binds, then remounts): a bind keeps
@@ -275,7 +279,7 @@ def _mount_table(folder: Path, interpreter: str) -> str:
         (str(folder / "sandbox" / "dev"), at("/dev"), "none", "bind,ro"),
         *[(f"/dev/{device}", at(f"/dev/{device}"), "none", "bind,ro") for device in _DEVICES],
         ("equisa-shm", at("/dev/shm"), "tmpfs", "mode=1777,nosuid,nodev"),
-        *[(path, at(path), "none", "bind,ro,X-mount.mkdir") for path in reexposed_paths(interpreter)],
+        *[(path, at(path), "none", "bind,ro,X-mount.mkdir") for path in reexposed_paths(interpreter, lent)],
         (str(folder), at(folder), "none", "bind,X-mount.mkdir"),
     ]
     return "".join(f"{_escape(a)} {_escape(b)} {c} {d} 0 0\n" for a, b, c, d in rows)

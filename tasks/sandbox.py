@@ -183,6 +183,9 @@ class RunRequest(BaseModel):
         "suite's own run), to confirm fixes in the same process: the first mutant of each function "
         "that passes all its must-fix tests and breaks none goes on through them (see the probe). "
         "They must be in the selection; those in no mutant's tests do not run unmutated.")
+    lent: tuple[str, ...] = Field(
+        (), description="Host folders the run reads besides the interpreter (EQUISA's coverage.py lent "
+        "to a suite): visible read-only even where the sandbox hides the folder they are in.")
     allow_weak_isolation: bool = Field(
         False, description="Run unreviewed code (an overlay or mutants) even where the sandbox cannot "
         "confine file writes: the user asked for it (--allow-weak-sandbox, --sandbox none). Not part of "

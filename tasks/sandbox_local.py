@@ -182,7 +182,7 @@ class LocalSandbox:
             "prlimit", f"--as={limits.memory_bytes}", f"--cpu={limits.cpu_seconds}",
             f"--fsize={limits.file_size_bytes}", f"--nproc={limits.max_processes}", "--",
         ]
-        isolate = isolation_words(level, folder, repo, request.interpreter)
+        isolate = isolation_words(level, folder, repo, request.interpreter, request.lent)
         words = [*prlimit, *isolate, *inner]
         # A shell launcher joins the cgroup before anything runs, then becomes the command.
         script = cgroup.enter_command() + "exec " + shlex.join(words)

@@ -234,6 +234,7 @@ def coverage_request(
             "only": None,
             "trace": False,
             "env": env,
+            "lent": (env["EQUISA_COVERAGE_PATH"],),
             "limits": limits or base.limits,
             "shard": None,
             "record": (),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,32 @@ def test_an_interpreter_under_a_hidden_folder_stays_visible(tmp_path):
     (venv / "bin" / "python").write_text("")
     assert reexposed_paths(str(venv / "bin" / "python")) == [str(venv)]
     assert reexposed_paths("/usr/bin/python3") == []
+
+
+@pytest.mark.parametrize("level", [IsolationLevel.BWRAP, IsolationLevel.UNSHARE])
+def test_a_lent_folder_under_the_hidden_home_stays_readable_and_nothing_else_does(level, tmp_path):
+    home_folder = Path.home() / f".equisa-isolation-lent-{os.getpid()}"
+    (home_folder / "lent").mkdir(parents=True)
+    (home_folder / "lent" / "tool.py").write_text("VALUE = 42\n")
+    (home_folder / "kept").mkdir()
+    (home_folder / "kept" / "key").write_text("private")
+    check = (
+        "import os, sys\n\n"
+        "def test_reads_only_what_was_lent():\n"
+        "    sys.path.insert(0, os.environ['LENT'])\n"
+        "    import tool\n"
+        "    assert tool.VALUE == 42\n"
+        "    assert not os.path.exists(os.environ['KEPT'])\n"
+        "    open(os.path.join(os.environ['LENT'], 'tool.py'), 'a')\n"
+    )
+    request = _inside_request(tmp_path).model_copy(update={
+        "overlay": {"tests/test_lent.py": check}, "lent": (str(home_folder / "lent"),),
+        "env": {"LENT": str(home_folder / "lent"), "KEPT": str(home_folder / "kept" / "key")}})
+    try:
+        with local_isolation(level, tmp_path):
+            run = LocalSandbox().run(request)
+    finally:
+        shutil.rmtree(home_folder)
+    (result,) = parse_probe_output(run.probe_output.splitlines()).tests
+    assert result.outcome is TestOutcome.FAILED and result.exception_type == "OSError", result.message
+    assert "Read-only file system" in (result.message or "")

@@ -9,6 +9,7 @@ from equisa_core.testgen.report import PipelineNotes
 from flows.testgen import TestgenParameters, _Context, _pipeline
 from flows.trace import PreparedRun
 from tasks.llm import LLMConfig
+from tasks.run_tests import sandbox_isolation
 from tasks.sandbox import RunRequest
 from tasks.test_store import TestStore
 from tasks.workspace import Workspace
@@ -47,7 +48,8 @@ def test_roulette():
 def context(tmp_path: Path, llm: bool, base_url: str = "") -> _Context:
     workspace = Workspace(root=tmp_path, digest="d", source=str(tmp_path), ref=None, files=0, bytes=0)
     base = RunRequest(workspace=tmp_path, workspace_digest="d", interpreter="python3")
-    prepared = PreparedRun(repo=tmp_path, workspace=workspace, interpreter_version="3", base=base)
+    prepared = PreparedRun(repo=tmp_path, workspace=workspace, interpreter_version="3", base=base,
+                           sandbox=sandbox_isolation("local"))
     params = TestgenParameters(path=str(tmp_path), target="shop.py", improvement_budget=2)
     config = (
         LLMConfig(base_url=base_url, api_key="sk-test", model="gpt-4o-mini", backup_model=None, max_retries=0)

@@ -30,7 +30,7 @@ from equisa_core.bayes import (
     is_converged,
     update_with_likelihoods,
 )
-from equisa_core.errors import EquisaError, NothingToLocalizeError
+from equisa_core.errors import EquisaError, NothingToLocalizeError, SourceEditError
 from equisa_core.fix_evidence import FixEvidence, confirm_fix
 from equisa_core.generated_tests import without_testgen
 from equisa_core.localization import InspectionRecord, LocalizationReport, TestCounts, apply_observation, rank
@@ -164,25 +164,34 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     prefetched: dict[str, Observation] = {}  # inspections run ahead of their turn (``inspect_batch``)
     stalled = 0
     cost_usd = found.cost_usd
+    skipped: set[str] = set()  # nodes whose inspection could not be built (the reason is in problems)
     for iteration in range(1, params.max_iterations + 1):
-        target = select_node(confidences, nodes, exclude=_done(history))
-        if target is None:
+        seen: Observation | None = None
+        while seen is None:
+            target = select_node(confidences, nodes, exclude=_done(history) | skipped)
+            if target is None:
+                break
+            inspection_started = time.monotonic()
+            pending = _awaiting_confirmation(history, target)
+            try:
+                if pending is not None:
+                    seen = _confirm_fix(target, nodes[target], found, params, pending)
+                else:
+                    if batching and target not in prefetched:
+                        batch = _next_targets(target, confidences, nodes, history, prefetched,
+                                              params.inspection_batch)
+                        prefetched.update(inspect_batch(batch, nodes, found, params, calls, use_mutants,
+                                                        candidates, screened))
+                    # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
+                    seen = prefetched.get(target) or inspect_node(
+                        target, nodes[target], found, params, calls.get(target, []), use_llm, config,
+                        problems, use_mutants, candidates, target in screened)
+            except SourceEditError as error:  # one node that cannot be patched never ends the run
+                skipped.add(target)
+                problems.append(f"{target} was not inspected: {error.message}")
+        if target is None or seen is None:
             stopped = "every inspectable candidate was inspected"
             break
-        inspection_started = time.monotonic()
-        pending = _awaiting_confirmation(history, target)
-        if pending is not None:
-            seen = _confirm_fix(target, nodes[target], found, params, pending)
-        else:
-            if batching and target not in prefetched:
-                batch = _next_targets(target, confidences, nodes, history, prefetched,
-                                      params.inspection_batch)
-                prefetched.update(inspect_batch(batch, nodes, found, params, calls, use_mutants, candidates,
-                                                screened))
-            # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
-            seen = prefetched.get(target) or inspect_node(
-                target, nodes[target], found, params, calls.get(target, []), use_llm, config, problems,
-                use_mutants, candidates, target in screened)
         cost_usd += seen.cost_usd
         prior = confidences[target]
         leader = max(confidences, key=confidences.__getitem__)

@@ -40,7 +40,7 @@ from equisa_core.source_edit import replace_function
 from flows.discovery import DiscoveryResult, focused_request
 from flows.localize import LocalizeParameters, run_localization
 from flows.validation import ValidationContext, test_sources, validate_candidate
-from tasks.inspection import qualname_of, read_function
+from tasks.inspection import qualname_of, read_function, unreadable_because
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
 from tasks.record import record_finished_run
@@ -133,9 +133,18 @@ def _candidates(found: DiscoveryResult, localization: LocalizationReport, ctx: V
                 params: RepairParameters, excluded: set[str], use_llm: bool, config: object | None,
                 problems: list[str]) -> Generated:
     """Candidates in the order they are to be validated, each with the count screened to find it."""
-    targets = [r.fqn for r in localization.ranking
-               if r.fqn in ctx.nodes and is_valid_node(ctx.nodes[r.fqn]) and r.fqn not in excluded
-               and not is_test_file(ctx.nodes[r.fqn].file or "")][:params.repair_top]
+    targets: list[str] = []
+    for fqn in (r.fqn for r in localization.ranking):
+        node = ctx.nodes.get(fqn)
+        if len(targets) == params.repair_top:
+            break
+        if node is None or not is_valid_node(node) or fqn in excluded or is_test_file(node.file or ""):
+            continue
+        unreadable = unreadable_because(found.prepared.workspace.root, node)
+        if unreadable is None:
+            targets.append(fqn)
+        elif (note := f"{fqn} cannot be patched: {unreadable}") not in problems:  # once over the rounds
+            problems.append(note)
     if not targets:
         problems.append("no function to patch: every candidate was excluded or is test code")
         return

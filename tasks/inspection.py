@@ -10,6 +10,7 @@ import ast
 from collections.abc import Sequence
 from pathlib import Path
 
+from equisa_core.errors import SourceEditError
 from equisa_core.inspection import build_inspection_patch
 from equisa_core.invariants import mine_invariants
 from equisa_core.models import Node, RecordedCall, TestOutcome, TestResult
@@ -19,6 +20,7 @@ from equisa_core.source_edit import find_function, function_source, replace_func
 __all__ = [
     "qualname_of",
     "read_function",
+    "unreadable_because",
     "deterministic_inspection",
     "overlay_for",
     "observe",
@@ -48,6 +50,16 @@ def read_function(workspace: Path, node: Node) -> tuple[str, str]:
     with open(workspace / node.file, encoding="utf-8", newline="") as handle:  # type: ignore[operator]
         text = handle.read()  # line endings kept: patches splice this text
     return text, function_source(text, qualname_of(node))
+
+
+def unreadable_because(workspace: Path, node: Node) -> str | None:
+    """Why ``node``'s definition cannot be read from its file (None when it can): a function made at
+    run time under the file's name, say, which no inspection or patch can replace."""
+    try:
+        read_function(workspace, node)
+    except (SourceEditError, OSError, ValueError) as error:
+        return getattr(error, "message", None) or str(error)
+    return None
 
 
 def _parameters(source: str) -> list[str]:

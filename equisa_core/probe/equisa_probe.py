@@ -69,6 +69,9 @@ BACKEND_ENV = "EQUISA_PROBE_BACKEND"
 #: Lambdas too: they have no definition to inspect and the import-time instrumentation cannot
 #: mark them, so no backend reports them.
 NOT_FUNCTIONS = frozenset(("<module>", "<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>", "<lambda>"))
+#: Set on the code of every function, and never on a class body or a module: a class body that runs
+#: during a test (a module imported inside it, a class defined in a function) is no function either.
+CO_OPTIMIZED = 0x01
 
 
 def _isolate(module):
@@ -158,7 +161,8 @@ class _Recorder:
         if info is not None:
             return info
         try:
-            if code.co_name in NOT_FUNCTIONS or not self._is_project_file(code.co_filename):
+            if (code.co_name in NOT_FUNCTIONS or not code.co_flags & CO_OPTIMIZED
+                    or not self._is_project_file(code.co_filename)):
                 return None
             module = frame.f_globals.get("__name__") if frame is not None else None
         except Exception:  # never let the probe change a test's outcome

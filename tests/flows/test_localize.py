@@ -13,7 +13,7 @@ import pytest
 from equisa_core.errors import NothingToLocalizeError
 from equisa_core.localization import LocalizationReport
 from flows.localize import even_shares
-from tests.conftest import FIXTURES, small_repo
+from tests.conftest import FIXTURES, small_repo, venv_with_pytest
 from tests.integration.test_probe import tree_digest
 from tests.scripted_llm_server import Reply
 
@@ -333,3 +333,33 @@ def test_a_hopeless_repository_and_a_useless_model_still_report(tmp_path, cli_en
     assert "used the deterministic one" in problems
     assert all(i.strategy == "deterministic" for i in report.inspections)
     assert "note:" in err
+
+
+def test_a_function_whose_source_cannot_be_found_is_skipped_and_the_run_goes_on(tmp_path, cli_env):
+    """A function generated at import under its module's file name (``exec(compile(..., __file__))``)
+    is seen running (by ``sys.monitoring``, on 3.12) but has no definition in the file to patch: it
+    is left out with the reason, and the other candidates are still inspected."""
+    python = venv_with_pytest("3.12")
+    repo = small_repo(tmp_path / "repo")
+    (repo / "mod.py").write_text(
+        'SOURCE = "def double(x):\\n    return x * 3\\n"\n'
+        'exec(compile(SOURCE, __file__, "exec"))\n\n\n'
+        "def quadruple(x):\n    return double(double(x))\n\n\n"
+        "def inc(x):\n    return x + 1\n")
+    (repo / "tests" / "test_mod.py").write_text(
+        "from mod import double, inc, quadruple\n\n\n"
+        "def test_double():\n    assert double(2) == 4\n\n\n"
+        "def test_quadruple():\n    assert quadruple(1) == 4\n\n\n"
+        "def test_inc():\n    assert inc(1) == 2\n")
+    out = tmp_path / "r.json"
+    code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), "--json", str(out))
+    assert code == 0, err
+    report = LocalizationReport.model_validate_json(out.read_text())
+    assert "mod.double" in {r.fqn for r in report.ranking}
+    assert "mod.double was not inspected: no function 'double' in the module" in " ".join(report.problems)
+    inspected = {i.target for i in report.inspections}
+    assert "mod.double" not in inspected and "mod.quadruple" in inspected
+    done = subprocess.run([EQUISA, "repair", str(repo), "--no-llm", "--python", str(python)],
+                          capture_output=True, text=True, env=cli_env, timeout=900)
+    assert done.returncode == 22, done.stderr  # not fixed: the only place to fix cannot be patched
+    assert "mod.double cannot be patched: no function 'double' in the module" in done.stderr

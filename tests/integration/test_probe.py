@@ -214,3 +214,31 @@ def test_instrumentation_sees_modules_a_root_conftest_imports(minor):
     assert trace.backend == "instrument"
     [result] = trace.tests
     assert MOD + "square" in result.covered
+
+
+#: A class body that runs during a test (a module imported inside the test, a class defined in a
+#: function): the code object of the class body is not a function, and no backend may report it.
+CLASS_BODIES = {
+    "conftest.py": "",
+    "pkg/__init__.py": "",
+    "pkg/shells.py": "class Shell:\n    name = 'sh'\n\n    def run(self):\n        return self.name\n",
+    "pkg/factory.py": ("def make():\n    class Local:\n        kind = 'local'\n\n"
+                       "        def value(self):\n            return 1\n\n    return Local().value()\n"),
+    "tests/test_classes.py": ("def test_lazy_import():\n    from pkg.shells import Shell\n"
+                              "    assert Shell().run() == 'sh'\n\n\n"
+                              "def test_local_class():\n    from pkg.factory import make\n"
+                              "    assert make() == 1\n"),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
+def test_class_bodies_are_not_functions(case, tmp_path):
+    minor, backend = case
+    for name, text in CLASS_BODIES.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    trace = run_traced_suite(tmp_path, venv_with_pytest(minor), backend)
+    covered = {t.test_id.split("::")[-1]: {f for f in t.covered if f.startswith("pkg.")} for t in trace.tests}
+    assert covered["test_lazy_import"] == {"pkg.shells.Shell.run"}
+    assert covered["test_local_class"] == {"pkg.factory.make", "pkg.factory.make.<locals>.Local.value"}
+    assert not {n.fqn for n in trace.nodes} & {"pkg.shells.Shell", "pkg.factory.make.<locals>.Local"}

@@ -21,11 +21,14 @@ one process, which keeps the set-up within a few process starts of bubblewrap's.
 
 1. ``unshare --user --map-root-user --mount --net --pid --ipc --uts --fork`` runs the launcher
    (``_LAUNCHER``) as root of a new user namespace, in its own copy of the mount table;
-2. ``mount --all -o remount,bind,ro`` makes every mount of that copy read-only in one process (a
-   mount that cannot be remounted only passes if this user cannot even reach it, as in bubblewrap);
-3. ``mount --all --fstab RUN/sandbox/fstab`` (written by ``_mount_table``) binds the read-only
-   system to a new root and mounts over it: a fresh /proc, tmpfs /tmp and home, a /dev of six
-   device nodes and a tmpfs /dev/shm, the re-exposed interpreter, the run folder (then remounted
+2. ``mount --rbind / ROOT`` copies the whole system under a new root (``RUN/sandbox/root``), and
+   ``mount --all -o remount,bind,ro`` makes every mount read-only in one process; the launcher then
+   checks each mount under ROOT (one this user cannot even reach passes, as in bubblewrap; an
+   original mount may stay writable while a file is open for writing on it, which does not matter:
+   the originals are detached in step 4);
+3. ``mount --all --fstab RUN/sandbox/fstab`` (written by ``_mount_table``) mounts over ROOT: a
+   fresh /proc, tmpfs /tmp and home, a /dev of six device nodes and a tmpfs /dev/shm, the
+   re-exposed interpreter and lent folders (read-only binds), the run folder (then remounted
    writable);
 4. ``pivot_root`` moves into the new root and the old one is detached, so it cannot be reached;
 5. the command runs in a nested user namespace that maps the caller's own uid and gid (as under

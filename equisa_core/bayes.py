@@ -166,12 +166,28 @@ def clamp(probability: float) -> float:
     return min(CLAMP_HIGH, max(CLAMP_LOW, probability))
 
 
+def _clamped_posterior(prior: float, likelihoods: tuple[float, float]) -> float:
+    """``clamp(bayes(prior, *likelihoods))``, never against the evidence.
+
+    The clamp keeps a posterior where later evidence can still move it; it must not turn evidence
+    around: a prior already below ``CLAMP_LOW`` stays where it is under evidence against the node
+    (the clamp would raise it), and evidence for a node never lowers it (but past ``CLAMP_HIGH``).
+    """
+    result = clamp(bayes(prior, *likelihoods))
+    if likelihoods[0] < likelihoods[1]:
+        return min(result, prior)
+    if likelihoods[0] > likelihoods[1]:
+        return max(result, min(prior, CLAMP_HIGH))
+    return result
+
+
 def posterior(prior: float, outcome: Outcome) -> float:
-    """The target's new confidence: ``clamp(bayes(prior, *outcome.likelihoods))``.
+    """The target's new confidence: ``clamp(bayes(prior, *outcome.likelihoods))``, where the
+    clamp never moves it against the evidence (``_clamped_posterior``).
 
     A prior outside [0, 1] raises ``ValueError``.
     """
-    return clamp(bayes(prior, *outcome.likelihoods))
+    return _clamped_posterior(prior, outcome.likelihoods)
 
 
 def update_confidences(
@@ -186,9 +202,10 @@ def update_confidences(
     Single-bug hypothesis (4.3): exactly one node is the bug, and the evidence about the target
     has the same likelihood ``P(E|~B)`` whichever other node it is, so Bayes leaves the others'
     ratios unchanged; they share the remaining mass in proportion to their previous values. The
-    clamp applies to the target only. With at least one other node the result sums to 1 (even if
-    the input did not); a lone target keeps just its clamped posterior. An unknown target or a
-    negative confidence raises ``ValueError``.
+    clamp applies to the target only, and never against the evidence: a target below ``CLAMP_LOW``
+    that the evidence speaks against keeps its confidence. With at least one other node the result
+    sums to 1 (even if the input did not); a lone target keeps just its clamped posterior. An
+    unknown target or a negative confidence raises ``ValueError``.
     """
     return update_with_likelihoods(confidences, target, outcome.likelihoods)
 
@@ -206,7 +223,7 @@ def update_with_likelihoods(
     negative = sorted(fqn for fqn, c in confidences.items() if not c >= 0.0)
     if negative:
         raise ValueError(f"confidences must be >= 0; not for: {', '.join(negative[:5])}")
-    new_target = clamp(bayes(confidences[target], *likelihoods))
+    new_target = _clamped_posterior(confidences[target], likelihoods)
     others = {fqn: c for fqn, c in confidences.items() if fqn != target}
     remaining = 1.0 - new_target
     others_total = math.fsum(others.values())

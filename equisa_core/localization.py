@@ -14,12 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.bayes import Outcome, classify, is_converged, update_confidences
 from equisa_core.discovery import DiscoveryReport
 from equisa_core.fix_evidence import FixEvidence
+from equisa_core.prior import NodeSignals, PriorWeights
 from equisa_core.sandbox_policy import SandboxIsolation
 from equisa_core.signals import Signals
 
 __all__ = [
     "RankedNode",
     "InspectionRecord",
+    "PriorEvidence",
     "TestCounts",
     "LocalizationReport",
     "apply_observation",
@@ -38,6 +40,8 @@ class RankedNode(BaseModel):
     end_line: int | None
     suspiciousness: float = Field(description="Tarantula score from the (amplified) suite.")
     confidence: float = Field(description="Posterior probability of being the bug.")
+    prior: float = Field(0.0, description="The prior's score, from several signals (equisa_core.prior), "
+                                          "in [0, 1]; 1 for the prior's leader.")
 
 
 class InspectionRecord(BaseModel):
@@ -79,6 +83,16 @@ class TestCounts(BaseModel):
     generated: int
 
 
+class PriorEvidence(BaseModel):
+    """What the prior was built from: each function's signals and the weights that combined them,
+    kept so that new weights can be tried on a run without running its tests again."""
+
+    model_config = ConfigDict(frozen=True)
+
+    weights: PriorWeights
+    signals: dict[str, NodeSignals]
+
+
 class LocalizationReport(BaseModel):
     """What ``equisa localize`` writes as JSON."""
 
@@ -95,6 +109,7 @@ class LocalizationReport(BaseModel):
     cost: dict[str, float] = Field(default_factory=dict, description="LLM tokens and USD.")
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
     sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
+    prior: PriorEvidence | None = Field(None, description="The prior's signals and weights.")
     run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
     artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
 
@@ -117,15 +132,18 @@ def rank(
     confidences: Mapping[str, float],
     suspiciousness: Mapping[str, float],
     locations: Mapping[str, tuple[str | None, int | None, int | None]],
+    prior: Mapping[str, float] | None = None,
 ) -> list[RankedNode]:
-    """Nodes best first: by confidence, then suspiciousness, then name."""
+    """Nodes best first: by confidence, then the prior's score, then suspiciousness, then name."""
+    prior = prior or {}
     order: Sequence[str] = sorted(
-        confidences, key=lambda f: (-confidences[f], -suspiciousness.get(f, 0.0), f)
+        confidences, key=lambda f: (-confidences[f], -prior.get(f, 0.0), -suspiciousness.get(f, 0.0), f)
     )
     return [
         RankedNode(
             fqn=fqn, file=locations[fqn][0], start_line=locations[fqn][1], end_line=locations[fqn][2],
             suspiciousness=suspiciousness.get(fqn, 0.0), confidence=confidences[fqn],
+            prior=prior.get(fqn, 0.0),
         )
         for fqn in order
     ]

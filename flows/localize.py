@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from prefect import flow
@@ -33,9 +34,17 @@ from equisa_core.bayes import (
 from equisa_core.errors import EquisaError, NothingToLocalizeError, SourceEditError
 from equisa_core.fix_evidence import FixEvidence, confirm_fix
 from equisa_core.generated_tests import without_testgen
-from equisa_core.localization import InspectionRecord, LocalizationReport, TestCounts, apply_observation, rank
+from equisa_core.localization import (
+    InspectionRecord,
+    LocalizationReport,
+    PriorEvidence,
+    TestCounts,
+    apply_observation,
+    rank,
+)
 from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
 from equisa_core.mutation import Mutant
+from equisa_core.prior import DEFAULT_WEIGHTS, NodeSignals, node_signals, prior_scores
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
 from equisa_core.trace_report import TraceReport, build_trace_report
 from flows.discovery import (
@@ -58,6 +67,7 @@ from flows.inspections import (
     unpatched_outcomes,
 )
 from flows.trace import submit_flaky_rerun, with_flaky
+from tasks.git_changes import changed_lines
 from tasks.inspection import observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport
@@ -90,6 +100,9 @@ class LocalizeParameters(DiscoveryParameters):
     max_stalled_inspections: int = Field(
         5, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
+    since: str | None = Field(
+        None, description="A git ref: functions whose lines changed since it (committed or not) are more "
+        "suspicious in the prior (``equisa_core.prior``); None: no such signal.")
     inspection_batch: int = Field(
         5, ge=1, description="Deterministic inspections run together in one sandbox process: the selected "
         "node and the next most confident ones (the loop counts each when it selects that node); "
@@ -120,9 +133,10 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     use_llm, config, llm_problems = choose_llm_mode(params.llm)
     use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
     screening = bool(use_mutants and params.screen_top and params.max_iterations)
+    changed = changed_lines(params.path, params.since) if params.since else None
     carried: _Carried | None = None
     if screening and params.discovery:
-        early = _fix_before_discovery(params, discovery_params, use_llm)
+        early = _fix_before_discovery(params, discovery_params, use_llm, changed)
         if isinstance(early, tuple):
             return early
         carried = early
@@ -139,7 +153,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             recording.wait()  # not left running when Discovery fails
         raise
     trace = found.trace
-    scored, nodes, suspiciousness, confidences = _priors(found)
+    scored, nodes, suspiciousness, confidences, signals = _priors(found, changed)
     problems = [*found.problems, *(p for p in llm_problems if p not in found.problems)]
     problems += [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
                  for e in trace.collect_errors]
@@ -231,7 +245,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
             break
     update_progress_artifact(progress, 100.0)
     locations = {f: (n.file, n.start_line, n.end_line) for f, n in nodes.items()}
-    ranking = rank(confidences, suspiciousness, locations)
+    ranking = rank(confidences, suspiciousness, locations, prior_scores(signals))
     report = LocalizationReport(
         mode="llm" if use_llm else "deterministic",
         converged=bool(ranking) and ranking[0].confidence >= CONFIDENCE_THRESHOLD,
@@ -244,6 +258,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         cost={"usd": round(cost_usd, 6)},
         problems=tuple(problems),
         sandbox=found.prepared.sandbox,
+        prior=PriorEvidence(weights=DEFAULT_WEIGHTS, signals=signals),
     )
     _publish_ranking(report)
     return found, report
@@ -257,11 +272,6 @@ def _publish_ranking(report: LocalizationReport) -> None:
                     f" ({report.stopped_because})",
     )
 
-
-#: Tarantula ties are broken by Ochiai in the priors (scaled so that it never reorders distinct
-#: Tarantula scores): Tarantula gives 1.0 to every function no passing test runs, however few of
-#: the failing tests run it, while Ochiai prefers the function that more failing tests run.
-OCHIAI_TIE_BREAK = 1e-4
 
 #: The strategy of the history records that mutant screening adds (``_screen_mutants``).
 SCREENING = "mutant-screening"
@@ -547,10 +557,12 @@ class _Carried(BaseModel):
         "(see ``run_localization``) and ``suite``'s report says why.")
 
 
-def _priors(found: DiscoveryResult,
-            ) -> tuple[TraceReport, dict[str, Node], dict[str, float], dict[str, float]]:
-    """The scored suite, its nodes, their suspiciousness and the prior confidences; raises
-    ``NothingToLocalizeError`` when no test fails."""
+def _priors(found: DiscoveryResult, changed: Mapping[str, AbstractSet[int]] | None,
+            ) -> tuple[TraceReport, dict[str, Node], dict[str, float], dict[str, float],
+                       dict[str, NodeSignals]]:
+    """The scored suite, its nodes, their Tarantula scores, the prior confidences (several signals,
+    see ``equisa_core.prior``) and those signals; raises ``NothingToLocalizeError`` when no test fails.
+    ``changed``: lines changed since ``--since``, by file."""
     trace = found.trace
     if not trace.failed_tests():
         raise NothingToLocalizeError(
@@ -561,8 +573,9 @@ def _priors(found: DiscoveryResult,
     nodes = {n.fqn: Node(fqn=n.fqn, file=n.file, start_line=n.start_line, end_line=n.end_line)
              for n in scored.nodes}
     suspiciousness = {n.fqn: n.tarantula for n in scored.nodes}
-    confidences = initial_confidence({n.fqn: n.tarantula + OCHIAI_TIE_BREAK * n.ochiai for n in scored.nodes})
-    return scored, nodes, suspiciousness, confidences
+    signals = node_signals(trace, changed)
+    confidences = initial_confidence(prior_scores(signals))
+    return scored, nodes, suspiciousness, confidences, signals
 
 
 def _replay(evidence: Sequence[_Evidence], confidences: dict[str, float],
@@ -584,6 +597,7 @@ def _replay(evidence: Sequence[_Evidence], confidences: dict[str, float],
 
 def _fix_before_discovery(
     params: LocalizeParameters, discovery_params: DiscoveryParameters, use_llm: bool,
+    changed: Mapping[str, AbstractSet[int]] | None,
 ) -> tuple[DiscoveryResult, LocalizationReport] | _Carried:
     """Mutant screening on the suite as it is, and the whole suite on the most likely fix it found.
 
@@ -595,7 +609,7 @@ def _fix_before_discovery(
     # one sandbox process, and the screening is judged once the flaky tests are known.
     plain_params = discovery_params.model_copy(update={"discovery": False})
     plain = trace_only(plain_params.model_copy(update={"rerun_failures": False}))
-    scored, nodes, suspiciousness, confidences = _priors(plain)
+    scored, nodes, suspiciousness, confidences, signals = _priors(plain, changed)
     rerun = submit_flaky_rerun(plain.prepared, plain_params, plain.trace) if plain_params.rerun_failures \
         else None
     screening = _submit_screening(plain, params, confidences, nodes)
@@ -603,7 +617,7 @@ def _fix_before_discovery(
         marked = with_flaky(plain.trace, rerun)
         if marked.flaky != plain.trace.flaky:  # else the suite and its priors are as they were
             plain = as_traced(plain, marked, plain_params)
-            scored, nodes, suspiciousness, confidences = _priors(plain)
+            scored, nodes, suspiciousness, confidences, signals = _priors(plain, changed)
     finally:
         screening.wait()  # not left running when every failure turned out flaky
     problems: list[str] = []
@@ -635,7 +649,7 @@ def _fix_before_discovery(
                         suite=suite if confirmed else plain, confirmed=confirmed,
                         leaders=_top_candidates(confidences, nodes, params.record_top))
     locations = {f: (n.file, n.start_line, n.end_line) for f, n in nodes.items()}
-    ranking = rank(confidences, suspiciousness, locations)
+    ranking = rank(confidences, suspiciousness, locations, prior_scores(signals))
     discovery_report = plain.report.model_copy(update={
         "enabled": True,
         "stopped_because": "not needed: mutant screening found a fix the whole suite confirms"})
@@ -645,6 +659,7 @@ def _fix_before_discovery(
         ambiguity_groups=scored.ambiguity_groups, inspections=tuple(history),
         tests=_counts(plain.trace, plain), discovery=discovery_report, cost={"usd": 0.0},
         problems=tuple(plain.problems) + tuple(problems), sandbox=plain.prepared.sandbox,
+        prior=PriorEvidence(weights=DEFAULT_WEIGHTS, signals=signals),
     )
     _publish_ranking(report)
     return plain.model_copy(update={"report": discovery_report}), report

@@ -22,6 +22,7 @@ from equisa_core.bayes import (
     is_converged,
     posterior,
     update_confidences,
+    update_with_likelihoods,
 )
 from equisa_core.signals import Signals
 
@@ -201,7 +202,10 @@ def test_classify_rejects_unknown_decision(llm: str) -> None:
 
 @given(probabilities, st.sampled_from(list(Outcome)))
 def test_posterior_stays_in_clamp_range(prior: float, outcome: Outcome) -> None:
-    assert CLAMP_LOW <= posterior(prior, outcome) <= CLAMP_HIGH
+    # ... unless evidence against a node that starts below it would be turned around by the clamp.
+    new = posterior(prior, outcome)
+    against = outcome.likelihoods[0] < outcome.likelihoods[1]
+    assert CLAMP_LOW <= new <= CLAMP_HIGH or (new == prior < CLAMP_LOW and against)
 
 
 @given(probabilities, st.sampled_from(list(Outcome)))
@@ -250,6 +254,15 @@ def test_update_confidences_others_at_zero_share_evenly() -> None:
     # a: .1*1 / (.1*1 + .9*0) = 1 -> clamped to .99; b and c share .01 evenly
     result = update_confidences({"a": 1.0, "b": 0.0, "c": 0.0}, "a", Out.COVERED_AND_PASSED)
     assert result == pytest.approx({"a": 0.99, "b": 0.005, "c": 0.005})
+
+
+def test_evidence_against_never_raises_a_node_below_the_clamp() -> None:
+    # b starts below CLAMP_LOW; evidence against it must not lift it to the clamp.
+    start = {"a": 0.995, "b": 0.005}
+    against = update_with_likelihoods(start, "b", (0.6, 0.9))
+    assert against["b"] == pytest.approx(0.005) and against["a"] == pytest.approx(0.995)
+    # Evidence for it still lifts it (and the clamp keeps it below CLAMP_HIGH).
+    assert CLAMP_LOW < update_with_likelihoods(start, "b", (0.9, 0.08))["b"] < CLAMP_HIGH
 
 
 def test_update_confidences_single_node_keeps_clamped_posterior() -> None:

@@ -1,0 +1,214 @@
+"""One venv per distinct set of inputs, built with uv from a bug's curated requirement dump.
+
+The venv's folder name carries a hash of its inputs (interpreter, curated requirements, pytest
+and FauxPy requirements), so bugs with the same dump share one venv and a changed curation builds
+a new one. A venv is reused only when its marker file ``.realbugs-env.json`` exists (written
+last, after a successful install).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .bugsinpy import Bug, req_name, requirement_lines
+
+CURATION = Path(__file__).resolve().parent.parent / "realbugs_curation.toml"
+FAUXPY = "fauxpy==0.7.0"
+DEFAULT_PYTEST = "pytest<8.4"
+MAX_RELAXATIONS = 30
+INSTALL_TIMEOUT_S = 1500
+PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv"))
+
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def python_for(version: str) -> Path:
+    """pyenv's interpreter for a bug: 3.8 below 3.9 (EQUISA's probe and FauxPy need 3.8+), else the
+    same minor version."""
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]] or [3, 8]
+    minor = "3.8" if tuple(parts) < (3, 9) else f"{parts[0]}.{parts[1]}"
+    candidates = sorted((PYENV_ROOT / "versions").glob(f"{minor}*"))
+    candidates = [c for c in candidates if re.fullmatch(re.escape(minor) + r"(\.\d+)?", c.name)]
+    if not candidates:
+        raise FileNotFoundError(f"no Python {minor} under {PYENV_ROOT}/versions")
+    return candidates[-1] / "bin" / "python"
+
+
+def load_curation(path: Path = CURATION) -> dict:
+    with open(path, "rb") as handle:
+        return tomllib.load(handle)
+
+
+@dataclass
+class EnvSpec:
+    python: Path
+    requirements: list[str]
+    pytest: str
+    notes: list[str] = field(default_factory=list)
+    site_files: dict[str, str] = field(default_factory=dict)
+
+    def key(self) -> str:
+        data = json.dumps({"python": str(self.python), "requirements": self.requirements,
+                           "pytest": self.pytest, "fauxpy": FAUXPY, "site_files": self.site_files},
+                          sort_keys=True)
+        return hashlib.sha256(data.encode()).hexdigest()[:12]
+
+
+def curated_spec(bug: Bug, curation: dict) -> EnvSpec:
+    lines, dropped = requirement_lines(bug)
+    notes = [f"dropped from the dump: {d}" for d in dropped]
+    layers = [curation.get("global", {}), curation.get("project", {}).get(bug.project, {}),
+              curation.get("bug", {}).get(bug.id, {})]
+    pytest_req = None
+    site_files: dict[str, str] = {}
+    for layer in layers:
+        site_files.update(layer.get("site_files", {}))
+        drop = {req_name(n) for n in layer.get("drop", [])}
+        unpin = {req_name(n) for n in layer.get("unpin", [])}
+        pins = {req_name(k): v for k, v in layer.get("pin", {}).items()}
+        out = []
+        for line in lines:
+            name = req_name(line)
+            if name in drop:
+                notes.append(f"curation drops {line}")
+                continue
+            if name in pins:
+                notes.append(f"curation pins {pins[name]} (dump: {line})")
+                line = pins[name]
+            elif name in unpin and line.strip() != name:
+                notes.append(f"curation unpins {line}")
+                line = re.split(r"[=<>!~;]", line, maxsplit=1)[0].strip()
+            out.append(line)
+        for extra in layer.get("extra", []):
+            if req_name(extra) not in {req_name(x) for x in out}:
+                out.append(extra)
+                notes.append(f"curation adds {extra}")
+        lines = out
+        pytest_req = layer.get("pytest", pytest_req)
+    in_dump = [line for line in lines if req_name(line) == "pytest"]
+    if pytest_req is None:
+        pytest_req = in_dump[0] if in_dump else DEFAULT_PYTEST
+    lines = [line for line in lines if req_name(line) != "pytest"]
+    return EnvSpec(python=python_for(bug.python_version), requirements=lines, pytest=pytest_req, notes=notes,
+                   site_files=site_files)
+
+
+_PINNED = re.compile(r"`?([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([A-Za-z0-9][^\s`,'\"]*)")
+
+
+def culprit(error: str, requirements: list[str]) -> str | None:
+    """The requirement uv's error blames: the first of ours named in it (pinned names first)."""
+    ours = {req_name(r): r for r in requirements}
+    text = re.sub(r"\x1b\[[0-9;]*m", "", error)
+    for match in _PINNED.finditer(text):
+        name = req_name(match.group(1))
+        if name in ours:
+            return name
+    best = None
+    for name in ours:
+        pattern = re.compile(r"(?<![A-Za-z0-9_.-])" + re.escape(name).replace(r"\-", "[-_.]") +
+                             r"(?![A-Za-z0-9_-])", re.I)
+        found = pattern.search(text)
+        if found and (best is None or found.start() < best[0]):
+            best = (found.start(), name)
+    return best[1] if best else None
+
+
+def key_line(error: str) -> str:
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in error.splitlines()]
+    lines = [line for line in lines if line and not line.startswith(("Using ", "Resolved ", "Prepared "))]
+    for line in lines:
+        if line.startswith(("×", "error", "╰─▶", "Because", "ERROR")):
+            return line[:300]
+    return (lines[-1] if lines else "")[:300]
+
+
+def uv() -> str:
+    found = shutil.which("uv")
+    if not found:
+        raise FileNotFoundError("uv is not on PATH (python3 -m pip install uv)")
+    return found
+
+
+def build_env(spec: EnvSpec, project: str, venvs: Path, log) -> dict:
+    """The venv for ``spec`` (built or reused): {"python", "key", "relaxed", "reused"} or
+    {"error", "key_line"}."""
+    key = spec.key()
+    folder = venvs / f"{project}-{key}"
+    with _locks_guard:
+        lock = _locks.setdefault(str(folder), threading.Lock())
+    with lock:
+        marker = folder / ".realbugs-env.json"
+        if marker.exists():
+            data = json.loads(marker.read_text())
+            return {**data, "reused": True}
+        failed = folder.with_name(folder.name + ".failed.json")
+        if failed.exists():
+            return {**json.loads(failed.read_text()), "reused": True}
+        shutil.rmtree(folder, ignore_errors=True)
+        venvs.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+        env["UV_PYTHON_DOWNLOADS"] = "never"
+        started = time.perf_counter()
+        subprocess.run([uv(), "venv", "-q", "--python", str(spec.python), str(folder)],
+                       check=True, env=env, capture_output=True)
+        python = folder / "bin" / "python"
+        requirements = list(spec.requirements)
+        relaxed: list[str] = []
+        reqfile = folder / "realbugs-requirements.txt"
+        error = ""
+        for _attempt in range(MAX_RELAXATIONS + 1):
+            reqfile.write_text("\n".join([*requirements, spec.pytest, FAUXPY]) + "\n")
+            try:
+                run = subprocess.run([uv(), "pip", "install", "--python", str(python), "--compile-bytecode",
+                                      "-r", str(reqfile)], capture_output=True, text=True, env=env,
+                                     timeout=INSTALL_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                error = f"uv pip install timed out after {INSTALL_TIMEOUT_S} s"
+                break
+            if run.returncode == 0:
+                error = ""
+                break
+            error = run.stderr
+            name = culprit(error, requirements)
+            if name is None:
+                break
+            index = next(i for i, r in enumerate(requirements) if req_name(r) == name)
+            line = requirements[index]
+            if re.search(r"[=<>!~]", line):
+                requirements[index] = re.split(r"[=<>!~;]", line, maxsplit=1)[0].strip()
+                relaxed.append(f"unpinned {line}: {key_line(error)}")
+            else:
+                requirements.pop(index)
+                relaxed.append(f"dropped {line}: {key_line(error)}")
+            log(f"[env] {folder.name}: {relaxed[-1][:160]}")
+        if error:
+            result = {"error": error[-3000:], "key_line": key_line(error), "relaxed": relaxed,
+                      "key": key, "seconds": round(time.perf_counter() - started, 1)}
+            failed.write_text(json.dumps(result, indent=1))
+            shutil.rmtree(folder, ignore_errors=True)
+            return result
+        if spec.site_files:
+            purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                          capture_output=True, text=True, check=True).stdout.strip())
+            for name, content in spec.site_files.items():
+                (purelib / name).parent.mkdir(parents=True, exist_ok=True)
+                (purelib / name).write_text(content)
+        freeze = subprocess.run([uv(), "pip", "freeze", "--python", str(python)], capture_output=True,
+                                text=True, env=env).stdout.split()
+        result = {"python": str(python), "key": key, "relaxed": relaxed, "notes": spec.notes,
+                  "pytest": spec.pytest, "installed": freeze,
+                  "seconds": round(time.perf_counter() - started, 1)}
+        marker.write_text(json.dumps(result, indent=1))
+        return {**result, "reused": False}

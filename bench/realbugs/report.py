@@ -1,0 +1,208 @@
+"""The report step: ranks from the raw per-bug outputs only (no test is run).
+
+Rank of a bug for a tool = the rank of the best-ranked function of the fix (truth.py), with ties
+counted as the average rank of the tied group: rank = |{f: score(f) > s}| + (|{f: score(f) = s}| + 1) / 2
+(scores equal within 1e-9; the group includes the function itself), so a function tied with two
+others for first place has rank 2. A fix whose functions a tool did not rank at all (not covered,
+or the tool crashed) is a miss: no Top-N, EXAM = 1. EXAM = rank / number of functions the tool ranked.
+
+Matching: EQUISA's ranking entries by FQN (dotted module + qualified name) or by file and first
+line (decorators included, or the ``def`` line); FauxPy's ``path::name::first::last`` entities by
+file (relative to the copy it ran on) and first line (the ``def`` line or a decorator's).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+TOOLS = ("equisa", "fauxpy")
+LABELS = {"equisa": "EQUISA `localize --no-llm`", "fauxpy": "FauxPy 0.7 SBFL Ochiai (function)"}
+TOP_N = (1, 3, 5)
+TOLERANCE = 1e-9
+
+
+def average_rank(scores: Sequence[float], mine: float) -> float:
+    higher = sum(1 for s in scores if s > mine + TOLERANCE)
+    tied = sum(1 for s in scores if abs(s - mine) <= TOLERANCE)
+    return higher + (tied + 1) / 2
+
+
+def equisa_entries(report: Mapping) -> list[dict]:
+    return [{"fqn": n["fqn"], "file": n.get("file"), "first": n.get("start_line"), "last": n.get("end_line"),
+             "score": float(n["confidence"])} for n in report.get("ranking", [])]
+
+
+def fauxpy_entries(csv_path: Path, copy_root: str) -> list[dict]:
+    out = []
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            path, name, first, last = row["Entity"].rsplit("::", 3)
+            rel = path[len(copy_root) + 1:] if path.startswith(copy_root + "/") else path
+            out.append({"fqn": name, "file": rel, "first": int(first), "last": int(last),
+                        "score": float(row["Score"])})
+    return out
+
+
+def is_truth(entry: Mapping, function: Mapping) -> bool:
+    if entry.get("fqn") == function["fqn"]:
+        return True
+    return entry.get("file") == function["file"] and entry.get("first") in (function["first_line"],
+                                                                             function["def_line"])
+
+
+def rank_of(entries: Sequence[Mapping], truth: Sequence[Mapping]) -> tuple[float | None, str | None]:
+    scores = [e["score"] for e in entries]
+    best: tuple[float, str] | None = None
+    for function in truth:
+        for entry in entries:
+            if is_truth(entry, function):
+                rank = average_rank(scores, entry["score"])
+                if best is None or rank < best[0]:
+                    best = (rank, function["fqn"])
+                break
+    return best if best else (None, None)
+
+
+def evaluate(run: Mapping, folder: Path) -> dict:
+    """One bug's result per tool from its raw outputs."""
+    truth = run["truth"]["functions"]
+    out: dict = {"project": run["project"], "bug": run["bug"], "truth": [f["fqn"] for f in truth]}
+    for tool in TOOLS:
+        res = run.get(tool) or {}
+        entries: list[dict] = []
+        crash = None
+        if tool == "equisa":
+            path = folder / "equisa_report.json"
+            if res.get("returncode") != 0:
+                crash = f"exit {res.get('returncode')}: {res.get('message', '')}"
+            if path.exists():
+                entries = equisa_entries(json.loads(path.read_text()))
+        else:
+            path = folder / "fauxpy_Scores_Ochiai.csv"
+            if path.exists():
+                entries = fauxpy_entries(path, res.get("copy_root", ""))
+            else:
+                crash = f"no scores (exit {res.get('returncode')}): {res.get('message', '')}"
+        rank, matched = rank_of(entries, truth)
+        ranked = len(entries)
+        out[tool] = {"rank": rank, "matched": matched, "ranked": ranked,
+                     "exam": (rank / ranked) if rank is not None and ranked else 1.0,
+                     "wall_s": res.get("wall_s"), "returncode": res.get("returncode"), "crash": crash,
+                     "input_modified": bool(res.get("input_modified"))}
+    e, f = out["equisa"]["wall_s"], out["fauxpy"]["wall_s"]
+    out["wall_ratio"] = (e / f) if e and f else None
+    out["venv_modified"] = bool(run.get("venv_modified"))
+    return out
+
+
+def summarize(cases: Sequence[Mapping], tool: str) -> dict:
+    n = len(cases)
+    ranks = [c[tool]["rank"] for c in cases]
+    out: dict = {"bugs": n}
+    for k in TOP_N:
+        out[f"top{k}"] = sum(1 for r in ranks if r is not None and r <= k)
+    out["missing"] = sum(1 for r in ranks if r is None)
+    exams = [c[tool]["exam"] for c in cases]
+    out["mean_exam"] = round(statistics.fmean(exams), 4) if exams else None
+    out["median_exam"] = round(statistics.median(exams), 4) if exams else None
+    walls = [c[tool]["wall_s"] for c in cases if c[tool]["wall_s"] is not None]
+    out["median_wall_s"] = round(statistics.median(walls), 2) if walls else None
+    out["total_wall_s"] = round(sum(walls), 1)
+    out["crashes"] = sum(1 for c in cases if c[tool]["crash"])
+    out["inputs_modified"] = sum(1 for c in cases if c[tool]["input_modified"])
+    return out
+
+
+def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = None) -> dict:
+    cases = []
+    for folder in sorted(p for p in results.iterdir() if (p / "run.json").exists()):
+        if chosen is not None and folder.name not in chosen:
+            continue
+        run = json.loads((folder / "run.json").read_text())
+        cases.append(evaluate(run, folder))
+    cases.sort(key=lambda c: (c["project"], c["bug"]))
+    projects = sorted({c["project"] for c in cases})
+    summary: dict = {"total": {}, "per_project": {}}
+    for tool in TOOLS:
+        summary["total"][tool] = summarize(cases, tool)
+    ratios = [c["wall_ratio"] for c in cases if c["wall_ratio"]]
+    summary["total"]["median_wall_ratio_equisa_over_fauxpy"] = round(statistics.median(ratios), 2) if ratios else None
+    for project in projects:
+        mine = [c for c in cases if c["project"] == project]
+        summary["per_project"][project] = {tool: summarize(mine, tool) for tool in TOOLS}
+        r = [c["wall_ratio"] for c in mine if c["wall_ratio"]]
+        summary["per_project"][project]["median_wall_ratio_equisa_over_fauxpy"] = (
+            round(statistics.median(r), 2) if r else None)
+    infeasible: dict[str, int] = {}
+    for record in manifest:
+        if not record.get("verified"):
+            reason = (record.get("reason") or "?").split(":")[0].split("(")[0].strip()
+            infeasible[reason] = infeasible.get(reason, 0) + 1
+    return {"generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "ranking_rule": __doc__.split("\n\n")[1].replace("\n", " "),
+            "summary": summary, "cases": cases,
+            "prepared": {"bugs": len(manifest), "verified": sum(1 for r in manifest if r.get("verified")),
+                         "infeasible_reasons": infeasible},
+            "venvs_modified": sum(1 for c in cases if c["venv_modified"])}
+
+
+def _fmt_rank(rank: float | None) -> str:
+    if rank is None:
+        return "–"
+    return f"{rank:g}"
+
+
+def markdown(data: Mapping) -> str:
+    lines = [f"# Real-bug fault localization (BugsInPy), {data['generated']}", ""]
+    lines.append(f"Verified bugs run: {data['summary']['total']['equisa']['bugs']} "
+                 f"(prepared {data['prepared']['bugs']}, verified {data['prepared']['verified']}).")
+    lines.append("")
+    lines.append("| scope | tool | bugs | Top-1 | Top-3 | Top-5 | not ranked | mean EXAM | median wall s | crashes | inputs modified |")
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+    def rows(scope: str, block: Mapping) -> None:
+        for tool in TOOLS:
+            s = block[tool]
+            lines.append(f"| {scope} | {LABELS[tool]} | {s['bugs']} | {s['top1']} | {s['top3']} | {s['top5']} | "
+                         f"{s['missing']} | {s['mean_exam']} | {s['median_wall_s']} | {s['crashes']} | "
+                         f"{s['inputs_modified']} |")
+
+    rows("**all**", data["summary"]["total"])
+    for project, block in data["summary"]["per_project"].items():
+        rows(project, block)
+    lines.append("")
+    lines.append("Median per-bug wall ratio EQUISA / FauxPy: "
+                 f"{data['summary']['total']['median_wall_ratio_equisa_over_fauxpy']} (all); " + ", ".join(
+                     f"{p} {b['median_wall_ratio_equisa_over_fauxpy']}"
+                     for p, b in data["summary"]["per_project"].items()))
+    lines.append("")
+    lines.append("| bug | truth | EQUISA rank / ranked | FauxPy rank / ranked | EQUISA s | FauxPy s | notes |")
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    for c in data["cases"]:
+        notes = []
+        for tool in TOOLS:
+            if c[tool]["crash"]:
+                notes.append(f"{tool} crash: {c[tool]['crash'][:120]}")
+            if c[tool]["input_modified"]:
+                notes.append(f"{tool} modified its input")
+        truth = ", ".join(t.split(".")[-1] if len(t) > 40 else t for t in c["truth"][:3])
+        e, f = c["equisa"], c["fauxpy"]
+        lines.append(f"| {c['project']}:{c['bug']} | {truth} | {_fmt_rank(e['rank'])} / {e['ranked']} | "
+                     f"{_fmt_rank(f['rank'])} / {f['ranked']} | {e['wall_s']:.1f} | {f['wall_s']:.1f} | "
+                     f"{'; '.join(notes).replace('|', '/')} |")
+    lines.append("")
+    lines.append("Infeasible (prepare): " + ", ".join(f"{k} {v}" for k, v in
+                                                      sorted(data["prepared"]["infeasible_reasons"].items(),
+                                                             key=lambda kv: -kv[1])))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def finite(value):
+    return value if not (isinstance(value, float) and math.isinf(value)) else None

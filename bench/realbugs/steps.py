@@ -1,0 +1,547 @@
+"""The prepare and run steps: checkouts, venvs, verification, and both tools on every verified bug."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import ALLOWED_PROJECTS
+from .bugsinpy import (Bug, Mirrors, apply_patch, check_project, checkout_buggy, list_bugs, load_bug,
+                       target_tests, test_scope)
+from .envs import build_env, curated_spec, load_curation
+from .truth import truth_functions
+
+REPO = Path(__file__).resolve().parents[2]
+PREPARE_VERSION = 1  # bump when the prepare step's output changes meaning
+VERIFY_TIMEOUT_S = 600
+SCOPE_TIMEOUT_S = 900
+TOOL_TIMEOUT_S = 1800
+_print_lock = threading.Lock()
+
+
+def log(message: str) -> None:
+    with _print_lock:
+        print(time.strftime("%H:%M:%S"), message, flush=True)
+
+
+@dataclass
+class Context:
+    cache: Path
+    mirrors: Mirrors
+    jobs: int = 2
+    force: bool = False
+    retry_failed_envs: bool = False
+
+    @property
+    def bugs_dir(self) -> Path:
+        return self.cache / "bugs"
+
+    @property
+    def venvs(self) -> Path:
+        return self.cache / "venvs"
+
+    @property
+    def results(self) -> Path:
+        return self.cache / "results"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.cache / "manifest.json"
+
+
+def select_bugs(ctx: Context, projects: Sequence[str] | None, bugs: str | None, limit: int | None) -> list[tuple[str, int]]:
+    """(project, number) pairs; only allowed projects (others are refused with an error)."""
+    bugsinpy = ctx.mirrors.bugsinpy()
+    chosen: list[tuple[str, int]] = []
+    if bugs:
+        for item in bugs.split(","):
+            project, _, number = item.strip().partition(":")
+            check_project(project)
+            chosen.append((project, int(number)))
+    else:
+        for project in projects or ALLOWED_PROJECTS:
+            check_project(project)
+            numbers = list_bugs(bugsinpy, project)
+            chosen += [(project, n) for n in numbers[:limit] if limit is None or True]
+    if limit is not None and not bugs:
+        per: dict[str, int] = {}
+        kept = []
+        for project, number in chosen:
+            per[project] = per.get(project, 0) + 1
+            if per[project] <= limit:
+                kept.append((project, number))
+        chosen = kept
+    return chosen
+
+
+# -------------------------------------------------------------------------------------------------
+# Processes
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of every test/tool run: no model endpoints, Prefect or EQUISA settings,
+    ``PYTHONHASHSEED=0``, ``TZ=UTC``, no bytecode writes."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "EQUISA_", "PREFECT_", "PYTEST_", "COV_CORE_", "UV_"))
+           and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PYTHONHASHSEED="0", TZ="UTC", PYTHONDONTWRITEBYTECODE="1")
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class Timed:
+    wall_s: float
+    returncode: int | None  # None: killed at the time limit
+    stdout: str
+    stderr: str
+
+
+def timed_run(cmd: Sequence[str], cwd: Path, env: Mapping[str, str], timeout: float) -> Timed:
+    started = time.perf_counter()
+    process = subprocess.Popen(list(cmd), cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+        code = process.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        code = None
+    wall = time.perf_counter() - started
+    return Timed(wall, code, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+_OUTCOME = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)")
+
+
+def pytest_run(python: str, tree: Path, args: Sequence[str], timeout: float) -> dict:
+    """Plain pytest with per-test outcomes (``-rA``)."""
+    cmd = [python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--tb=line", "-rA", "--color=no",
+           "-p", "no:fauxpy", *args]
+    run = timed_run(cmd, tree, clean_env(), timeout)
+    outcomes: dict[str, str] = {}
+    for line in run.stdout.splitlines():
+        found = _OUTCOME.match(line.strip())
+        if found:
+            outcomes.setdefault(found.group(2), found.group(1))
+    lines = [line for line in run.stdout.strip().splitlines() if line.strip()]
+    return {"returncode": run.returncode, "outcomes": outcomes, "wall_s": round(run.wall_s, 2),
+            "summary": lines[-1].strip("= ") if lines else "", "tail": (run.stdout + run.stderr)[-1500:]}
+
+
+def collect(python: str, tree: Path, nodes: Sequence[str]) -> tuple[list[str], list[str], str]:
+    """Which target node ids exist: pytest --collect-only on them, one by one when needed."""
+    cmd = [python, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "--color=no",
+           "-p", "no:fauxpy", *nodes]
+    run = timed_run(cmd, tree, clean_env(), VERIFY_TIMEOUT_S)
+    ids = [line.strip() for line in run.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+    found = [n for n in nodes if any(i == n or i.startswith(n + "::") or i.startswith(n + "[") for i in ids)]
+    missing = [n for n in nodes if n not in found]
+    problem = ""
+    if run.returncode not in (0, 5) and not found:
+        tail = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+        errors = [line for line in tail if re.match(r"^E\s+\w*(Error|Exception)", line)]
+        problem = (errors[0] if errors else (tail[-1] if tail else f"exit {run.returncode}")).strip()[:300]
+    return found, missing, problem
+
+
+def _matches(outcome_id: str, node: str) -> bool:
+    return outcome_id == node or outcome_id.startswith(node + "::") or outcome_id.startswith(node + "[")
+
+
+# -------------------------------------------------------------------------------------------------
+# prepare
+
+
+def prepare_one(ctx: Context, project: str, number: int, curation: dict) -> dict:
+    bug = load_bug(ctx.mirrors.bugsinpy(), project, number)
+    folder = ctx.bugs_dir / bug.slug
+    record_path = folder / "bug.json"
+    if record_path.exists() and not ctx.force:
+        record = json.loads(record_path.read_text())
+        reusable = record.get("prepare_version") == PREPARE_VERSION and (
+            Path(record["python_env"]).exists() if record.get("verified")
+            else not (record.get("stage") == "env" and ctx.retry_failed_envs))
+        if reusable:
+            log(f"[prepare] {bug.id}: cached ({'verified' if record.get('verified') else record.get('reason')})")
+            return record
+    started = time.perf_counter()
+    record: dict = {"project": project, "bug": number, "id": bug.id, "prepare_version": PREPARE_VERSION,
+                    "python_version_bugsinpy": bug.python_version, "buggy_commit": bug.buggy_commit,
+                    "fixed_commit": bug.fixed_commit, "test_files": bug.test_files, "verified": False}
+
+    def done(reason: str | None, stage: str) -> dict:
+        record["verified"] = reason is None
+        record["reason"] = reason
+        record["stage"] = stage
+        record["prepare_s"] = round(time.perf_counter() - started, 1)
+        folder.mkdir(parents=True, exist_ok=True)
+        record_path.write_text(json.dumps(record, indent=1))
+        log(f"[prepare] {bug.id}: {'VERIFIED' if reason is None else 'infeasible: ' + reason[:200]} "
+            f"({record['prepare_s']} s)")
+        return record
+
+    # checkouts
+    repo = ctx.mirrors.project(project, bug.github_url)
+    for commit in (bug.buggy_commit, bug.fixed_commit):
+        if subprocess.run(["git", f"--git-dir={repo}", "cat-file", "-e", f"{commit}^{{commit}}"],
+                          capture_output=True).returncode != 0:
+            return done(f"commit {commit[:10]} missing from the project snapshot", "checkout")
+    buggy, fixed = folder / "buggy", folder / "fixed"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    record["checkout_notes"] = checkout_buggy(bug, repo, buggy)
+    for layer in (curation.get("project", {}).get(project, {}), curation.get("bug", {}).get(bug.id, {})):
+        for name, content in layer.get("files", {}).items():
+            if not (buggy / name).exists():
+                (buggy / name).parent.mkdir(parents=True, exist_ok=True)
+                (buggy / name).write_text(content)
+                record["checkout_notes"].append(f"curation writes {name}")
+    shutil.copytree(buggy, fixed, symlinks=True)
+    problem = apply_patch(bug.patch, fixed)
+    if problem:
+        return done(problem, "checkout")
+    (folder / "bug_patch.txt").write_text(bug.patch)
+
+    # target tests, scope, truth
+    nodes, untranslated = target_tests(bug.run_test, buggy)
+    record["run_test"] = bug.run_test.strip()
+    record["untranslated"] = untranslated
+    record["truth"] = truth_functions(bug.patch, buggy)
+    if not record["truth"]["functions"]:
+        record["target_tests"] = nodes
+        record["scope"] = test_scope(bug, nodes)
+        return done("fix touches no function (" + ", ".join(record["truth"]["module_level"][:4]
+                                                           + record["truth"]["skipped_files"][:2]) + ")", "truth")
+    if not nodes:
+        return done(f"run_test.sh has no test that could be translated ({untranslated[:2]})", "tests")
+
+    # venv
+    spec = curated_spec(bug, curation)
+    record["python"] = str(spec.python)
+    env = build_env(spec, project, ctx.venvs, log)
+    record["env"] = {k: v for k, v in env.items() if k not in ("installed", "error")}
+    if "error" in env:
+        record["env_error_tail"] = env["error"][-1500:]
+        return done(f"install failed: {env['key_line']}", "env")
+    python = env["python"]
+    record["python_env"] = python
+
+    # verification
+    found, missing, problem = collect(python, buggy, nodes)
+    record["target_tests"] = found
+    record["targets_not_found"] = missing
+    record["scope"] = test_scope(bug, found or nodes)
+    if not found:
+        return done(f"buggy copy: target tests do not collect: {problem or missing}", "verify")
+    on_buggy = pytest_run(python, buggy, found, VERIFY_TIMEOUT_S)
+    on_fixed = pytest_run(python, fixed, found, VERIFY_TIMEOUT_S)
+    record["verify"] = {"buggy": on_buggy, "fixed": on_fixed}
+    if on_buggy["returncode"] is None:
+        return done(f"timeout ({VERIFY_TIMEOUT_S} s) on the buggy copy", "verify")
+    if on_fixed["returncode"] is None:
+        return done(f"timeout ({VERIFY_TIMEOUT_S} s) on the fixed copy", "verify")
+    failing = sorted(t for t, o in on_buggy["outcomes"].items() if o in ("FAILED", "ERROR")
+                     and any(_matches(t, n) for n in found))
+    fixed_bad = sorted(t for t, o in on_fixed["outcomes"].items() if o in ("FAILED", "ERROR"))
+    fixed_pass = [t for t, o in on_fixed["outcomes"].items() if o == "PASSED"]
+    record["failing_targets"] = failing
+    if not failing:
+        return done(f"does not fail on buggy ({on_buggy['summary']})", "verify")
+    if fixed_bad or not fixed_pass or on_fixed["returncode"] != 0:
+        return done(f"does not pass on fixed ({on_fixed['summary']}; {fixed_bad[:2]})", "verify")
+
+    # the scope both tools run, once on the buggy copy
+    scope_run = pytest_run(python, buggy, record["scope"], SCOPE_TIMEOUT_S)
+    counts: dict[str, int] = {}
+    for outcome in scope_run["outcomes"].values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    record["scope_run"] = {"returncode": scope_run["returncode"], "summary": scope_run["summary"],
+                           "wall_s": scope_run["wall_s"], "counts": counts,
+                           "failing": sorted(t for t, o in scope_run["outcomes"].items() if o in ("FAILED", "ERROR"))}
+    if scope_run["returncode"] is None:
+        return done(f"timeout ({SCOPE_TIMEOUT_S} s) running the test files on the buggy copy", "scope")
+    if not counts.get("PASSED"):
+        return done(f"no passing test in the test files ({scope_run['summary']})", "scope")
+    if not record["scope_run"]["failing"]:
+        return done(f"no failing test when the whole test files run ({scope_run['summary']})", "scope")
+    return done(None, "verified")
+
+
+def prepare(ctx: Context, chosen: list[tuple[str, int]]) -> list[dict]:
+    curation = load_curation()
+    if ctx.retry_failed_envs:
+        for failed in ctx.venvs.glob("*.failed.json"):
+            failed.unlink()
+    log(f"[prepare] {len(chosen)} bugs, {ctx.jobs} at a time; cache {ctx.cache}")
+
+    def one(item):
+        project, number = item
+        try:
+            return prepare_one(ctx, project, number, curation)
+        except Exception as error:  # noqa: BLE001 - one bug's failure must not stop the others
+            log(f"[prepare] {project}:{number}: harness error {type(error).__name__}: {error}")
+            return {"project": project, "bug": number, "id": f"{project}:{number}", "verified": False,
+                    "reason": f"harness error: {type(error).__name__}: {str(error)[:300]}", "stage": "harness"}
+
+    # The slowest part is the first build of each distinct venv: one bug per project first, so the
+    # two workers do not wait for each other's lock on the same venv.
+    firsts, rest, seen = [], [], set()
+    for item in chosen:
+        (rest if item[0] in seen else firsts).append(item)
+        seen.add(item[0])
+    with ThreadPoolExecutor(max_workers=max(1, ctx.jobs)) as pool:
+        records = list(pool.map(one, firsts + rest))
+    order = {item: i for i, item in enumerate(chosen)}
+    records.sort(key=lambda r: order.get((r["project"], r["bug"]), 0))
+    write_manifest(ctx)
+    return records
+
+
+def write_manifest(ctx: Context) -> dict:
+    """Every prepared bug's record (cache) and a small summary (bench/results)."""
+    records = []
+    for path in sorted(ctx.bugs_dir.glob("*/bug.json")):
+        records.append(json.loads(path.read_text()))
+    records.sort(key=lambda r: (r["project"], r["bug"]))
+    ctx.manifest_path.parent.mkdir(parents=True, exist_ok=True)
+    ctx.manifest_path.write_text(json.dumps(records, indent=1))
+    summary = []
+    for r in records:
+        summary.append({
+            "project": r["project"], "bug": r["bug"], "python": Path(r.get("python", "")).parts[-3]
+            if r.get("python") else None,
+            "verified": r["verified"], "reason": r.get("reason"), "stage": r.get("stage"),
+            "target_tests": r.get("target_tests"), "failing_targets": r.get("failing_targets"),
+            "scope": r.get("scope"),
+            "scope_counts": (r.get("scope_run") or {}).get("counts"),
+            "truth": [f"{f['file']}::{f['qualname']}" for f in (r.get("truth") or {}).get("functions", [])],
+            "module_level_changes": (r.get("truth") or {}).get("module_level"),
+            "env_relaxed": [x.split(":")[0] for x in (r.get("env") or {}).get("relaxed", [])],
+        })
+    out = REPO / "bench" / "results" / "realbugs_manifest.json"
+    by_project: dict[str, dict] = {}
+    for r in records:
+        p = by_project.setdefault(r["project"], {"bugs": 0, "verified": 0})
+        p["bugs"] += 1
+        p["verified"] += bool(r["verified"])
+    data = {"generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "per_project": by_project, "verified": sum(1 for r in records if r["verified"]),
+            "bugs": summary}
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    return data
+
+
+# -------------------------------------------------------------------------------------------------
+# run
+
+
+IGNORED_IN_HASH = ("__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache")
+
+
+def tree_digest(root: Path) -> str:
+    """Content digest of a tree (caches left out), to see whether a tool changed its input."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if any(part in IGNORED_IN_HASH for part in rel.parts):
+            continue
+        if path.is_symlink():
+            digest.update(f"L {rel} {os.readlink(path)}\n".encode())
+        elif path.is_file():
+            digest.update(f"F {rel}\n".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        elif path.is_dir():
+            digest.update(f"D {rel}\n".encode())
+    return digest.hexdigest()
+
+
+def venv_digest(python: str) -> str:
+    """Names, sizes and mtimes under the venv's site-packages (cheap; catches installs and edits)."""
+    root = Path(python).parent.parent
+    digest = hashlib.sha256()
+    for path in sorted((root / "lib").rglob("*")):
+        if "__pycache__" in path.parts:
+            continue
+        try:
+            stat = path.lstat()
+        except FileNotFoundError:
+            continue
+        digest.update(f"{path.relative_to(root)} {stat.st_size} {int(stat.st_mtime)}\n".encode())
+    return digest.hexdigest()
+
+
+@dataclass
+class EquisaCommand:
+    mode: str  # "head" (a frozen git archive of HEAD) or "worktree"
+    root: Path  # where the command runs from
+    info: dict
+
+    def argv(self) -> list[str]:
+        uv = shutil.which("uv") or "uv"
+        if self.mode == "head":
+            return [uv, "run", "--project", str(REPO), "python", "-m", "flows.cli"]
+        return [uv, "run", "--project", str(REPO), "equisa"]
+
+
+def equisa_command(mode: str, cache: Path) -> EquisaCommand:
+    if mode == "worktree":
+        return EquisaCommand("worktree", REPO, {"mode": "worktree", "commit": _git_head()})
+    commit = _git_head()
+    dest = cache / "equisa-frozen" / commit[:12]
+    packages = ("equisa_core", "tasks", "flows")
+    if not (dest / ".complete").exists():
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "HEAD", *packages],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        (dest / ".complete").write_text(commit)
+    return EquisaCommand("head", dest, {"mode": "head", "commit": commit,
+                                        "how": "git archive HEAD equisa_core tasks flows; "
+                                               "uv run --project REPO python -m flows.cli from that copy"})
+
+
+def _git_head() -> str:
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def fresh_copy(source: Path, dest: Path) -> Path:
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, dest, symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    return dest
+
+
+def exclude_dirs(scope: Sequence[str]) -> list[str]:
+    """FauxPy's --exclude: the top folder of every test file (tests/, test/, tornado/test/)."""
+    out = []
+    for path in scope:
+        parts = Path(path).parts
+        for i, part in enumerate(parts[:-1]):
+            if part in ("test", "tests", "testing"):
+                out.append("/".join(parts[: i + 1]))
+                break
+        else:
+            out.append(path)
+    return list(dict.fromkeys(out))
+
+
+def run_equisa(record: dict, copy: Path, out: Path, equisa: EquisaCommand, shared: Path) -> dict:
+    report = out / "equisa_report.json"
+    report.unlink(missing_ok=True)
+    cmd = [*equisa.argv(), "localize", str(copy), "--no-llm", "--python", record["python_env"],
+           "--json", str(report), "--artifacts", str(shared / "artifacts"), "--db", str(shared / "history.duckdb"),
+           "--tests", *record["scope"]]
+    env = clean_env({"PREFECT_HOME": str(shared / "prefect-home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                     "EQUISA_WORKSPACES": str(shared / "workspaces"),
+                     "PREFECT_LOCAL_STORAGE_PATH": str(shared / "prefect-storage")})
+    run = timed_run(cmd, equisa.root, env, TOOL_TIMEOUT_S)
+    (out / "equisa_stdout.txt").write_text(run.stdout[-20000:])
+    (out / "equisa_stderr.txt").write_text(run.stderr[-20000:])
+    result = {"command": cmd, "cwd": str(equisa.root), "wall_s": round(run.wall_s, 3),
+              "returncode": run.returncode, "report": report.name if report.exists() else None}
+    if run.returncode != 0:
+        tail = [line for line in (run.stderr + run.stdout).splitlines() if line.strip()]
+        result["message"] = " | ".join(tail[-3:])[:600] if tail else ""
+    shutil.rmtree(shared / "workspaces", ignore_errors=True)
+    shutil.rmtree(shared / "prefect-storage", ignore_errors=True)
+    return result
+
+
+def run_fauxpy(record: dict, copy: Path, out: Path) -> dict:
+    for old in copy.parent.glob("FauxPyReport_*"):
+        shutil.rmtree(old)
+    excluded = exclude_dirs(record["scope"])
+    cmd = [record["python_env"], "-m", "pytest", "-p", "no:cacheprovider", "-q", "--color=no",
+           *record["scope"], "--src", ".", "--exclude", "[" + ",".join(excluded) + "]",
+           "--family", "sbfl", "--granularity", "function"]
+    run = timed_run(cmd, copy, clean_env(), TOOL_TIMEOUT_S)
+    (out / "fauxpy_stdout.txt").write_text(run.stdout[-20000:])
+    (out / "fauxpy_stderr.txt").write_text(run.stderr[-20000:])
+    result = {"command": cmd, "cwd": str(copy), "wall_s": round(run.wall_s, 3), "returncode": run.returncode,
+              "scores": None}
+    reports = sorted(copy.parent.glob("FauxPyReport_*"))
+    if reports and (reports[-1] / "Scores_Ochiai.csv").exists():
+        shutil.copy(reports[-1] / "Scores_Ochiai.csv", out / "fauxpy_Scores_Ochiai.csv")
+        result["scores"] = "fauxpy_Scores_Ochiai.csv"
+        delta = reports[-1] / "deltaTime.json"
+        if delta.exists():
+            shutil.copy(delta, out / "fauxpy_deltaTime.json")
+    else:
+        tail = [line for line in (run.stderr + run.stdout).splitlines() if line.strip()]
+        result["message"] = " | ".join(tail[-3:])[:600] if tail else ""
+    result["copy_root"] = str(copy)
+    return result
+
+
+def run_one(ctx: Context, record: dict, index: int, equisa: EquisaCommand) -> dict:
+    slug = f"{record['project']}-{record['bug']}"
+    out = ctx.results / slug
+    out.mkdir(parents=True, exist_ok=True)
+    buggy = ctx.bugs_dir / slug / "buggy"
+    work = ctx.cache / "work" / slug
+    shared = ctx.results / "_equisa"
+    shared.mkdir(parents=True, exist_ok=True)
+    order = ("equisa", "fauxpy") if index % 2 == 0 else ("fauxpy", "equisa")
+    result: dict = {"project": record["project"], "bug": record["bug"], "order": list(order),
+                    "scope": record["scope"], "truth": record["truth"], "equisa_from": equisa.info,
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    venv_before = venv_digest(record["python_env"])
+    for tool in order:
+        copy = fresh_copy(buggy, work / tool / record["project"])
+        before = tree_digest(copy)
+        if tool == "equisa":
+            res = run_equisa(record, copy, out, equisa, shared)
+        else:
+            res = run_fauxpy(record, copy, out)
+        after = tree_digest(copy)
+        res["input_modified"] = before != after
+        if res["input_modified"]:
+            changed = subprocess.run(["diff", "-rq", "-x", "__pycache__", "-x", ".pytest_cache", str(buggy), str(copy)],
+                                     capture_output=True, text=True).stdout.splitlines()
+            res["input_changes"] = changed[:20]
+        result[tool] = res
+        log(f"[run] {record['id']}: {tool} exit {res['returncode']} in {res['wall_s']:.1f} s"
+            + (" (input modified)" if res["input_modified"] else ""))
+    result["venv_modified"] = venv_digest(record["python_env"]) != venv_before
+    shutil.rmtree(work, ignore_errors=True)
+    (out / "run.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+def run(ctx: Context, chosen: list[tuple[str, int]], equisa_mode: str, rerun: bool) -> list[dict]:
+    equisa = equisa_command(equisa_mode, ctx.cache)
+    records = []
+    for project, number in chosen:
+        path = ctx.bugs_dir / f"{project}-{number}" / "bug.json"
+        if path.exists():
+            record = json.loads(path.read_text())
+            if record.get("verified"):
+                records.append(record)
+    log(f"[run] {len(records)} verified bugs; EQUISA from {equisa.info['mode']} {equisa.info['commit'][:10]}")
+    results = []
+    for index, record in enumerate(records):
+        done = ctx.results / f"{record['project']}-{record['bug']}" / "run.json"
+        if done.exists() and not rerun:
+            log(f"[run] {record['id']}: already run (--rerun to run again)")
+            results.append(json.loads(done.read_text()))
+            continue
+        results.append(run_one(ctx, record, index, equisa))
+    return results
+

@@ -11,7 +11,10 @@ function whose value is wrong is often not the one that raised. This module read
 * closeness to the failing test: called by it directly, and the call depth from it;
 * failure machinery: methods of exception classes (what runs only once the fault has shown),
   which the weights demote;
-* optionally, the lines changed since a git ref (``--since``), for CI users.
+* optionally, the lines changed since a git ref (``--since``), for CI users;
+* once the leading functions' calls are recorded, where a wrong value starts
+  (``equisa_core.value_evidence``): those two features are 0 in the first prior and come in as
+  evidence (``value_likelihoods``).
 
 ``combine`` weighs them with ``PriorWeights`` (fitted on the real-bug benchmark, see
 ``bench/README.md``) into a score whose order is the prior's order. Everything is pure: the flow
@@ -30,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.models import Node, SuiteTrace, TestResult
 from equisa_core.selection import is_test_file
 from equisa_core.spectrum import dstar, ochiai, tarantula
+from equisa_core.value_evidence import ValueFinding
 
 __all__ = [
     "FEATURES",
@@ -40,12 +44,14 @@ __all__ = [
     "is_failure_machinery",
     "node_signals",
     "prior_scores",
+    "value_likelihoods",
+    "with_values",
 ]
 
 #: The features of ``NodeSignals``, in the order ``PriorWeights`` weighs them.
 FEATURES = (
     "ochiai", "dstar", "tarantula", "on_stack", "deepest", "near_deepest",
-    "test_calls", "near_test", "failure_machinery", "changed",
+    "test_calls", "near_test", "failure_machinery", "changed", "value_origin", "value_passed_on",
 )
 
 #: Class names that mark exception classes, beside the types the failing tests raised.
@@ -69,6 +75,11 @@ class NodeSignals(BaseModel):
     near_test: float = Field(description="1/(1+d), d the fewest calls from a failing test down to it.")
     failure_machinery: float = Field(description="1 for a method of an exception class, else 0.")
     changed: float = Field(0.0, description="1 when its lines changed since the ref given, else 0.")
+    value_origin: float = Field(
+        0.0, description="Share of failing tests in which a wrong value starts in it "
+                         "(equisa_core.value_evidence); 0 when its calls were not recorded.")
+    value_passed_on: float = Field(0.0, description="Share in which it returned a new kind of value that a "
+                                                    "callee or a caller's argument brought.")
 
     def vector(self) -> tuple[float, ...]:
         """The features in ``FEATURES`` order."""
@@ -90,6 +101,8 @@ class PriorWeights(BaseModel):
     near_test: float = 0.0
     failure_machinery: float = 0.0
     changed: float = 0.0
+    value_origin: float = 0.0
+    value_passed_on: float = 0.0
     source: str = Field("hand-set", description="Where the weights come from (a fit, by hand).")
 
 
@@ -97,7 +110,8 @@ class PriorWeights(BaseModel):
 #: leave-one-project-out cross-validation; ``bench/README.md`` shows the fit and its figures.
 DEFAULT_WEIGHTS = PriorWeights(
     ochiai=2.0, dstar=0.5, tarantula=0.5, on_stack=1.0, deepest=1.5, near_deepest=0.5,
-    test_calls=0.5, near_test=0.5, failure_machinery=-3.0, changed=1.0,
+    test_calls=0.5, near_test=0.5, failure_machinery=-3.0, changed=1.0, value_origin=3.0,
+    value_passed_on=-1.0,
     source="hand-set before the fit",
 )
 
@@ -248,3 +262,22 @@ def prior_scores(signals: Mapping[str, NodeSignals],
         fqn: (math.exp(c - top) if signals[fqn].ochiai > 0 or signals[fqn].changed else 0.0)
         for fqn, c in combined.items()
     }
+
+
+def with_values(signals: Mapping[str, NodeSignals],
+                findings: Mapping[str, ValueFinding]) -> dict[str, NodeSignals]:
+    """``signals`` with the value comparison's findings filled in."""
+    return {
+        fqn: s.model_copy(update={"value_origin": findings[fqn].origin,
+                                  "value_passed_on": findings[fqn].passed_on})
+        if fqn in findings else s
+        for fqn, s in signals.items()
+    }
+
+
+def value_likelihoods(finding: ValueFinding, weights: PriorWeights = DEFAULT_WEIGHTS) -> tuple[float, float]:
+    """``(P(E|B), P(E|~B))`` of a value finding, whose ratio is ``exp`` of the weighted features:
+    counted on the confidences, the finding moves a function's odds as ``combine`` would have moved
+    its score had it been known from the start."""
+    ratio = math.exp(weights.value_origin * finding.origin + weights.value_passed_on * finding.passed_on)
+    return (0.9, 0.9 / ratio) if ratio >= 1 else (0.9 * ratio, 0.9)

@@ -44,9 +44,17 @@ from equisa_core.localization import (
 )
 from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
 from equisa_core.mutation import Mutant
-from equisa_core.prior import DEFAULT_WEIGHTS, NodeSignals, node_signals, prior_scores
+from equisa_core.prior import (
+    DEFAULT_WEIGHTS,
+    NodeSignals,
+    node_signals,
+    prior_scores,
+    value_likelihoods,
+    with_values,
+)
 from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
 from equisa_core.trace_report import TraceReport, build_trace_report
+from equisa_core.value_evidence import compare_values
 from flows.discovery import (
     DiscoveryParameters,
     DiscoveryResult,
@@ -171,10 +179,11 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     stopped = "iteration budget spent" if params.max_iterations else "no inspections asked for"
     batching = not (use_llm and config is not None) and params.inspection_batch > 1
     calls: dict[str, list[RecordedCall]] = {}
+    if recording is None and params.max_iterations:
+        recording = _submit_recording(found, params, _top_candidates(confidences, nodes, params.record_top))
     if recording is not None:
         calls = recording.calls()
-    elif params.max_iterations:
-        calls = _record_calls(found, params, _top_candidates(confidences, nodes, params.record_top))
+        signals, confidences = _value_evidence(found, recording, signals, confidences, history)
     prefetched: dict[str, Observation] = {}  # inspections run ahead of their turn (``inspect_batch``)
     stalled = 0
     cost_usd = found.cost_usd
@@ -275,6 +284,8 @@ def _publish_ranking(report: LocalizationReport) -> None:
 
 #: The strategy of the history records that mutant screening adds (``_screen_mutants``).
 SCREENING = "mutant-screening"
+#: The strategy of the history records that the value comparison adds (``_value_evidence``).
+VALUE_COMPARISON = "value-comparison"
 #: A test's least cost in a mutant round (swapping the code in, fixtures, the report).
 MIN_TEST_SECONDS = 0.005
 
@@ -296,7 +307,7 @@ def _done(history: Sequence[InspectionRecord]) -> set[str]:
     last: dict[str, InspectionRecord] = {}
     count: dict[str, int] = {}
     for record in history:
-        if record.strategy == SCREENING:  # evidence, not an inspection of the node
+        if record.strategy in (SCREENING, VALUE_COMPARISON):  # evidence, not an inspection of the node
             continue
         last[record.target] = record
         count[record.target] = count.get(record.target, 0) + 1
@@ -362,14 +373,30 @@ class _Recording:
                         calls.setdefault(call.fqn, []).append(call)
         return calls
 
+    def by_test(self) -> dict[str, tuple[RecordedCall, ...]]:
+        """Every recorded test's calls (failing tests too), for the value comparison."""
+        if self.run is None:
+            return {}
+        return {test.test_id: test.calls for test in self.run.result().tests}
+
 
 def _submit_recording(found: DiscoveryResult, params: LocalizeParameters, candidates: Sequence[str],
                       ) -> _Recording:
-    """Start one recording run of the passing tests the ``candidates``' inspections will run. Each
-    function keeps the calls of its own tests only: its invariants then hold on every passing test
-    of its inspection, whichever functions were recorded with it."""
+    """Start one recording run of the passing tests the ``candidates``' inspections will run, and
+    of the failing tests, for the value comparison (``_value_evidence``); the candidates' direct
+    callees that a failing test ran are recorded too (up to as many again), so that a wrong value
+    can be followed down. Each function keeps the calls of its own passing tests only for its
+    invariants: they then hold on every passing test of its inspection, whichever functions were
+    recorded with it."""
     trace = found.trace
     outcomes = {t.test_id: t.outcome for t in trace.tests if t.test_id not in trace.flaky}
+    failing = trace.failed_tests()
+    ran_failing = set().union(*(t.covered for t in trace.tests if t.test_id in failing)) if failing else set()
+    node_of = {n.fqn: n for n in trace.nodes}
+    callees = [e.callee for e in trace.edges if e.caller in set(candidates) and e.callee in ran_failing
+               and e.callee not in candidates and e.callee in node_of and is_valid_node(node_of[e.callee])
+               and not is_test_file(node_of[e.callee].file or "")]
+    candidates = [*candidates, *list(dict.fromkeys(sorted(callees)))[:len(candidates)]]
     limit = params.max_tests_per_inspection
     own = {fqn: frozenset(test for test in tests_for_node(fqn, trace, max_tests=limit).test_ids
                           if outcomes.get(test) is TestOutcome.PASSED)
@@ -377,7 +404,8 @@ def _submit_recording(found: DiscoveryResult, params: LocalizeParameters, candid
     passing = sorted(set().union(*own.values())) if own else []
     if not passing:
         return _Recording(run=None, own=own)
-    request = focused_request(found.prepared, passing, found.overlay, record=tuple(candidates), trace=False)
+    request = focused_request(found.prepared, [*passing, *sorted(failing)], found.overlay,
+                              record=tuple(candidates), trace=False)
     run = run_tests.submit(request, backend=params.sandbox, docker_image=params.docker_image,
                            interpreter_version=found.prepared.interpreter_version)
     return _Recording(run=run, own=own)
@@ -387,6 +415,40 @@ def _record_calls(found: DiscoveryResult, params: LocalizeParameters, candidates
                   ) -> dict[str, list[RecordedCall]]:
     """``_submit_recording``'s calls, waited for."""
     return _submit_recording(found, params, candidates).calls()
+
+
+def _value_evidence(found: DiscoveryResult, recording: _Recording, signals: dict[str, NodeSignals],
+                    confidences: dict[str, float], history: list[InspectionRecord],
+                    ) -> tuple[dict[str, NodeSignals], dict[str, float]]:
+    """Compare the recorded functions' values in failing and passing tests
+    (``equisa_core.value_evidence``): each finding moves its function's odds and joins ``history``
+    as a ``value-comparison`` record. Returns the signals with the findings and the confidences."""
+    trace = found.trace
+    callees: dict[str, set[str]] = {}
+    for edge in trace.edges:
+        callees.setdefault(edge.caller, set()).add(edge.callee)
+    tests = {n.fqn for n in trace.nodes if n.file and is_test_file(n.file)}
+    called_by_tests = {callee for caller in tests for callee in callees.get(caller, ())}
+    findings = compare_values(recording.by_test(), trace.failed_tests(), trace.passed_tests(), callees,
+                              called_by_tests)
+    for fqn, finding in sorted(findings.items()):
+        if fqn not in confidences:
+            continue
+        prior = confidences[fqn]
+        confidences = update_with_likelihoods(confidences, fqn, value_likelihoods(finding))
+        where = ", ".join(finding.seen_in)
+        reasoning = (f"in {finding.origin:.0%} of the failing tests a new kind of value starts here "
+                     f"(its callees and callers' arguments as in passing tests)" if finding.origin else
+                     f"it returned a new kind of value in {finding.passed_on:.0%} of the failing tests, "
+                     f"brought by a callee or an argument") + (f": {where}" if where else "")
+        history.append(InspectionRecord(
+            iteration=len(history) + 1, target=fqn, strategy=VALUE_COMPARISON, tests_run=finding.seen_in,
+            signals=None, reflection=None, reflection_by="values", reasoning=reasoning, outcome=None,
+            prior=prior, posterior=confidences[fqn],
+        ))
+        print(f"[{VALUE_COMPARISON}] {fqn}: origin {finding.origin:.2f}, passed on {finding.passed_on:.2f}"
+              f" -> {confidences[fqn]:.3f}")
+    return with_values(signals, findings), confidences
 
 
 def _last_line(text: str) -> str:

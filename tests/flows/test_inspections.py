@@ -28,7 +28,7 @@ TARGETS = ["fees.invoice", "fees.net", "fees.label", "fees.total"]
 def _inspect_both_ways(path: str) -> tuple[dict[str, Observation], dict[str, Observation]]:
     params = LocalizeParameters(path=path, llm=False, discovery=False)
     found = trace_only(params)
-    _, nodes, _, _ = _priors(found)
+    _, nodes, _, _, _ = _priors(found, None)
     calls = _record_calls(found, params, TARGETS)
     candidates = frozenset(nodes)
     alone = {t: inspect_node(t, nodes[t], found, params, calls.get(t, []), False, None, [], True, candidates)

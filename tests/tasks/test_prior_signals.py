@@ -10,8 +10,17 @@ import sys
 from pathlib import Path
 
 from equisa_core.models import SuiteTrace
-from equisa_core.prior import DEFAULT_WEIGHTS, NodeSignals, PriorWeights, combine, node_signals
+from equisa_core.prior import (
+    DEFAULT_WEIGHTS,
+    NodeSignals,
+    PriorWeights,
+    combine,
+    node_signals,
+    value_likelihoods,
+    with_values,
+)
 from equisa_core.probe_output import parse_probe_output
+from equisa_core.value_evidence import compare_values
 from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.sandbox_local import LocalSandbox
 from tests.conftest import small_repo
@@ -156,3 +165,43 @@ def test_lines_changed_since_a_ref_lead(tmp_path):
     assert changed["matching.normalize"].changed == 0.0
     assert order(plain, tied)[0] == "matching.normalize"
     assert order(changed, tied)[0] == "matching.same_word"
+
+
+def recorded(tmp_path: Path, files: dict[str, str], record: tuple[str, ...]) -> SuiteTrace:
+    """Like ``traced``, with the calls of ``record`` recorded in every test."""
+    repo = tmp_path / "repo"
+    if not repo.exists():
+        traced(tmp_path, files)
+    request = RunRequest(workspace=repo, workspace_digest=f"prior-rec-{tmp_path.name}",
+                         interpreter=sys.executable, limits=LIMITS, record=record, trace=False,
+                         allow_weak_isolation=True)
+    return parse_probe_output(LocalSandbox().run(request).probe_output.splitlines())
+
+
+def value_findings(trace: SuiteTrace, calls: SuiteTrace) -> dict:
+    callees: dict[str, set[str]] = {}
+    for edge in trace.edges:
+        callees.setdefault(edge.caller, set()).add(edge.callee)
+    tests = {n.fqn for n in trace.nodes if n.file and n.file.startswith("tests/")}
+    direct = {c for t in tests for c in callees.get(t, ())}
+    by_test = {t.test_id: t.calls for t in calls.tests}
+    return compare_values(by_test, trace.failed_tests(), trace.passed_tests(), callees, direct)
+
+
+def test_a_wrong_value_is_followed_to_where_it_starts(tmp_path):
+    files = {"pricing.py": PRICING, "tests/test_pricing.py": PRICING_TESTS}
+    trace = traced(tmp_path, files)
+    calls = recorded(tmp_path, files,
+                     ("pricing.discount", "pricing.checked_total", "pricing.PricingError.__init__"))
+    findings = value_findings(trace, calls)
+    # discount returned a positive amount where passing tests only saw zero, from arguments of kinds
+    # seen before; checked_total raised what no passing test saw, but its callee's value was new.
+    assert findings["pricing.discount"].origin == 1.0 and findings["pricing.discount"].passed_on == 0.0
+    total = findings["pricing.checked_total"]
+    assert (total.origin, total.passed_on) == (0.0, 1.0)
+    assert "pricing.PricingError.__init__" not in findings  # no passing run to compare with
+    signals = with_values(node_signals(trace), findings)
+    assert order(signals, DEFAULT_WEIGHTS)[0] == "pricing.discount"
+    assert order(signals, without("value_origin", "value_passed_on"))[0] == "pricing.checked_total"
+    for_it, against_it = value_likelihoods(findings["pricing.discount"])
+    assert for_it > against_it

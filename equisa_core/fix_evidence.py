@@ -15,7 +15,10 @@ evidence            when
 FIX_FOUND           some mutant makes every failing test of the selection pass and breaks none of
                     its passing tests
 PARTIAL_FIX_FOUND   no such mutant, but one makes some failing tests pass and breaks none
-NO_FIX_FOUND        mutants ran and none of the above
+FAILURE_CHANGED     no such mutant, but one changes how a failing test fails: another exception or
+                    message, or it passes while others break (graded mutant evidence: a change here
+                    reaches the failure, as Metallaxis and MUSE count it)
+NO_FIX_FOUND        mutants ran and none of the above: no one-edit change here reaches the failure
 (none)              no mutant ran: nothing is learnt
 =================== ============================================================================
 
@@ -36,12 +39,17 @@ calibrated on the localization corpus (``bench/localization_corpus.py``):
   the outcome that comes with it when the inspection patch saw nothing: "inspected, nothing found"
   leaves a node's odds where the prior put them, instead of sinking the bug below uninspected
   innocents (it did, at 0.40/0.92: sqlparse-05 went from rank 1 to 17).
+- FAILURE_CHANGED is mild evidence for the node: most functions that a failing test runs have
+  mutants that change nothing in its failure (the failure does not flow through them), while the
+  faulty function's mutants nearly always reach it. Messages are compared with memory addresses
+  blanked, so that two runs of the same failure read the same.
 - FIX_CONFIRMED, a one-edit change that turns every failing test green and keeps the whole suite
   green, rarely happens in an innocent function; after FIX_FOUND it takes a typical prior past 0.9.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
@@ -58,6 +66,7 @@ class FixEvidence(StrEnum):
 
     FIX_FOUND = "FIX_FOUND"
     PARTIAL_FIX_FOUND = "PARTIAL_FIX_FOUND"
+    FAILURE_CHANGED = "FAILURE_CHANGED"
     NO_FIX_FOUND = "NO_FIX_FOUND"
     FIX_CONFIRMED = "FIX_CONFIRMED"
     FIX_REGRESSES = "FIX_REGRESSES"
@@ -73,6 +82,7 @@ FIX_LIKELIHOODS: Mapping[FixEvidence, tuple[float, float]] = MappingProxyType(
     {
         FixEvidence.FIX_FOUND: (0.60, 0.03),
         FixEvidence.PARTIAL_FIX_FOUND: (0.15, 0.05),
+        FixEvidence.FAILURE_CHANGED: (0.60, 0.40),
         FixEvidence.NO_FIX_FOUND: (0.60, 0.90),
         FixEvidence.FIX_CONFIRMED: (0.90, 0.08),
         FixEvidence.FIX_REGRESSES: (0.50, 0.50),
@@ -80,6 +90,8 @@ FIX_LIKELIHOODS: Mapping[FixEvidence, tuple[float, float]] = MappingProxyType(
 )
 
 _GREEN = (TestOutcome.PASSED,)
+#: A memory address in a failure message (``<object at 0x7f...>``): blanked before comparing.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _RED = (TestOutcome.FAILED, TestOutcome.ERROR)
 
 
@@ -91,17 +103,29 @@ class FixVerdict(BaseModel):
     evidence: FixEvidence | None = Field(description="None when no mutant ran.")
     fixing: tuple[str, ...] = Field((), description="Ids of the mutants that fix every failing test.")
     partial: tuple[str, ...] = Field((), description="Ids of the mutants that fix some and break none.")
+    changing: tuple[str, ...] = Field(
+        (), description="Ids of the mutants that change a failing test's failure.")
     ran: int = Field(0, description="Mutants that ran.")
 
 
+def _same_failure(before: str | None, after: str | None) -> bool:
+    """Whether two failure texts ('Type: message') tell the same failure, addresses blanked."""
+    return _ADDRESS.sub("0x", before or "") == _ADDRESS.sub("0x", after or "")
+
+
 def classify_mutants(
-    original: Mapping[str, TestOutcome], mutants: Mapping[str, Mapping[str, TestOutcome]]
+    original: Mapping[str, TestOutcome], mutants: Mapping[str, Mapping[str, TestOutcome]],
+    original_failures: Mapping[str, str] | None = None,
+    failures: Mapping[str, Mapping[str, str]] | None = None,
 ) -> FixVerdict:
     """Classify mutant runs against the original run of the same tests (see the module docstring).
 
     ``original`` maps test id -> outcome on the unmutated code; ``mutants`` maps mutant id ->
     (test id -> outcome), for the mutants that ran, in the order they were tried (the order of
     ``fixing`` and ``partial``). A test missing from a mutant's run counts as failing there.
+    ``original_failures`` and ``failures`` (mutant id -> test id -> 'Type: message') let a
+    changed failure count (FAILURE_CHANGED); without them, or for a mutant missing from
+    ``failures`` (one that timed out, say), only a failing test that passes counts as a change.
     """
     failing = {t for t, o in original.items() if o in _RED}
     passing = {t for t, o in original.items() if o in _GREEN}
@@ -109,7 +133,16 @@ def classify_mutants(
         return FixVerdict(evidence=None)
     fixing: list[str] = []
     partial: list[str] = []
+    changing: list[str] = []
     for mutant_id, outcomes in mutants.items():
+        ran_failing = [t for t in failing if t in outcomes]
+        if ran_failing and (
+            any(outcomes[t] in _GREEN for t in ran_failing)
+            or (original_failures is not None and failures is not None and mutant_id in failures
+                and any(not _same_failure(original_failures.get(t), failures[mutant_id].get(t))
+                        for t in ran_failing))
+        ):
+            changing.append(mutant_id)
         if any(outcomes.get(t) not in _GREEN for t in passing):
             continue
         fixed = {t for t in failing if outcomes.get(t) in _GREEN}
@@ -118,8 +151,9 @@ def classify_mutants(
         elif fixed:
             partial.append(mutant_id)
     evidence = (FixEvidence.FIX_FOUND if fixing else FixEvidence.PARTIAL_FIX_FOUND if partial
-                else FixEvidence.NO_FIX_FOUND)
-    return FixVerdict(evidence=evidence, fixing=tuple(fixing), partial=tuple(partial), ran=len(mutants))
+                else FixEvidence.FAILURE_CHANGED if changing else FixEvidence.NO_FIX_FOUND)
+    return FixVerdict(evidence=evidence, fixing=tuple(fixing), partial=tuple(partial),
+                      changing=tuple(changing), ran=len(mutants))
 
 
 def confirm_fix(

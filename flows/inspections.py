@@ -291,7 +291,10 @@ def fix_evidence_of(mutants: Sequence[Mutant], original: dict[str, TestOutcome],
     ran = {i: r.outcomes for i, r in report.mutants.items()
            if i.startswith(prefix) and i[len(prefix):].isdigit() and r.status in ("ran", "timeout")}
     # Testgen tests assert the buggy behaviour: they may not veto a fixing mutant.
-    verdict = classify_mutants(without_testgen(original), {i: without_testgen(o) for i, o in ran.items()})
+    verdict = classify_mutants(without_testgen(original), {i: without_testgen(o) for i, o in ran.items()},
+                               report.original_failures,
+                               {i: report.mutants[i].failures for i in ran
+                                if report.mutants[i].status == "ran"})
     if verdict.evidence is None:
         return {}
     update: dict[str, object] = {"mutants_tried": verdict.ran, "fix_evidence": verdict.evidence}

@@ -582,6 +582,8 @@ def _screening_evidence(found: DiscoveryResult, screening: _Screening, problems:
             continue
         fix = update.get("fix") or (f"none of its {update['mutants_tried']} mutants fixes a failing test "
                                     "without breaking a passing one")
+        if update["fix_evidence"] is FixEvidence.FAILURE_CHANGED:
+            fix += ", but some change how a failing test fails"
         found_evidence.append(_Evidence(
             target=fqn, strategy=SCREENING, tests_run=tests, reflection_by="mutants",
             reasoning=f"screening the mutants of the top {len(plans)} candidates: {fix}",

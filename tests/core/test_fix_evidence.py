@@ -25,9 +25,10 @@ def test_partial_and_no_fix_and_nothing_ran():
     assert classify_mutants(ORIGINAL, {"m1": {"t_fail_1": P, "t_ok_1": P, "t_ok_2": P}}).evidence is (
         FixEvidence.PARTIAL_FIX_FOUND)
     assert classify_mutants(ORIGINAL, {"m0": dict(ORIGINAL)}).evidence is FixEvidence.NO_FIX_FOUND
-    # A test missing from the mutant's run counts as failing: no credit for crashing early.
+    # A test missing from the mutant's run counts as failing: no fix credit for crashing early, only
+    # the mild credit of having changed how the failing tests end.
     assert classify_mutants(ORIGINAL, {"m0": {"t_fail_1": P, "t_fail_2": P}}).evidence is (
-        FixEvidence.NO_FIX_FOUND)
+        FixEvidence.FAILURE_CHANGED)
     assert classify_mutants(ORIGINAL, {}).evidence is None
 
 
@@ -69,3 +70,19 @@ def test_nothing_found_leaves_the_odds_where_the_prior_put_them():
     after = update_confidences(confidences, "bug", Outcome.COLLATERAL_FAILURE)
     after = update_with_likelihoods(after, "bug", FixEvidence.NO_FIX_FOUND.likelihoods)
     assert after == pytest.approx(confidences)
+
+
+def test_a_mutant_that_changes_how_a_failing_test_fails_is_graded_evidence():
+    before = {"t_fail_1": "AssertionError: assert 3 == 2", "t_fail_2": "KeyError: 'a' at 0x7f00aa"}
+    same = {"t_fail_1": "AssertionError: assert 3 == 2", "t_fail_2": "KeyError: 'a' at 0x7f11bb"}
+    other = {"t_fail_1": "AssertionError: assert 4 == 2", "t_fail_2": "KeyError: 'a' at 0x7f00aa"}
+    mutants = {"m0": dict(ORIGINAL), "m1": dict(ORIGINAL)}
+    verdict = classify_mutants(ORIGINAL, mutants, before, {"m0": same, "m1": other})
+    assert verdict.evidence is FixEvidence.FAILURE_CHANGED and verdict.changing == ("m1",)
+    # Only addresses differ: the same failure. A mutant without recorded failures (timed out) does not count.
+    assert classify_mutants(ORIGINAL, mutants, before, {"m0": same}).evidence is FixEvidence.NO_FIX_FOUND
+    # Without the failure texts, a changed message cannot be seen.
+    assert classify_mutants(ORIGINAL, mutants).evidence is FixEvidence.NO_FIX_FOUND
+    buggy, innocent = FixEvidence.FAILURE_CHANGED.likelihoods
+    partial_buggy, partial_innocent = FixEvidence.PARTIAL_FIX_FOUND.likelihoods
+    assert 1 < buggy / innocent < partial_buggy / partial_innocent

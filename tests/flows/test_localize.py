@@ -42,13 +42,16 @@ def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env)
     # What every screened function's mutants showed is counted: the fix of the bug, no fix elsewhere.
     evidence = {i.target: i.fix_evidence for i in screened}
     assert evidence[BUGGY] == "FIX_FOUND" and len(evidence) == len(screened) > 1
-    assert set(evidence.values()) == {"FIX_FOUND", "NO_FIX_FOUND"}
+    # The other functions' mutants fix nothing; some change how the failing tests fail (graded evidence).
+    assert evidence[BUGGY] == "FIX_FOUND" and set(evidence.values()) - {"FIX_FOUND"} <= {"NO_FIX_FOUND",
+                                                                                       "FAILURE_CHANGED"}
     found = next(i for i in screened if i.target == BUGGY)
     assert found.fix == "line 58: `>` -> `>=`" and found.prior < found.posterior < 0.9
     # No fix lowers a function, or leaves it where it is when it starts below the clamp.
     assert all(i.posterior < i.prior or i.posterior == i.prior < CLAMP_LOW
                for i in screened if i.fix_evidence == "NO_FIX_FOUND")
-    assert "none of its" in next(i.reasoning for i in screened if i.fix_evidence == "NO_FIX_FOUND")
+    assert all(i.posterior > i.prior for i in screened if i.fix_evidence == "FAILURE_CHANGED")
+    assert all("none of its" in i.reasoning for i in screened if i.fix_evidence != "FIX_FOUND")
     assert (confirmed.strategy, confirmed.fix_evidence, confirmed.iteration) == (
         "fix-confirmation", "FIX_CONFIRMED", len(screened) + 1)
     # The screening's process ran the fix through the rest of the suite: no run of its own.
@@ -194,7 +197,8 @@ def test_deterministic_mode_converges_through_a_fix_found_and_confirmed(tmp_path
     assert "subtotal.amount >= self.minimum.amount" in found.fix_source
     assert (confirmed.target, confirmed.fix_evidence, confirmed.outcome) == (BUGGY, "FIX_CONFIRMED", None)
     innocents = [i for i in report.inspections if i.target != BUGGY]
-    assert innocents and all(i.fix_evidence == "NO_FIX_FOUND" and i.mutants_tried > 0 for i in innocents)
+    assert innocents and all(i.fix_evidence in ("NO_FIX_FOUND", "FAILURE_CHANGED") and i.mutants_tried > 0
+                             for i in innocents)
 
 
 def _with_heartbeat(source: str, fqn: str, extra: str = "") -> str:

@@ -229,7 +229,14 @@ def _not_found_message(qualname: str, known: Sequence[str]) -> str:
 def _locate(
     source: str, qualname: str, occurrence: int | None, module: str | None
 ) -> tuple[str, list[str], FunctionLocation, _FunctionNode]:
-    """Parse ``source`` and find one definition; return (bom, lines, location, node)."""
+    """Parse ``source`` and find one definition; return (bom, lines, location, node).
+
+    ``name#k`` (as the probe names a definition that a later one of the same name shadows, e.g. a
+    property's getter) is the k-th definition of ``name`` in source order, unless ``occurrence``
+    is given."""
+    base, hash_mark, number = qualname.rpartition("#")
+    if hash_mark and base and number.isdigit() and int(number) >= 1:
+        qualname, occurrence = base, (int(number) - 1 if occurrence is None else occurrence)
     bom, text, _, found = _parse_module(source)
     matches = [(q, n) for q, n in found if q == qualname]
     if not matches:
@@ -261,7 +268,8 @@ def find_function(
 
     Several definitions may share a qualname (property getter and setter, conditional
     redefinition): the last one, which Python binds, is chosen unless ``occurrence`` gives the
-    0-based index among them in source order (negative counts from the end). ``module`` only
+    0-based index among them in source order (negative counts from the end), or the qualname is
+    spelt ``name#k`` (the k-th, 1-based, as the probe names the shadowed ones). ``module`` only
     fills in ``fqn``. Raises FunctionNotFoundError naming near candidates, SourceEditError when
     ``source`` does not parse.
     """

@@ -548,16 +548,31 @@ def _last_line(code):
 
 
 class _QualnameIndex:
-    """Qualified names by (file, first line) from the source, for interpreters without co_qualname."""
+    """Qualified names by (file, first line) from the source, for interpreters without co_qualname,
+    and the definitions that share a qualified name (a property's getter and setter, a function
+    defined twice): all but the last, which Python binds, are told apart as ``name#k``, the k-th
+    definition in source order (``equisa_core.source_edit`` reads the same spelling)."""
 
     def __init__(self):
         self.by_file = {}
 
+    def _tables(self, code):
+        tables = self.by_file.get(code.co_filename)
+        if tables is None:
+            tables = self.by_file[code.co_filename] = self._index(code.co_filename)
+        return tables
+
     def lookup(self, code):
-        table = self.by_file.get(code.co_filename)
-        if table is None:
-            table = self.by_file[code.co_filename] = self._index(code.co_filename)
-        return table.get(code.co_firstlineno)
+        return self._tables(code)[0].get(code.co_firstlineno)
+
+    def distinct(self, code, qualname):
+        """``qualname``, or ``qualname#k`` for a definition that a later one of the same name
+        shadows."""
+        firsts = self._tables(code)[1].get(qualname)
+        if not firsts or len(firsts) < 2 or code.co_firstlineno not in firsts:
+            return qualname
+        index = firsts.index(code.co_firstlineno)
+        return qualname if index == len(firsts) - 1 else "%s#%d" % (qualname, index + 1)
 
     @staticmethod
     def _index(filename):
@@ -567,8 +582,9 @@ class _QualnameIndex:
             with _open(filename, "rb") as handle:
                 tree = ast.parse(handle.read())
         except Exception:
-            return {}
+            return {}, {}
         table = {}
+        sites = {}  # qualname -> first lines of its definitions, in source order
 
         def walk(node, prefix):
             for child in ast.iter_child_nodes(node):
@@ -577,6 +593,7 @@ class _QualnameIndex:
                     first = min([child.lineno] + [d.lineno for d in child.decorator_list])
                     table[first] = qualname
                     table.setdefault(child.lineno, qualname)
+                    sites.setdefault(qualname, []).append(first)
                     walk(child, qualname + ".<locals>.")
                 elif isinstance(child, ast.ClassDef):
                     walk(child, prefix + child.name + ".")
@@ -584,7 +601,9 @@ class _QualnameIndex:
                     walk(child, prefix)
 
         walk(tree, "")
-        return table
+        for firsts in sites.values():
+            firsts.sort()
+        return table, sites
 
 
 # ---------------------------------------------------------------------------------------------
@@ -964,7 +983,7 @@ class _CallRecorder:
 
     def __init__(self, fqns, describe_code):
         self.fqns = frozenset(fqns)
-        self.names = frozenset(f.rsplit(".", 1)[-1] for f in self.fqns)
+        self.names = frozenset(f.rsplit(".", 1)[-1].split("#", 1)[0] for f in self.fqns)
         self.describe_code = describe_code  # (code, frame) -> fqn or None
         self.by_code = {}  # id(code) -> (code, fqn or None)
         self.calls = []
@@ -1216,6 +1235,7 @@ class ProbePlugin:
         if info.fqn is None:
             code = info.code
             qualname = getattr(code, "co_qualname", None) or self.qualnames.lookup(code) or code.co_name
+            qualname = self.qualnames.distinct(code, qualname)
             info.fqn = (info.module + "." + qualname) if info.module else qualname
         if not info.emitted:
             info.emitted = True
@@ -1504,8 +1524,9 @@ class _MutantSwapper:
         raise MutantUnswappable("%s does not start with the name of the module in %s" % (fqn, file))
 
     def _find(self, module, qualname, source):
-        """``(function, class it was found in or None, cache wrappers on the way)``."""
-        parts = qualname.split(".")
+        """``(function, class it was found in or None, cache wrappers on the way)``; a shadowed
+        definition (``name#k``) is found through the object its name binds (a property)."""
+        parts = qualname.split("#", 1)[0].split(".")
         if "<locals>" in parts:
             raise MutantUnswappable(
                 "%s is nested in a function: its function objects are made anew at each call of the "

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from equisa_core.models import SuiteTrace, TestOutcome
+from equisa_core.source_edit import function_source
 from tasks.run_tests import execute_request
 from tasks.sandbox import RunRequest
 from tasks.sandbox_local import LocalSandbox
@@ -242,3 +243,40 @@ def test_class_bodies_are_not_functions(case, tmp_path):
     assert covered["test_lazy_import"] == {"pkg.shells.Shell.run"}
     assert covered["test_local_class"] == {"pkg.factory.make", "pkg.factory.make.<locals>.Local.value"}
     assert not {n.fqn for n in trace.nodes} & {"pkg.shells.Shell", "pkg.factory.make.<locals>.Local"}
+
+
+#: A property's getter and setter share a qualified name, as does a function defined twice; each
+#: definition is its own node: the one Python binds keeps the name, the shadowed ones are ``name#k``.
+SHADOWED = {
+    "conftest.py": "",
+    "pkg/__init__.py": "",
+    "pkg/thermo.py": ("class Thermometer:\n    def __init__(self):\n        self.celsius = 0.0\n\n"
+                      "    @property\n    def fahrenheit(self):\n        return self.celsius * 9 / 5 + 32\n\n"
+                      "    @fahrenheit.setter\n    def fahrenheit(self, value):\n"
+                      "        self.celsius = (value - 32) * 5 / 9\n\n\n"
+                      "def scale():\n    return 'C'\n\n\ndef scale():\n    return 'F'\n"),
+    "tests/test_thermo.py": ("from pkg.thermo import Thermometer, scale\n\n\n"
+                             "def test_read():\n    assert Thermometer().fahrenheit == 32\n\n\n"
+                             "def test_write():\n    t = Thermometer()\n    t.fahrenheit = 212\n"
+                             "    assert t.celsius == 100\n\n\n"
+                             "def test_scale():\n    assert scale() == 'F'\n"),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
+def test_definitions_sharing_a_name_are_distinct_nodes(case, tmp_path):
+    minor, backend = case
+    for name, text in SHADOWED.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    trace = run_traced_suite(tmp_path, venv_with_pytest(minor), backend)
+    covered = {t.test_id.split("::")[-1]: {f for f in t.covered if f.startswith("pkg.")} for t in trace.tests}
+    getter, setter = "pkg.thermo.Thermometer.fahrenheit#1", "pkg.thermo.Thermometer.fahrenheit"
+    assert covered["test_read"] == {"pkg.thermo.Thermometer.__init__", getter}
+    assert covered["test_write"] == {"pkg.thermo.Thermometer.__init__", setter}
+    assert covered["test_scale"] == {"pkg.thermo.scale"}
+    nodes = {n.fqn: n for n in trace.nodes}
+    assert (nodes[getter].start_line, nodes[setter].start_line) == (5, 9)
+    source = SHADOWED["pkg/thermo.py"]
+    assert "9 / 5" in function_source(source, "Thermometer.fahrenheit#1")
+    assert "value - 32" in function_source(source, "Thermometer.fahrenheit")

@@ -17,6 +17,8 @@ errors are translated into these at the boundary where they occur.
     │   └── InvalidReplacementError    the new code does not parse or changes the signature
     ├── ProbeProtocolError (9)         the probe's output cannot be read
     ├── WeakSandboxError (14)          unreviewed code would run where the sandbox cannot confine files
+    ├── EnvironmentFailureError (15)   every failing test fails for want of a third-party module: the
+    │                                  environment, not the code, is at fault
     ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
     ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
@@ -30,7 +32,9 @@ errors are translated into these at the boundary where they occur.
     ├── RepositoriesFileError (50)     a batch's repositories file is missing, not YAML or invalid
     ├── TaskRunnerError (52)           the chosen fan-out task runner is not available
     ├── TriggerError (53)              ``equisa trigger`` could not post its event
-    └── DeployError (54)               ``equisa deploy`` could not deploy ``prefect.yaml``
+    ├── DeployError (54)               ``equisa deploy`` could not deploy ``prefect.yaml``
+    └── PrefectServerError (55)        the shared local Prefect server could not start
+                                       (flow commands fall back to Prefect's temporary server)
 
 A run never fails on storage: artifacts and history rows it cannot write are spooled locally and
 flushed later (``equisa flush``); the storage errors reach the user from ``flush``, ``history`` and
@@ -72,6 +76,8 @@ __all__ = [
     "TaskRunnerError",
     "TriggerError",
     "DeployError",
+    "PrefectServerError",
+    "EnvironmentFailureError",
     "EXIT_BATCH_FAILURES",
     "EXIT_OK",
     "EXIT_PLAUSIBLE_ONLY",
@@ -176,6 +182,13 @@ class WeakSandboxError(EquisaError):
     exit_code = 14
 
 
+class EnvironmentFailureError(EquisaError):
+    """Every failing test fails because a module from outside the repository cannot be imported
+    (``ModuleNotFoundError``): localizing would blame the code for what the interpreter lacks."""
+
+    exit_code = 15
+
+
 class NothingToLocalizeError(EquisaError):
     """Every test passes (flaky ones aside): there is no failure to localize or repair."""
 
@@ -259,3 +272,11 @@ class CoverageUnavailableError(EquisaError):
     """coverage.py cannot be imported in the suite's interpreter (nor borrowed from EQUISA's)."""
 
     exit_code = 32
+
+
+class PrefectServerError(EquisaError):
+    """The shared local Prefect server could not start (port taken, no answer in time, folder not
+    writable). Flow commands then run on Prefect's temporary server with one warning line; only
+    ``equisa server start`` exits with this code."""
+
+    exit_code = 55

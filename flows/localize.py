@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from pathlib import Path
 
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
@@ -31,7 +32,8 @@ from equisa_core.bayes import (
     is_converged,
     update_with_likelihoods,
 )
-from equisa_core.errors import EquisaError, NothingToLocalizeError, SourceEditError
+from equisa_core.environment_failures import environment_failures
+from equisa_core.errors import EnvironmentFailureError, EquisaError, NothingToLocalizeError, WeakSandboxError
 from equisa_core.fix_evidence import FixEvidence, confirm_fix
 from equisa_core.generated_tests import without_testgen
 from equisa_core.localization import (
@@ -209,8 +211,11 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
                     seen = prefetched.get(target) or inspect_node(
                         target, nodes[target], found, params, calls.get(target, []), use_llm, config,
                         problems, use_mutants, candidates, target in screened)
-            except SourceEditError as error:  # one node that cannot be patched never ends the run
+            except WeakSandboxError:
+                raise  # a policy, not a failure of this node
+            except EquisaError as error:  # one node that cannot be inspected never ends the run
                 skipped.add(target)
+                prefetched = {t: o for t, o in prefetched.items() if t != target}
                 problems.append(f"{target} was not inspected: {error.message}")
         if target is None or seen is None:
             stopped = "every inspectable candidate was inspected"
@@ -633,6 +638,14 @@ def _priors(found: DiscoveryResult, changed: Mapping[str, AbstractSet[int]] | No
             "nothing to localize: no test fails"
             + (f" ({len(trace.flaky)} flaky tests left out)" if trace.flaky else "")
         )
+    failing = [t for t in trace.tests if t.test_id in trace.failed_tests()]
+    missing = environment_failures(failing, own_packages(found.prepared.workspace.root))
+    if len(missing) == len(failing):
+        modules = sorted(set(missing.values()))
+        raise EnvironmentFailureError(
+            f"the {len(failing)} failing test(s) fail because the suite's interpreter lacks "
+            f"{', '.join(repr(m) for m in modules[:5])} (ModuleNotFoundError), not because of the code: "
+            "install it there, or give an interpreter that has it (--python)")
     scored = build_trace_report(trace, str(found.prepared.repo))
     nodes = {n.fqn: Node(fqn=n.fqn, file=n.file, start_line=n.start_line, end_line=n.end_line)
              for n in scored.nodes}
@@ -640,6 +653,20 @@ def _priors(found: DiscoveryResult, changed: Mapping[str, AbstractSet[int]] | No
     signals = node_signals(trace, changed)
     confidences = initial_confidence(prior_scores(signals))
     return scored, nodes, suspiciousness, confidences, signals
+
+
+def own_packages(root: Path) -> set[str]:
+    """The repository's top-level module and package names (``src/`` layouts included)."""
+    names: set[str] = set()
+    for folder in (root, root / "src"):
+        if not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            if entry.suffix == ".py":
+                names.add(entry.stem)
+            elif entry.is_dir() and not entry.name.startswith("."):
+                names.add(entry.name)
+    return names
 
 
 def _replay(evidence: Sequence[_Evidence], confidences: dict[str, float],

@@ -394,3 +394,16 @@ def test_since_a_ref_marks_the_functions_changed_and_a_bad_ref_is_bad_input(tmp_
     changed = {fqn for fqn, s in report.prior.signals.items() if s.changed}
     assert changed == {BUGGY}
     assert report.ranking[0].fqn == BUGGY and report.ranking[0].prior == 1.0
+
+
+def test_failing_only_for_a_missing_third_party_module_is_an_environment_failure(tmp_path, cli_env):
+    """Every failing test fails with ModuleNotFoundError for a package the interpreter lacks: exit
+    15 with the module named, not a ranking that blames the code."""
+    repo = small_repo(tmp_path / "envfail")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+        "def test_export():\n    import equisa_absent_package\n    assert equisa_absent_package.dump(add(1, 1))\n")
+    code, err = localize(cli_env, str(repo), "--no-llm")
+    assert code == 15, err
+    assert "equisa_absent_package" in err and "--python" in err

@@ -403,7 +403,8 @@ def test_failing_only_for_a_missing_third_party_module_is_an_environment_failure
     (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (repo / "tests" / "test_calc.py").write_text(
         "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
-        "def test_export():\n    import equisa_absent_package\n    assert equisa_absent_package.dump(add(1, 1))\n")
+        "def test_export():\n    import equisa_absent_package\n"
+        "    assert equisa_absent_package.dump(add(1, 1))\n")
     code, err = localize(cli_env, str(repo), "--no-llm")
     assert code == 15, err
     assert "equisa_absent_package" in err and "--python" in err

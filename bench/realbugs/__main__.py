@@ -37,6 +37,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="head: a frozen git archive of HEAD's equisa_core/tasks/flows (default; the "
                              "same code for every bug while the work tree changes); worktree: "
                              "`uv run --project REPO equisa` as it is")
+    parser.add_argument("--follow", action="store_true",
+                        help="run: also take bugs that a prepare running beside it verifies later")
+    parser.add_argument("--equisa-commit", default=None,
+                        help="with --equisa-from head: the commit to freeze instead of HEAD")
     parser.add_argument("--out", type=Path, default=None,
                         help="report files' stem (default bench/results/realbugs_<date>)")
     args = parser.parse_args(argv)
@@ -59,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.step in ("prepare", "all"):
         prepare(ctx, chosen)
     if args.step in ("run", "all"):
-        run(ctx, chosen, args.equisa_from, args.rerun)
+        run(ctx, chosen, args.equisa_from, args.rerun, args.equisa_commit, args.follow)
     if args.step in ("report", "all"):
         manifest = write_manifest(ctx)
         chosen_ids = {f"{p}-{n}" for p, n in chosen}

@@ -90,12 +90,13 @@ def curated_spec(bug: Bug, curation: dict) -> EnvSpec:
                 notes.append(f"curation unpins {line}")
                 line = re.split(r"[=<>!~;]", line, maxsplit=1)[0].strip()
             out.append(line)
-        for extra in layer.get("extra", []):
-            if req_name(extra) not in {req_name(x) for x in out}:
-                out.append(extra)
-                notes.append(f"curation adds {extra}")
         lines = out
         pytest_req = layer.get("pytest", pytest_req)
+    for layer in layers:  # after every layer's drop/unpin/pin, so none of them loosens an extra
+        for extra in layer.get("extra", []):  # a constraint next to the dump's line when both name it
+            if extra not in lines:
+                lines.append(extra)
+                notes.append(f"curation adds {extra}")
     in_dump = [line for line in lines if req_name(line) == "pytest"]
     if pytest_req is None:
         pytest_req = in_dump[0] if in_dump else DEFAULT_PYTEST
@@ -134,6 +135,56 @@ def key_line(error: str) -> str:
     return (lines[-1] if lines else "")[:300]
 
 
+def relax(line: str) -> str | None:
+    """The next looser requirement: ``x==1.5.1`` -> ``x>=1.5.1,<2`` -> ``x`` -> None (drop)."""
+    name = re.split(r"[=<>!~;\[ ]", line, maxsplit=1)[0].strip()
+    pinned = re.fullmatch(r"\s*[A-Za-z0-9._-]+(\[[^\]]*\])?==(\d+)[^,;]*", line)
+    if pinned:
+        return f"{line.split('==')[0].strip()}>={line.split('==')[1].strip()},<{int(pinned.group(2)) + 1}"
+    if re.search(r"[=<>!~]", line):
+        return name
+    return None
+
+
+def _fauxpy_loads(data: dict, spec: EnvSpec, folder: Path, log) -> dict:
+    """FauxPy's plugin must import in the venv (it imports its MBFL dependencies, openai among them,
+    even for SBFL): relax the dump's pin that the import error names, reinstall, up to 8 times."""
+    python = str(folder / "bin" / "python")
+    requirements = list(data.get("requirements") or spec.requirements)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    for _attempt in range(9):
+        check = subprocess.run([python, "-c", "import fauxpy.main"], capture_output=True, text=True,
+                               env={**env, "PYTHONDONTWRITEBYTECODE": "1"})
+        if check.returncode == 0:
+            data["fauxpy_import"] = "ok"
+            return data
+        text = check.stderr
+        lines = [line for line in text.splitlines() if line.strip()]
+        name = culprit(lines[-1] if lines else "", requirements) or culprit(
+            "\n".join(re.findall(r"site-packages/([A-Za-z0-9_]+)/", text)[::-1]), requirements)
+        if name is None:
+            break
+        index = next(i for i, r in enumerate(requirements) if req_name(r) == name)
+        line = requirements[index]
+        loosened = relax(line)
+        if loosened is None:
+            break
+        requirements[index] = loosened
+        data.setdefault("relaxed", []).append(f"{line} -> {loosened or 'unpinned'}: FauxPy does not import: "
+                                              f"{lines[-1][:200] if lines else ''}")
+        log(f"[env] {folder.name}: {data['relaxed'][-1][:160]}")
+        reqfile = folder / "realbugs-requirements.txt"
+        reqfile.write_text("\n".join([*requirements, spec.pytest, FAUXPY]) + "\n")
+        run = subprocess.run([uv(), "pip", "install", "--python", python, "--compile-bytecode", "-r", str(reqfile)],
+                             capture_output=True, text=True, env={**env, "UV_PYTHON_DOWNLOADS": "never"})
+        if run.returncode != 0:
+            break
+    lines = [line for line in check.stderr.splitlines() if line.strip()]
+    data["fauxpy_import"] = "fails: " + (lines[-1][:300] if lines else "?")
+    data["requirements"] = requirements
+    return data
+
+
 def uv() -> str:
     found = shutil.which("uv")
     if not found:
@@ -152,6 +203,9 @@ def build_env(spec: EnvSpec, project: str, venvs: Path, log) -> dict:
         marker = folder / ".realbugs-env.json"
         if marker.exists():
             data = json.loads(marker.read_text())
+            if "fauxpy_import" not in data:
+                data = _fauxpy_loads(data, spec, folder, log)
+                marker.write_text(json.dumps(data, indent=1))
             return {**data, "reused": True}
         failed = folder.with_name(folder.name + ".failed.json")
         if failed.exists():
@@ -186,9 +240,10 @@ def build_env(spec: EnvSpec, project: str, venvs: Path, log) -> dict:
                 break
             index = next(i for i, r in enumerate(requirements) if req_name(r) == name)
             line = requirements[index]
-            if re.search(r"[=<>!~]", line):
-                requirements[index] = re.split(r"[=<>!~;]", line, maxsplit=1)[0].strip()
-                relaxed.append(f"unpinned {line}: {key_line(error)}")
+            loosened = relax(line)
+            if loosened is not None:
+                requirements[index] = loosened
+                relaxed.append(f"{line} -> {loosened or 'unpinned'}: {key_line(error)}")
             else:
                 requirements.pop(index)
                 relaxed.append(f"dropped {line}: {key_line(error)}")
@@ -209,6 +264,7 @@ def build_env(spec: EnvSpec, project: str, venvs: Path, log) -> dict:
                                 text=True, env=env).stdout.split()
         result = {"python": str(python), "key": key, "relaxed": relaxed, "notes": spec.notes,
                   "pytest": spec.pytest, "installed": freeze,
-                  "seconds": round(time.perf_counter() - started, 1)}
+                  "seconds": round(time.perf_counter() - started, 1), "requirements": requirements}
+        result = _fauxpy_loads(result, spec, folder, log)
         marker.write_text(json.dumps(result, indent=1))
         return {**result, "reused": False}

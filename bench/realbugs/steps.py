@@ -170,11 +170,14 @@ def prepare_one(ctx: Context, project: str, number: int, curation: dict) -> dict
     bug = load_bug(ctx.mirrors.bugsinpy(), project, number)
     folder = ctx.bugs_dir / bug.slug
     record_path = folder / "bug.json"
+    spec = curated_spec(bug, curation)
     if record_path.exists() and not ctx.force:
         record = json.loads(record_path.read_text())
-        reusable = record.get("prepare_version") == PREPARE_VERSION and (
-            Path(record["python_env"]).exists() if record.get("verified")
-            else not (record.get("stage") == "env" and ctx.retry_failed_envs))
+        # reused when nothing it depends on changed: the harness's version and the venv's inputs
+        reusable = (record.get("prepare_version") == PREPARE_VERSION
+                    and record.get("env_key") in (None, spec.key()) and (
+            Path(record["python_env"]).exists() and record.get("fauxpy_import") == "ok" if record.get("verified")
+            else not (record.get("stage") == "env" and (ctx.retry_failed_envs or record.get("env_key") is None))))
         if reusable:
             log(f"[prepare] {bug.id}: cached ({'verified' if record.get('verified') else record.get('reason')})")
             return record
@@ -230,8 +233,8 @@ def prepare_one(ctx: Context, project: str, number: int, curation: dict) -> dict
         return done(f"run_test.sh has no test that could be translated ({untranslated[:2]})", "tests")
 
     # venv
-    spec = curated_spec(bug, curation)
     record["python"] = str(spec.python)
+    record["env_key"] = spec.key()
     env = build_env(spec, project, ctx.venvs, log)
     record["env"] = {k: v for k, v in env.items() if k not in ("installed", "error")}
     if "error" in env:
@@ -239,6 +242,9 @@ def prepare_one(ctx: Context, project: str, number: int, curation: dict) -> dict
         return done(f"install failed: {env['key_line']}", "env")
     python = env["python"]
     record["python_env"] = python
+    record["fauxpy_import"] = env.get("fauxpy_import")
+    if env.get("fauxpy_import") != "ok":
+        return done(f"FauxPy does not load in the venv: {env.get('fauxpy_import')}", "env")
 
     # verification
     found, missing, problem = collect(python, buggy, nodes)
@@ -397,16 +403,17 @@ class EquisaCommand:
         return [uv, "run", "--project", str(REPO), "equisa"]
 
 
-def equisa_command(mode: str, cache: Path) -> EquisaCommand:
+def equisa_command(mode: str, cache: Path, commit: str | None = None) -> EquisaCommand:
     if mode == "worktree":
         return EquisaCommand("worktree", REPO, {"mode": "worktree", "commit": _git_head()})
-    commit = _git_head()
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", commit or "HEAD"], capture_output=True,
+                            text=True, check=True).stdout.strip()
     dest = cache / "equisa-frozen" / commit[:12]
     packages = ("equisa_core", "tasks", "flows")
     if not (dest / ".complete").exists():
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "HEAD", *packages],
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit, *packages],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
         (dest / ".complete").write_text(commit)
@@ -525,23 +532,48 @@ def run_one(ctx: Context, record: dict, index: int, equisa: EquisaCommand) -> di
     return result
 
 
-def run(ctx: Context, chosen: list[tuple[str, int]], equisa_mode: str, rerun: bool) -> list[dict]:
-    equisa = equisa_command(equisa_mode, ctx.cache)
-    records = []
-    for project, number in chosen:
-        path = ctx.bugs_dir / f"{project}-{number}" / "bug.json"
-        if path.exists():
-            record = json.loads(path.read_text())
-            if record.get("verified"):
-                records.append(record)
-    log(f"[run] {len(records)} verified bugs; EQUISA from {equisa.info['mode']} {equisa.info['commit'][:10]}")
+def run(ctx: Context, chosen: list[tuple[str, int]], equisa_mode: str, rerun: bool,
+        equisa_commit: str | None = None, follow: bool = False) -> list[dict]:
+    """Both tools on every verified bug of ``chosen``, one bug at a time. The next bug is taken from
+    the project with the fewest bugs run so far, so a run stopped early still covers every project;
+    with ``follow``, bugs that a prepare running beside it verifies later are picked up too."""
+    equisa = equisa_command(equisa_mode, ctx.cache, equisa_commit)
+    log(f"[run] EQUISA from {equisa.info['mode']} {equisa.info['commit'][:10]}")
+    wanted = {f"{p}-{n}" for p, n in chosen}
+    done_now: set[str] = set()
     results = []
-    for index, record in enumerate(records):
-        done = ctx.results / f"{record['project']}-{record['bug']}" / "run.json"
-        if done.exists() and not rerun:
-            log(f"[run] {record['id']}: already run (--rerun to run again)")
-            results.append(json.loads(done.read_text()))
-            continue
+    index = 0
+    while True:
+        verified, finished = [], {}
+        for path in sorted(ctx.bugs_dir.glob("*/bug.json")):
+            slug = path.parent.name
+            if slug not in wanted:
+                continue
+            try:
+                record = json.loads(path.read_text())
+            except json.JSONDecodeError:
+                continue
+            if not record.get("verified"):
+                continue
+            ran = (ctx.results / slug / "run.json").exists() and (not rerun or slug in done_now)
+            finished[record["project"]] = finished.get(record["project"], 0) + ran
+            if not ran:
+                verified.append(record)
+        if not verified:
+            if follow and _preparing():
+                time.sleep(30)
+                continue
+            break
+        record = min(verified, key=lambda r: (finished.get(r["project"], 0), r["project"], r["bug"]))
+        slug = f"{record['project']}-{record['bug']}"
         results.append(run_one(ctx, record, index, equisa))
+        done_now.add(slug)
+        index += 1
+    log(f"[run] {index} bugs run")
     return results
 
+
+def _preparing() -> bool:
+    """Is a ``prepare`` step running (another process)?"""
+    found = subprocess.run(["pgrep", "-f", "bench.realbugs prepare"], capture_output=True, text=True).stdout
+    return any(int(pid) != os.getpid() for pid in found.split())

@@ -31,11 +31,12 @@ from equisa_core.errors import (
 from equisa_core.storage import resolve_artifacts
 from equisa_core.trace_report import TraceReport
 
-__all__ = ["main", "build_parser", "check_sandbox"]
+__all__ = ["main", "build_parser", "check_sandbox", "connect_prefect"]
 
 _TOP_NODES = 10
 _DEFAULT_WALL_CLOCK_S = 1800.0
 #: Prefect settings for a laptop run with no server configured; the user's own settings win.
+#: (Flows run on the shared local server, see ``connect_prefect``; these serve the fallback.)
 _PREFECT_DEFAULTS = {
     # The embedded (ephemeral) server can take a while to start on a busy 2-core machine.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
@@ -220,6 +221,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+def connect_prefect(console: Console) -> None:
+    """Before a command's first flow run: use the configured Prefect API, else the shared local
+    server (started on first use, ``flows/prefect_server.py``) and print its UI's address once,
+    else Prefect's temporary server, with one warning line when the shared one could not start."""
+    from flows.prefect_server import connect
+
+    with console.status("connecting to the local Prefect server"):
+        connection = connect()
+    if connection.problem:
+        console.print(f"[yellow]warning:[/] {connection.problem}; this run uses a temporary Prefect "
+                      "server", highlight=False, soft_wrap=True)
+    elif connection.kind == "shared":
+        started = f" (local server started; it stops after {_duration(connection.idle_s)} unused)"
+        console.print(f"Prefect UI: {connection.ui_url}{started if connection.started else ''}",
+                      highlight=False, soft_wrap=True)
+
+
+def _duration(seconds: float) -> str:
+    """``1800`` -> ``30 min``, ``90`` -> ``90 s``, ``7200`` -> ``2 h``."""
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 120 and seconds % 60 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
 def _trace_command(args: argparse.Namespace, console: Console) -> int:
     from flows.trace import TraceParameters, trace_suite
     from tasks.prepare import check_repository
@@ -390,6 +417,7 @@ def _run_with_progress(console: Console, label: str, run: Callable[[Any], Any], 
     """Run a flow while a spinner counts the tests the probe reports, in every sandbox."""
     from tasks.run_tests import register_progress, unregister_progress
 
+    connect_prefect(console)
     counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:

@@ -68,3 +68,11 @@ def private_run_storage(tmp_path_factory: pytest.TempPathFactory) -> None:
     for name, value in (("EQUISA_DB", root / "history.duckdb"), ("EQUISA_ARTIFACTS", root / "artifacts"),
                         ("EQUISA_SPOOL", root / "spool")):
         os.environ.setdefault(name, str(value))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_shared_prefect_server() -> None:
+    """Flows run on the test harness's server (``tests/flows/conftest.py``) or Prefect's temporary
+    one, never on the shared local server in the user's data folder: the tests that exercise that
+    server (``tests/flows/test_prefect_server.py``) start their own in a temporary folder."""
+    os.environ["EQUISA_PREFECT_SERVER"] = "ephemeral"

@@ -1,0 +1,86 @@
+"""``equisa server status|start|stop``: the shared local Prefect server that flow commands use.
+
+Commands that run flows start it on first use when no Prefect API is configured (see
+``flows/prefect_server.py``); it stops itself after ``EQUISA_PREFECT_IDLE_S`` seconds unused.
+These sub-commands show it, start it ahead of a series of runs, and end it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from equisa_core.errors import EXIT_OK
+
+__all__ = ["register"]
+
+
+def register(commands: Any) -> None:
+    """Add ``equisa server`` and its three actions."""
+    parser = commands.add_parser(
+        "server", help="show, start or stop the shared local Prefect server",
+        description="Flow commands use a shared local Prefect server (its UI keeps the run history) "
+        "when no PREFECT_API_URL is configured and EQUISA_PREFECT_SERVER is not 'ephemeral'; it "
+        "starts on first use and stops itself after EQUISA_PREFECT_IDLE_S seconds unused (default "
+        "1800).",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    status = actions.add_parser("status", help="whether it runs, its UI's address, when it was last used")
+    status.add_argument("--json", type=Path, metavar="OUT", help="write the status as JSON here")
+    actions.add_parser("start", help="start it now (or reuse it) and print its UI's address")
+    actions.add_parser("stop", help="stop it (and its watchdog)")
+    parser.set_defaults(handler=_server_command)
+
+
+def _server_command(args: argparse.Namespace, console: Console) -> int:
+    from flows.prefect_server import server_options
+
+    options = server_options()
+    return {"status": _status, "start": _start, "stop": _stop}[args.action](args, options, console)
+
+
+def _status(args: argparse.Namespace, options: Any, console: Console) -> int:
+    from flows.prefect_server import server_status
+
+    status = server_status(options)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(status.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    state = status.state
+    if state is None or not status.running:
+        console.print(f"No shared Prefect server is running (folder {status.folder}).", highlight=False)
+        return EXIT_OK
+    idle = time.time() - status.last_used if status.last_used else 0.0
+    users = f"{len(status.clients)} command(s) using it" if status.clients else \
+        f"idle {idle:.0f} s of {state.idle_s:g} s"
+    console.print(
+        f"Prefect UI: {state.url} · {'healthy' if status.healthy else 'NOT answering'} · pid {state.pid} · "
+        f"Prefect {state.prefect_version} · {users} · log {status.log}", highlight=False, soft_wrap=True,
+    )
+    return EXIT_OK
+
+
+def _start(args: argparse.Namespace, options: Any, console: Console) -> int:
+    from flows.prefect_server import ensure_server
+
+    with console.status("starting the local Prefect server"):
+        state, started = ensure_server(options.model_copy(update={"mode": "shared"}))
+    console.print(f"Prefect UI: {state.url} ({'started' if started else 'already running'}, "
+                  f"pid {state.pid}, stops after {state.idle_s:g} s unused)", highlight=False)
+    return EXIT_OK
+
+
+def _stop(args: argparse.Namespace, options: Any, console: Console) -> int:
+    from flows.prefect_server import stop_server
+
+    state = stop_server(options)
+    if state is None:
+        console.print("No shared Prefect server was running.", highlight=False)
+    else:
+        console.print(f"Stopped the shared Prefect server at {state.url} (pid {state.pid}).", highlight=False)
+    return EXIT_OK

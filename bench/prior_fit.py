@@ -67,6 +67,22 @@ def load_cases(path: Path) -> list[Case]:
     return cases
 
 
+def cases_from_realbugs(cache: Path) -> list[dict]:
+    """The ``--cases`` entries of a real-bug benchmark cache (``bench/realbugs``): each verified
+    bug whose EQUISA report exists, with the functions its fix touches as the truth."""
+    entries = []
+    for bug in json.loads((cache / "manifest.json").read_text()):
+        if not bug.get("verified"):
+            continue
+        truth = bug.get("truth") or {}
+        functions = truth.get("functions", []) if isinstance(truth, dict) else []
+        report = cache / "results" / f"{bug['project']}-{bug['bug']}" / "equisa_report.json"
+        if functions and report.exists():
+            entries.append({"project": bug["project"], "bug": bug["bug"], "report": str(report),
+                            "truth": sorted({f["fqn"] for f in functions if f.get("fqn")})})
+    return entries
+
+
 def _scores(case: Case, weights: Sequence[float]) -> dict[str, float]:
     return {fqn: math.fsum(w * x for w, x in zip(weights, vector, strict=True))
             for fqn, vector in case.features.items()}
@@ -131,9 +147,16 @@ def cross_validated(cases: Sequence[Case], l2: float) -> dict[str, list[float]]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=Path, default=RESULTS / "realbugs_cases.json")
+    parser.add_argument("--from-realbugs", type=Path, metavar="CACHE",
+                        help="write --cases from a real-bug benchmark cache first (its manifest.json and "
+                             "results/), e.g. ~/.cache/equisa-bench/realbugs")
     parser.add_argument("--l2", type=float, default=0.01)
     parser.add_argument("--out", type=Path, default=RESULTS / "prior_fit.json")
     args = parser.parse_args(argv)
+    if args.from_realbugs is not None:
+        args.cases.parent.mkdir(parents=True, exist_ok=True)
+        found = cases_from_realbugs(args.from_realbugs.expanduser())
+        args.cases.write_text(json.dumps(found, indent=1) + "\n")
     if not args.cases.exists():
         print(f"no cases file at {args.cases}: run the real-bug benchmark first (bench/README.md)",
               file=sys.stderr)

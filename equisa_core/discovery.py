@@ -88,6 +88,26 @@ def groups_to_split(
     return worth[: budget.max_groups_per_round]
 
 
+def near_the_top(groups: Collection[frozenset[str]], prior: Mapping[str, float], top: int,
+                 ) -> list[frozenset[str]]:
+    """The groups of ``groups`` worth generated tests: those whose best member's prior score is
+    among the ``top`` best functions' (a positive score: some failing test ran it).
+
+    A generated test that splits a group far down the ranking changes no leader, and on a large
+    suite every retrace costs tens of seconds.
+    """
+    if not prior or top < 1:
+        return []
+    ranked = sorted(prior.values(), reverse=True)
+    bar = ranked[min(top, len(ranked)) - 1]
+    worth = []
+    for group in groups:
+        best = max((prior.get(member, 0.0) for member in group), default=0.0)
+        if best > 0.0 and best >= bar:
+            worth.append(group)
+    return worth
+
+
 def group_sizes(groups: Collection[frozenset[str]]) -> list[int]:
     """Sizes of the groups, largest first: what the report shows before and after Discovery."""
     return sorted((len(g) for g in groups), reverse=True)

@@ -133,7 +133,8 @@ def tests_for_node(fqn: str, trace: SuiteTrace, max_tests: int | None = None) ->
     its per-test coverage contains ``fqn``, or an edge of ``trace.edges`` shows a test-code caller
     of ``fqn`` whose dotted name matches the test's id. Skipped tests are never selected. The ids
     come failing (failed or errored) first, then passing, each group sorted. ``max_tests`` (>= 1)
-    caps the passing ones: every failing test is kept, passing tests fill the remaining room.
+    caps the passing ones: every failing test is kept, the fastest passing tests fill the remaining
+    room.
     When nothing is selected the result is ``test_ids=()``, ``fallback=True``: run the whole
     suite.
     """
@@ -160,7 +161,10 @@ def tests_for_node(fqn: str, trace: SuiteTrace, max_tests: int | None = None) ->
         return TestSelection(test_ids=(), fallback=True)
     chosen_passing = sorted(passing)
     if max_tests is not None:
-        chosen_passing = chosen_passing[: max(0, max_tests - len(failing))]
+        # The fastest passing tests fill the room (ties by id): an inspection runs them all.
+        duration = {t.test_id: t.duration for t in trace.tests}
+        fastest = sorted(passing, key=lambda t: (duration.get(t, 0.0), t))
+        chosen_passing = sorted(fastest[: max(0, max_tests - len(failing))])
     return TestSelection(test_ids=(*sorted(failing), *chosen_passing), fallback=False)
 
 

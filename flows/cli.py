@@ -129,12 +129,19 @@ def _add_localize_options(command: argparse.ArgumentParser) -> None:
                               "together before inspecting (default 20; 0: off)")
     command.add_argument("--screen-budget", type=_positive_float, default=15.0, metavar="SECONDS",
                          help="estimated test time the screening may spend: mutants x failing tests' "
-                              "durations, summed over the screened functions (default 15)")
+                              "durations, summed over the screened functions; also the wall-clock limit "
+                              "of each screening process's mutant rounds (default 15)")
     command.add_argument("--inspection-batch", type=_positive_int, default=5, metavar="N",
                          help="in deterministic mode, run the next N inspections together in one sandbox "
                               "process (default 5; 1: one process per inspection)")
+    command.add_argument("--since", metavar="REF",
+                         help="a git ref: functions changed since it (committed or not) count as more "
+                              "suspicious, as in a CI run on a pull request (default: no such signal)")
     command.add_argument("--discovery", dest="discovery", action=argparse.BooleanOptionalAction,
                          default=True, help="generate tests that split ambiguity groups (default: on)")
+    command.add_argument("--discovery-top", type=_count, default=10, metavar="N",
+                         help="split only the ambiguity groups that hold one of the prior's N best "
+                              "functions (default 10; 0: every group)")
     command.add_argument("--testgen", dest="testgen", action=argparse.BooleanOptionalAction,
                          default=False, help="Discovery also asks the test-generation agent for "
                          "tests of each group (deterministic, one attempt; default: off)")
@@ -284,6 +291,10 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
     check_repository(args.path)
     resolve_artifacts(args.artifacts)  # a malformed location fails now, not after the run
+    if args.since:
+        from tasks.git_changes import changed_lines
+
+        changed_lines(args.path, args.since)  # an unknown ref fails now (exit 3), not after the trace
     return dict(
         path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
         allow_weak_sandbox=args.allow_weak_sandbox,
@@ -291,7 +302,7 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
         max_iterations=args.max_iterations, screen_top=args.screen_top, screen_budget_s=args.screen_budget,
         inspection_batch=args.inspection_batch, discovery=args.discovery,
-        testgen=args.testgen,
+        testgen=args.testgen, since=args.since, discovery_top=args.discovery_top,
         discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,
     )
 

@@ -42,10 +42,12 @@ from equisa_core.discovery import (
     groups_to_split,
     keep_test_functions,
     module_test_names,
+    near_the_top,
 )
 from equisa_core.errors import EquisaError
 from equisa_core.generated_tests import is_testgen_test
 from equisa_core.models import Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.prior import node_signals, prior_scores
 from equisa_core.selection import recording_sample
 from equisa_core.source_edit import function_source
 from equisa_core.testgen.modules import keep_tests, list_tests
@@ -71,6 +73,9 @@ class DiscoveryParameters(TraceParameters):
     discovery_rounds: int = Field(2, ge=0, description="Generate-and-retrace rounds.")
     discovery_max_tests: int = Field(30, ge=0, description="Generated tests kept in all.")
     carved_per_member: int = Field(3, ge=0, description="Carved tests per group member and round.")
+    discovery_top: int = Field(
+        10, ge=0, description="Split only the ambiguity groups holding one of the prior's this many "
+        "best functions (``near_the_top``); 0: every group.")
     testgen: bool = Field(
         False, description="Also ask the test-generation agent (deterministic, one attempt) for "
         "tests of each group's members; they split groups but never judge a patch. Off by default: "
@@ -110,10 +115,12 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
     cost = 0.0
     groups = before
     while True:
-        suspiciousness = {n.fqn: n.tarantula for n in build_trace_report(trace, str(prepared.repo)).nodes}
-        targets = groups_to_split(groups, suspiciousness, budget, len(rounds), len(kept_ids))
+        # The groups worth tests: those near the top of the prior (``near_the_top``).
+        prior = prior_scores(node_signals(trace))
+        worth = near_the_top(groups, prior, params.discovery_top) if params.discovery_top else groups
+        targets = groups_to_split(worth, prior, budget, len(rounds), len(kept_ids))
         if not targets:
-            stopped = _why_stopped(budget, len(rounds), len(kept_ids))
+            stopped = _why_stopped(budget, len(rounds), len(kept_ids), bool(params.discovery_top))
             break
         proposals, proposal_cost = _propose(prepared, params, trace, targets, overlay, use_llm, config,
                                             problems, first_index=sum(len(r.groups) for r in rounds))
@@ -216,12 +223,12 @@ def _groups(trace: SuiteTrace, prepared: PreparedRun) -> list[frozenset[str]]:
     return [frozenset(g) for g in build_trace_report(trace, str(prepared.repo)).ambiguity_groups]
 
 
-def _why_stopped(budget: DiscoveryBudget, rounds: int, kept: int) -> str:
+def _why_stopped(budget: DiscoveryBudget, rounds: int, kept: int, near_top_only: bool) -> str:
     if rounds >= budget.max_rounds:
         return f"round budget ({budget.max_rounds}) spent"
     if kept >= budget.max_tests:
         return f"test budget ({budget.max_tests}) spent"
-    return "no suspicious ambiguity group of two or more left"
+    return "no ambiguity group of two or more left" + (" near the top of the prior" if near_top_only else "")
 
 
 def _run(prepared: PreparedRun, params: DiscoveryParameters, request) -> SuiteTrace:

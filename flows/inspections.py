@@ -181,19 +181,21 @@ def run_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequen
 
 
 def submit_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequence[MutantSpec],
-                  confirm: bool = False) -> PrefectFuture[MutantRunReport]:
+                  confirm: bool = False, budget_s: float | None = None) -> PrefectFuture[MutantRunReport]:
     """``run_rounds`` as a future: the run goes on while the caller does something else.
 
     ``confirm``: the first mutant of each function that fixes its tests goes on through the whole
     suite (flaky tests left out) in the same process (``suite_run_of`` reads it back), which saves
     the confirmation a sandbox start of its own; the rest of the suite is collected, not run.
+    ``budget_s``: wall-clock seconds for the mutant rounds; the mutants left then are not run.
     """
     selection = sorted({t for spec in specs for t in spec.tests or ()})
     suite = {t.test_id: (t.outcome, t.duration) for t in found.trace.tests
              if t.test_id not in found.trace.flaky} if confirm else {}
     request = focused_request(found.prepared, sorted({*selection, *suite}), found.overlay, trace=False,
                               mutants=tuple(specs), mutants_fail_fast=True,
-                              mutants_must_fix=must_fix(found.trace, selection), mutants_confirm=suite)
+                              mutants_must_fix=must_fix(found.trace, selection), mutants_confirm=suite,
+                              mutants_budget_s=budget_s)
     return run_mutants.submit(request, backend=params.sandbox, docker_image=params.docker_image,
                               interpreter_version=found.prepared.interpreter_version)
 

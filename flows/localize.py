@@ -95,7 +95,9 @@ class LocalizeParameters(DiscoveryParameters):
     max_cost_usd: float = Field(2.0, ge=0, description="LLM spend before giving up.")
     max_seconds: float = Field(1800.0, gt=0, description="Wall time before giving up.")
     record_top: int = Field(15, ge=1, description="Candidates whose passing executions are recorded.")
-    max_tests_per_inspection: int = Field(40, ge=1, description="Tests run per inspection.")
+    max_tests_per_inspection: int = Field(
+        12, ge=1, description="Tests run per inspection: every failing test of the function, then its "
+        "fastest passing ones (their calls are recorded for its invariants, in a slowed-down run).")
     mutation_evidence: bool | None = Field(
         None, description="Run mutants of each inspected node (see equisa_core.fix_evidence); "
         "None: in deterministic mode only, where no model reflects.")
@@ -106,7 +108,8 @@ class LocalizeParameters(DiscoveryParameters):
         "function far down the ranking can still be confirmed; 0: off.")
     screen_budget_s: float = Field(
         15.0, gt=0, description="Mutant screening's estimated cost: the failing tests' durations times "
-        "the mutants, summed over the screened functions (a mutant that fixes none stops after them).")
+        "the mutants, summed over the screened functions (a mutant that fixes none stops after them); "
+        "also each screening process's wall-clock limit for its mutant rounds (the rest are not run).")
     max_stalled_inspections: int = Field(
         5, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
@@ -358,20 +361,21 @@ def _top_candidates(confidences: dict[str, float], nodes: dict[str, Node], count
 class _Recording:
     """A recording run under way (``_submit_recording``): the tests each function's calls count from."""
 
-    run: PrefectFuture[SuiteTrace] | None
+    runs: list[PrefectFuture[SuiteTrace]]
     own: dict[str, frozenset[str]]
 
     def wait(self) -> None:
-        """Until the run is over."""
-        if self.run is not None:
-            self.run.wait()
+        """Until the runs are over."""
+        for run in self.runs:
+            run.wait()
+
+    def _tests(self) -> list[TestResult]:
+        return [test for run in self.runs for test in run.result().tests]
 
     def calls(self) -> dict[str, list[RecordedCall]]:
         """Each function's recorded calls (arguments, results), from its own passing tests only."""
-        if self.run is None:
-            return {}
         calls: dict[str, list[RecordedCall]] = {}
-        for test in self.run.result().tests:
+        for test in self._tests():
             if test.outcome is TestOutcome.PASSED:
                 for call in test.calls:
                     if test.test_id in self.own.get(call.fqn, ()):
@@ -380,9 +384,7 @@ class _Recording:
 
     def by_test(self) -> dict[str, tuple[RecordedCall, ...]]:
         """Every recorded test's calls (failing tests too), for the value comparison."""
-        if self.run is None:
-            return {}
-        return {test.test_id: test.calls for test in self.run.result().tests}
+        return {test.test_id: test.calls for test in self._tests()}
 
 
 def _submit_recording(found: DiscoveryResult, params: LocalizeParameters, candidates: Sequence[str],
@@ -408,12 +410,22 @@ def _submit_recording(found: DiscoveryResult, params: LocalizeParameters, candid
            for fqn in candidates}
     passing = sorted(set().union(*own.values())) if own else []
     if not passing:
-        return _Recording(run=None, own=own)
-    request = focused_request(found.prepared, [*passing, *sorted(failing)], found.overlay,
-                              record=tuple(candidates), trace=False)
-    run = run_tests.submit(request, backend=params.sandbox, docker_image=params.docker_image,
-                           interpreter_version=found.prepared.interpreter_version)
-    return _Recording(run=run, own=own)
+        return _Recording(runs=[], own=own)
+    # Recording slows every call of a test down: the tests are shared out over the cores, as the
+    # trace's shards are, by their traced durations.
+    duration = {t.test_id: t.duration for t in trace.tests}
+    tests = [*passing, *sorted(failing)]
+    count = max(1, min(params.shards or os.cpu_count() or 1, len(tests)))
+    share = even_shares({t: duration.get(t, 0.0) + MIN_TEST_SECONDS for t in tests}, count)
+    runs = []
+    for index in range(count):
+        mine = [t for t in tests if share[t] == index]
+        if not mine:
+            continue
+        request = focused_request(found.prepared, mine, found.overlay, record=tuple(candidates), trace=False)
+        runs.append(run_tests.submit(request, backend=params.sandbox, docker_image=params.docker_image,
+                                     interpreter_version=found.prepared.interpreter_version))
+    return _Recording(runs=runs, own=own)
 
 
 def _record_calls(found: DiscoveryResult, params: LocalizeParameters, candidates: Sequence[str],
@@ -538,7 +550,9 @@ def _submit_screening(found: DiscoveryResult, params: LocalizeParameters, confid
     for shard in sorted(set(shard_of.values())):
         specs = [spec for fqn, (prefix, mutants, tests) in plans.items() if shard_of[fqn] == shard
                  for spec in mutant_specs(nodes[fqn].file or "", mutants, prefix=prefix, tests=tests)]
-        runs.append(submit_rounds(found, params, specs, confirm=True))
+        # The estimate leaves out each round's own cost (swapping the code in, pytest's protocol,
+        # a test's fixtures), which is most of a round on a slow project: the budget is enforced.
+        runs.append(submit_rounds(found, params, specs, confirm=True, budget_s=params.screen_budget_s))
     return _Screening(plans=plans, shard_of=shard_of, runs=tuple(runs), started=started)
 
 

@@ -178,6 +178,9 @@ class RunRequest(BaseModel):
     mutants_must_fix: tuple[str, ...] = Field(
         (), description="Node ids of tests a mutant is wanted to fix: they run first in each mutant "
         "round, and a round in which none of them passes stops there (such a mutant fixes nothing).")
+    mutants_budget_s: float | None = Field(
+        None, gt=0, description="Wall-clock seconds for the mutant rounds after the unmutated one; the "
+        "mutants left when they are spent are reported 'not_run' (None: no limit but the run's own).")
     mutants_confirm: Mapping[str, tuple[TestOutcome, float | None]] = Field(
         default_factory=dict, description="The suite's tests (node id -> outcome and duration in the "
         "suite's own run), to confirm fixes in the same process: the first mutant of each function "
@@ -244,6 +247,8 @@ class RunRequest(BaseModel):
                 payload["mutants_must_fix"] = sorted(self.mutants_must_fix)
             if self.mutants_confirm:
                 payload["mutants_confirm"] = _confirmation_payload(self.mutants_confirm)
+            if self.mutants_budget_s is not None:
+                payload["mutants_budget_s"] = self.mutants_budget_s
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -365,6 +370,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
             args.append(f"--equisa-mutants-must-fix={out_dir}/must_fix.txt")
         if request.mutants_confirm:
             args.append(f"--equisa-mutants-confirm={out_dir}/confirm.json")
+        if request.mutants_budget_s is not None:
+            args.append(f"--equisa-mutants-budget={request.mutants_budget_s:g}")
     return [*args, *request.tests]
 
 

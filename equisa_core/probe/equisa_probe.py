@@ -1753,10 +1753,11 @@ MUTANT_MIN_LIMIT = 0.3
 class _MutantRunner:
     """Runs the rounds: the original, then one per mutant; registered for --equisa-mutants."""
 
-    def __init__(self, probe, specs, fail_fast=False, must_fix=None, confirm=None):
+    def __init__(self, probe, specs, fail_fast=False, must_fix=None, confirm=None, budget=None):
         self.probe = probe
         self.specs = specs
         self.fail_fast = fail_fast
+        self.budget = budget  # seconds for the mutant rounds; the mutants left then are not run
         self.must_fix = frozenset(must_fix or ())
         self.confirm = confirm or {}  # node id -> (outcome, duration) in the suite's own run
         self.confirmed = set()  # functions whose first fixing mutant went on through ``confirm``
@@ -1866,8 +1867,17 @@ class _MutantRunner:
         watchdog = None
         if probe.test_timeout:
             watchdog = _Watchdog(2 * probe.test_timeout + 1.0, self._on_stuck)
+        started = _time_perf()
         try:
             for index, spec in enumerate(self.specs):
+                if self.budget is not None and _time_perf() - started > self.budget:
+                    for skipped_index, skipped in enumerate(self.specs[index:], index):
+                        mutant = str(skipped.get("id") or "#%d" % skipped_index) \
+                            if isinstance(skipped, dict) else "#%d" % skipped_index
+                        self._emit({"kind": "mutant-done", "mutant": mutant, "status": "not_run",
+                                    "reason": "the mutant rounds' budget of %gs was spent" % self.budget,
+                                    "duration": 0.0})
+                    break
                 self._mutant_round(spec, index, items, runtestprotocol, watchdog)
         finally:
             probe.backend, probe.call_recorder = traced
@@ -2093,6 +2103,9 @@ def pytest_addoption(parser):
     group.addoption("--equisa-mutants-must-fix", default=None,
                     help="File of node ids, one a line, a mutant is wanted to fix: they run first in "
                          "each mutant round, which stops when none of them passes.")
+    group.addoption("--equisa-mutants-budget", type=float, default=None,
+                    help="Seconds of wall time for the mutant rounds (after the unmutated one); the "
+                         "mutants left when it is spent are reported not run.")
     group.addoption("--equisa-mutants-confirm", default=None,
                     help="JSON object: node id -> [outcome, duration] in the suite's own run. The first "
                          "mutant of each function that fixes every must-fix test of its round and breaks "
@@ -2121,5 +2134,6 @@ def pytest_configure(config):
         runner = _MutantRunner(plugin, _read_mutants(mutants),
                                fail_fast=config.getoption("--equisa-mutants-fail-fast"),
                                must_fix=_read_selection(must_fix) if must_fix else None,
-                               confirm=_read_confirmation(confirm) if confirm else None)
+                               confirm=_read_confirmation(confirm) if confirm else None,
+                               budget=config.getoption("--equisa-mutants-budget"))
         config.pluginmanager.register(runner, "equisa-probe-mutants")

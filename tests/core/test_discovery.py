@@ -77,3 +77,17 @@ def test_keep_test_functions_cuts_whole_definitions_with_decorators():
     )
     assert module_test_names(kept) == ["test_two"]
     assert keep_test_functions(MODULE, {"test_one", "test_two"}) == MODULE
+
+
+def test_only_groups_near_the_top_of_the_prior_are_worth_tests():
+    from equisa_core.discovery import near_the_top
+
+    prior = {"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.9, "e": 0.9, "f": 0.1, "g": 0.1, "h": 0.0, "i": 0.0}
+    groups = [frozenset("abc"), frozenset("de"), frozenset("fg"), frozenset("hi"), frozenset("dc")]
+    # The four best scores are a, b, d, e: the groups holding one of them are kept whole; f and g
+    # are too far down; h and i were never run by a failing test.
+    assert near_the_top(groups, prior, top=4) == [frozenset("abc"), frozenset("de"), frozenset("dc")]
+    assert near_the_top(groups, prior, top=2) == [frozenset("abc")]
+    assert near_the_top(groups, prior, top=9) == [frozenset("abc"), frozenset("de"), frozenset("fg"),
+                                                  frozenset("dc")]
+    assert near_the_top(groups, {}, top=3) == []

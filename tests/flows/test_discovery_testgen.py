@@ -95,8 +95,9 @@ def test_testgen_tests_that_pin_the_bug_do_not_reject_the_correct_fix_of_the_inv
                          ("EQUISA_ARTIFACTS", "artifacts"), ("EQUISA_SPOOL", "spool")):
         monkeypatch.setenv(name, str(tmp_path / folder))
     with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
-        found = discovery(DiscoveryParameters(path=str(INVOICING), llm=False, testgen=True))
-        # On the example, testgen's tests split nothing carving has not split already: none kept.
+        found = discovery(DiscoveryParameters(path=str(INVOICING), llm=False, testgen=True, discovery_top=0))
+        # Every group (discovery_top=0): on the example, testgen's tests split nothing carving has not
+        # split already: none kept.
         report = found.report
         assert report.testgen and report.group_sizes_before == (3, 3, 2, 2, 2, 2, 2)
         assert report.group_sizes_after == (3, 2, 2)

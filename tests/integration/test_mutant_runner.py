@@ -475,3 +475,14 @@ def test_fail_fast_runs_passing_tests_first_and_stops_at_the_first_broken_one():
     assert loop.status == "timeout" and list(loop.outcomes) == [T + "test_add_zero"]
     assert "ran longer than 0.3s" in loop.failures[T + "test_add_zero"]
     assert loop.duration_s < 10
+
+
+def test_mutants_left_when_the_budget_is_spent_are_not_run():
+    """A budget for the mutant rounds: once it is spent, the mutants left are reported 'not_run'
+    with the reason, and the run ends normally."""
+    chosen = tuple(mutant(i, name, source) for i, (name, source, _) in list(CHANGES.items())[:3])
+    request = mutant_request(venv_with_pytest("3.11"), chosen, mutants_budget_s=0.001)
+    report = execute_mutants(LocalSandbox(), request)
+    first, *rest = (report.mutants[m.id] for m in chosen)
+    assert first.status == "ran" and [r.status for r in rest] == ["not_run", "not_run"]
+    assert all("budget of 0.001s was spent" in (r.reason or "") for r in rest)

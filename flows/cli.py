@@ -134,6 +134,9 @@ def _add_localize_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--inspection-batch", type=_positive_int, default=5, metavar="N",
                          help="in deterministic mode, run the next N inspections together in one sandbox "
                               "process (default 5; 1: one process per inspection)")
+    command.add_argument("--inspection-budget", type=_positive_float, default=20.0, metavar="SECONDS",
+                         help="in deterministic mode, the wall-clock limit of each inspection batch's "
+                              "mutant rounds; the mutants left are not run (default 20)")
     command.add_argument("--since", metavar="REF",
                          help="a git ref: functions changed since it (committed or not) count as more "
                               "suspicious, as in a CI run on a pull request (default: no such signal)")
@@ -301,6 +304,7 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
         max_iterations=args.max_iterations, screen_top=args.screen_top, screen_budget_s=args.screen_budget,
+        inspection_budget_s=args.inspection_budget,
         inspection_batch=args.inspection_batch, discovery=args.discovery,
         testgen=args.testgen, since=args.since, discovery_top=args.discovery_top,
         discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,

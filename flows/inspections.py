@@ -145,7 +145,7 @@ def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: Disc
     if not plans:
         return {}
     try:
-        report = run_rounds(found, params, specs)
+        report = run_rounds(found, params, specs, budget_s=params.inspection_budget_s)
     except EquisaError:
         return {}  # each inspection then runs on its own, and says what went wrong there
     suite = {t.test_id: t.covered for t in trace.tests}
@@ -173,11 +173,11 @@ def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: Disc
 
 
 def run_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequence[MutantSpec],
-               ) -> MutantRunReport:
+               budget_s: float | None = None) -> MutantRunReport:
     """One sandbox process for the rounds of several functions (each spec names its own tests): the
     union of their tests unmutated, then each round, failing tests first, fail-fast; raises
-    ``EquisaError`` when the run cannot be made."""
-    return submit_rounds(found, params, specs).result()
+    ``EquisaError`` when the run cannot be made. ``budget_s``: as in ``submit_rounds``."""
+    return submit_rounds(found, params, specs, budget_s=budget_s).result()
 
 
 def submit_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequence[MutantSpec],
@@ -187,7 +187,8 @@ def submit_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Seq
     ``confirm``: the first mutant of each function that fixes its tests goes on through the whole
     suite (flaky tests left out) in the same process (``suite_run_of`` reads it back), which saves
     the confirmation a sandbox start of its own; the rest of the suite is collected, not run.
-    ``budget_s``: wall-clock seconds for the mutant rounds; the mutants left then are not run.
+    ``budget_s``: wall-clock seconds for the mutant rounds; the mutants left then are not run (the
+    inspection patches' rounds, ``detailed`` specs, still are).
     """
     selection = sorted({t for spec in specs for t in spec.tests or ()})
     suite = {t.test_id: (t.outcome, t.duration) for t in found.trace.tests

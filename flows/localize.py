@@ -110,6 +110,9 @@ class LocalizeParameters(DiscoveryParameters):
         15.0, gt=0, description="Mutant screening's estimated cost: the failing tests' durations times "
         "the mutants, summed over the screened functions (a mutant that fixes none stops after them); "
         "also each screening process's wall-clock limit for its mutant rounds (the rest are not run).")
+    inspection_budget_s: float = Field(
+        20.0, gt=0, description="Wall-clock seconds for the mutant rounds of one batch of inspections "
+        "(``inspection_batch``); the mutants left then are not run, the inspection patches still are.")
     max_stalled_inspections: int = Field(
         5, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")

@@ -1758,6 +1758,7 @@ class _MutantRunner:
         self.specs = specs
         self.fail_fast = fail_fast
         self.budget = budget  # seconds for the mutant rounds; the mutants left then are not run
+        # (an inspection patch's round, a "detailed" spec, always runs)
         self.must_fix = frozenset(must_fix or ())
         self.confirm = confirm or {}  # node id -> (outcome, duration) in the suite's own run
         self.confirmed = set()  # functions whose first fixing mutant went on through ``confirm``
@@ -1870,14 +1871,13 @@ class _MutantRunner:
         started = _time_perf()
         try:
             for index, spec in enumerate(self.specs):
-                if self.budget is not None and _time_perf() - started > self.budget:
-                    for skipped_index, skipped in enumerate(self.specs[index:], index):
-                        mutant = str(skipped.get("id") or "#%d" % skipped_index) \
-                            if isinstance(skipped, dict) else "#%d" % skipped_index
-                        self._emit({"kind": "mutant-done", "mutant": mutant, "status": "not_run",
-                                    "reason": "the mutant rounds' budget of %gs was spent" % self.budget,
-                                    "duration": 0.0})
-                    break
+                detailed = isinstance(spec, dict) and bool(spec.get("detailed"))
+                if self.budget is not None and not detailed and _time_perf() - started > self.budget:
+                    mutant = str(spec.get("id") or "#%d" % index) if isinstance(spec, dict) else "#%d" % index
+                    self._emit({"kind": "mutant-done", "mutant": mutant, "status": "not_run",
+                                "reason": "the mutant rounds' budget of %gs was spent" % self.budget,
+                                "duration": 0.0})
+                    continue
                 self._mutant_round(spec, index, items, runtestprotocol, watchdog)
         finally:
             probe.backend, probe.call_recorder = traced
@@ -2105,7 +2105,8 @@ def pytest_addoption(parser):
                          "each mutant round, which stops when none of them passes.")
     group.addoption("--equisa-mutants-budget", type=float, default=None,
                     help="Seconds of wall time for the mutant rounds (after the unmutated one); the "
-                         "mutants left when it is spent are reported not run.")
+                         "mutants left when it is spent are reported not run (inspection patches, "
+                         "detailed specs, still run).")
     group.addoption("--equisa-mutants-confirm", default=None,
                     help="JSON object: node id -> [outcome, duration] in the suite's own run. The first "
                          "mutant of each function that fixes every must-fix test of its round and breaks "

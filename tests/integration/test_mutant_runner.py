@@ -486,3 +486,16 @@ def test_mutants_left_when_the_budget_is_spent_are_not_run():
     first, *rest = (report.mutants[m.id] for m in chosen)
     assert first.status == "ran" and [r.status for r in rest] == ["not_run", "not_run"]
     assert all("budget of 0.001s was spent" in (r.reason or "") for r in rest)
+
+
+def test_inspection_patches_run_when_the_mutant_budget_is_spent():
+    """The budget stops mutants, never an inspection patch (a detailed spec): a batch of inspections
+    keeps every inspection however slow its mutants were."""
+    chosen = [mutant(i, name, source) for i, (name, source, _) in list(CHANGES.items())[:2]]
+    patch = MutantSpec(id="inspect", fqn="calc.core.add", file="calc/core.py", detailed=True,
+                       tests=(T + "test_add",),
+                       source="def add(a, b):\n    result = a + b\n    assert result >= a\n    return result\n")
+    request = mutant_request(venv_with_pytest("3.11"), [*chosen, patch], mutants_budget_s=0.001)
+    report = execute_mutants(LocalSandbox(), request)
+    assert [report.mutants[m.id].status for m in chosen] == ["ran", "not_run"]
+    assert report.mutants["inspect"].status == "ran" and report.mutants["inspect"].tests

@@ -62,8 +62,10 @@ class Mirrors:
         check_project(project)
         owner, name = github_url.rstrip("/").split("/")[-2:]
         for folder in (f"{owner}+{name}", *MIRROR_ALIASES.get(project, ())):
-            if (self.root / folder / "repo").exists():
-                return self.root / folder / "repo"
+            for git_dir in (self.root / folder / "repo" / ".git", self.root / folder / "repo"):
+                # A snapshot is a bare repository, or (seen for sanic) a folder holding only .git.
+                if (git_dir / "HEAD").exists():
+                    return git_dir
         return _clone(github_url, self.cache / "mirrors" / f"{owner}+{name}")
 
 

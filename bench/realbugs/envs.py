@@ -24,6 +24,36 @@ from .bugsinpy import Bug, req_name, requirement_lines
 
 CURATION = Path(__file__).resolve().parent.parent / "realbugs_curation.toml"
 FAUXPY = "fauxpy==0.7.0"
+# ``fauxpy = "sbfl"`` (curation): FauxPy's pytest plugin imports its MBFL packages at start-up
+# (pyllmut, which imports openai, and cosmic-ray), but SBFL never calls them. These three are
+# installed with ``--no-deps``; only what ``import fauxpy.main`` and SBFL need is resolved together
+# with the dump (FAUXPY_IMPORT_DEPS), and ``openai`` is a stub (OPENAI_STUB), so openai's
+# httpx/pydantic/h11 and cosmic-ray's virtualenv requirements no longer override the dump's pins.
+FAUXPY_NO_DEPS = ("fauxpy==0.7.0", "pyllmut==0.6.0", "cosmic-ray==8.3.5")
+FAUXPY_IMPORT_DEPS = ("coverage>=6.2", "astor~=0.8.1", "parso", "stevedore", "typing-extensions>=4.4")
+OPENAI_STUB = '''"""Stub written by EQUISA's real-bug benchmark (bench/realbugs/envs.py), not the openai package.
+
+FauxPy 0.7 imports pyllmut (LLM mutants, MBFL only), which imports openai at start-up; FauxPy's
+SBFL mode never calls it. The real openai needs httpx/pydantic versions that several BugsInPy
+dumps pin lower, so it is not installed: any use of it fails loudly.
+"""
+
+EQUISA_BENCH_STUB = True
+
+
+class OpenAIError(Exception):
+    pass
+
+
+class APITimeoutError(OpenAIError):
+    pass
+
+
+class OpenAI:
+    def __init__(self, *args, **kwargs):
+        raise OpenAIError("openai is a stub in this benchmark venv (FauxPy SBFL only): "
+                          "bench/realbugs/envs.py")
+'''
 DEFAULT_PYTEST = "pytest<8.4"
 MAX_RELAXATIONS = 30
 INSTALL_TIMEOUT_S = 1500
@@ -57,12 +87,21 @@ class EnvSpec:
     pytest: str
     notes: list[str] = field(default_factory=list)
     site_files: dict[str, str] = field(default_factory=dict)
+    fauxpy: str = "full"  # "full": fauxpy==0.7.0 with its dependencies; "sbfl": see FAUXPY_NO_DEPS
 
     def key(self) -> str:
-        data = json.dumps({"python": str(self.python), "requirements": self.requirements,
-                           "pytest": self.pytest, "fauxpy": FAUXPY, "site_files": self.site_files},
-                          sort_keys=True)
+        inputs = {"python": str(self.python), "requirements": self.requirements,
+                  "pytest": self.pytest, "fauxpy": FAUXPY, "site_files": self.site_files}
+        if self.fauxpy == "sbfl":
+            inputs["fauxpy"] = {"no_deps": FAUXPY_NO_DEPS, "resolved": FAUXPY_IMPORT_DEPS,
+                                "openai_stub": OPENAI_STUB}
+        data = json.dumps(inputs, sort_keys=True)
         return hashlib.sha256(data.encode()).hexdigest()[:12]
+
+    def resolved(self) -> list[str]:
+        """What uv resolves together: the curated dump, pytest and FauxPy (or its SBFL needs)."""
+        fauxpy = list(FAUXPY_IMPORT_DEPS) if self.fauxpy == "sbfl" else [FAUXPY]
+        return [*self.requirements, self.pytest, *fauxpy]
 
 
 def curated_spec(bug: Bug, curation: dict) -> EnvSpec:
@@ -72,8 +111,10 @@ def curated_spec(bug: Bug, curation: dict) -> EnvSpec:
               curation.get("bug", {}).get(bug.id, {})]
     pytest_req = None
     site_files: dict[str, str] = {}
+    fauxpy = "full"
     for layer in layers:
         site_files.update(layer.get("site_files", {}))
+        fauxpy = layer.get("fauxpy", fauxpy)
         drop = {req_name(n) for n in layer.get("drop", [])}
         unpin = {req_name(n) for n in layer.get("unpin", [])}
         pins = {req_name(k): v for k, v in layer.get("pin", {}).items()}
@@ -101,17 +142,29 @@ def curated_spec(bug: Bug, curation: dict) -> EnvSpec:
     if pytest_req is None:
         pytest_req = in_dump[0] if in_dump else DEFAULT_PYTEST
     lines = [line for line in lines if req_name(line) != "pytest"]
+    if fauxpy not in ("full", "sbfl"):
+        raise ValueError(f"curation: fauxpy = {fauxpy!r} (expected \"full\" or \"sbfl\")")
+    if fauxpy == "sbfl":
+        notes.append(f"FauxPy installed with --no-deps ({', '.join(FAUXPY_NO_DEPS)}); resolved with the "
+                     f"dump: {', '.join(FAUXPY_IMPORT_DEPS)}; openai is a stub")
     return EnvSpec(python=python_for(bug.python_version), requirements=lines, pytest=pytest_req, notes=notes,
-                   site_files=site_files)
+                   site_files=site_files, fauxpy=fauxpy)
 
 
 _PINNED = re.compile(r"`?([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([A-Za-z0-9][^\s`,'\"]*)")
 
 
 def culprit(error: str, requirements: list[str]) -> str | None:
-    """The requirement uv's error blames: the first of ours named in it (pinned names first)."""
-    ours = {req_name(r): r for r in requirements}
+    """The requirement uv's error blames: the first of ours named in it (pinned names first), in
+    its error lines first (``error:``, ``cause:``, ``Because``...), not its ``Building x==1`` progress."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", error)
+    blame = [line for line in text.splitlines()
+             if line.strip().startswith(("×", "error", "cause", "╰─▶", "Because", "And because", "ERROR"))]
+    if blame and len(blame) < len(text.splitlines()):
+        found = culprit("\n".join(blame), requirements)
+        if found:
+            return found
+    ours = {req_name(r): r for r in requirements}
     for match in _PINNED.finditer(text):
         name = req_name(match.group(1))
         if name in ours:
@@ -146,6 +199,11 @@ def relax(line: str) -> str | None:
     return None
 
 
+def _resolved(spec: EnvSpec, requirements: list[str]) -> list[str]:
+    """``spec.resolved()`` with the dump's lines as relaxed so far."""
+    return EnvSpec(spec.python, requirements, spec.pytest, fauxpy=spec.fauxpy).resolved()
+
+
 def _fauxpy_loads(data: dict, spec: EnvSpec, folder: Path, log) -> dict:
     """FauxPy's plugin must import in the venv (it imports its MBFL dependencies, openai among them,
     even for SBFL): relax the dump's pin that the import error names, reinstall, up to 8 times."""
@@ -174,7 +232,7 @@ def _fauxpy_loads(data: dict, spec: EnvSpec, folder: Path, log) -> dict:
                                               f"{lines[-1][:200] if lines else ''}")
         log(f"[env] {folder.name}: {data['relaxed'][-1][:160]}")
         reqfile = folder / "realbugs-requirements.txt"
-        reqfile.write_text("\n".join([*requirements, spec.pytest, FAUXPY]) + "\n")
+        reqfile.write_text("\n".join(_resolved(spec, requirements)) + "\n")
         run = subprocess.run([uv(), "pip", "install", "--python", python, "--compile-bytecode", "-r", str(reqfile)],
                              capture_output=True, text=True, env={**env, "UV_PYTHON_DOWNLOADS": "never"})
         if run.returncode != 0:
@@ -223,7 +281,7 @@ def build_env(spec: EnvSpec, project: str, venvs: Path, log) -> dict:
         reqfile = folder / "realbugs-requirements.txt"
         error = ""
         for _attempt in range(MAX_RELAXATIONS + 1):
-            reqfile.write_text("\n".join([*requirements, spec.pytest, FAUXPY]) + "\n")
+            reqfile.write_text("\n".join(_resolved(spec, requirements)) + "\n")
             try:
                 run = subprocess.run([uv(), "pip", "install", "--python", str(python), "--compile-bytecode",
                                       "-r", str(reqfile)], capture_output=True, text=True, env=env,
@@ -248,22 +306,29 @@ def build_env(spec: EnvSpec, project: str, venvs: Path, log) -> dict:
                 requirements.pop(index)
                 relaxed.append(f"dropped {line}: {key_line(error)}")
             log(f"[env] {folder.name}: {relaxed[-1][:160]}")
+        if not error and spec.fauxpy == "sbfl":
+            run = subprocess.run([uv(), "pip", "install", "--python", str(python), "--compile-bytecode",
+                                  "--no-deps", *FAUXPY_NO_DEPS], capture_output=True, text=True, env=env)
+            if run.returncode != 0:
+                error = run.stderr or f"uv pip install --no-deps: exit {run.returncode}"
         if error:
             result = {"error": error[-3000:], "key_line": key_line(error), "relaxed": relaxed,
                       "key": key, "seconds": round(time.perf_counter() - started, 1)}
             failed.write_text(json.dumps(result, indent=1))
             shutil.rmtree(folder, ignore_errors=True)
             return result
-        if spec.site_files:
-            purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                          capture_output=True, text=True, check=True).stdout.strip())
-            for name, content in spec.site_files.items():
-                (purelib / name).parent.mkdir(parents=True, exist_ok=True)
-                (purelib / name).write_text(content)
+        site_files = dict(spec.site_files)
+        purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                      capture_output=True, text=True, check=True).stdout.strip())
+        if spec.fauxpy == "sbfl" and not any((purelib / name).exists() for name in ("openai", "openai.py")):
+            site_files["openai/__init__.py"] = OPENAI_STUB
+        for name, content in site_files.items():
+            (purelib / name).parent.mkdir(parents=True, exist_ok=True)
+            (purelib / name).write_text(content)
         freeze = subprocess.run([uv(), "pip", "freeze", "--python", str(python)], capture_output=True,
                                 text=True, env=env).stdout.split()
         result = {"python": str(python), "key": key, "relaxed": relaxed, "notes": spec.notes,
-                  "pytest": spec.pytest, "installed": freeze,
+                  "pytest": spec.pytest, "fauxpy_install": spec.fauxpy, "installed": freeze,
                   "seconds": round(time.perf_counter() - started, 1), "requirements": requirements}
         result = _fauxpy_loads(result, spec, folder, log)
         marker.write_text(json.dumps(result, indent=1))

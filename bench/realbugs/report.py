@@ -97,7 +97,9 @@ def evaluate(run: Mapping, folder: Path) -> dict:
                      "input_modified": bool(res.get("input_modified"))}
     e, f = out["equisa"]["wall_s"], out["fauxpy"]["wall_s"]
     out["wall_ratio"] = (e / f) if e and f else None
+    out["prefect_start"] = (run.get("equisa") or {}).get("prefect_start", "other")
     out["venv_modified"] = bool(run.get("venv_modified"))
+    out["fauxpy_outcomes_as_prepared"] = (run.get("fauxpy") or {}).get("outcomes_as_prepared")
     return out
 
 
@@ -133,6 +135,10 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
         summary["total"][tool] = summarize(cases, tool)
     ratios = [c["wall_ratio"] for c in cases if c["wall_ratio"]]
     summary["total"]["median_wall_ratio_equisa_over_fauxpy"] = round(statistics.median(ratios), 2) if ratios else None
+    for start in ("warm", "cold", "other"):
+        mine = [c["wall_ratio"] for c in cases if c["wall_ratio"] and c.get("prefect_start") == start]
+        summary["total"][f"median_wall_ratio_{start}"] = round(statistics.median(mine), 2) if mine else None
+        summary["total"][f"runs_{start}"] = len(mine)
     for project in projects:
         mine = [c for c in cases if c["project"] == project]
         summary["per_project"][project] = {tool: summarize(mine, tool) for tool in TOOLS}
@@ -181,6 +187,12 @@ def markdown(data: Mapping) -> str:
                  f"{data['summary']['total']['median_wall_ratio_equisa_over_fauxpy']} (all); " + ", ".join(
                      f"{p} {b['median_wall_ratio_equisa_over_fauxpy']}"
                      for p, b in data["summary"]["per_project"].items()))
+    total = data["summary"]["total"]
+    lines.append("By the Prefect server EQUISA found: " + "; ".join(
+        f"{start} {total.get(f'median_wall_ratio_{start}')} over {total.get(f'runs_{start}', 0)} bugs"
+        for start in ("warm", "cold", "other") if total.get(f"runs_{start}")) +
+        " (warm: the shared local server was up; cold: this command started it; other: Prefect's "
+        "temporary server).")
     lines.append("")
     lines.append("| bug | truth | EQUISA rank / ranked | FauxPy rank / ranked | EQUISA s | FauxPy s | notes |")
     lines.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")
@@ -191,6 +203,8 @@ def markdown(data: Mapping) -> str:
                 notes.append(f"{tool} crash: {c[tool]['crash'][:120]}")
             if c[tool]["input_modified"]:
                 notes.append(f"{tool} modified its input")
+        if c.get("fauxpy_outcomes_as_prepared") is False:
+            notes.append("FauxPy's run saw other outcomes than the prepare step")
         truth = ", ".join(t.split(".")[-1] if len(t) > 40 else t for t in c["truth"][:3])
         e, f = c["equisa"], c["fauxpy"]
         lines.append(f"| {c['project']}:{c['bug']} | {truth} | {_fmt_rank(e['rank'])} / {e['ranked']} | "

@@ -143,12 +143,22 @@ def pytest_run(python: str, tree: Path, args: Sequence[str], timeout: float) -> 
 
 
 def collect(python: str, tree: Path, nodes: Sequence[str]) -> tuple[list[str], list[str], str]:
-    """Which target node ids exist: pytest --collect-only on them, one by one when needed."""
+    """Which target node ids exist: pytest --collect-only on them, one by one when needed (pytest
+    collects nothing at all when one of several ids names no test, e.g. scrapy:1's helper)."""
     cmd = [python, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "--color=no",
-           "-p", "no:fauxpy", *nodes]
-    run = timed_run(cmd, tree, clean_env(), VERIFY_TIMEOUT_S)
+           "-p", "no:fauxpy"]
+    run = timed_run([*cmd, *nodes], tree, clean_env(), VERIFY_TIMEOUT_S)
     ids = [line.strip() for line in run.stdout.splitlines() if "::" in line and not line.startswith(" ")]
     found = [n for n in nodes if any(i == n or i.startswith(n + "::") or i.startswith(n + "[") for i in ids)]
+    if run.returncode not in (0, 5) and len(nodes) > 1 and len(found) < len(nodes):
+        for node in (n for n in nodes if n not in found):
+            one = timed_run([*cmd, node], tree, clean_env(), VERIFY_TIMEOUT_S)
+            listed = [line.strip() for line in one.stdout.splitlines() if not line.startswith(" ")]
+            if any(_matches(line, node) for line in listed):
+                found.append(node)
+            else:
+                run = one  # the problem reported when none collects
+        found = [n for n in nodes if n in found]
     missing = [n for n in nodes if n not in found]
     problem = ""
     if run.returncode not in (0, 5) and not found:
@@ -397,13 +407,17 @@ class EquisaCommand:
     info: dict
 
     def argv(self) -> list[str]:
-        uv = shutil.which("uv") or "uv"
+        # The venv's interpreter, not `uv run`: a user runs an installed `equisa`, and `uv run`
+        # adds its own start-up (it re-compiles the venv's bytecode, astral-sh/uv#12202).
+        python = str(REPO / ".venv" / "bin" / "python")
         if self.mode == "head":
-            return [uv, "run", "--project", str(REPO), "python", "-m", "flows.cli"]
-        return [uv, "run", "--project", str(REPO), "equisa"]
+            return [python, "-m", "flows.cli"]
+        return [str(REPO / ".venv" / "bin" / "equisa")]
 
 
 def equisa_command(mode: str, cache: Path, commit: str | None = None) -> EquisaCommand:
+    subprocess.run([shutil.which("uv") or "uv", "sync", "--project", str(REPO)], check=True,
+                   capture_output=True)  # once, so that the timed commands find the venv ready
     if mode == "worktree":
         return EquisaCommand("worktree", REPO, {"mode": "worktree", "commit": _git_head()})
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", commit or "HEAD"], capture_output=True,
@@ -419,7 +433,7 @@ def equisa_command(mode: str, cache: Path, commit: str | None = None) -> EquisaC
         (dest / ".complete").write_text(commit)
     return EquisaCommand("head", dest, {"mode": "head", "commit": commit,
                                         "how": "git archive HEAD equisa_core tasks flows; "
-                                               "uv run --project REPO python -m flows.cli from that copy"})
+                                               "REPO/.venv/bin/python -m flows.cli from that copy"})
 
 
 def _git_head() -> str:
@@ -449,6 +463,14 @@ def exclude_dirs(scope: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def prefect_start(output: str) -> str:
+    """``cold`` when this command started the shared Prefect server, ``warm`` when it reused one,
+    ``other`` (Prefect's temporary server) otherwise: what ``equisa`` prints about its server."""
+    if "local server started" in output:
+        return "cold"
+    return "warm" if "Prefect UI: http://127.0.0.1" in output else "other"
+
+
 def run_equisa(record: dict, copy: Path, out: Path, equisa: EquisaCommand, shared: Path) -> dict:
     report = out / "equisa_report.json"
     report.unlink(missing_ok=True)
@@ -462,7 +484,8 @@ def run_equisa(record: dict, copy: Path, out: Path, equisa: EquisaCommand, share
     (out / "equisa_stdout.txt").write_text(run.stdout[-20000:])
     (out / "equisa_stderr.txt").write_text(run.stderr[-20000:])
     result = {"command": cmd, "cwd": str(equisa.root), "wall_s": round(run.wall_s, 3),
-              "returncode": run.returncode, "report": report.name if report.exists() else None}
+              "returncode": run.returncode, "report": report.name if report.exists() else None,
+              "prefect_start": prefect_start(run.stderr + run.stdout)}
     if run.returncode != 0:
         tail = [line for line in (run.stderr + run.stdout).splitlines() if line.strip()]
         result["message"] = " | ".join(tail[-3:])[:600] if tail else ""
@@ -475,7 +498,8 @@ def run_fauxpy(record: dict, copy: Path, out: Path) -> dict:
     for old in copy.parent.glob("FauxPyReport_*"):
         shutil.rmtree(old)
     excluded = exclude_dirs(record["scope"])
-    cmd = [record["python_env"], "-m", "pytest", "-p", "no:cacheprovider", "-q", "--color=no",
+    extra = load_curation().get("project", {}).get(record["project"], {}).get("fauxpy_pytest_args", [])
+    cmd = [record["python_env"], "-m", "pytest", "-p", "no:cacheprovider", "-q", "--color=no", *extra,
            *record["scope"], "--src", ".", "--exclude", "[" + ",".join(excluded) + "]",
            "--family", "sbfl", "--granularity", "function"]
     run = timed_run(cmd, copy, clean_env(), TOOL_TIMEOUT_S)
@@ -494,7 +518,17 @@ def run_fauxpy(record: dict, copy: Path, out: Path) -> dict:
         tail = [line for line in (run.stderr + run.stdout).splitlines() if line.strip()]
         result["message"] = " | ".join(tail[-3:])[:600] if tail else ""
     result["copy_root"] = str(copy)
+    result["pytest_args"] = extra
+    result["outcomes_as_prepared"] = _same_counts(run.stdout, (record.get("scope_run") or {}).get("counts", {}))
     return result
+
+
+def _same_counts(pytest_output: str, counts: Mapping[str, int]) -> bool | None:
+    """Do pytest's final counts of passed and failed tests match the prepare step's scope run?"""
+    found = dict((word, int(n)) for n, word in re.findall(r"(\d+) (passed|failed)", pytest_output[-3000:]))
+    if not found or not counts:
+        return None
+    return found.get("passed", 0) == counts.get("PASSED", 0) and found.get("failed", 0) == counts.get("FAILED", 0)
 
 
 def run_one(ctx: Context, record: dict, index: int, equisa: EquisaCommand) -> dict:

@@ -432,6 +432,72 @@ class _ImportInstrumenter:
 
         return compile(Marker().visit(tree), path, "exec", dont_inherit=True)
 
+    def instrument_loaded(self, modules):
+        """Instrument, in place, the project modules imported before this finder was installed.
+
+        A pytest plugin of the project (``pytest-sanic`` for sanic, say, loaded from its entry
+        point) imports the project before ``pytest_load_initial_conftests``; without this its
+        functions would never be seen. Each module's source is compiled again with the markers,
+        and every function of the module (methods, properties, static and class methods, the
+        ``__wrapped__`` of a decorator) gets the marked code object of the same name and first
+        line. Functions made later by running that code (closures, nested definitions) are
+        marked already.
+        """
+        for name, module in list(modules.items()):
+            path = getattr(module, "__file__", None)
+            if not path or not path.endswith(".py"):
+                continue
+            real = _os_path.realpath(path)
+            relative = real[len(self.root):] if real.startswith(self.root) else None
+            if relative is None or _is_test_path(relative) or _foreign_path(relative):
+                continue
+            try:
+                with open(real, "rb") as handle:
+                    marked = self.transform(handle.read(), path)
+            except (OSError, SyntaxError, ValueError):
+                continue
+            codes = {}
+            _index_codes(marked, codes)
+            module.__dict__["__equisa_seen__"] = self.seen
+            module.__dict__["__equisa_enter__"] = self.enter
+            for function in _functions_defined_in(module, path):
+                old = function.__code__
+                new = codes.get((old.co_name, old.co_firstlineno))
+                if new is not None and new.co_freevars == old.co_freevars:
+                    function.__code__ = new
+            self.instrumented.append(name)
+
+
+def _index_codes(code, found):
+    """Every code object under ``code`` by (name, first line)."""
+    for const in code.co_consts:
+        if isinstance(const, type(code)):
+            found.setdefault((const.co_name, const.co_firstlineno), const)
+            _index_codes(const, found)
+
+
+def _functions_defined_in(module, path):
+    """The plain functions reachable from a module's namespace whose code comes from ``path``."""
+    seen, out, stack = set(), [], list(vars(module).values())
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, types.FunctionType):
+            if value.__code__.co_filename == path:
+                out.append(value)
+            wrapped = getattr(value, "__wrapped__", None)
+            if wrapped is not None:
+                stack.append(wrapped)
+        elif isinstance(value, (staticmethod, classmethod)):
+            stack.append(value.__func__)
+        elif isinstance(value, property):
+            stack.extend(f for f in (value.fget, value.fset, value.fdel) if f is not None)
+        elif isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
+            stack.extend(vars(value).values())
+    return out
+
 
 def _is_test_path(relative):
     parts = relative.split(_os.sep)
@@ -2081,6 +2147,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     root = getattr(options, "equisa_root", None) or str(early_config.rootpath)
     instrumenter = _ImportInstrumenter(_os_path.realpath(root))
     sys.meta_path.insert(0, instrumenter)
+    instrumenter.instrument_loaded(sys.modules)  # what plugins imported before this hook
     _EARLY["instrumenter"] = instrumenter
 
 

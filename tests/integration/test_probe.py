@@ -280,3 +280,38 @@ def test_definitions_sharing_a_name_are_distinct_nodes(case, tmp_path):
     source = SHADOWED["pkg/thermo.py"]
     assert "9 / 5" in function_source(source, "Thermometer.fahrenheit#1")
     assert "value - 32" in function_source(source, "Thermometer.fahrenheit")
+
+
+#: A pytest plugin of the project (as pytest-sanic is for sanic) imports it before any conftest:
+#: the instrument backend marks those modules in place, or nothing of the project would be seen.
+EARLY_IMPORT = {
+    "pytest.ini": "[pytest]\naddopts = -p pkg.plugin\n",
+    "pkg/__init__.py": "",
+    "pkg/plugin.py": "from pkg import shop  # noqa: F401  (a plugin that imports the project)\n",
+    "pkg/shop.py": ("import functools\n\n\n"
+                    "def logged(function):\n    @functools.wraps(function)\n"
+                    "    def wrapper(*args):\n        return function(*args)\n    return wrapper\n\n\n"
+                    "class Cart:\n    def __init__(self):\n        self.items = []\n\n"
+                    "    def add(self, price):\n        self.items.append(price)\n\n"
+                    "    @property\n    def total(self):\n        return sum(self.items)\n\n"
+                    "    @staticmethod\n    def tax(amount):\n        return amount // 10\n\n\n"
+                    "@logged\ndef discount(amount):\n    def half(x):\n        return x // 2\n"
+                    "    return half(amount)\n"),
+    "tests/test_shop.py": ("from pkg.shop import Cart, discount\n\n\n"
+                           "def test_total():\n    cart = Cart()\n    cart.add(30)\n    assert cart.total == 30\n\n\n"
+                           "def test_tax():\n    assert Cart.tax(50) == 5\n\n\n"
+                           "def test_discount():\n    assert discount(10) == 5\n"),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
+def test_project_modules_a_plugin_imported_early_are_traced(case, tmp_path):
+    minor, backend = case
+    for name, text in EARLY_IMPORT.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    trace = run_traced_suite(tmp_path, venv_with_pytest(minor), backend)
+    covered = {t.test_id.split("::")[-1]: {f for f in t.covered if f.startswith("pkg.")} for t in trace.tests}
+    assert covered["test_total"] == {"pkg.shop.Cart.__init__", "pkg.shop.Cart.add", "pkg.shop.Cart.total"}
+    assert covered["test_tax"] == {"pkg.shop.Cart.tax"}
+    assert covered["test_discount"] >= {"pkg.shop.discount", "pkg.shop.discount.<locals>.half"}

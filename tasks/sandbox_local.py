@@ -16,6 +16,7 @@ processes Prefect runs tasks in.)
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
@@ -45,6 +46,12 @@ __all__ = ["LocalSandbox"]
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.1
+#: Seconds a suite may take to exit once the probe has written its "end" record; then its process
+#: group is killed and the recorded exit status stands. A thread the suite left running (an
+#: executor's worker blocked on a future no one completes, say) otherwise keeps the interpreter
+#: from exiting until the wall clock runs out; plugins that write at exit (coverage) have the
+#: grace period.
+EXIT_GRACE_S = 15.0
 #: Candidate pids-controller roots: cgroup v1, then the v2 unified hierarchy.
 _PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 
@@ -194,6 +201,7 @@ class LocalSandbox:
         deadline = time.monotonic() + wall_clock_s
         offset = 0
         timed_out = False
+        ended_at: float | None = None
         while True:
             try:
                 exit_code: int | None = process.wait(timeout=_POLL_S)
@@ -206,6 +214,14 @@ class LocalSandbox:
                     process.wait()
                     exit_code = None
                     break
+                if ended_at is None and _probe_end_status(probe_path) is not None:
+                    ended_at = time.monotonic()
+                elif ended_at is not None and time.monotonic() - ended_at > EXIT_GRACE_S:
+                    _kill_group(process.pid)  # the run is over; something keeps it from exiting
+                    cgroup.kill_all()
+                    process.wait()
+                    exit_code = _probe_end_status(probe_path)
+                    break
             if on_record is not None:
                 offset = tail_records(probe_path, offset, on_record)
         if on_record is not None:
@@ -215,6 +231,17 @@ class LocalSandbox:
         if exit_code is not None and exit_code < 0:
             exit_code = None  # killed by a signal
         return exit_code, timed_out
+
+
+def _probe_end_status(probe_path: Path) -> int | None:
+    """The exit status of the probe's "end" record, when it is the file's last line."""
+    tail = _tail_bytes(probe_path, 512).decode("utf-8", errors="replace").rstrip().rsplit("\n", 1)[-1]
+    if '"kind": "end"' not in tail:
+        return None
+    try:
+        return int(json.loads(tail).get("exitstatus"))
+    except (ValueError, TypeError, AttributeError):
+        return None
 
 
 def _kill_group(pid: int) -> None:

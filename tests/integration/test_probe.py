@@ -315,3 +315,25 @@ def test_project_modules_a_plugin_imported_early_are_traced(case, tmp_path):
     assert covered["test_total"] == {"pkg.shop.Cart.__init__", "pkg.shop.Cart.add", "pkg.shop.Cart.total"}
     assert covered["test_tax"] == {"pkg.shop.Cart.tax"}
     assert covered["test_discount"] >= {"pkg.shop.discount", "pkg.shop.discount.<locals>.half"}
+
+
+def test_a_suite_that_cannot_exit_is_ended_after_its_probe_finished(tmp_path, monkeypatch):
+    """A thread the suite leaves blocked keeps the interpreter from exiting: once the probe wrote
+    its end record, the sandbox waits ``EXIT_GRACE_S`` and ends the run with the recorded status,
+    not at the wall clock."""
+    import time
+
+    import tasks.sandbox_local as sandbox_local
+
+    monkeypatch.setattr(sandbox_local, "EXIT_GRACE_S", 1.0)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_stuck.py").write_text(
+        "import threading\n\n\n"
+        "def test_leaves_a_thread_blocked():\n"
+        "    threading.Thread(target=threading.Event().wait).start()  # not a daemon: exit waits\n\n\n"
+        "def test_fails():\n    assert 1 == 2\n")
+    started = time.monotonic()
+    trace = run_traced_suite(tmp_path, venv_with_pytest("3.11"))
+    assert time.monotonic() - started < 60
+    outcomes = {t.test_id.split("::")[-1]: t.outcome.value for t in trace.tests}
+    assert outcomes == {"test_leaves_a_thread_blocked": "passed", "test_fails": "failed"}

@@ -113,10 +113,10 @@ def fit(cases: Sequence[Case], l2: float = 0.01, steps: int = 400, rate: float =
 
 def rank_of_truth(case: Case, weights: Sequence[float]) -> tuple[float, int]:
     """The best truth function's rank (ties averaged) and the number of functions ranked; a truth
-    the run never ranked counts as one past the last."""
+    the run never ranked is a miss: rank infinite, EXAM 1 (``evaluate``)."""
     scores = _scores(case, weights)
     ranked = len(scores)
-    best = float(ranked + 1)
+    best = math.inf
     for truth in case.truth & scores.keys():
         above = sum(1 for s in scores.values() if s > scores[truth])
         tied = sum(1 for s in scores.values() if s == scores[truth])
@@ -134,7 +134,7 @@ def evaluate(cases: Iterable[Case], weights_of: Mapping[str, Sequence[float]] | 
     return {
         "bugs": count,
         **{f"top{k}": sum(1 for r, _ in ranks if r <= k) for k in (1, 3, 5)},
-        "exam": round(math.fsum(r / n for r, n in ranks) / count, 4) if count else None,
+        "exam": round(math.fsum(min(1.0, r / n) for r, n in ranks) / count, 4) if count else None,
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import json
 import os
 import sys
@@ -37,6 +38,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="head: a frozen git archive of HEAD's equisa_core/tasks/flows (default; the "
                              "same code for every bug while the work tree changes); worktree: "
                              "`uv run --project REPO equisa` as it is")
+    parser.add_argument("--cold", action="store_true",
+                        help="run/report: every EQUISA command starts its own Prefect server (stopped "
+                             "before it; results in <cache>/results-cold), the cold-start figures")
+    parser.add_argument("--variant", default="",
+                        help="run/report: a name for --equisa-args (results in <cache>/results-<variant>)")
+    parser.add_argument("--equisa-args", default="",
+                        help="run: options added to `equisa localize`, e.g. \"--screen-budget 5\" (with --variant)")
     parser.add_argument("--follow", action="store_true",
                         help="run: also take bugs that a prepare running beside it verifies later")
     parser.add_argument("--equisa-commit", default=None,
@@ -44,6 +52,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=None,
                         help="report files' stem (default bench/results/realbugs_<date>)")
     args = parser.parse_args(argv)
+    if args.equisa_args and not args.variant:
+        parser.error("--equisa-args needs --variant (its results must not mix with the defaults')")
     try:
         args.project_list = [check_project(p.strip()) for p in args.projects.split(",") if p.strip()]
         if args.bugs:
@@ -57,7 +67,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     ctx = Context(cache=args.cache.expanduser(), mirrors=Mirrors(args.mirrors, args.cache.expanduser()),
-                  jobs=args.jobs, force=args.force, retry_failed_envs=args.retry_failed_envs)
+                  jobs=args.jobs, force=args.force, retry_failed_envs=args.retry_failed_envs, cold=args.cold,
+                  variant=args.variant, equisa_args=tuple(shlex.split(args.equisa_args)))
     ctx.cache.mkdir(parents=True, exist_ok=True)
     chosen = select_bugs(ctx, args.project_list, args.bugs, args.limit)
     if args.step in ("prepare", "all"):
@@ -69,13 +80,13 @@ def main(argv: list[str] | None = None) -> int:
         chosen_ids = {f"{p}-{n}" for p, n in chosen}
         records = [json.loads(p.read_text()) for p in sorted((ctx.cache / "bugs").glob("*/bug.json"))
                    if p.parent.name in chosen_ids]
-        if not (ctx.cache / "results").exists():
+        if not ctx.results.exists():
             log("[report] nothing has been run yet")
             return 1
-        data = build(ctx.cache / "results", records, chosen_ids)
+        data = build(ctx.results, records, chosen_ids)
         data["manifest_summary"] = manifest["per_project"]
         data["cache"] = str(ctx.cache)
-        stem = args.out or REPO / "bench" / "results" / f"realbugs_{time.strftime('%Y-%m-%d', time.gmtime())}"
+        stem = args.out or REPO / "bench" / "results" / (f"realbugs_{time.strftime('%Y-%m-%d', time.gmtime())}" + ("_cold" if args.cold else "") + (f"_{args.variant}" if args.variant else ""))
         Path(f"{stem}.json").write_text(json.dumps(data, indent=1) + "\n")
         Path(f"{stem}.md").write_text(markdown(data))
         print(markdown(data))

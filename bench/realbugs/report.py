@@ -99,6 +99,7 @@ def evaluate(run: Mapping, folder: Path) -> dict:
     out["wall_ratio"] = (e / f) if e and f else None
     out["prefect_start"] = (run.get("equisa") or {}).get("prefect_start", "other")
     out["venv_modified"] = bool(run.get("venv_modified"))
+    out["equisa_commit"] = ((run.get("equisa_from") or {}).get("commit") or "")[:10]
     out["fauxpy_outcomes_as_prepared"] = (run.get("fauxpy") or {}).get("outcomes_as_prepared")
     return out
 
@@ -154,7 +155,10 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
             "ranking_rule": __doc__.split("\n\n")[1].replace("\n", " "),
             "summary": summary, "cases": cases,
             "prepared": {"bugs": len(manifest), "verified": sum(1 for r in manifest if r.get("verified")),
-                         "infeasible_reasons": infeasible},
+                         "infeasible_reasons": infeasible,
+                         "infeasible": [{"bug": r.get("id") or f"{r.get('project')}:{r.get('bug')}",
+                                         "reason": (r.get("reason") or "?")[:300]}
+                                        for r in manifest if not r.get("verified")]},
             "venvs_modified": sum(1 for c in cases if c["venv_modified"])}
 
 
@@ -187,6 +191,11 @@ def markdown(data: Mapping) -> str:
                  f"{data['summary']['total']['median_wall_ratio_equisa_over_fauxpy']} (all); " + ", ".join(
                      f"{p} {b['median_wall_ratio_equisa_over_fauxpy']}"
                      for p, b in data["summary"]["per_project"].items()))
+    commits: dict[str, int] = {}
+    for c in data["cases"]:
+        commits[c.get("equisa_commit", "")] = commits.get(c.get("equisa_commit", ""), 0) + 1
+    lines.append("EQUISA at git " + ", ".join(f"`{k}` ({v} bugs)" for k, v in sorted(commits.items())) + ".")
+    lines.append("")
     total = data["summary"]["total"]
     lines.append("By the Prefect server EQUISA found: " + "; ".join(
         f"{start} {total.get(f'median_wall_ratio_{start}')} over {total.get(f'runs_{start}', 0)} bugs"
@@ -215,6 +224,13 @@ def markdown(data: Mapping) -> str:
                                                       sorted(data["prepared"]["infeasible_reasons"].items(),
                                                              key=lambda kv: -kv[1])))
     lines.append("")
+    if data["prepared"].get("infeasible"):
+        lines.append("| infeasible bug | reason |")
+        lines.append("| --- | --- |")
+        for item in data["prepared"]["infeasible"]:
+            reason = " ".join(item["reason"].split()).replace("|", "/")
+            lines.append(f"| {item['bug']} | {reason[:200]} |")
+        lines.append("")
     return "\n".join(lines)
 
 

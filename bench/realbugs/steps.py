@@ -43,6 +43,9 @@ class Context:
     jobs: int = 2
     force: bool = False
     retry_failed_envs: bool = False
+    cold: bool = False  # run: every EQUISA command starts its own Prefect server (results-cold/)
+    variant: str = ""  # run: a name for extra EQUISA options (results-<variant>/)
+    equisa_args: tuple[str, ...] = ()  # run: options added to `equisa localize`
 
     @property
     def bugs_dir(self) -> Path:
@@ -54,7 +57,8 @@ class Context:
 
     @property
     def results(self) -> Path:
-        return self.cache / "results"
+        name = "-".join(["results", *(["cold"] if self.cold else []), *([self.variant] if self.variant else [])])
+        return self.cache / name
 
     @property
     def manifest_path(self) -> Path:
@@ -471,16 +475,27 @@ def prefect_start(output: str) -> str:
     return "warm" if "Prefect UI: http://127.0.0.1" in output else "other"
 
 
-def run_equisa(record: dict, copy: Path, out: Path, equisa: EquisaCommand, shared: Path) -> dict:
+def run_equisa(record: dict, copy: Path, out: Path, equisa: EquisaCommand, shared: Path,
+               cold: bool = False, options: Sequence[str] = ()) -> dict:
     report = out / "equisa_report.json"
     report.unlink(missing_ok=True)
     cmd = [*equisa.argv(), "localize", str(copy), "--no-llm", "--python", record["python_env"],
            "--json", str(report), "--artifacts", str(shared / "artifacts"), "--db", str(shared / "history.duckdb"),
-           "--tests", *record["scope"]]
-    env = clean_env({"PREFECT_HOME": str(shared / "prefect-home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-                     "EQUISA_WORKSPACES": str(shared / "workspaces"),
-                     "PREFECT_LOCAL_STORAGE_PATH": str(shared / "prefect-storage")})
+           *options, "--tests", *record["scope"]]
+    extra = {"PREFECT_HOME": str(shared / "prefect-home"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+             "EQUISA_WORKSPACES": str(shared / "workspaces"),
+             "PREFECT_LOCAL_STORAGE_PATH": str(shared / "prefect-storage")}
+    if cold:
+        # A data home of its own (so its shared Prefect server is not the warm run's), and that
+        # server stopped before the command: the command starts it, as a user's first run does.
+        extra["XDG_DATA_HOME"] = str(shared / "data-home")
+    env = clean_env(extra)
+    stop = [*equisa.argv(), "server", "stop"]
+    if cold:
+        subprocess.run(stop, cwd=equisa.root, env=env, capture_output=True, timeout=120)
     run = timed_run(cmd, equisa.root, env, TOOL_TIMEOUT_S)
+    if cold:
+        subprocess.run(stop, cwd=equisa.root, env=env, capture_output=True, timeout=120)
     (out / "equisa_stdout.txt").write_text(run.stdout[-20000:])
     (out / "equisa_stderr.txt").write_text(run.stderr[-20000:])
     result = {"command": cmd, "cwd": str(equisa.root), "wall_s": round(run.wall_s, 3),
@@ -548,7 +563,7 @@ def run_one(ctx: Context, record: dict, index: int, equisa: EquisaCommand) -> di
         copy = fresh_copy(buggy, work / tool / record["project"])
         before = tree_digest(copy)
         if tool == "equisa":
-            res = run_equisa(record, copy, out, equisa, shared)
+            res = run_equisa(record, copy, out, equisa, shared, cold=ctx.cold, options=ctx.equisa_args)
         else:
             res = run_fauxpy(record, copy, out)
         after = tree_digest(copy)

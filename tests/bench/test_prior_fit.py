@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -41,12 +42,15 @@ def test_the_fit_weighs_the_signal_that_marks_the_bug():
     assert sorted(folds) == ["a", "b", "c"] and pf.evaluate(cases, folds)["top1"] == len(cases)
 
 
-def test_ties_count_as_the_average_rank_and_an_unranked_truth_as_one_past_the_last():
+def test_ties_count_as_the_average_rank_and_an_unranked_truth_as_a_miss():
     tied = pf.Case(project="p", bug="1", truth=frozenset({"x"}),
                    features={"x": vector(ochiai=1.0), "y": vector(ochiai=1.0), "z": vector()})
     assert pf.rank_of_truth(tied, [1.0 if n == "ochiai" else 0.0 for n in FEATURES]) == (1.5, 3)
     missing = pf.Case(project="p", bug="2", truth=frozenset({"gone"}), features={"x": vector()})
-    assert pf.rank_of_truth(missing, [0.0] * len(FEATURES)) == (2.0, 1)
+    assert pf.rank_of_truth(missing, [0.0] * len(FEATURES)) == (math.inf, 1)
+    nothing = pf.Case(project="p", bug="3", truth=frozenset({"gone"}), features={})
+    assert pf.evaluate([missing, nothing], [0.0] * len(FEATURES)) == {"bugs": 2, "top1": 0, "top3": 0,
+                                                                      "top5": 0, "exam": 1.0}
 
 
 def test_cases_are_read_from_reports(tmp_path):

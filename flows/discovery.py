@@ -44,7 +44,7 @@ from equisa_core.discovery import (
     module_test_names,
     near_the_top,
 )
-from equisa_core.errors import EquisaError
+from equisa_core.errors import CollectionError, EquisaError
 from equisa_core.generated_tests import is_testgen_test
 from equisa_core.models import Node, SuiteTrace, TestOutcome, TestResult
 from equisa_core.prior import node_signals, prior_scores
@@ -371,7 +371,13 @@ def _check(
     request = prepared.base.model_copy(update={
         "overlay": {**overlay, **{path: source for path, (_, source) in proposals.items()}},
         "tests": tuple(sorted(proposals)), "only": None, "trace": True})
-    checked = _run(prepared, params, request)
+    try:
+        checked = _run(prepared, params, request)
+    except CollectionError as error:
+        # Not one proposed module imports (a carved import that works only beside the project's own
+        # test files, for one): none is kept, and Discovery goes on without them.
+        empty = SuiteTrace(python_version="", backend="off", backend_reason="no proposed module imports")
+        return {}, [], empty, [f"{path}: does not collect ({error.message})" for path in sorted(proposals)]
     by_file: dict[str, list[TestResult]] = {}
     for test in checked.tests:
         by_file.setdefault(test.test_id.split("::", 1)[0], []).append(test)

@@ -4,8 +4,10 @@ deterministic mode, the model's tests in LLM mode, checked in sandboxes, kept in
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from equisa_core.localization import LocalizationReport
+from tasks.sandbox import RunRequest
 from tests.flows.test_localize import localize
 from tests.integration.test_probe import tree_digest
 from tests.scripted_llm_server import Reply
@@ -91,3 +93,24 @@ def test_llm_tests_join_the_suite_failing_assertions_included(tmp_path, cli_env,
     assert "test_everything_at_once: executes the whole group" in reasons
     # The model's failing test runs letter alone: letter is now the most suspicious function.
     assert report.ranking[0].fqn == "grading.scores.letter"
+
+
+def test_proposals_that_do_not_import_are_dropped_and_discovery_goes_on(monkeypatch):
+    """When not one proposed module imports (the run collects nothing), ``_check`` keeps nothing and
+    says why, instead of ending the localization with the collection error (exit 6)."""
+    import flows.discovery as discovery_flow
+    from equisa_core.errors import CollectionError
+
+    carved = "tests/equisa_generated/test_carved_group_0.py"
+    message = f"the test suite does not import: {carved}: E   ModuleNotFoundError: No module named 'contrib'"
+
+    def no_module_imports(prepared, params, request):
+        raise CollectionError(message)
+
+    monkeypatch.setattr(discovery_flow, "_run", no_module_imports)
+    base = RunRequest(workspace=Path("."), workspace_digest="d", interpreter="python")
+    proposals = {carved: (frozenset({"a", "b"}), "def test_x():\n    pass\n")}
+    prepared = SimpleNamespace(base=base)
+    kept, ids, checked, dropped = discovery_flow._check(prepared, None, {}, proposals, room=5)
+    assert (kept, ids, checked.tests) == ({}, [], ())
+    assert dropped == [f"{carved}: does not collect ({message})"]

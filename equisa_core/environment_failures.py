@@ -4,6 +4,12 @@ A test that fails with ``ModuleNotFoundError`` for a module from outside the rep
 because the interpreter lacks a package: no function of the repository is to blame, and a
 localization would only rank whatever the test ran before the import. The flow asks this module
 which failures are of that kind; when all are, it stops with ``EnvironmentFailureError``.
+
+Not when the repository's own code asked for the module at run time: a traceback that passes
+through a function of the repository (not test code, not a module body being imported) before the
+import failed shows code that imports an optional dependency where it should not, which is a bug
+to localize (seen in BugsInPy's luigi 17: the scheduler imports the SQLAlchemy task history
+that only some configurations need).
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ import re
 from collections.abc import Iterable, Set
 
 from equisa_core.models import TestResult
+from equisa_core.selection import is_test_file
 
-__all__ = ["missing_module", "environment_failures"]
+__all__ = ["environment_failures", "imported_by_own_code", "missing_module"]
 
 _NO_MODULE = re.compile(r"No module named '(?P<name>[^']+)'")
 _IMPORT_ERRORS = frozenset({"ModuleNotFoundError", "ImportError"})
@@ -28,6 +35,13 @@ def missing_module(test: TestResult) -> str | None:
     return found["name"] if found else None
 
 
+def imported_by_own_code(test: TestResult) -> bool:
+    """Whether a function of the repository (not test code) is on the failure's traceback: the
+    failed import ran because the code under test asked for it."""
+    return any(not frame.file.startswith("/") and not is_test_file(frame.file)
+               and frame.function != "<module>" for frame in test.traceback)
+
+
 def environment_failures(failing: Iterable[TestResult], own_packages: Set[str]) -> dict[str, str]:
     """Failing test id -> the missing third-party module, for the tests that fail only for that.
 
@@ -37,6 +51,6 @@ def environment_failures(failing: Iterable[TestResult], own_packages: Set[str]) 
     found: dict[str, str] = {}
     for test in failing:
         name = missing_module(test)
-        if name and name.split(".", 1)[0] not in own_packages:
+        if name and name.split(".", 1)[0] not in own_packages and not imported_by_own_code(test):
             found[test.test_id] = name
     return found

@@ -369,7 +369,9 @@ def write_manifest(ctx: Context) -> dict:
 # run
 
 
-IGNORED_IN_HASH = ("__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache")
+#: Left out of the digest: caches, and ``.git`` (a ``git status`` refreshes its index; the
+#: working tree's files are what a tool must not change).
+IGNORED_IN_HASH = ("__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".git")
 
 
 def tree_digest(root: Path) -> str:
@@ -446,10 +448,20 @@ def _git_head() -> str:
 
 
 def fresh_copy(source: Path, dest: Path) -> Path:
+    """A copy of a bug's checkout that is a git repository with one commit of every file, as a
+    user's clone is: the checkout is a ``git archive`` export (no ``.git``), and without one a tool
+    that honours ``.gitignore`` leaves out files that the project tracks although its
+    ``.gitignore`` names them (luigi's ``test/contrib/*`` helpers; EQUISA then saw the suite fail
+    to import). ``git add --force`` so that the commit holds exactly the exported files."""
     shutil.rmtree(dest, ignore_errors=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, dest, symlinks=True,
-                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+                    ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache", ".git"))
+    git = ["git", "-C", str(dest), "-c", "user.name=bench", "-c", "user.email=bench@localhost",
+           "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], check=True, capture_output=True)
+    subprocess.run([*git, "add", "--all", "--force"], check=True, capture_output=True)
+    subprocess.run([*git, "commit", "-q", "--no-verify", "-m", "buggy version"], check=True, capture_output=True)
     return dest
 
 
@@ -569,7 +581,7 @@ def run_one(ctx: Context, record: dict, index: int, equisa: EquisaCommand) -> di
         after = tree_digest(copy)
         res["input_modified"] = before != after
         if res["input_modified"]:
-            changed = subprocess.run(["diff", "-rq", "-x", "__pycache__", "-x", ".pytest_cache", str(buggy), str(copy)],
+            changed = subprocess.run(["diff", "-rq", "-x", "__pycache__", "-x", ".pytest_cache", "-x", ".git", str(buggy), str(copy)],
                                      capture_output=True, text=True).stdout.splitlines()
             res["input_changes"] = changed[:20]
         result[tool] = res

@@ -172,3 +172,23 @@ def test_a_suite_past_the_wall_clock_is_killed_and_keeps_what_it_recorded(tmp_pa
 def test_the_console_script_is_installed():
     done = subprocess.run([EQUISA, "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("equisa ")
+
+
+def test_a_one_shot_commands_flow_runs_send_no_heartbeats_unless_the_user_configured_them(
+        prefect_api_url):
+    """Prefect joins a flow run's heartbeat thread (which sleeps in one-second steps) when the run
+    ends, so each flow run of a one-shot command ended up to a second late."""
+    from prefect import flow
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
+
+    from flows.cli import _without_heartbeats
+
+    @flow
+    def frequency() -> int | None:
+        return get_current_settings().flows.heartbeat_frequency
+
+    assert frequency() is not None  # Prefect's default: on
+    with _without_heartbeats():
+        assert frequency() is None
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}), _without_heartbeats():
+        assert frequency() == 60  # as the user's environment or profile set it

@@ -22,7 +22,7 @@ on inspections of truth functions, ``P(e|buggy)``, and on inspections of other f
 the outcome channel has 8, most of them rare, and smoothing over 8 would pull the smaller truth
 side harder, turning an outcome as common on both sides into evidence against the bug) and
 clipped to [0.02, 0.98]. A kind
-keeps its seed pair unless its channel has at least ``--min-count`` (5) inspections on each side
+keeps its seed pair unless its channel has at least ``--min-count`` (10: the fix confirmations, 9 on each side in the first run, keep the seed pairs) inspections on each side
 (truth functions, others) and the kind itself was seen at least that often (both sides together):
 a kind seen only on truth functions is fitted (that is what makes it evidence), a kind never seen
 is not (its smoothed pair would only be the ratio of the two sides' sample sizes). Figures (Top-1/3/5, mean
@@ -53,6 +53,7 @@ sys.path.insert(0, str(BENCH))
 import prior_fit as pf  # noqa: E402  (puts the repository root on sys.path too)
 
 from equisa_core.bayes import LIKELIHOODS, Outcome, initial_confidence, update_with_likelihoods  # noqa: E402
+from equisa_core.calibrated_likelihoods import FITTED_FILE, expected_shift  # noqa: E402
 from equisa_core.fix_evidence import FIX_LIKELIHOODS, FixEvidence  # noqa: E402
 from equisa_core.prior import NodeSignals, PriorWeights, prior_scores, value_likelihoods  # noqa: E402
 from equisa_core.value_evidence import ValueFinding  # noqa: E402
@@ -210,6 +211,90 @@ def replay(bug: Bug, table: Mapping[str, tuple[float, float]] | None = None,
     return confidences
 
 
+def frequencies_of(fitted: Mapping[str, Mapping], channel: str) -> dict[str, tuple[float, float]]:
+    """The observed frequencies (truth, other) of a channel's kinds that were seen: what an
+    inspection's result is predicted from (``calibrated_likelihoods.expected_shift``)."""
+    return {kind.split(":", 1)[1]: (row["truth"] / row["truth_total"], row["other"] / row["other_total"])
+            for kind, row in fitted.items()
+            if kind.startswith(channel + ":") and (row["truth"] or row["other"])
+            and row["truth_total"] and row["other_total"]}
+
+
+def step_shift(step: Step, confidence: float, table: Mapping[str, tuple[float, float]],
+               fitted: Mapping[str, Mapping]) -> float:
+    """The expected shift of a step before it ran, from the channels it shows (as the flow's
+    stopping rule computes it: the outcome's, and the mutants' when its mutants ran); a fix
+    confirmation or a value finding is never skipped (they come after the evidence that asked
+    for them)."""
+    shift = 0.0
+    for kind, seed in zip(step.kinds, step.seeds, strict=True):
+        channel = kind.split(":", 1)[0]
+        if channel not in ("outcome", "mutants"):
+            return math.inf
+        frequency = frequencies_of(fitted, channel)
+        pairs = {k: table.get(f"{channel}:{k}", seed_pair(f"{channel}:{k}")) for k in frequency}
+        shift += expected_shift(confidence, pairs, frequency)
+    return shift
+
+
+def replay_stopping(bug: Bug, table: Mapping[str, tuple[float, float]], fitted: Mapping[str, Mapping],
+                    threshold: float) -> tuple[dict[str, float], int]:
+    """``replay`` where a step whose expected shift is below ``threshold`` is not counted (the
+    stopping rule would not have run it); also the number of steps kept."""
+    confidences = dict(bug.initial)
+    kept = 0
+    for step in bug.steps:
+        if step.target not in confidences:
+            continue
+        if step_shift(step, confidences[step.target], table, fitted) < threshold:
+            continue
+        kept += 1
+        for kind, seed in zip(step.kinds, step.seeds, strict=True):
+            confidences = update_with_likelihoods(confidences, step.target, table.get(kind, seed))
+    return confidences, kept
+
+
+#: The stopping rule's thresholds the replay tries.
+THRESHOLDS = (0.0, 0.002, 0.005, 0.01, 0.02, 0.05)
+
+
+def stopping_table(bugs: Sequence[Bug], fitted: Mapping[str, Mapping],
+                   folds: Mapping[str, Mapping[str, Mapping]]) -> list[dict]:
+    """Per threshold: Top-1/3/5 and EXAM with the in-sample and the leave-one-project-out tables,
+    and the share of steps (screenings, inspections) still run."""
+    rows = []
+    in_sample = table_of(fitted)
+    total = sum(len(b.steps) for b in bugs) or 1
+    for threshold in THRESHOLDS:
+        kept = sum(replay_stopping(b, in_sample, fitted, threshold)[1] for b in bugs)
+        rows.append({
+            "threshold": threshold, "steps_kept": round(kept / total, 4),
+            "in_sample": evaluate(bugs, lambda b: replay_stopping(b, in_sample, fitted, threshold)[0]),
+            "leave_one_project_out": evaluate(bugs, lambda b: replay_stopping(
+                b, table_of(folds[b.project]), folds[b.project], threshold)[0]),
+        })
+    return rows
+
+
+def adopted(result: Mapping) -> dict:
+    """The table the deterministic mode counts with (``equisa_core/calibrated_likelihoods.json``):
+    the fitted pairs of the outcome, mutant and confirmation kinds (a value finding's pair comes
+    from the prior's weights), and the frequencies the stopping rule predicts from."""
+    fitted = result["likelihoods"]
+    pairs = {k: row["pair"] for k, row in fitted.items() if row["fitted"]}
+    return {
+        "name": "fitted",
+        "source": f"bench/likelihood_fit.py on {result['bugs']} bugs of the real-bug benchmark "
+                  f"(leave-one-project-out Top-1 {result['table']['replay, leave-one-project-out']['top1']}, "
+                  f"seed {result['table']['replay, seed likelihoods']['top1']})",
+        "outcomes": {k.split(":", 1)[1]: v for k, v in pairs.items() if k.startswith("outcome:")},
+        "fix": {k.split(":", 1)[1]: v for k, v in pairs.items()
+                if k.startswith(("mutants:", "confirmation:"))},
+        "outcome_frequency": frequencies_of(fitted, "outcome"),
+        "fix_frequency": frequencies_of(fitted, "mutants"),
+    }
+
+
 def ordered(confidences: Mapping[str, float], bug: Bug) -> list[str]:
     """The flow's ranking order (``localization.rank``): confidence, then the prior's score, then
     suspiciousness, then the name."""
@@ -262,7 +347,7 @@ def _clip(p: float) -> float:
     return min(CLIP[1], max(CLIP[0], p))
 
 
-def fit(bugs: Sequence[Bug], min_count: int = 5) -> dict[str, dict]:
+def fit(bugs: Sequence[Bug], min_count: int = 10) -> dict[str, dict]:
     """Per kind: the counts, the smoothed frequencies and the pair to use: ``fitted`` when its
     channel has at least ``min_count`` inspections of truth functions and as many of others, and
     the kind was seen at least ``min_count`` times; else the seed's."""
@@ -296,7 +381,7 @@ def table_of(fitted: Mapping[str, Mapping]) -> dict[str, tuple[float, float]]:
     return {kind: tuple(row["pair"]) for kind, row in fitted.items() if row["fitted"]}  # type: ignore[misc]
 
 
-def cross_validated(bugs: Sequence[Bug], min_count: int = 5) -> dict[str, dict[str, dict]]:
+def cross_validated(bugs: Sequence[Bug], min_count: int = 10) -> dict[str, dict[str, dict]]:
     """Per project, the fit on every other project."""
     return {p: fit([b for b in bugs if b.project != p], min_count) for p in sorted({b.project for b in bugs})}
 
@@ -365,6 +450,13 @@ def print_tables(result: Mapping) -> None:
               f"{row['truth']:>4}/{row['truth_total']:<4} {row['other']:>4}/{row['other_total']:<4}  "
               f"{'fitted' if row['fitted'] else 'seed'}")
     print("  * value findings: seed pair at share 1 (each finding's own is exp(3*origin - passed_on))")
+    print()
+    print("stopping rule: a screening or inspection whose expected shift is below the threshold is not run")
+    print(f"{'threshold':>9} {'steps run':>9}  {'top1/3/5 in-sample':>20}  {'top1/3/5 leave-one-out':>22}")
+    for row in result.get("stopping_rule", ()):
+        a, b = row["in_sample"], row["leave_one_project_out"]
+        print(f"{row['threshold']:>9} {row['steps_kept']:>9.1%}  {a['top1']:>6}/{a['top3']}/{a['top5']:<9}  "
+              f"{b['top1']:>8}/{b['top3']}/{b['top5']}")
 
 
 def run(bugs: Sequence[Bug], skipped: Sequence[str], min_count: int) -> dict:
@@ -391,6 +483,7 @@ def run(bugs: Sequence[Bug], skipped: Sequence[str], min_count: int) -> dict:
         "likelihoods": fitted,
         "folds": {p: {k: r["pair"] for k, r in f.items() if r["fitted"]} for p, f in folds.items()},
         "table": table, "per_project": per_project,
+        "stopping_rule": stopping_table(bugs, fitted, folds),
     }
 
 
@@ -401,10 +494,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a real-bug benchmark cache (its manifest.json and results/), "
                              "e.g. ~/.cache/equisa-bench/realbugs")
     source.add_argument("--cases", type=Path, help="a cases file as bench/prior_fit.py reads it")
-    parser.add_argument("--min-count", type=int, default=5,
+    parser.add_argument("--min-count", type=int, default=10,
                         help="a kind keeps its seed pair unless its channel has this many inspections of "
                              "truth functions and of others, and the kind was seen this often")
     parser.add_argument("--out", type=Path, default=RESULTS / "likelihood_fit.json")
+    parser.add_argument("--adopt", action="store_true",
+                        help=f"write the fitted table to {FITTED_FILE.relative_to(BENCH.parent)}: the "
+                             "deterministic mode counts with it from then on")
     args = parser.parse_args(argv)
     if args.from_realbugs is not None:
         entries, base = pf.cases_from_realbugs(args.from_realbugs.expanduser()), None
@@ -420,6 +516,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print_tables(result)
     print(f"written to {args.out}")
+    if args.adopt:
+        FITTED_FILE.write_text(json.dumps(adopted(result), indent=2) + "\n")
+        print(f"adopted: {FITTED_FILE}")
     return 0
 
 

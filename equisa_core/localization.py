@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.bayes import Outcome, classify, is_converged, update_confidences
+from equisa_core.bayes import Outcome, classify, is_converged, update_confidences, update_with_likelihoods
 from equisa_core.discovery import DiscoveryReport
 from equisa_core.fix_evidence import FixEvidence
 from equisa_core.prior import NodeSignals, PriorWeights
@@ -115,16 +115,21 @@ class LocalizationReport(BaseModel):
 
 
 def apply_observation(
-    confidences: Mapping[str, float], target: str, signals: Signals, decision: str | None
+    confidences: Mapping[str, float], target: str, signals: Signals, decision: str | None,
+    likelihoods: Mapping[Outcome, tuple[float, float]] | None = None,
 ) -> tuple[Outcome, dict[str, float], str | None]:
     """Classify one inspection and update every node; also return the converged node, if any.
 
-    The target moves by Bayes' rule on the outcome's likelihoods; the other nodes share the rest
-    of the mass in proportion to their previous confidence (single-bug hypothesis, see
+    The target moves by Bayes' rule on the outcome's likelihoods (``likelihoods``, a table of
+    ``equisa_core.calibrated_likelihoods``; None: the seed's); the other nodes share the rest of
+    the mass in proportion to their previous confidence (single-bug hypothesis, see
     ``bayes.update_confidences``).
     """
     outcome = classify(signals, decision)
-    updated = update_confidences(confidences, target, outcome)
+    if likelihoods is None:
+        updated = update_confidences(confidences, target, outcome)
+    else:
+        updated = update_with_likelihoods(confidences, target, likelihoods[outcome])
     return outcome, updated, is_converged(updated)
 
 

@@ -29,6 +29,7 @@ from equisa_core.errors import (
     EquisaError,
     SuiteCrashedError,
 )
+from equisa_core.calibrated_likelihoods import DEFAULT_MIN_EXPECTED_SHIFT, DEFAULT_TABLE
 from equisa_core.storage import resolve_artifacts
 from equisa_core.trace_report import TraceReport
 
@@ -138,6 +139,13 @@ def _add_localize_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--inspection-budget", type=_positive_float, default=20.0, metavar="SECONDS",
                          help="in deterministic mode, the wall-clock limit of each inspection batch's "
                               "mutant rounds; the mutants left are not run (default 20)")
+    command.add_argument("--likelihoods", choices=("fitted", "seed"), default=DEFAULT_TABLE,
+                         help="in deterministic mode, the likelihoods evidence counts with: fitted on the "
+                              "real-bug benchmark, or the hand-set seed table (default fitted)")
+    command.add_argument("--min-expected-shift", type=_probability, default=DEFAULT_MIN_EXPECTED_SHIFT,
+                         metavar="P", help="in deterministic mode, run a screening or inspection only when "
+                         "it is expected to move its function's confidence by P, and stop when none is "
+                         f"(default {DEFAULT_MIN_EXPECTED_SHIFT:g}; 0: off)")
     command.add_argument("--since", metavar="REF",
                          help="a git ref: functions changed since it (committed or not) count as more "
                               "suspicious, as in a CI run on a pull request (default: no such signal)")
@@ -305,7 +313,8 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
         docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
         wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
         max_iterations=args.max_iterations, screen_top=args.screen_top, screen_budget_s=args.screen_budget,
-        inspection_budget_s=args.inspection_budget,
+        inspection_budget_s=args.inspection_budget, likelihoods=args.likelihoods,
+        min_expected_shift=args.min_expected_shift,
         inspection_batch=args.inspection_batch, discovery=args.discovery,
         testgen=args.testgen, since=args.since, discovery_top=args.discovery_top,
         discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,
@@ -473,7 +482,8 @@ def _without_heartbeats() -> Iterator[None]:
     """
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
 
-    if "heartbeat_frequency" in get_current_settings().flows.model_fields_set:  # the environment or a profile set it
+    # Set by the environment or a profile: the user's choice.
+    if "heartbeat_frequency" in get_current_settings().flows.model_fields_set:
         yield
         return
 
@@ -490,6 +500,13 @@ def _count(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
 
 

@@ -32,6 +32,15 @@ from equisa_core.bayes import (
     is_converged,
     update_with_likelihoods,
 )
+from equisa_core.calibrated_likelihoods import (
+    DEFAULT_MIN_EXPECTED_SHIFT,
+    DEFAULT_TABLE,
+    LikelihoodTable,
+    TableName,
+    table_named,
+    worth_inspecting,
+    worth_screening,
+)
 from equisa_core.environment_failures import environment_failures
 from equisa_core.errors import EnvironmentFailureError, EquisaError, NothingToLocalizeError, WeakSandboxError
 from equisa_core.fix_evidence import FixEvidence, confirm_fix
@@ -123,6 +132,14 @@ class LocalizeParameters(DiscoveryParameters):
         5, ge=1, description="Deterministic inspections run together in one sandbox process: the selected "
         "node and the next most confident ones (the loop counts each when it selects that node); "
         "1: one process per inspection.")
+    likelihoods: TableName = Field(
+        DEFAULT_TABLE, description="The deterministic mode's likelihood table "
+        "(equisa_core.calibrated_likelihoods): 'fitted' on the real-bug benchmark, or 'seed' (hand-set; "
+        "the LLM mode always counts with it).")
+    min_expected_shift: float = Field(
+        DEFAULT_MIN_EXPECTED_SHIFT, ge=0, description="Deterministic mode: a screening or inspection is "
+        "run only when it is expected to move its function's confidence by this much (by the fitted "
+        "frequencies of what inspections show); the loop stops when none is; 0: off.")
 
 
 @flow(name="localize", flow_run_name="localize {params.path}", log_prints=True,
@@ -150,9 +167,11 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     use_mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
     screening = bool(use_mutants and params.screen_top and params.max_iterations)
     changed = changed_lines(params.path, params.since) if params.since else None
+    table = table_named("seed" if use_llm else params.likelihoods)
+    threshold = 0.0 if use_llm else params.min_expected_shift
     carried: _Carried | None = None
     if screening and params.discovery:
-        early = _fix_before_discovery(params, discovery_params, use_llm, changed)
+        early = _fix_before_discovery(params, discovery_params, use_llm, changed, table, threshold)
         if isinstance(early, tuple):
             return early
         carried = early
@@ -177,10 +196,10 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     screened: frozenset[str] = frozenset()
     if carried is not None:
         screened, problems = carried.screened, [*problems, *carried.problems]
-        confidences = _replay(carried.evidence, confidences, history)
+        confidences = _replay(carried.evidence, confidences, history, table)
     elif screening:
-        screened, evidence = _screen_mutants(found, params, confidences, nodes, problems)
-        confidences = _replay(evidence, confidences, history)
+        screened, evidence = _screen_mutants(found, params, confidences, nodes, problems, table, threshold)
+        confidences = _replay(evidence, confidences, history, table)
     candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
     progress = create_progress_artifact(0.0, key="localization-progress",
                                         description="Inspections done / iteration budget")
@@ -196,10 +215,17 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
     stalled = 0
     cost_usd = found.cost_usd
     skipped: set[str] = set()  # nodes whose inspection could not be built (the reason is in problems)
-    for iteration in range(1, params.max_iterations + 1):
+    not_worth: set[str] = set()  # nodes whose inspection is expected to teach too little (calibrated)
+    already = is_converged(confidences)  # the screening's and the values' evidence settled it
+    if already:
+        stopped = f"{already} reached {CONFIDENCE_THRESHOLD}"
+    for iteration in range(1, 0 if already else params.max_iterations + 1):
         seen: Observation | None = None
         while seen is None:
-            target = select_node(confidences, nodes, exclude=_done(history) | skipped)
+            not_worth = {f for f in nodes if _awaiting_confirmation(history, f) is None and not
+                         worth_inspecting(table, confidences.get(f, 0.0), threshold,
+                                          use_mutants and f not in screened)}
+            target = select_node(confidences, nodes, exclude=_done(history) | skipped | not_worth)
             if target is None:
                 break
             inspection_started = time.monotonic()
@@ -210,7 +236,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
                 else:
                     if batching and target not in prefetched:
                         batch = _next_targets(target, confidences, nodes, history, prefetched,
-                                              params.inspection_batch)
+                                              params.inspection_batch, not_worth)
                         prefetched.update(inspect_batch(batch, nodes, found, params, calls, use_mutants,
                                                         candidates, screened))
                     # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
@@ -225,6 +251,9 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
                 problems.append(f"{target} was not inspected: {error.message}")
         if target is None or seen is None:
             stopped = "every inspectable candidate was inspected"
+            if not_worth - _done(history) - skipped:
+                stopped = (f"no inspection left is expected to move a confidence by {threshold:g} or more "
+                           f"({table.name} likelihoods)")
             break
         cost_usd += seen.cost_usd
         prior = confidences[target]
@@ -233,9 +262,9 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         converged = None
         if pending is None:
             outcome, confidences, converged = apply_observation(confidences, target, seen.signals,
-                                                                seen.decision)
+                                                                seen.decision, table.outcomes)
         if seen.fix_evidence is not None:
-            confidences = update_with_likelihoods(confidences, target, seen.fix_evidence.likelihoods)
+            confidences = update_with_likelihoods(confidences, target, table.fix[seen.fix_evidence])
             converged = is_converged(confidences)
         history.append(InspectionRecord(
             iteration=len(history) + 1, target=target, strategy=seen.strategy, tests_run=seen.tests_run,
@@ -331,11 +360,12 @@ def _done(history: Sequence[InspectionRecord]) -> set[str]:
 
 def _next_targets(target: str, confidences: dict[str, float], nodes: dict[str, Node],
                   history: Sequence[InspectionRecord], prefetched: dict[str, Observation], size: int,
-                  ) -> list[str]:
+                  not_worth: AbstractSet[str] = frozenset()) -> list[str]:
     """``target`` and the nodes the loop would select after it if nothing moved, up to ``size``:
-    neither done, nor awaiting a fix's confirmation, nor inspected ahead already."""
+    neither done, nor awaiting a fix's confirmation, nor inspected ahead already, nor ``not_worth``
+    an inspection."""
     chosen = [target]
-    exclude = _done(history) | set(prefetched) | {target}
+    exclude = _done(history) | set(prefetched) | {target} | set(not_worth)
     while len(chosen) < size:
         following = select_node(confidences, nodes, exclude=exclude)
         if following is None:
@@ -489,7 +519,7 @@ def _counts(trace: SuiteTrace, found: DiscoveryResult) -> TestCounts:
 
 def _screen_mutants(
     found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float], nodes: dict[str, Node],
-    problems: list[str],
+    problems: list[str], table: LikelihoodTable, threshold: float,
 ) -> tuple[frozenset[str], list[_Evidence]]:
     """Try the mutants of the ``screen_top`` most likely candidates (those whose estimated cost fits
     ``screen_budget_s``) in sandbox processes running side by side, one per shard (``shards``, by
@@ -504,7 +534,8 @@ def _screen_mutants(
     run before any inspection. Returns the functions screened (their inspections run no mutants)
     and the evidence to count.
     """
-    return _screening_evidence(found, _submit_screening(found, params, confidences, nodes), problems)
+    return _screening_evidence(found, _submit_screening(found, params, confidences, nodes, table, threshold),
+                               problems)
 
 
 @dataclass(frozen=True)
@@ -524,11 +555,13 @@ class _Screening:
 
 
 def _submit_screening(found: DiscoveryResult, params: LocalizeParameters, confidences: dict[str, float],
-                      nodes: dict[str, Node]) -> _Screening:
-    """Choose the functions to screen and start their run (see ``_screen_mutants``)."""
+                      nodes: dict[str, Node], table: LikelihoodTable, threshold: float) -> _Screening:
+    """Choose the functions to screen (of the ``screen_top`` most likely, those whose mutants are
+    expected to move their confidence by ``threshold``) and start their run (``_screen_mutants``)."""
     started = time.monotonic()
     trace, root = found.trace, found.prepared.workspace.root
-    ranked = _top_candidates(confidences, nodes, params.screen_top)
+    ranked = [f for f in _top_candidates(confidences, nodes, params.screen_top)
+              if worth_screening(table, confidences[f], threshold)]
     plans: dict[str, tuple[str, tuple[Mutant, ...], tuple[str, ...]]] = {}
     costs: dict[str, float] = {}
     failing = trace.failed_tests()
@@ -687,14 +720,14 @@ def own_packages(root: Path) -> set[str]:
 
 
 def _replay(evidence: Sequence[_Evidence], confidences: dict[str, float],
-            history: list[InspectionRecord]) -> dict[str, float]:
-    """Count ``evidence`` in order: each moves its target's odds by its fix likelihoods and joins
-    ``history`` as a record with the prior and posterior it had here."""
+            history: list[InspectionRecord], table: LikelihoodTable) -> dict[str, float]:
+    """Count ``evidence`` in order: each moves its target's odds by its fix likelihoods (``table``'s)
+    and joins ``history`` as a record with the prior and posterior it had here."""
     for item in evidence:
         if item.target not in confidences:
             continue
         prior = confidences[item.target]
-        confidences = update_with_likelihoods(confidences, item.target, item.fix_evidence.likelihoods)
+        confidences = update_with_likelihoods(confidences, item.target, table.fix[item.fix_evidence])
         history.append(InspectionRecord(
             iteration=len(history) + 1, signals=None, reflection=None, outcome=None, prior=prior,
             posterior=confidences[item.target], **item.model_dump(),
@@ -705,7 +738,7 @@ def _replay(evidence: Sequence[_Evidence], confidences: dict[str, float],
 
 def _fix_before_discovery(
     params: LocalizeParameters, discovery_params: DiscoveryParameters, use_llm: bool,
-    changed: Mapping[str, AbstractSet[int]] | None,
+    changed: Mapping[str, AbstractSet[int]] | None, table: LikelihoodTable, threshold: float,
 ) -> tuple[DiscoveryResult, LocalizationReport] | _Carried:
     """Mutant screening on the suite as it is, and the whole suite on the most likely fix it found.
 
@@ -720,7 +753,7 @@ def _fix_before_discovery(
     scored, nodes, suspiciousness, confidences, signals = _priors(plain, changed)
     rerun = submit_flaky_rerun(plain.prepared, plain_params, plain.trace) if plain_params.rerun_failures \
         else None
-    screening = _submit_screening(plain, params, confidences, nodes)
+    screening = _submit_screening(plain, params, confidences, nodes, table, threshold)
     try:
         marked = with_flaky(plain.trace, rerun)
         if marked.flaky != plain.trace.flaky:  # else the suite and its priors are as they were
@@ -731,7 +764,7 @@ def _fix_before_discovery(
     problems: list[str] = []
     screened, evidence = _screening_evidence(plain, screening, problems)
     history: list[InspectionRecord] = []
-    confidences = _replay(evidence, confidences, history)
+    confidences = _replay(evidence, confidences, history, table)
     fixes = [e for e in evidence if e.fix_evidence is FixEvidence.FIX_FOUND]
     leaders = _top_candidates(confidences, nodes, params.record_top)
     if not fixes:
@@ -745,7 +778,7 @@ def _fix_before_discovery(
         reasoning=seen.reasoning, seconds=round(time.monotonic() - checked, 3),
         fix_evidence=seen.fix_evidence, fix=seen.fix, fix_source=seen.fix_source,  # type: ignore[arg-type]
     )
-    confidences = _replay([confirmation], confidences, history)
+    confidences = _replay([confirmation], confidences, history, table)
     converged = is_converged(confidences)
     if not converged:
         leads = max(confidences, key=confidences.__getitem__) == best.target

@@ -24,6 +24,12 @@ BUGGY = "invoicing.discounts.ThresholdDiscount.applies"
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 
 
+#: The loop's mechanics are tested with the hand-set likelihoods and every inspection run: on the
+#: small fixtures here a one-edit fix confirmed by the whole suite settles the run, as the seed
+#: table says. The default (fitted) table and the stopping rule have their own test below.
+SEED = ("--likelihoods", "seed", "--min-expected-shift", "0")
+
+
 def localize(env: dict[str, str], *args: str) -> tuple[int, str]:
     done = subprocess.run([EQUISA, "localize", *args], capture_output=True, text=True, env=env, timeout=900)
     return done.returncode, done.stderr
@@ -33,7 +39,7 @@ def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env)
     """The top candidates' mutants, tried together first, find the fix of the bug; the whole suite
     then runs with it, and that confirmation converges without Discovery."""
     out = tmp_path / "screened.json"
-    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
+    code, err = localize(cli_env, str(INVOICING), *SEED, "--no-llm", "--json", str(out))
     assert code == 0, err
     report = LocalizationReport.model_validate_json(out.read_text())
     assert report.converged and report.ranking[0].fqn == BUGGY
@@ -60,6 +66,25 @@ def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env)
     assert report.discovery.stopped_because.startswith("not needed") and report.tests.generated == 0
 
 
+def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_would_teach_more(
+        tmp_path, cli_env):
+    """By default (fitted likelihoods, calibrated stopping rule) the screening's fix, confirmed by
+    the whole suite, makes the bug lead, and the loop stops without the inspections that would
+    only show a collateral failure; with the rule off, those inspections run."""
+    out, off = tmp_path / "fitted.json", tmp_path / "off.json"
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
+    assert code == 0, err
+    report = LocalizationReport.model_validate_json(out.read_text())
+    assert report.ranking[0].fqn == BUGGY
+    assert report.stopped_because.startswith("no inspection left is expected to move a confidence")
+    deterministic = [i for i in report.inspections if i.strategy == "deterministic"]
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--min-expected-shift", "0", "--json", str(off))
+    assert code == 0, err
+    without_rule = LocalizationReport.model_validate_json(off.read_text())
+    assert len([i for i in without_rule.inspections if i.strategy == "deterministic"]) > len(deterministic)
+    assert not without_rule.stopped_because.startswith("no inspection left")
+
+
 def test_screening_shares_are_about_even_in_estimated_cost():
     costs = {"a": 5.0, "b": 4.0, "c": 3.0, "d": 3.0, "e": 1.0}
     share = even_shares(costs, 2)
@@ -84,7 +109,7 @@ def test_screening_evidence_that_settles_nothing_is_counted_again_after_discover
         "def test_middle():\n    assert letter(85) == 'B'\n\n\n"
         "def test_card():\n    assert card([50, 99]) == 'CA'\n")
     out = tmp_path / "loc.json"
-    code, err = localize(cli_env, str(repo), "--no-llm", "--json", str(out))
+    code, err = localize(cli_env, str(repo), *SEED, "--no-llm", "--json", str(out))
     assert code == 0, err
     report = LocalizationReport.model_validate_json(out.read_text())
     screening = [i for i in report.inspections if i.strategy == "mutant-screening"]
@@ -110,7 +135,7 @@ def test_a_confirmed_fix_that_leads_without_converging_goes_on_without_discovery
         "import chain\n\n\ndef test_total():\n    assert chain.total(1) == 2\n\n\n"
         "def test_helpers():\n    assert all(h(3) == 3 for h in chain.HELPERS)\n")
     out = tmp_path / "loc.json"
-    code, err = localize(cli_env, str(repo), "--no-llm", "--screen-top", "1", "--json", str(out))
+    code, err = localize(cli_env, str(repo), *SEED, "--no-llm", "--screen-top", "1", "--json", str(out))
     assert code == 0, err
     report = LocalizationReport.model_validate_json(out.read_text())
     screened, confirmed, *inspected = report.inspections
@@ -130,7 +155,7 @@ def test_inspections_run_together_see_what_they_would_see_one_by_one(tmp_path, c
     reports = {}
     for batch in ("1", "5"):
         out = tmp_path / f"batch{batch}.json"
-        code, err = localize(cli_env, str(repo), "--no-llm", "--screen-top", "0", "--no-discovery",
+        code, err = localize(cli_env, str(repo), *SEED, "--no-llm", "--screen-top", "0", "--no-discovery",
                              "--inspection-batch", batch, "--json", str(out))
         assert code == 0, err
         reports[batch] = LocalizationReport.model_validate_json(out.read_text())
@@ -163,7 +188,7 @@ def test_a_failure_that_is_flaky_is_no_fix_evidence(tmp_path, cli_env):
         "def test_double():\n    assert double(2) == 4\n\n\n"
         "def test_double_zero():\n    assert double(0) == 0\n")
     out = tmp_path / "loc.json"
-    code, err = localize(cli_env, str(repo), "--no-llm", "--shards", "1", "--json", str(out))
+    code, err = localize(cli_env, str(repo), *SEED, "--no-llm", "--shards", "1", "--json", str(out))
     assert code == 0, err
     report = LocalizationReport.model_validate_json(out.read_text())
     assert (report.tests.flaky, report.tests.failed) == (1, 1)
@@ -177,7 +202,7 @@ def test_deterministic_mode_converges_through_a_fix_found_and_confirmed(tmp_path
     """Without screening, inspections run one function at a time, each with its mutants."""
     out = tmp_path / "loc.json"
     before = tree_digest(INVOICING)
-    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--screen-top", "0", "--json", str(out))
+    code, err = localize(cli_env, str(INVOICING), *SEED, "--no-llm", "--screen-top", "0", "--json", str(out))
     assert code == 0, err
     assert tree_digest(INVOICING) == before
     report = LocalizationReport.model_validate_json(out.read_text())

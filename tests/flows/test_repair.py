@@ -57,7 +57,9 @@ def test_deterministic_repair_of_the_invoicing_example(tmp_path, cli_env):
     assert report.validation["overfitting detectors"] == "passed"
     assert report.validation["carved tests"].startswith("passed")
     assert report.validation["novel-input tests"] == "not run: deterministic mode"
-    assert report.localization is not None and report.localization.converged
+    # With the fitted likelihoods a confirmed one-edit fix leads without reaching 0.9 (on real bugs
+    # such fixes turn up in innocent functions too); the loop stops when no inspection would teach more.
+    assert report.localization is not None and report.localization.ranking[0].fqn == BUGGY
     assert report.candidates_tried >= 1 and report.evaluations[-1].status == "sound"
     assert "fixed" in err and f"git -C {INVOICING} apply" in err
     # The diff applies to the original tree with git, and then the whole suite passes.

@@ -21,16 +21,22 @@ on inspections of truth functions, ``P(e|buggy)``, and on inspections of other f
 ``P(e|not buggy)``, add-one smoothed over the channel's kinds seen in the data (not all its kinds:
 the outcome channel has 8, most of them rare, and smoothing over 8 would pull the smaller truth
 side harder, turning an outcome as common on both sides into evidence against the bug) and
-clipped to [0.02, 0.98]. A kind
-keeps its seed pair unless its channel has at least ``--min-count`` (10: the fix confirmations, 9 on each side in the first run, keep the seed pairs) inspections on each side
-(truth functions, others) and the kind itself was seen at least that often (both sides together):
-a kind seen only on truth functions is fitted (that is what makes it evidence), a kind never seen
-is not (its smoothed pair would only be the ratio of the two sides' sample sizes). Figures (Top-1/3/5, mean
-EXAM, ties as the average rank: ``bench/prior_fit.py``'s code) for the prior alone, the report as
-stored, the seed replay, the fitted pairs in-sample and the pairs fitted on the other projects
-(leave-one-project-out), overall and per project.
+clipped to [0.02, 0.98]. A kind keeps its seed pair unless its channel has at least
+``--min-count`` (10: the fix confirmations, 9 on each side in the first run, keep the seed pairs)
+inspections on each side (truth functions, others) and the kind itself was seen at least that
+often (both sides together): a kind seen only on truth functions is fitted (that is what makes it
+evidence), a kind never seen is not (its smoothed pair would only be the ratio of the two sides'
+sample sizes). Figures (Top-1/3/5, mean EXAM, ties as the average rank: ``bench/prior_fit.py``'s
+code) for the prior alone, the report as stored, the replay with the pairs the run used, the
+fitted pairs in-sample and the pairs fitted on the other projects (leave-one-project-out), overall
+and per project; and the calibrated stopping rule replayed at several thresholds (a step whose
+expected shift is below the threshold is not counted).
 
-    uv run python bench/likelihood_fit.py --from-realbugs ~/.cache/equisa-bench/realbugs
+    uv run python bench/likelihood_fit.py --from-realbugs ~/.cache/equisa-bench/realbugs \
+        [--results DIR] [--adopt]
+
+``--adopt`` writes the fitted table to ``equisa_core/calibrated_likelihoods.json``, which the
+deterministic mode counts with.
 
 Caveat: the replay keeps the inspections the run made. Other likelihoods would have made the loop
 select other functions and stop at other times; the figures tell how the same evidence would be
@@ -53,7 +59,7 @@ sys.path.insert(0, str(BENCH))
 import prior_fit as pf  # noqa: E402  (puts the repository root on sys.path too)
 
 from equisa_core.bayes import LIKELIHOODS, Outcome, initial_confidence, update_with_likelihoods  # noqa: E402
-from equisa_core.calibrated_likelihoods import FITTED_FILE, expected_shift  # noqa: E402
+from equisa_core.calibrated_likelihoods import FITTED_FILE, expected_shift, table_named  # noqa: E402
 from equisa_core.fix_evidence import FIX_LIKELIHOODS, FixEvidence  # noqa: E402
 from equisa_core.prior import NodeSignals, PriorWeights, prior_scores, value_likelihoods  # noqa: E402
 from equisa_core.value_evidence import ValueFinding  # noqa: E402
@@ -133,6 +139,9 @@ def load_bug(report: Mapping, project: str, bug: str, truth: Iterable[str]) -> B
     first = {fqn: s.model_copy(update={"value_origin": 0.0, "value_passed_on": 0.0})
              for fqn, s in signals.items()}
     initial = initial_confidence(prior_scores(first, weights))
+    # The pairs the run counted with (reports before the fitted table: the seed's). A replay of a
+    # run made with an older fitted table uses today's: its fidelity check then says so.
+    as_run = table_named("fitted" if report.get("likelihoods") == "fitted" else "seed")
     steps = []
     for record in report.get("inspections") or ():
         target = record["target"]
@@ -149,11 +158,11 @@ def load_bug(report: Mapping, project: str, bug: str, truth: Iterable[str]) -> B
         else:
             if record.get("outcome"):
                 kinds.append(f"outcome:{record['outcome']}")
-                seeds.append(LIKELIHOODS[Outcome(record["outcome"])])
+                seeds.append(as_run.outcomes[Outcome(record["outcome"])])
             if record.get("fix_evidence"):
                 evidence = record["fix_evidence"]
                 kinds.append(f"{_fix_channel(evidence)}:{evidence}")
-                seeds.append(FIX_LIKELIHOODS[FixEvidence(evidence)])
+                seeds.append(as_run.fix[FixEvidence(evidence)])
         steps.append(Step(target=target, strategy=record.get("strategy", ""), kinds=tuple(kinds),
                           seeds=tuple(seeds), prior=float(record.get("prior", math.nan)),
                           posterior=float(record.get("posterior", math.nan))))
@@ -286,7 +295,7 @@ def adopted(result: Mapping) -> dict:
         "name": "fitted",
         "source": f"bench/likelihood_fit.py on {result['bugs']} bugs of the real-bug benchmark "
                   f"(leave-one-project-out Top-1 {result['table']['replay, leave-one-project-out']['top1']}, "
-                  f"seed {result['table']['replay, seed likelihoods']['top1']})",
+                  f"as run {result['table']['replay, likelihoods as run']['top1']})",
         "outcomes": {k.split(":", 1)[1]: v for k, v in pairs.items() if k.startswith("outcome:")},
         "fix": {k.split(":", 1)[1]: v for k, v in pairs.items()
                 if k.startswith(("mutants:", "confirmation:"))},
@@ -409,7 +418,7 @@ def scorings(bugs: Sequence[Bug], fitted: Mapping[str, Mapping],
     return {
         "prior only": lambda b: b.initial,
         "report as stored": lambda b: b.stored,
-        "replay, seed likelihoods": lambda b: replay(b),
+        "replay, likelihoods as run": lambda b: replay(b),
         "replay, fitted in-sample": lambda b: replay(b, in_sample),
         "replay, leave-one-project-out": lambda b: replay(b, fold_tables[b.project]),
     }
@@ -423,7 +432,7 @@ def print_tables(result: Mapping) -> None:
     fid = result["fidelity"]
     print(f"bugs: {result['bugs']} ({len(result['skipped'])} skipped); a truth function ranked in "
           f"{result['truth_ranked']}, with evidence (an inspection record) in {result['truth_inspected']}")
-    print(f"replay fidelity (seed likelihoods vs report): top-1 {fid['top1_match']}/{fid['bugs']}, "
+    print(f"replay fidelity (likelihoods as run vs report): top-1 {fid['top1_match']}/{fid['bugs']}, "
           f"top-5 {fid['top5_match']}/{fid['bugs']}, every record's prior/posterior "
           f"{fid['all_records_match']}/{fid['bugs']}, largest confidence gap {fid['max_gap']:.2e}")
     for m in fid["mismatches"]:
@@ -494,6 +503,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="a real-bug benchmark cache (its manifest.json and results/), "
                              "e.g. ~/.cache/equisa-bench/realbugs")
     source.add_argument("--cases", type=Path, help="a cases file as bench/prior_fit.py reads it")
+    parser.add_argument("--results", type=Path, metavar="DIR",
+                        help="with --from-realbugs: the runs' folder (default CACHE/results), e.g. a copy "
+                             "of an earlier run's")
     parser.add_argument("--min-count", type=int, default=10,
                         help="a kind keeps its seed pair unless its channel has this many inspections of "
                              "truth functions and of others, and the kind was seen this often")
@@ -503,7 +515,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "deterministic mode counts with it from then on")
     args = parser.parse_args(argv)
     if args.from_realbugs is not None:
-        entries, base = pf.cases_from_realbugs(args.from_realbugs.expanduser()), None
+        results = args.results.expanduser() if args.results else None
+        entries, base = pf.cases_from_realbugs(args.from_realbugs.expanduser(), results), None
     else:
         entries, base = json.loads(args.cases.read_text()), args.cases.parent
     bugs, skipped = load_bugs(entries, base)

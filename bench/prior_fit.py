@@ -67,16 +67,18 @@ def load_cases(path: Path) -> list[Case]:
     return cases
 
 
-def cases_from_realbugs(cache: Path) -> list[dict]:
+def cases_from_realbugs(cache: Path, results: Path | None = None) -> list[dict]:
     """The ``--cases`` entries of a real-bug benchmark cache (``bench/realbugs``): each verified
-    bug whose EQUISA report exists, with the functions its fix touches as the truth."""
+    bug whose EQUISA report exists (in ``results``, by default the cache's ``results/``), with the
+    functions its fix touches as the truth."""
+    results = results or cache / "results"
     entries = []
     for bug in json.loads((cache / "manifest.json").read_text()):
         if not bug.get("verified"):
             continue
         truth = bug.get("truth") or {}
         functions = truth.get("functions", []) if isinstance(truth, dict) else []
-        report = cache / "results" / f"{bug['project']}-{bug['bug']}" / "equisa_report.json"
+        report = results / f"{bug['project']}-{bug['bug']}" / "equisa_report.json"
         if functions and report.exists():
             entries.append({"project": bug["project"], "bug": bug["bug"], "report": str(report),
                             "truth": sorted({f["fqn"] for f in functions if f.get("fqn")})})

@@ -110,6 +110,9 @@ class LocalizationReport(BaseModel):
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
     sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
     prior: PriorEvidence | None = Field(None, description="The prior's signals and weights.")
+    likelihoods: str | None = Field(
+        None, description="The likelihood table the evidence was counted with: 'fitted' or 'seed' "
+        "(equisa_core.calibrated_likelihoods); None in reports older than the choice (seed).")
     run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
     artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
 

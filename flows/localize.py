@@ -307,7 +307,7 @@ def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, Local
         cost={"usd": round(cost_usd, 6)},
         problems=tuple(problems),
         sandbox=found.prepared.sandbox,
-        prior=PriorEvidence(weights=DEFAULT_WEIGHTS, signals=signals),
+        prior=PriorEvidence(weights=DEFAULT_WEIGHTS, signals=signals), likelihoods=table.name,
     )
     _publish_ranking(report)
     return found, report
@@ -800,7 +800,7 @@ def _fix_before_discovery(
         ambiguity_groups=scored.ambiguity_groups, inspections=tuple(history),
         tests=_counts(plain.trace, plain), discovery=discovery_report, cost={"usd": 0.0},
         problems=tuple(plain.problems) + tuple(problems), sandbox=plain.prepared.sandbox,
-        prior=PriorEvidence(weights=DEFAULT_WEIGHTS, signals=signals),
+        prior=PriorEvidence(weights=DEFAULT_WEIGHTS, signals=signals), likelihoods=table.name,
     )
     _publish_ranking(report)
     return plain.model_copy(update={"report": discovery_report}), report

@@ -107,8 +107,8 @@ def test_cross_validation_fits_each_project_on_the_others(tmp_path):
         assert result["per_project"][project]["replay, leave-one-project-out"] == \
             lf.evaluate(mine, lambda b, t=table: lf.replay(b, t))
     assert result["per_project"]["c"]["replay, leave-one-project-out"]["top1"] == 0
-    assert result["per_project"]["a"]["replay, seed likelihoods"]["top1"] == 3
-    assert set(result["table"]) == {"prior only", "report as stored", "replay, seed likelihoods",
+    assert result["per_project"]["a"]["replay, likelihoods as run"]["top1"] == 3
+    assert set(result["table"]) == {"prior only", "report as stored", "replay, likelihoods as run",
                                     "replay, fitted in-sample", "replay, leave-one-project-out"}
 
 
@@ -118,3 +118,31 @@ def test_a_report_that_ranks_nothing_is_skipped(tmp_path):
     cases = write_cases(tmp_path, {"a-1": report("a"), "a-2": empty})
     bugs, skipped = lf.load_bugs(json.loads(cases.read_text()), tmp_path)
     assert [b.bug for b in bugs] == ["1"] and skipped == ["a-2: the report ranks nothing"]
+
+
+def test_the_stopping_rule_replay_counts_only_the_steps_expected_to_teach_enough(tmp_path):
+    runs = {f"{p}-{i}": report(p) for p in ("a", "b", "c") for i in range(3)}
+    bugs, _ = lf.load_bugs(json.loads(write_cases(tmp_path, runs).read_text()), tmp_path)
+    fitted = lf.fit(bugs, min_count=3)
+    table = lf.table_of(fitted)
+    for bug in bugs:
+        everything, kept = lf.replay_stopping(bug, table, fitted, 0.0)
+        assert kept == len(bug.steps) and everything == lf.replay(bug, table)
+        nothing, kept = lf.replay_stopping(bug, table, fitted, 1.0)  # no step moves a confidence by 1
+        assert kept == 0 and nothing == dict(bug.initial)
+    rows = lf.stopping_table(bugs, fitted, lf.cross_validated(bugs, min_count=3))
+    assert [r["threshold"] for r in rows] == list(lf.THRESHOLDS)
+    kept = [r["steps_kept"] for r in rows]
+    assert kept[0] == 1.0 and kept == sorted(kept, reverse=True)
+
+
+def test_the_adopted_table_is_one_the_core_reads(tmp_path):
+    from equisa_core.calibrated_likelihoods import LikelihoodTable, expected_shift
+
+    runs = {f"{p}-{i}": report(p) for p in ("a", "b", "c") for i in range(3)}
+    bugs, _ = lf.load_bugs(json.loads(write_cases(tmp_path, runs).read_text()), tmp_path)
+    table = LikelihoodTable.model_validate(lf.adopted(lf.run(bugs, [], min_count=3)))
+    assert table.name == "fitted" and table.outcomes == {}  # no outcome was seen: none is fitted
+    assert table.fix[FixEvidence.FIX_FOUND][0] > table.fix[FixEvidence.FIX_FOUND][1]
+    assert table.fix_frequency[FixEvidence.FIX_FOUND] == (1.0, 0.0)  # every FIX_FOUND was on a bug
+    assert expected_shift(0.3, table.fix, table.fix_frequency) > 0

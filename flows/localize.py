@@ -91,7 +91,7 @@ from tasks.inspection import observe, overlay_for, read_function
 from tasks.llm import choose_llm_mode
 from tasks.mutants import MutantRunReport
 from tasks.record import record_finished_run
-from tasks.run_tests import run_tests
+from tasks.run_tests import report_progress, run_tests
 from tasks.task_runners import FanOutTaskRunner
 
 __all__ = ["LocalizeParameters", "localize", "run_localization"]
@@ -759,6 +759,7 @@ def _fix_before_discovery(
         if marked.flaky != plain.trace.flaky:  # else the suite and its priors are as they were
             plain = as_traced(plain, marked, plain_params)
             scored, nodes, suspiciousness, confidences, signals = _priors(plain, changed)
+        _announce_prior(params.progress_key, confidences, nodes)
     finally:
         screening.wait()  # not left running when every failure turned out flaky
     problems: list[str] = []
@@ -804,6 +805,22 @@ def _fix_before_discovery(
     )
     _publish_ranking(report)
     return plain.model_copy(update={"report": discovery_report}), report
+
+
+#: Functions the first answer names (``_announce_prior``).
+FIRST_ANSWER_TOP = 3
+
+
+def _announce_prior(progress_key: str | None, confidences: Mapping[str, float], nodes: Mapping[str, Node],
+                    ) -> None:
+    """The first answer, as soon as the trace (and the flaky re-run) are in: the prior's best
+    functions, a line above the command's spinner, while the screening and the loop go on. It is
+    what spectrum-based localization would have answered, in about its time."""
+    best = _top_candidates(dict(confidences), dict(nodes), FIRST_ANSWER_TOP)
+    if best:
+        listed = ", ".join(f"{fqn} ({confidences[fqn]:.2f})" for fqn in best)
+        report_progress(progress_key, {"kind": "note", "text": f"First answer, from the trace and the "
+                                                               f"prior alone: {listed}; now checking it"})
 
 
 def _confirm_fix(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,

@@ -77,6 +77,9 @@ def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_w
     report = LocalizationReport.model_validate_json(out.read_text())
     assert report.ranking[0].fqn == BUGGY
     assert report.stopped_because.startswith("no inspection left is expected to move a confidence")
+    # The prior's answer comes first, while the screening checks it (here the prior put the bug third).
+    first = next(line for line in err.splitlines() if line.startswith("First answer"))
+    assert BUGGY in first and err.index("First answer") < err.index("Ranking")
     deterministic = [i for i in report.inspections if i.strategy == "deterministic"]
     code, err = localize(cli_env, str(INVOICING), "--no-llm", "--min-expected-shift", "0", "--json", str(off))
     assert code == 0, err

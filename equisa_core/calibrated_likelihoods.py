@@ -3,7 +3,7 @@ expected to teach (the loop's calibrated stopping rule).
 
 Two tables:
 
-* ``SEED``: the hand-set pairs, the seed's outcome table (``bayes.LIKELIHOODS``, verbatim) and
+* ``table_named("seed")``: the hand-set pairs, the seed's outcome table (``bayes.LIKELIHOODS``, verbatim) and
   EQUISA's fix-evidence table (``fix_evidence.FIX_LIKELIHOODS``). The LLM mode counts with it.
 * ``fitted()``: the pairs fitted on the real-bug benchmark (``bench/likelihood_fit.py --adopt``
   writes ``calibrated_likelihoods.json`` beside this module): per kind of evidence, how often it

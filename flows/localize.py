@@ -814,8 +814,9 @@ FIRST_ANSWER_TOP = 3
 def _announce_prior(progress_key: str | None, confidences: Mapping[str, float], nodes: Mapping[str, Node],
                     ) -> None:
     """The first answer, as soon as the trace (and the flaky re-run) are in: the prior's best
-    functions, a line above the command's spinner, while the screening and the loop go on. It is
-    what spectrum-based localization would have answered, in about its time."""
+    functions, a line above the command's spinner, while the screening and the loop go on: the
+    answer spectrum-based localization would give (measured: 4-5.5 s into a 6-10 s run).
+    Only the screening path (``_fix_before_discovery``) announces it."""
     best = _top_candidates(dict(confidences), dict(nodes), FIRST_ANSWER_TOP)
     if best:
         listed = ", ".join(f"{fqn} ({confidences[fqn]:.2f})" for fqn in best)

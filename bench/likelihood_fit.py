@@ -35,7 +35,7 @@ expected shift is below the threshold is not counted).
     uv run python bench/likelihood_fit.py --from-realbugs ~/.cache/equisa-bench/realbugs \
         [--results DIR] [--adopt]
 
-``--adopt`` writes the fitted table to ``equisa_core/calibrated_likelihoods.json``, which the
+``--adopt`` writes the fitted table to ``equisa_core/localization/calibrated_likelihoods.json``, which the
 deterministic mode counts with.
 
 Caveat: the replay keeps the inspections the run made. Other likelihoods would have made the loop
@@ -58,11 +58,11 @@ sys.path.insert(0, str(BENCH))
 
 import prior_fit as pf  # noqa: E402  (puts the repository root on sys.path too)
 
-from equisa_core.bayes import LIKELIHOODS, Outcome, initial_confidence, update_with_likelihoods  # noqa: E402
-from equisa_core.calibrated_likelihoods import FITTED_FILE, expected_shift, table_named  # noqa: E402
-from equisa_core.fix_evidence import FIX_LIKELIHOODS, FixEvidence  # noqa: E402
-from equisa_core.prior import NodeSignals, PriorWeights, prior_scores, value_likelihoods  # noqa: E402
-from equisa_core.value_evidence import ValueFinding  # noqa: E402
+from equisa_core.localization.bayes import LIKELIHOODS, Outcome, initial_confidence, update_with_likelihoods  # noqa: E402
+from equisa_core.localization.calibrated_likelihoods import FITTED_FILE, expected_shift, table_named  # noqa: E402
+from equisa_core.localization.fix_evidence import FIX_LIKELIHOODS, FixEvidence  # noqa: E402
+from equisa_core.localization.prior import NodeSignals, PriorWeights, prior_scores, value_likelihoods  # noqa: E402
+from equisa_core.localization.value_evidence import ValueFinding  # noqa: E402
 
 RESULTS = pf.RESULTS
 CLIP = (0.02, 0.98)
@@ -286,7 +286,8 @@ def stopping_table(bugs: Sequence[Bug], fitted: Mapping[str, Mapping],
 
 
 def adopted(result: Mapping) -> dict:
-    """The table the deterministic mode counts with (``equisa_core/calibrated_likelihoods.json``):
+    """The table the deterministic mode counts with
+    (``equisa_core/localization/calibrated_likelihoods.json``):
     the fitted pairs of the outcome, mutant and confirmation kinds (a value finding's pair comes
     from the prior's weights), and the frequencies the stopping rule predicts from."""
     fitted = result["likelihoods"]

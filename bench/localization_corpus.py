@@ -1016,8 +1016,10 @@ def environment(uv: str, base_python: Path) -> dict:
         "equisa_sources_sha256": {
             name: sha256_of(EQUISA_ROOT / name) for name in (
                 "flows/cli.py", "flows/trace.py", "flows/localize.py", "flows/discovery.py",
-                "equisa_core/localization.py", "equisa_core/bayes.py", "equisa_core/spectrum.py",
-                "equisa_core/discovery.py", "equisa_core/carving.py", "equisa_core/inspection.py")
+                "equisa_core/localization/steps.py", "equisa_core/localization/bayes.py",
+                "equisa_core/discovery/spectrum.py",
+                "equisa_core/discovery/rules.py", "equisa_core/testgen/carving.py",
+                "equisa_core/localization/inspection.py")
             if (EQUISA_ROOT / name).exists()
         },
     }

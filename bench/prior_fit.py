@@ -18,7 +18,7 @@ functions ranked; Top-k counts bugs whose best truth function ranks at k or bett
 
 ``--cases`` lists, per verified bug, its project, the truth functions and the path of EQUISA's
 JSON report (what ``bench/realbugs`` writes). The result goes to ``bench/results/prior_fit.json``
-and prints the fitted weights as ``equisa_core.prior.PriorWeights`` arguments.
+and prints the fitted weights as ``equisa_core.localization.prior.PriorWeights`` arguments.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from equisa_core.prior import DEFAULT_WEIGHTS, FEATURES  # noqa: E402
+from equisa_core.localization.prior import DEFAULT_WEIGHTS, FEATURES  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 

@@ -794,7 +794,7 @@ def cpu_scaling_control(python: str, project: Path) -> dict:
 
 
 def bench_fanout(workspace, project: Path, python: str, repeats: int, console: Console) -> dict:
-    from equisa_core.trace_merge import combine, interleave
+    from equisa_core.common.trace_merge import combine, interleave
     from tasks.isolation import detect_isolation
     from tasks.run_tests import execute_request
     from tasks.sandbox import RunRequest
@@ -1127,7 +1127,7 @@ def start_docker(console: Console) -> tuple[object | None, str]:
 
 def bench_startup(workspace, tiny: Path, python: str, repeats: int, warmup: int, use_docker: bool,
                   workdir: Path, console: Console) -> dict:
-    from equisa_core.probe_output import parse_probe_output
+    from equisa_core.common.probe_output import parse_probe_output
     from tasks.isolation import detect_isolation
     from tasks.sandbox import RunRequest, probe_arguments, scrubbed_environment
     from tasks.sandbox_docker import DockerSandbox

@@ -25,7 +25,7 @@ from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.batch import BatchSummary, RepositoryEntry, RepositoryResult, is_remote, summarize
+from equisa_core.operations.batch import BatchSummary, RepositoryEntry, RepositoryResult, is_remote, summarize
 from flows.repository import RepositoryRunParameters, repair_repository
 from tasks.batch_io import default_reports_dir, read_repositories
 from tasks.prepare import snapshot_workspace
@@ -42,7 +42,8 @@ class BatchParameters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    repositories_file: str = Field(description="YAML file listing the repositories (see equisa_core.batch).")
+    repositories_file: str = Field(
+        description="YAML file listing the repositories (see equisa_core.operations.batch).")
     concurrency: int = Field(2, ge=1, le=64, description="Repositories repaired at the same time.")
     reports_dir: str | None = Field(None, description="Folder of the JSON reports; default: EQUISA_REPORTS, "
                                                       "else ~/.cache/equisa/reports.")

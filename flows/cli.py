@@ -23,15 +23,15 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from equisa_core.discovery.trace_report import TraceReport
 from equisa_core.errors import (
     EXIT_INTERNAL,
     EXIT_OK,
     EquisaError,
     SuiteCrashedError,
 )
-from equisa_core.calibrated_likelihoods import DEFAULT_MIN_EXPECTED_SHIFT, DEFAULT_TABLE
-from equisa_core.storage import resolve_artifacts
-from equisa_core.trace_report import TraceReport
+from equisa_core.localization.calibrated_likelihoods import DEFAULT_MIN_EXPECTED_SHIFT, DEFAULT_TABLE
+from equisa_core.operations.storage import resolve_artifacts
 
 __all__ = ["main", "build_parser", "check_sandbox", "connect_prefect"]
 
@@ -202,7 +202,7 @@ def add_storage_options(command: argparse.ArgumentParser) -> None:
 def check_sandbox(args: argparse.Namespace, console: Console, generated_code: str | None) -> str:
     """Fail fast, before Prefect starts, when the command would run generated code unconfined;
     print the one warning when files are not confined. Returns the isolation level's name."""
-    from equisa_core.sandbox_policy import require_confinement, weak_isolation_warning
+    from equisa_core.common.sandbox_policy import require_confinement, weak_isolation_warning
     from tasks.run_tests import sandbox_isolation
 
     isolation = sandbox_isolation(args.sandbox, args.allow_weak_sandbox)

@@ -19,7 +19,7 @@ the budget lasts, one round:
 The result carries the amplified trace and the overlay that holds the generated tests, so every
 later run (inspections, validation) sees them. Testgen's tests assert the program's current
 behaviour, so they may pin the bug: they are splitting evidence only, and Validation does not count
-their failures (``equisa_core.generated_tests``).
+their failures (``equisa_core.validation.generated_tests``).
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from pydantic import BaseModel, Field
 
-from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module, carved_module_path
-from equisa_core.discovery import (
+from equisa_core.common.models import Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.source_edit import function_source
+from equisa_core.common.trace_merge import combine
+from equisa_core.discovery.rules import (
     DiscoveryBudget,
     DiscoveryReport,
     DiscoveryRound,
@@ -44,15 +46,13 @@ from equisa_core.discovery import (
     module_test_names,
     near_the_top,
 )
+from equisa_core.discovery.trace_report import build_trace_report
 from equisa_core.errors import CollectionError, EquisaError
-from equisa_core.generated_tests import is_testgen_test
-from equisa_core.models import Node, SuiteTrace, TestOutcome, TestResult
-from equisa_core.prior import node_signals, prior_scores
-from equisa_core.selection import recording_sample
-from equisa_core.source_edit import function_source
+from equisa_core.localization.prior import node_signals, prior_scores
+from equisa_core.localization.selection import recording_sample
+from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module, carved_module_path
 from equisa_core.testgen.modules import keep_tests, list_tests
-from equisa_core.trace_merge import combine
-from equisa_core.trace_report import build_trace_report
+from equisa_core.validation.generated_tests import is_testgen_test
 from flows.trace import PreparedRun, TraceParameters, prepare_run, run_suite
 from tasks.inspection import read_function
 from tasks.llm import choose_llm_mode
@@ -321,8 +321,8 @@ def _body(code: str) -> str:
 
 def _llm_tests(prepared: PreparedRun, config: object, group: frozenset[str], nodes: Mapping[str, Node],
                trace: SuiteTrace, problems: list[str]) -> tuple[str | None, float]:
-    from equisa_core.llm_text import clean_test_module
-    from equisa_core.prompts.discovery import render_disambiguating_tests
+    from equisa_core.common.llm_text import clean_test_module
+    from equisa_core.discovery.prompts import render_disambiguating_tests
     from tasks.llm import LLMError, call_llm
 
     root = prepared.workspace.root

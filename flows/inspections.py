@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 from prefect.futures import PrefectFuture
 from pydantic import BaseModel
 
-from equisa_core.bayes import LLM_BUGGY, LLM_NOT_BUGGY
+from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcome
 from equisa_core.errors import EquisaError
-from equisa_core.fix_evidence import FixEvidence, classify_mutants
-from equisa_core.generated_tests import without_testgen
-from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome
-from equisa_core.mutation import Mutant, mutate_function
-from equisa_core.reflection import reflect
-from equisa_core.selection import tests_for_node
-from equisa_core.signals import Signals
+from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
+from equisa_core.localization.fix_evidence import FixEvidence, classify_mutants
+from equisa_core.localization.reflection import reflect
+from equisa_core.localization.selection import tests_for_node
+from equisa_core.localization.signals import Signals
+from equisa_core.validation.generated_tests import without_testgen
+from equisa_core.validation.mutation import Mutant, mutate_function
 from flows.discovery import DiscoveryResult, focused_request
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
@@ -319,7 +319,7 @@ def unpatched_outcomes(trace: SuiteTrace, tests: Sequence[str], report: MutantRu
 def _llm_inspection_patch(
     config: object, target: str, source: str, problems: list[str]
 ) -> tuple[str | None, float]:
-    from equisa_core.prompts.localization import render_inspection_patch
+    from equisa_core.localization.prompts import render_inspection_patch
     from tasks.llm import LLMError, ask_for_function
 
     qualname = target.rsplit(".", 1)[-1]
@@ -341,8 +341,8 @@ def _source_qualname(source: str, fallback: str) -> str:
 
 def _llm_reflection(config: object, target: str, source: str, patch: str, run: SuiteTrace,
                     problems: list[str]) -> tuple[str | None, str, float]:
-    from equisa_core.llm_text import parse_reflection_label
-    from equisa_core.prompts.localization import render_reflection
+    from equisa_core.common.llm_text import parse_reflection_label
+    from equisa_core.localization.prompts import render_reflection
     from tasks.llm import LLMError, call_llm
 
     failing = [t for t in run.tests if t.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)]

@@ -25,14 +25,18 @@ from prefect.artifacts import create_progress_artifact, create_table_artifact, u
 from prefect.futures import PrefectFuture
 from pydantic import BaseModel, Field
 
-from equisa_core.bayes import (
+from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
+from equisa_core.discovery.environment_failures import environment_failures
+from equisa_core.discovery.trace_report import TraceReport, build_trace_report
+from equisa_core.errors import EnvironmentFailureError, EquisaError, NothingToLocalizeError, WeakSandboxError
+from equisa_core.localization.bayes import (
     CONFIDENCE_THRESHOLD,
     Outcome,
     initial_confidence,
     is_converged,
     update_with_likelihoods,
 )
-from equisa_core.calibrated_likelihoods import (
+from equisa_core.localization.calibrated_likelihoods import (
     DEFAULT_MIN_EXPECTED_SHIFT,
     DEFAULT_TABLE,
     LikelihoodTable,
@@ -41,21 +45,8 @@ from equisa_core.calibrated_likelihoods import (
     worth_inspecting,
     worth_screening,
 )
-from equisa_core.environment_failures import environment_failures
-from equisa_core.errors import EnvironmentFailureError, EquisaError, NothingToLocalizeError, WeakSandboxError
-from equisa_core.fix_evidence import FixEvidence, confirm_fix
-from equisa_core.generated_tests import without_testgen
-from equisa_core.localization import (
-    InspectionRecord,
-    LocalizationReport,
-    PriorEvidence,
-    TestCounts,
-    apply_observation,
-    rank,
-)
-from equisa_core.models import Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
-from equisa_core.mutation import Mutant
-from equisa_core.prior import (
+from equisa_core.localization.fix_evidence import FixEvidence, confirm_fix
+from equisa_core.localization.prior import (
     DEFAULT_WEIGHTS,
     NodeSignals,
     node_signals,
@@ -63,9 +54,18 @@ from equisa_core.prior import (
     value_likelihoods,
     with_values,
 )
-from equisa_core.selection import is_test_file, is_valid_node, select_node, tests_for_node
-from equisa_core.trace_report import TraceReport, build_trace_report
-from equisa_core.value_evidence import compare_values
+from equisa_core.localization.selection import is_test_file, is_valid_node, select_node, tests_for_node
+from equisa_core.localization.steps import (
+    InspectionRecord,
+    LocalizationReport,
+    PriorEvidence,
+    TestCounts,
+    apply_observation,
+    rank,
+)
+from equisa_core.localization.value_evidence import compare_values
+from equisa_core.validation.generated_tests import without_testgen
+from equisa_core.validation.mutation import Mutant
 from flows.discovery import (
     DiscoveryParameters,
     DiscoveryResult,
@@ -108,7 +108,7 @@ class LocalizeParameters(DiscoveryParameters):
         12, ge=1, description="Tests run per inspection: every failing test of the function, then its "
         "fastest passing ones (their calls are recorded for its invariants, in a slowed-down run).")
     mutation_evidence: bool | None = Field(
-        None, description="Run mutants of each inspected node (see equisa_core.fix_evidence); "
+        None, description="Run mutants of each inspected node (see equisa_core.localization.fix_evidence); "
         "None: in deterministic mode only, where no model reflects.")
     max_mutants: int = Field(40, ge=1, description="Mutants tried per inspected node.")
     screen_top: int = Field(
@@ -127,14 +127,15 @@ class LocalizeParameters(DiscoveryParameters):
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
     since: str | None = Field(
         None, description="A git ref: functions whose lines changed since it (committed or not) are more "
-        "suspicious in the prior (``equisa_core.prior``); None: no such signal.")
+        "suspicious in the prior (``equisa_core.localization.prior``); None: no such signal.")
     inspection_batch: int = Field(
         5, ge=1, description="Deterministic inspections run together in one sandbox process: the selected "
         "node and the next most confident ones (the loop counts each when it selects that node); "
         "1: one process per inspection.")
     likelihoods: TableName = Field(
         DEFAULT_TABLE, description="The deterministic mode's likelihood table "
-        "(equisa_core.calibrated_likelihoods): 'fitted' on the real-bug benchmark, or 'seed' (hand-set; "
+        "(equisa_core.localization.calibrated_likelihoods): 'fitted' on the real-bug benchmark, "
+        "or 'seed' (hand-set; "
         "the LLM mode always counts with it).")
     min_expected_shift: float = Field(
         DEFAULT_MIN_EXPECTED_SHIFT, ge=0, description="Deterministic mode: a screening or inspection is "
@@ -471,7 +472,8 @@ def _value_evidence(found: DiscoveryResult, recording: _Recording, signals: dict
                     confidences: dict[str, float], history: list[InspectionRecord],
                     ) -> tuple[dict[str, NodeSignals], dict[str, float]]:
     """Compare the recorded functions' values in failing and passing tests
-    (``equisa_core.value_evidence``): each finding moves its function's odds and joins ``history``
+    (``equisa_core.localization.value_evidence``): each finding moves its function's odds and joins
+    ``history``
     as a ``value-comparison`` record. Returns the signals with the findings and the confidences."""
     trace = found.trace
     callees: dict[str, set[str]] = {}
@@ -680,7 +682,8 @@ def _priors(found: DiscoveryResult, changed: Mapping[str, AbstractSet[int]] | No
             ) -> tuple[TraceReport, dict[str, Node], dict[str, float], dict[str, float],
                        dict[str, NodeSignals]]:
     """The scored suite, its nodes, their Tarantula scores, the prior confidences (several signals,
-    see ``equisa_core.prior``) and those signals; raises ``NothingToLocalizeError`` when no test fails.
+    see ``equisa_core.localization.prior``) and those signals; raises ``NothingToLocalizeError`` when no
+    test fails.
     ``changed``: lines changed since ``--since``, by file."""
     trace = found.trace
     if not trace.failed_tests():

@@ -39,7 +39,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.errors import InputError, PrefectServerError
-from equisa_core.storage import _data_home  # the one definition of EQUISA's data folder
+from equisa_core.operations.storage import _data_home  # the one definition of EQUISA's data folder
 from flows.prefect_watchdog import (
     LOG_FILE,
     STATE_FILE,

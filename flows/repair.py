@@ -1,14 +1,14 @@
 """The ``repair`` flow: Discovery, Localization, then Validation of patch candidates (seed 000 §7).
 
 Control flow only. The graph of seed 000 Appendix A with its placeholders made real:
-``need_more_tests`` is ``equisa_core.discovery.groups_to_split``; ``has_no_regressions`` is the
+``need_more_tests`` is ``equisa_core.discovery.rules.groups_to_split``; ``has_no_regressions`` is the
 Validation verdict. Candidates come from the generators in this order:
 
 - LLM mode: the model's minimal fix of the localized function (seed prompt), re-asked with each
   rejection's reason (``max_llm_fixes``); then the multi-retrieval patcher (seed 004,
   ``tasks/patcher.py``: it greps and reads code, proposes ``<patches>``, hears each verdict);
   then the deterministic search;
-- deterministic search: the one-edit mutants (``equisa_core.mutation``) of the top
+- deterministic search: the one-edit mutants (``equisa_core.validation.mutation``) of the top
   ``repair_top`` functions, by confidence; each function's mutants are screened together against
   its tests in one sandboxed process (the screens of all functions run in parallel), and those
   that fix its failing tests without breaking its passing ones are validated in full, smallest
@@ -28,15 +28,15 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from pydantic import Field
 
-from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus, candidate_diff
-from equisa_core.fix_evidence import FixEvidence, classify_mutants
-from equisa_core.generated_tests import without_testgen
-from equisa_core.localization import LocalizationReport
-from equisa_core.models import Node
-from equisa_core.mutation import mutate_function
-from equisa_core.repair import RepairReport, repair_status
-from equisa_core.selection import is_test_file, is_valid_node, tests_for_node
-from equisa_core.source_edit import replace_function
+from equisa_core.common.models import Node
+from equisa_core.common.source_edit import replace_function
+from equisa_core.localization.fix_evidence import FixEvidence, classify_mutants
+from equisa_core.localization.selection import is_test_file, is_valid_node, tests_for_node
+from equisa_core.localization.steps import LocalizationReport
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus, candidate_diff
+from equisa_core.validation.generated_tests import without_testgen
+from equisa_core.validation.mutation import mutate_function
+from equisa_core.validation.repair import RepairReport, repair_status
 from flows.discovery import DiscoveryResult, focused_request
 from flows.localize import LocalizeParameters, run_localization
 from flows.validation import ValidationContext, test_sources, validate_candidate
@@ -220,7 +220,7 @@ def _mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: Valida
 def _llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
                params: RepairParameters, config: object, problems: list[str]) -> Generated:
     """The model's minimal fix (seed 000 prompt), re-asked with each rejection's reason."""
-    from equisa_core.prompts.localization import render_patch
+    from equisa_core.localization.prompts import render_patch
     from tasks.llm import LLMError, ask_for_function
 
     node = ctx.nodes[target]

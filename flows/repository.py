@@ -19,9 +19,9 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.batch import RepositoryEntry, RepositoryResult, is_remote
 from equisa_core.errors import EquisaError, NothingToLocalizeError
-from equisa_core.repair import RepairReport
+from equisa_core.operations.batch import RepositoryEntry, RepositoryResult, is_remote
+from equisa_core.validation.repair import RepairReport
 from flows.repair import RepairParameters, repair
 from tasks.batch_io import default_reports_dir, write_report
 from tasks.prepare import snapshot_workspace

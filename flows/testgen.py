@@ -14,7 +14,7 @@ interpreter Discovery and Validation already have), a target file and optionally
 focus on, and returns the report and the generated module (an overlay path and its text);
 ``measure_tests`` measures any test module the same way. Discovery calls it (deterministic, one
 attempt, no mutants) for tests that split ambiguity groups; since those tests assert the code's
-current behaviour, they are splitting evidence only (``equisa_core.generated_tests``: Validation
+current behaviour, they are splitting evidence only (``equisa_core.validation.generated_tests``: Validation
 never counts them as regressions). Validation calls it in LLM mode with ``specification`` (the
 failing tests' sources: the intended behaviour) for novel-input tests, the model being the oracle.
 """
@@ -29,28 +29,28 @@ from typing import ClassVar
 from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
+from equisa_core.common.models import Node, SuiteTrace, TestOutcome
+from equisa_core.common.source_edit import list_functions
 from equisa_core.errors import EquisaError, NoTestsCollectedError, TestgenTargetError
-from equisa_core.generated_tests import testgen_module_path
-from equisa_core.models import Node, SuiteTrace, TestOutcome
-from equisa_core.prompts.testgen import (
+from equisa_core.testgen.boundary import driver_tests, file_constants, scratch_driver_module, scratch_test
+from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
+from equisa_core.testgen.framework import FrameworkChoice, detect_framework
+from equisa_core.testgen.modules import clean_generated_module, keep_tests, list_tests, node_id_name
+from equisa_core.testgen.mutation_plan import module_name, select_mutants
+from equisa_core.testgen.prompts import (
     render_enhancer,
     render_generator,
     render_redundant_rewrite,
     render_smell_critic,
     render_smell_fix,
 )
-from equisa_core.source_edit import list_functions
-from equisa_core.testgen.boundary import driver_tests, file_constants, scratch_driver_module, scratch_test
-from equisa_core.testgen.framework import FrameworkChoice, detect_framework
-from equisa_core.testgen.modules import clean_generated_module, keep_tests, list_tests, node_id_name
-from equisa_core.testgen.mutation_plan import module_name, select_mutants
 from equisa_core.testgen.reliability import post_execution_level, pre_execution_level
 from equisa_core.testgen.report import AttemptReport, CoverageFigures, PipelineNotes, TestgenReport
 from equisa_core.testgen.router import decide
 from equisa_core.testgen.smells import detect_smells, fix_smells
 from equisa_core.testgen.static import StaticReport
 from equisa_core.testgen.supervisor import Critique, RunnerMetrics, supervise
+from equisa_core.validation.generated_tests import testgen_module_path
 from flows.trace import PreparedRun, TraceParameters, prepare_run
 from tasks.record import record_finished_run
 from tasks.run_tests import report_progress, run_tests

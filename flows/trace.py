@@ -16,11 +16,11 @@ from prefect.artifacts import create_table_artifact
 from prefect.futures import PrefectFuture
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.models import SuiteTrace
+from equisa_core.common.sandbox_policy import SandboxIsolation, require_confinement, weak_isolation_warning
+from equisa_core.common.trace_merge import combine, interleave, mark_flaky
+from equisa_core.discovery.trace_report import TraceReport, build_trace_report
 from equisa_core.errors import NoTestsCollectedError
-from equisa_core.models import SuiteTrace
-from equisa_core.sandbox_policy import SandboxIsolation, require_confinement, weak_isolation_warning
-from equisa_core.trace_merge import combine, interleave, mark_flaky
-from equisa_core.trace_report import TraceReport, build_trace_report
 from tasks.prepare import check_interpreter, check_repository, snapshot_workspace
 from tasks.record import record_finished_run
 from tasks.run_tests import run_tests, sandbox_isolation
@@ -40,7 +40,7 @@ class TraceParameters(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     #: What unreviewed code the flow of these parameters runs (None: only the user's suite); such
-    #: code needs a sandbox that confines files (``equisa_core.sandbox_policy``).
+    #: code needs a sandbox that confines files (``equisa_core.common.sandbox_policy``).
     generated_code: ClassVar[str | None] = None
 
     path: str = Field(description="The repository's root folder.")

@@ -9,10 +9,10 @@ files as an overlay on the workspace copy (never the user's tree). A candidate i
    failed now passes (``STILL_FAILING``) and every test that passed still passes (``REGRESSIONS``),
    except Discovery's testgen tests: they assert the buggy program's behaviour, so a correct fix
    may change them; they are not counted, and ``checks["testgen tests"]`` says how many changed
-   (``equisa_core.generated_tests``);
+   (``equisa_core.validation.generated_tests``);
 3. it passes the anti-overfitting checks (``OVERFITTING`` otherwise):
    - ``overfitting detectors``: no literal copied from a failing test's expected values and no
-     special-case branch on a failing test's inputs (``equisa_core.overfitting``);
+     special-case branch on a failing test's inputs (``equisa_core.validation.overfitting``);
    - ``carved tests``: tests carved from passing executions of the target (recorded on the original
      code, so they hold the behaviour the suite already accepted; testgen tests' executions are not
      carved) still pass with the patch;
@@ -29,13 +29,13 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
+from equisa_core.common.models import Node, SuiteTrace, TestOutcome
+from equisa_core.common.source_edit import function_source
 from equisa_core.errors import EquisaError
-from equisa_core.generated_tests import is_testgen_test, pinned_note, split_testgen_tests
-from equisa_core.models import Node, SuiteTrace, TestOutcome
-from equisa_core.overfitting import overfitting_findings
-from equisa_core.source_edit import function_source
+from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.validation.generated_tests import is_testgen_test, pinned_note, split_testgen_tests
+from equisa_core.validation.overfitting import overfitting_findings
 from flows.discovery import DiscoveryResult, focused_request, narrowed
 from tasks.inspection import qualname_of
 from tasks.run_tests import run_tests

@@ -32,7 +32,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.errors import BucketNotFoundError, StorageAccessError, StorageError
-from equisa_core.storage import (
+from equisa_core.operations.storage import (
     ArtifactLocation,
     StoredObject,
     blob_key,

@@ -11,8 +11,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
-from equisa_core.batch import RepositoryEntry, parse_repositories
 from equisa_core.errors import RepositoriesFileError
+from equisa_core.operations.batch import RepositoryEntry, parse_repositories
 
 __all__ = ["read_repositories", "load_repositories", "write_report", "default_reports_dir"]
 

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 
 from equisa_core.errors import HistoryError
 from equisa_core.history import MIGRATIONS, SCHEMA_VERSION, TABLES, RunRecord, rows_for_run
-from equisa_core.storage import resolve_spool, sha256_hex
+from equisa_core.operations.storage import resolve_spool, sha256_hex
 
 __all__ = ["IngestResult", "write_run", "record_history", "ingest_spool", "query", "spooled_runs",
            "spooled_databases",

@@ -10,12 +10,12 @@ import ast
 from collections.abc import Sequence
 from pathlib import Path
 
+from equisa_core.common.models import Node, RecordedCall, TestOutcome, TestResult
+from equisa_core.common.source_edit import find_function, function_source, replace_function
 from equisa_core.errors import SourceEditError
-from equisa_core.inspection import build_inspection_patch
-from equisa_core.invariants import mine_invariants
-from equisa_core.models import Node, RecordedCall, TestOutcome, TestResult
-from equisa_core.signals import Signals, heartbeat, parse_signals
-from equisa_core.source_edit import find_function, function_source, replace_function
+from equisa_core.localization.inspection import build_inspection_patch
+from equisa_core.localization.invariants import mine_invariants
+from equisa_core.localization.signals import Signals, heartbeat, parse_signals
 
 __all__ = [
     "qualname_of",

@@ -48,7 +48,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from equisa_core.sandbox_policy import IsolationLevel
+from equisa_core.common.sandbox_policy import IsolationLevel
 from tasks.sandbox import SandboxInfrastructureError
 
 __all__ = ["DetectedIsolation", "detect_isolation", "isolation_words", "hidden_folders", "reexposed_paths",

@@ -25,7 +25,7 @@ Attempts, retries and fallback
     ``config.max_retries`` (the attempt marks its error not retryable).
 
 Caching
-    The cache key is the prompt hash (``equisa_core.prompts.localization.prompt_hash``), the
+    The cache key is the prompt hash (``equisa_core.localization.prompts.prompt_hash``), the
     endpoint, both models, temperature, top_p and the logprobs setting (``LLMConfig.cache_key``).
     Only completed answers are cached (Prefect never caches a failed run); a cache hit is marked
     ``cached=True`` by ``ask_for_function`` and costs nothing in a ``CostLedger``.
@@ -35,7 +35,7 @@ Caching
 appended to the conversation, at most ``max_reasks`` times; then it raises ``InvalidAnswerError``.
 Every error it raises carries the ``LLMCall`` records made so far in ``calls``.
 
-Errors (defined in ``equisa_core.llm_text``, re-exported here): ``LLMError`` (exit 11) ├──
+Errors (defined in ``equisa_core.common.llm_text``, re-exported here): ``LLMError`` (exit 11) ├──
 ``LLMUnavailableError`` (11) ├── ``LLMRequestError`` (12) └── ``InvalidAnswerError`` (13).
 """
 
@@ -60,7 +60,7 @@ from prefect.tasks import exponential_backoff
 from prefect.utilities.math import lower_clamp_multiple
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from equisa_core.llm_text import (
+from equisa_core.common.llm_text import (
     InvalidAnswerError,
     LLMError,
     LLMRequestError,
@@ -70,7 +70,7 @@ from equisa_core.llm_text import (
     strip_code_fences,
     validate_function_answer,
 )
-from equisa_core.prompts.localization import prompt_hash
+from equisa_core.localization.prompts import prompt_hash
 from tasks.llm_calls import note_llm_call
 
 __all__ = [

@@ -34,10 +34,10 @@ from prefect import task
 from prefect.context import TaskRunContext
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.models import SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.probe_output import read_test_record
+from equisa_core.common.trace_merge import CRASH_EXCEPTION
 from equisa_core.errors import CollectionError, InvalidSelectionError, NoTestsCollectedError
-from equisa_core.models import SuiteTrace, TestOutcome, TestResult
-from equisa_core.probe_output import read_test_record
-from equisa_core.trace_merge import CRASH_EXCEPTION
 from tasks.run_tests import (
     MAX_RESUMES,
     _cache_key,

@@ -26,11 +26,11 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 from pydantic import BaseModel, ConfigDict
 
+from equisa_core.discovery.trace_report import TraceReport, build_trace_report
 from equisa_core.errors import EquisaError
 from equisa_core.history import RunRecord
+from equisa_core.operations.storage import RunManifest, StoredObject, resolve_artifacts, resolve_db, run_key
 from equisa_core.report import render_report
-from equisa_core.storage import RunManifest, StoredObject, resolve_artifacts, resolve_db, run_key
-from equisa_core.trace_report import TraceReport, build_trace_report
 
 __all__ = ["RecordResult", "record_run", "record_finished_run"]
 

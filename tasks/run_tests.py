@@ -19,16 +19,16 @@ from prefect.client.schemas.objects import TaskRun
 from prefect.context import TaskRunContext
 from prefect.states import State
 
+from equisa_core.common.models import SuiteTrace
+from equisa_core.common.probe_output import parse_probe_output
+from equisa_core.common.sandbox_policy import IsolationLevel, SandboxIsolation
+from equisa_core.common.trace_merge import combine, crash_result
 from equisa_core.errors import (
     CollectionError,
     InvalidSelectionError,
     NoTestsCollectedError,
     ProbeProtocolError,
 )
-from equisa_core.models import SuiteTrace
-from equisa_core.probe_output import parse_probe_output
-from equisa_core.sandbox_policy import IsolationLevel, SandboxIsolation
-from equisa_core.trace_merge import combine, crash_result
 from tasks.sandbox import RecordCallback, RunRequest, Sandbox, SandboxInfrastructureError, SandboxRun
 
 __all__ = [
@@ -82,7 +82,7 @@ def report_progress(key: str | None, record: dict) -> None:
 def make_sandbox(backend: str, docker_image: str | None = None) -> Sandbox:
     """The sandbox for ``backend`` ('local', 'docker' or 'none')."""
     if backend in ("local", "none"):
-        from equisa_core.sandbox_policy import IsolationLevel
+        from equisa_core.common.sandbox_policy import IsolationLevel
         from tasks.sandbox_local import LocalSandbox
 
         return LocalSandbox(level=IsolationLevel.NONE if backend == "none" else None)

@@ -25,8 +25,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from equisa_core.common.models import TestOutcome
 from equisa_core.errors import EquisaError, InvalidSelectionError
-from equisa_core.models import TestOutcome
 from equisa_core.probe import PROBE_MODULE, probe_file
 
 __all__ = [

@@ -4,7 +4,7 @@ The isolation level comes from ``tasks.isolation.detect_isolation`` (bubblewrap,
 confinement from util-linux, else network and PID namespaces only, else none), or is fixed by the
 caller (``--sandbox none``). Code nobody reviewed (a request with an overlay or mutants) runs only
 under a level that confines file writes, unless the request says weaker isolation was accepted
-(``equisa_core.sandbox_policy``).
+(``equisa_core.common.sandbox_policy``).
 
 Every level adds: rlimits through ``prlimit`` (address space, CPU seconds, file size, processes),
 a pids cgroup (when one is writable) that caps processes even for root and lets every process of
@@ -27,7 +27,7 @@ import time
 import uuid
 from pathlib import Path
 
-from equisa_core.sandbox_policy import IsolationLevel, SandboxIsolation, require_confinement
+from equisa_core.common.sandbox_policy import IsolationLevel, SandboxIsolation, require_confinement
 from tasks.isolation import detect_isolation, isolation_words
 from tasks.sandbox import (
     RecordCallback,

@@ -29,9 +29,9 @@ from prefect import task
 from prefect.context import TaskRunContext
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.models import SuiteTrace, TestOutcome
+from equisa_core.common.probe_output import parse_probe_output
 from equisa_core.errors import CoverageUnavailableError, EquisaError
-from equisa_core.models import SuiteTrace, TestOutcome
-from equisa_core.probe_output import parse_probe_output
 from equisa_core.testgen import coverage_plugin
 from equisa_core.testgen.mutation_plan import MutantVerdict, PlannedMutant, group_by_tests, mutation_score
 from equisa_core.testgen.static import (

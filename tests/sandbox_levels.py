@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.sandbox_policy import IsolationLevel
+from equisa_core.common.sandbox_policy import IsolationLevel
 from tasks.isolation import ISOLATION_ENV, detect_isolation
 
 

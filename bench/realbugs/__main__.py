@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path

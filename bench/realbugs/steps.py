@@ -9,7 +9,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -18,8 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import ALLOWED_PROJECTS
-from .bugsinpy import (Bug, Mirrors, apply_patch, check_project, checkout_buggy, list_bugs, load_bug,
-                       target_tests, test_scope)
+from .bugsinpy import (
+    Mirrors,
+    apply_patch,
+    check_project,
+    checkout_buggy,
+    list_bugs,
+    load_bug,
+    target_tests,
+    test_scope,
+)
 from .envs import build_env, curated_spec, load_curation
 from .truth import truth_functions
 
@@ -312,7 +319,7 @@ def prepare(ctx: Context, chosen: list[tuple[str, int]]) -> list[dict]:
         project, number = item
         try:
             return prepare_one(ctx, project, number, curation)
-        except Exception as error:  # noqa: BLE001 - one bug's failure must not stop the others
+        except Exception as error:
             log(f"[prepare] {project}:{number}: harness error {type(error).__name__}: {error}")
             return {"project": project, "bug": number, "id": f"{project}:{number}", "verified": False,
                     "reason": f"harness error: {type(error).__name__}: {str(error)[:300]}", "stage": "harness"}

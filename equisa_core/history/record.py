@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.confidence_history import confidence_history
-from equisa_core.localization import InspectionRecord, RankedNode
+from equisa_core.localization.confidence_history import confidence_history
+from equisa_core.localization.steps import InspectionRecord, RankedNode
 
 __all__ = ["LLMCallRecord", "RunRecord", "RunRows", "rows_for_run", "repo_id"]
 

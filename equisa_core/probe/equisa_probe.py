@@ -617,7 +617,7 @@ class _QualnameIndex:
     """Qualified names by (file, first line) from the source, for interpreters without co_qualname,
     and the definitions that share a qualified name (a property's getter and setter, a function
     defined twice): all but the last, which Python binds, are told apart as ``name#k``, the k-th
-    definition in source order (``equisa_core.source_edit`` reads the same spelling)."""
+    definition in source order (``equisa_core.common.source_edit`` reads the same spelling)."""
 
     def __init__(self):
         self.by_file = {}
@@ -747,7 +747,7 @@ def _literal(value, text):
 
 
 # -- builds: values without a literal, written in a small grammar ----------------------------------
-# The host checks a build against this grammar (``equisa_core.values.parse_build``) and never
+# The host checks a build against this grammar (``equisa_core.common.values.parse_build``) and never
 # evaluates it:
 #
 #   build := literal | float('nan') | float('inf') | float('-inf')

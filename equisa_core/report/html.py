@@ -1,7 +1,7 @@
 """The HTML report of a trace, localize or repair run: one file, inline CSS and SVG, no script.
 
 Sections: the verdict; the ranking; each node's confidence over the Bayesian iterations (replayed
-by ``equisa_core.confidence_history``); the ambiguity groups before and after Discovery; the
+by ``equisa_core.localization.confidence_history``); the ambiguity groups before and after Discovery; the
 inspections; the diff; the validation checks. Everything shown comes from the report's JSON, so
 a stored ``report.json`` can be rendered again later.
 """
@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from equisa_core.confidence_history import confidence_history
-from equisa_core.localization import InspectionRecord, RankedNode
+from equisa_core.localization.confidence_history import confidence_history
+from equisa_core.localization.steps import InspectionRecord, RankedNode
 from equisa_core.report.svg import confidence_plot
 
 __all__ = ["render_report"]

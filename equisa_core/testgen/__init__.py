@@ -7,5 +7,5 @@ rule), ``smells`` (deterministic test-smell detectors and fixes), ``embedding`` 
 embedding), ``boundary`` (boundary values and driver tests), ``mutation_plan`` (which mutant runs
 against which tests, and the score), ``report`` (the JSON report), ``coverage_plugin`` (the pytest
 plugin that measures branch coverage inside the sandbox). Prompts live in
-``equisa_core/prompts/testgen.py``.
+``equisa_core/testgen/prompts.py``.
 """

@@ -1,6 +1,6 @@
 """Deterministic boundary-value tests (issue 6, deterministic mode): inputs moved to the edges.
 
-Carved tests (``equisa_core.carving``) replay calls the suite made. Boundary testing moves their
+Carved tests (``equisa_core.testgen.carving``) replay calls the suite made. Boundary testing moves their
 inputs to the values where the code under test changes behaviour: the constants it compares
 against, and one step either side. Two steps, both in the sandbox:
 
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from equisa_core.carving import CarvedTest
+from equisa_core.testgen.carving import CarvedTest
 
 __all__ = [
     "file_constants",

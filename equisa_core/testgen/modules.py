@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection
 
-from equisa_core.llm_text import InvalidAnswerError, strip_think_and_fences
+from equisa_core.common.llm_text import InvalidAnswerError, strip_think_and_fences
 
 __all__ = ["clean_generated_module", "list_tests", "keep_tests", "node_id_name"]
 

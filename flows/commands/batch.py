@@ -89,7 +89,7 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
 def _check_sandboxes(entries: Any) -> None:
     """Stop before any work (exit 14) when a repository would run generated code where this
     machine's sandbox cannot confine file writes and its entry does not accept that."""
-    from equisa_core.sandbox_policy import require_confinement
+    from equisa_core.common.sandbox_policy import require_confinement
     from tasks.run_tests import sandbox_isolation
 
     refused = [e.label for e in entries if e.sandbox == "local" and not e.allow_weak_sandbox]

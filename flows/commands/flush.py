@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from equisa_core.errors import EXIT_OK
-from equisa_core.storage import resolve_artifacts, resolve_db, resolve_spool
+from equisa_core.operations.storage import resolve_artifacts, resolve_db, resolve_spool
 
 __all__ = ["register", "flush_everything"]
 

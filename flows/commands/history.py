@@ -18,7 +18,7 @@ from rich.table import Table
 
 from equisa_core.errors import EXIT_OK, InputError
 from equisa_core.history.record import repo_id
-from equisa_core.storage import resolve_db
+from equisa_core.operations.storage import resolve_db
 
 __all__ = ["register", "history_answers"]
 

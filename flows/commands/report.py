@@ -15,8 +15,8 @@ from typing import Any
 from rich.console import Console
 
 from equisa_core.errors import EXIT_OK, RunNotFoundError
+from equisa_core.operations.storage import parse_location, resolve_db, run_key
 from equisa_core.report import render_report
-from equisa_core.storage import parse_location, resolve_db, run_key
 
 __all__ = ["register"]
 

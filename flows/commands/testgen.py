@@ -47,7 +47,7 @@ def register(commands: Any) -> None:
 
 
 def _testgen_command(args: argparse.Namespace, console: Console) -> int:
-    from equisa_core.storage import resolve_artifacts
+    from equisa_core.operations.storage import resolve_artifacts
     from flows.cli import _print_stored, _run_with_progress, _write_json, check_sandbox
     from flows.testgen import TestgenParameters, testgen
     from tasks.prepare import check_repository

@@ -79,7 +79,7 @@ def post_event(api_url: str, event: dict[str, Any], headers: dict[str, str], tim
 def _trigger_command(args: argparse.Namespace, console: Console) -> int:
     from prefect.settings import get_current_settings
 
-    from equisa_core.ci_event import ci_context, ci_failure_event
+    from equisa_core.operations.ci_event import ci_context, ci_failure_event
 
     settings = get_current_settings()
     api_url = args.api_url or (str(settings.api.url) if settings.api.url else "")

@@ -12,9 +12,9 @@ sys.path.insert(0, str(BENCH))
 
 import likelihood_fit as lf  # noqa: E402
 
-from equisa_core.bayes import initial_confidence, update_with_likelihoods  # noqa: E402
-from equisa_core.fix_evidence import FIX_LIKELIHOODS, FixEvidence  # noqa: E402
-from equisa_core.prior import DEFAULT_WEIGHTS, FEATURES, NodeSignals, prior_scores  # noqa: E402
+from equisa_core.localization.bayes import initial_confidence, update_with_likelihoods  # noqa: E402
+from equisa_core.localization.fix_evidence import FIX_LIKELIHOODS, FixEvidence  # noqa: E402
+from equisa_core.localization.prior import DEFAULT_WEIGHTS, FEATURES, NodeSignals, prior_scores  # noqa: E402
 
 FOUND = "mutants:FIX_FOUND"
 NO_FIX = "mutants:NO_FIX_FOUND"
@@ -137,7 +137,7 @@ def test_the_stopping_rule_replay_counts_only_the_steps_expected_to_teach_enough
 
 
 def test_the_adopted_table_is_one_the_core_reads(tmp_path):
-    from equisa_core.calibrated_likelihoods import LikelihoodTable, expected_shift
+    from equisa_core.localization.calibrated_likelihoods import LikelihoodTable, expected_shift
 
     runs = {f"{p}-{i}": report(p) for p in ("a", "b", "c") for i in range(3)}
     bugs, _ = lf.load_bugs(json.loads(write_cases(tmp_path, runs).read_text()), tmp_path)

@@ -12,7 +12,7 @@ sys.path.insert(0, str(BENCH))
 
 import prior_fit as pf  # noqa: E402
 
-from equisa_core.prior import FEATURES  # noqa: E402
+from equisa_core.localization.prior import FEATURES  # noqa: E402
 
 DEEPEST = FEATURES.index("deepest")
 OCHIAI = FEATURES.index("ochiai")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from equisa_core.ambiguity import ambiguity_groups
+from equisa_core.discovery.ambiguity import ambiguity_groups
 
 
 def test_groups_largest_first_ties_by_sorted_names() -> None:

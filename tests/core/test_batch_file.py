@@ -6,8 +6,14 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from equisa_core.batch import RepositoryEntry, RepositoryResult, is_remote, parse_repositories, summarize
 from equisa_core.errors import RepositoriesFileError
+from equisa_core.operations.batch import (
+    RepositoryEntry,
+    RepositoryResult,
+    is_remote,
+    parse_repositories,
+    summarize,
+)
 
 BASE = PurePosixPath("/srv/batch")
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from equisa_core.bayes import (
+from equisa_core.localization.bayes import (
     CLAMP_HIGH,
     CLAMP_LOW,
     CONFIDENCE_THRESHOLD,
@@ -24,7 +24,7 @@ from equisa_core.bayes import (
     update_confidences,
     update_with_likelihoods,
 )
-from equisa_core.signals import Signals
+from equisa_core.localization.signals import Signals
 
 Out = Outcome
 probabilities = st.floats(0.0, 1.0, allow_nan=False)

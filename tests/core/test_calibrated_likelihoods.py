@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from equisa_core.bayes import LIKELIHOODS, Outcome
-from equisa_core.calibrated_likelihoods import (
+from equisa_core.localization.bayes import LIKELIHOODS, Outcome
+from equisa_core.localization.calibrated_likelihoods import (
     FITTED_FILE,
     expected_shift,
     fitted,
@@ -16,7 +16,7 @@ from equisa_core.calibrated_likelihoods import (
     worth_inspecting,
     worth_screening,
 )
-from equisa_core.fix_evidence import FIX_LIKELIHOODS, FixEvidence
+from equisa_core.localization.fix_evidence import FIX_LIKELIHOODS, FixEvidence
 
 
 def test_the_fitted_table_is_the_adopted_file_and_falls_back_to_the_seed_for_kinds_never_fitted():

@@ -10,15 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.ambiguity import ambiguity_groups
-from equisa_core.carving import (
-    GENERATED_TESTS_DIR,
-    CarvedTest,
-    carve_tests,
-    carved_module,
-    carved_module_path,
-)
-from equisa_core.models import (
+from equisa_core.common.models import (
     EncodedValue,
     Node,
     RecordedCall,
@@ -27,7 +19,15 @@ from equisa_core.models import (
     TestResult,
     TracebackFrame,
 )
+from equisa_core.discovery.ambiguity import ambiguity_groups
 from equisa_core.probe.equisa_probe import encode_value
+from equisa_core.testgen.carving import (
+    GENERATED_TESTS_DIR,
+    CarvedTest,
+    carve_tests,
+    carved_module,
+    carved_module_path,
+)
 
 SHOP = {
     "shop/__init__.py": "",
@@ -467,7 +467,7 @@ def test_carved_module_refuses_duplicate_names_and_clashing_imports():
 
 
 # ---------------------------------------------------------------------------------------------
-# Values without literals: rebuilt from the probe's builds (equisa_core.values).
+# Values without literals: rebuilt from the probe's builds (equisa_core.common.values).
 
 TILL = {
     "till/__init__.py": "",

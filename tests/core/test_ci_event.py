@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from equisa_core.ci_event import CI_FAILED_EVENT, ci_context, ci_failure_event, resource_id
+from equisa_core.operations.ci_event import CI_FAILED_EVENT, ci_context, ci_failure_event, resource_id
 
 
 def test_event_carries_every_payload_key_the_trigger_reads():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from equisa_core.discovery import (
+from equisa_core.discovery.rules import (
     DiscoveryBudget,
     group_sizes,
     groups_to_split,
@@ -80,7 +80,7 @@ def test_keep_test_functions_cuts_whole_definitions_with_decorators():
 
 
 def test_only_groups_near_the_top_of_the_prior_are_worth_tests():
-    from equisa_core.discovery import near_the_top
+    from equisa_core.discovery.rules import near_the_top
 
     prior = {"a": 1.0, "b": 1.0, "c": 0.5, "d": 0.9, "e": 0.9, "f": 0.1, "g": 0.1, "h": 0.0, "i": 0.0}
     groups = [frozenset("abc"), frozenset("de"), frozenset("fg"), frozenset("hi"), frozenset("dc")]

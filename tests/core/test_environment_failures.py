@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from equisa_core.environment_failures import environment_failures, missing_module
-from equisa_core.models import TestOutcome, TestResult
+from equisa_core.common.models import TestOutcome, TestResult
+from equisa_core.discovery.environment_failures import environment_failures, missing_module
 
 
 def failed(test_id: str, kind: str | None, message: str | None) -> TestResult:
@@ -26,7 +26,7 @@ def test_a_missing_third_party_module_is_an_environment_failure():
 def test_a_module_the_code_itself_imports_at_run_time_is_not_an_environment_failure():
     """A repository function on the traceback before the failed import: the code asked for an
     optional module where it should not, which is the bug (BugsInPy luigi 17), not the machine."""
-    from equisa_core.models import TracebackFrame
+    from equisa_core.common.models import TracebackFrame
 
     def with_frames(test_id: str, *frames: tuple[str, str]) -> TestResult:
         return failed(test_id, "ModuleNotFoundError", "No module named 'sqlalchemy'").model_copy(

@@ -2,9 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from equisa_core.bayes import CLAMP_HIGH, Outcome, bayes, update_confidences, update_with_likelihoods
-from equisa_core.fix_evidence import FIX_LIKELIHOODS, FixEvidence, classify_mutants, confirm_fix
-from equisa_core.models import TestOutcome
+from equisa_core.common.models import TestOutcome
+from equisa_core.localization.bayes import (
+    CLAMP_HIGH,
+    Outcome,
+    bayes,
+    update_confidences,
+    update_with_likelihoods,
+)
+from equisa_core.localization.fix_evidence import FIX_LIKELIHOODS, FixEvidence, classify_mutants, confirm_fix
 
 P, F, E = TestOutcome.PASSED, TestOutcome.FAILED, TestOutcome.ERROR
 ORIGINAL = {"t_fail_1": F, "t_fail_2": E, "t_ok_1": P, "t_ok_2": P, "t_skip": TestOutcome.SKIPPED}

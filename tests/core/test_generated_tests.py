@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from equisa_core.generated_tests import (
+from equisa_core.testgen.prompts import GENERATOR_TEMPLATE, framework_rules, render_generator
+from equisa_core.validation.generated_tests import (
     TESTGEN_MODULE_PREFIX,
     is_testgen_test,
     pinned_note,
@@ -10,7 +11,6 @@ from equisa_core.generated_tests import (
     testgen_module_path,
     without_testgen,
 )
-from equisa_core.prompts.testgen import GENERATOR_TEMPLATE, framework_rules, render_generator
 
 PINNED = "tests/equisa_generated/test_testgen_group_0_shop_prices.py::test_boundary_0_applies_0"
 

@@ -1,4 +1,4 @@
-"""Tests for equisa_core.inspection: the deterministic inspection patch."""
+"""Tests for equisa_core.localization.inspection: the deterministic inspection patch."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from equisa_core.common.models import EncodedValue, RecordedCall
+from equisa_core.common.source_edit import function_source, replace_function
 from equisa_core.errors import SourceEditError
-from equisa_core.inspection import ASSERTION_PREFIX, assertion_message, build_inspection_patch
-from equisa_core.invariants import RESULT_NAME, Invariant, InvariantKind, mine_invariants
-from equisa_core.models import EncodedValue, RecordedCall
+from equisa_core.localization.inspection import ASSERTION_PREFIX, assertion_message, build_inspection_patch
+from equisa_core.localization.invariants import RESULT_NAME, Invariant, InvariantKind, mine_invariants
+from equisa_core.localization.signals import heartbeat
 from equisa_core.probe.equisa_probe import encode_value
-from equisa_core.signals import heartbeat
-from equisa_core.source_edit import function_source, replace_function
 
 R = RESULT_NAME
 FQN = "pkg.mod.f"

@@ -1,4 +1,4 @@
-"""Tests for equisa_core.invariants: what is mined from recorded calls, and what is not."""
+"""Tests for equisa_core.localization.invariants: what is mined from recorded calls, and what is not."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from equisa_core.invariants import (
+from equisa_core.common.models import EncodedValue, RecordedCall
+from equisa_core.localization.invariants import (
     MAX_INVARIANTS,
     RESULT_NAME,
     Invariant,
     InvariantKind,
     mine_invariants,
 )
-from equisa_core.models import EncodedValue, RecordedCall
 from equisa_core.probe.equisa_probe import encode_value
 
 R = RESULT_NAME
@@ -414,7 +414,7 @@ def test_mined_attribute_invariants_hold_on_the_real_objects() -> None:
 
 
 def test_inspection_patches_assert_attribute_invariants_on_real_objects() -> None:
-    from equisa_core.inspection import ASSERTION_PREFIX, build_inspection_patch
+    from equisa_core.localization.inspection import ASSERTION_PREFIX, build_inspection_patch
 
     mined = mine_invariants(take_off_calls(), ["subtotal", "off"])
     patched = build_inspection_patch(TAKE_OFF_SOURCE.lstrip(), "pkg.take_off", mined)

@@ -8,8 +8,7 @@ import pickle
 import pytest
 
 from equisa_core import errors
-from equisa_core.errors import EquisaError, FunctionNotFoundError
-from equisa_core.llm_text import (
+from equisa_core.common.llm_text import (
     LABEL_BUGGY,
     LABEL_NOT_BUGGY,
     InvalidAnswerError,
@@ -23,6 +22,7 @@ from equisa_core.llm_text import (
     strip_code_fences,
     validate_function_answer,
 )
+from equisa_core.errors import EquisaError, FunctionNotFoundError
 
 FUNC = "def add(a, b):\n    return a + b\n"
 MODULE = '''"""A module."""

@@ -1,4 +1,5 @@
-"""Tests for equisa_core.overfitting: copied expected values and special-case branches in patches."""
+"""Tests for equisa_core.validation.overfitting: copied expected values and special-case branches
+in patches."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from equisa_core.common.source_edit import function_source
 from equisa_core.errors import InvalidReplacementError, SourceEditError
-from equisa_core.overfitting import (
+from equisa_core.validation.overfitting import (
     TRIVIAL_VALUES,
     OverfittingFinding,
     copied_literals,
@@ -19,7 +21,6 @@ from equisa_core.overfitting import (
     overfitting_findings,
     special_case_branches,
 )
-from equisa_core.source_edit import function_source
 
 INVOICING = Path(__file__).resolve().parents[2] / "examples" / "invoicing"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.patch_format import (
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.validation.patch_format import (
     FilePatch,
     PatchRejectedError,
     apply_patches,

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import math
 
-from equisa_core.prior import FEATURES, NodeSignals, PriorWeights, combine, is_failure_machinery, prior_scores
+from equisa_core.localization.prior import (
+    FEATURES,
+    NodeSignals,
+    PriorWeights,
+    combine,
+    is_failure_machinery,
+    prior_scores,
+)
 
 
 def signals(**values: float) -> NodeSignals:

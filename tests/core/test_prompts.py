@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.prompts import localization as prompts
-from equisa_core.prompts.localization import (
+from equisa_core.localization import prompts
+from equisa_core.localization.prompts import (
     GENERATE_DEBUGGING_REFLECTION_SYSTEM_INSTRUCTIONS,
     GENERATE_INSPECTION_PATCH_SYSTEM_INSTRUCTIONS,
     GENERATE_PATCH_SYSTEM_INSTRUCTIONS,
@@ -115,7 +115,7 @@ def test_the_prompt_module_uses_the_standard_library_only():
 
 
 def test_disambiguating_tests_prompt_lists_functions_samples_and_limit():
-    from equisa_core.prompts.discovery import render_disambiguating_tests
+    from equisa_core.discovery.prompts import render_disambiguating_tests
 
     [message] = render_disambiguating_tests(
         {"pkg.b": "def b():\n    return 2\n", "pkg.a": "def a():\n    return 1\n"},

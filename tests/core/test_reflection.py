@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from equisa_core.bayes import LLM_BUGGY, LLM_NOT_BUGGY
-from equisa_core.models import Node, TestResult, TracebackFrame
-from equisa_core.reflection import deepest_project_frame, reflect
+from equisa_core.common.models import Node, TestResult, TracebackFrame
+from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
+from equisa_core.localization.reflection import deepest_project_frame, reflect
 
 TARGET = Node(fqn="pkg.mod.outer", file="pkg/mod.py", start_line=10, end_line=20)
 
@@ -58,8 +58,8 @@ def test_one_test_blaming_the_target_wins_over_callee_failures():
 
 def postcondition_failure(covered: frozenset[str], test: str = "t") -> TestResult:
     """A failure of the inspection's assertion on the target's result, raised in the target."""
-    from equisa_core.inspection import ASSERTION_PREFIX
-    from equisa_core.invariants import RESULT_NAME
+    from equisa_core.localization.inspection import ASSERTION_PREFIX
+    from equisa_core.localization.invariants import RESULT_NAME
 
     return TestResult(
         test_id=test, outcome="failed", duration=0.0, exception_type="AssertionError",

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from equisa_core.errors import WeakSandboxError
-from equisa_core.sandbox_policy import (
+from equisa_core.common.sandbox_policy import (
     IsolationLevel,
     SandboxIsolation,
     require_confinement,
     weak_isolation_warning,
 )
+from equisa_core.errors import WeakSandboxError
 
 
 def isolation(level: IsolationLevel, weak_allowed: bool = False) -> SandboxIsolation:

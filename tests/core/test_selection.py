@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from equisa_core.models import Edge, Node, SuiteTrace, TestOutcome, TestResult
-from equisa_core.selection import (
+from equisa_core.common.models import Edge, Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.localization.selection import (
     TestSelection,
     is_test_file,
     is_test_id,

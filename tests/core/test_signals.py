@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from equisa_core.models import TracebackFrame
-from equisa_core.signals import Signals, assertion_files, heartbeat, parse_signals, same_file
+from equisa_core.common.models import TracebackFrame
+from equisa_core.localization.signals import Signals, assertion_files, heartbeat, parse_signals, same_file
 
 FQN = "pkg.target.inspect_me"
 TARGET = "pkg/target.py"

@@ -1,4 +1,4 @@
-"""Tests for equisa_core.source_edit: locating, extracting and replacing functions, and diffs."""
+"""Tests for equisa_core.common.source_edit: locating, extracting and replacing functions, and diffs."""
 
 from __future__ import annotations
 
@@ -19,9 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from equisa_core import source_edit
-from equisa_core.errors import FunctionNotFoundError, InvalidReplacementError, SourceEditError
-from equisa_core.source_edit import (
+from equisa_core.common import source_edit
+from equisa_core.common.source_edit import (
     FunctionLocation,
     combine_diffs,
     find_function,
@@ -31,6 +30,7 @@ from equisa_core.source_edit import (
     replace_function,
     unified_diff,
 )
+from equisa_core.errors import FunctionNotFoundError, InvalidReplacementError, SourceEditError
 
 SAMPLE = '''\
 """A module with one of each kind of function."""

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from equisa_core.spectrum import FORMULAS, dstar, ochiai, score_nodes, tarantula
+from equisa_core.discovery.spectrum import FORMULAS, dstar, ochiai, score_nodes, tarantula
 
 
 @st.composite

@@ -8,16 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.bayes import initial_confidence
-from equisa_core.confidence_history import confidence_history
 from equisa_core.errors import InputError
 from equisa_core.history import RunRecord, rows_for_run
 from equisa_core.history.schema import TABLES
-from equisa_core.localization import InspectionRecord, LocalizationReport, apply_observation, rank
-from equisa_core.repair import RepairReport
+from equisa_core.localization.bayes import initial_confidence
+from equisa_core.localization.confidence_history import confidence_history
+from equisa_core.localization.signals import Signals
+from equisa_core.localization.steps import InspectionRecord, LocalizationReport, apply_observation, rank
+from equisa_core.operations.storage import (
+    blob_key,
+    parse_location,
+    resolve_artifacts,
+    resolve_db,
+    run_key,
+    sha256_hex,
+)
 from equisa_core.report import render_report
-from equisa_core.signals import Signals
-from equisa_core.storage import blob_key, parse_location, resolve_artifacts, resolve_db, run_key, sha256_hex
+from equisa_core.validation.repair import RepairReport
 
 REPAIR = Path(__file__).parents[1] / "data" / "repair_invoicing.json"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 from decimal import Decimal
 
-from equisa_core.carving import CarvedTest
 from equisa_core.testgen.boundary import (
     ScratchCall,
     boundary_values,
@@ -14,6 +13,7 @@ from equisa_core.testgen.boundary import (
     scratch_driver_module,
     scratch_test,
 )
+from equisa_core.testgen.carving import CarvedTest
 from equisa_core.testgen.embedding import DIMENSIONS, cosine_similarity, local_embedding
 from equisa_core.testgen.framework import detect_framework
 from equisa_core.testgen.modules import clean_generated_module, keep_tests, list_tests, node_id_name

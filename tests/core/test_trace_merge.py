@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from equisa_core.models import Edge, Node, SuiteTrace, TestOutcome, TestResult
-from equisa_core.trace_merge import CRASH_EXCEPTION, combine, crash_result, interleave, mark_flaky
+from equisa_core.common.models import Edge, Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.trace_merge import CRASH_EXCEPTION, combine, crash_result, interleave, mark_flaky
 
 
 def result(test_id: str, outcome: str = "passed", covered: tuple[str, ...] = ()) -> TestResult:

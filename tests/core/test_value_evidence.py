@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from equisa_core.models import EncodedValue, RecordedCall
-from equisa_core.value_evidence import compare_values, value_kind
+from equisa_core.common.models import EncodedValue, RecordedCall
+from equisa_core.localization.value_evidence import compare_values, value_kind
 
 
 def value(type_: str, literal: str | None) -> EncodedValue:

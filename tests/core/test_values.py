@@ -1,4 +1,4 @@
-"""Builds: the probe writes them, ``equisa_core.values`` checks, decodes and writes them as code."""
+"""Builds: the probe writes them, ``equisa_core.common.values`` checks, decodes and writes them as code."""
 
 from __future__ import annotations
 
@@ -16,11 +16,8 @@ from typing import Any
 
 import pytest
 
-from equisa_core.errors import ProbeProtocolError
-from equisa_core.models import EncodedValue
-from equisa_core.probe import equisa_probe
-from equisa_core.probe.equisa_probe import encode_value
-from equisa_core.values import (
+from equisa_core.common.models import EncodedValue
+from equisa_core.common.values import (
     MAX_BUILD_NESTING,
     MAX_BUILD_TEXT,
     EnumMember,
@@ -32,6 +29,9 @@ from equisa_core.values import (
     parse_build,
     walk_build,
 )
+from equisa_core.errors import ProbeProtocolError
+from equisa_core.probe import equisa_probe
+from equisa_core.probe.equisa_probe import encode_value
 
 D = decimal.Decimal
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from equisa_core.batch import BatchSummary
+from equisa_core.operations.batch import BatchSummary
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

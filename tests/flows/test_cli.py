@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from equisa_core.discovery.spectrum import tarantula
+from equisa_core.discovery.trace_report import TraceReport
 from equisa_core.errors import (
     CollectionError,
     InterpreterError,
@@ -17,8 +19,6 @@ from equisa_core.errors import (
     RepositoryNotFoundError,
     SuiteCrashedError,
 )
-from equisa_core.spectrum import tarantula
-from equisa_core.trace_report import TraceReport
 from tests.conftest import FIXTURES, find_python
 
 SHAPES = FIXTURES / "shapes"

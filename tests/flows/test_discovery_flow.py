@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from equisa_core.localization import LocalizationReport
+from equisa_core.localization.steps import LocalizationReport
 from tasks.sandbox import RunRequest
 from tests.flows.test_localize import localize
 from tests.integration.test_probe import tree_digest

@@ -8,13 +8,13 @@ from pathlib import Path
 from prefect import flow
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
-from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.generated_tests import TESTGEN_MODULE_PREFIX, is_testgen_test
-from equisa_core.models import TestOutcome
-from equisa_core.repair import RepairReport
-from equisa_core.source_edit import replace_function
+from equisa_core.common.models import TestOutcome
+from equisa_core.common.source_edit import replace_function
+from equisa_core.common.trace_merge import combine
 from equisa_core.testgen.modules import keep_tests
-from equisa_core.trace_merge import combine
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.validation.generated_tests import TESTGEN_MODULE_PREFIX, is_testgen_test
+from equisa_core.validation.repair import RepairReport
 from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery
 from flows.testgen import GeneratedTests, TestgenParameters, generate_tests
 from flows.validation import ValidationContext, test_sources, validate_candidate

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prefect import flow
 
-from equisa_core.models import RecordedCall
+from equisa_core.common.models import RecordedCall
 from flows.discovery import trace_only
 from flows.inspections import Observation, inspect_batch, inspect_node
 from flows.localize import LocalizeParameters, _priors, _record_calls

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.bayes import CLAMP_LOW
 from equisa_core.errors import NothingToLocalizeError
-from equisa_core.localization import LocalizationReport
+from equisa_core.localization.bayes import CLAMP_LOW
+from equisa_core.localization.steps import LocalizationReport
 from flows.localize import even_shares
 from tests.conftest import FIXTURES, small_repo, venv_with_pytest
 from tests.integration.test_probe import tree_digest

@@ -11,7 +11,7 @@ from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
-from equisa_core.repair import RepairReport
+from equisa_core.validation.repair import RepairReport
 from flows.commands.history import history_answers
 from tasks.history import query
 from tasks.llm import LLMConfig, ModelPrice, call_llm

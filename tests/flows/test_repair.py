@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from equisa_core.errors import EXIT_NOT_FIXED, NothingToLocalizeError
-from equisa_core.repair import RepairReport
+from equisa_core.validation.repair import RepairReport
 from tests.conftest import small_repo
 from tests.flows.test_localize import BUGGY, INVOICING, scripted_debugger
 from tests.integration.test_probe import tree_digest

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.ci_event import CI_FAILED_EVENT
+from equisa_core.operations.ci_event import CI_FAILED_EVENT
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 AUTH_STRING = "admin:s3cret"

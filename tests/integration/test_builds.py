@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.ambiguity import ambiguity_groups
-from equisa_core.carving import carve_tests, carved_module, carved_module_path
-from equisa_core.inspection import ASSERTION_PREFIX
-from equisa_core.invariants import RESULT_NAME, mine_invariants
-from equisa_core.models import EncodedValue, SuiteTrace, TestOutcome
+from equisa_core.common.models import EncodedValue, SuiteTrace, TestOutcome
+from equisa_core.common.source_edit import replace_function
+from equisa_core.common.values import build_of, decode_value
+from equisa_core.discovery.ambiguity import ambiguity_groups
+from equisa_core.localization.inspection import ASSERTION_PREFIX
+from equisa_core.localization.invariants import RESULT_NAME, mine_invariants
 from equisa_core.probe import equisa_probe
-from equisa_core.source_edit import replace_function
-from equisa_core.values import build_of, decode_value
+from equisa_core.testgen.carving import carve_tests, carved_module, carved_module_path
 from tasks.inspection import deterministic_inspection, qualname_of, read_function
 from tasks.run_tests import execute_request
 from tasks.sandbox import RunRequest

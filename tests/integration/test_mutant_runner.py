@@ -17,8 +17,8 @@ from prefect import flow
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 from prefect.testing.utilities import prefect_test_harness
 
+from equisa_core.common.models import TestOutcome
 from equisa_core.errors import InvalidSelectionError
-from equisa_core.models import TestOutcome
 from tasks.mutants import MutantResult, MutantRunReport, execute_mutants, read_mutant_records, run_mutants
 from tasks.run_tests import execute_request, run_tests
 from tasks.sandbox import MutantSpec, RunRequest, SandboxLimits, prepare_run_folder, probe_arguments

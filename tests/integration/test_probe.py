@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.models import SuiteTrace, TestOutcome
-from equisa_core.source_edit import function_source
+from equisa_core.common.models import SuiteTrace, TestOutcome
+from equisa_core.common.source_edit import function_source
 from tasks.run_tests import execute_request
 from tasks.sandbox import RunRequest
 from tasks.sandbox_local import LocalSandbox

@@ -13,8 +13,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from equisa_core.models import SuiteTrace, TestOutcome
-from equisa_core.probe_output import parse_probe_output
+from equisa_core.common.models import SuiteTrace, TestOutcome
+from equisa_core.common.probe_output import parse_probe_output
 from tasks.sandbox import GIB, RunRequest, Sandbox, SandboxInfrastructureError, SandboxLimits, SandboxRun
 from tasks.sandbox_docker import RUN_LABEL, DockerSandbox
 from tests.conftest import FIXTURES

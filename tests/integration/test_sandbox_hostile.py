@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.models import SuiteTrace, TestOutcome
-from equisa_core.sandbox_policy import IsolationLevel
+from equisa_core.common.models import SuiteTrace, TestOutcome
+from equisa_core.common.sandbox_policy import IsolationLevel
 from tasks.run_tests import execute_request
 from tasks.sandbox import MIB, RecordCallback, RunRequest, Sandbox, SandboxLimits, SandboxRun
 from tasks.sandbox_docker import DockerSandbox

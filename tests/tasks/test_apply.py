@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from equisa_core.common.source_edit import unified_diff
 from equisa_core.errors import ApplyRefusedError, PatchApplyError
-from equisa_core.source_edit import unified_diff
 from tasks.apply import apply_patch
 
 BEFORE = "def f(x):\n    return x > 1\n"

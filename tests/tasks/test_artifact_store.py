@@ -9,7 +9,7 @@ import time
 import pytest
 
 from equisa_core.errors import BucketNotFoundError, StorageAccessError, StorageError
-from equisa_core.storage import parse_location, run_key, sha256_hex
+from equisa_core.operations.storage import parse_location, run_key, sha256_hex
 from tasks.artifacts import ArtifactStore, flush_spool
 from tests.s3_servers import free_port
 

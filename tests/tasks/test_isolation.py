@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from equisa_core.common.models import TestOutcome
+from equisa_core.common.probe_output import parse_probe_output
+from equisa_core.common.sandbox_policy import IsolationLevel
 from equisa_core.errors import WeakSandboxError
-from equisa_core.models import TestOutcome
-from equisa_core.probe_output import parse_probe_output
-from equisa_core.sandbox_policy import IsolationLevel
 from tasks.isolation import ISOLATION_ENV, _mount_table, detect_isolation, hidden_folders, reexposed_paths
 from tasks.run_tests import sandbox_isolation
 from tasks.sandbox import RunRequest, SandboxInfrastructureError, SandboxLimits

@@ -22,7 +22,7 @@ from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 from prefect.testing.utilities import prefect_test_harness
 from pydantic import ValidationError
 
-from equisa_core.prompts.localization import prompt_hash, render_patch
+from equisa_core.localization.prompts import prompt_hash, render_patch
 from tasks import llm as llm_module
 from tasks.llm import (
     CostLedger,

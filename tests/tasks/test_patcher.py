@@ -16,9 +16,9 @@ import pytest
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 from prefect.testing.utilities import prefect_test_harness
 
-from equisa_core.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.prompts.patcher import NO_ACTION_MESSAGE, QUERIES_IGNORED_NOTE
-from equisa_core.retrieval import python_grep
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.validation.prompts import NO_ACTION_MESSAGE, QUERIES_IGNORED_NOTE
+from equisa_core.validation.retrieval import python_grep
 from tasks import patcher as patcher_module
 from tasks.llm import CostLedger, LLMConfig
 from tasks.patcher import (

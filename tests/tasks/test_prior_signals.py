@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from equisa_core.models import SuiteTrace
-from equisa_core.prior import (
+from equisa_core.common.models import SuiteTrace
+from equisa_core.common.probe_output import parse_probe_output
+from equisa_core.localization.prior import (
     DEFAULT_WEIGHTS,
     NodeSignals,
     PriorWeights,
@@ -19,8 +20,7 @@ from equisa_core.prior import (
     value_likelihoods,
     with_values,
 )
-from equisa_core.probe_output import parse_probe_output
-from equisa_core.value_evidence import compare_values
+from equisa_core.localization.value_evidence import compare_values
 from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.sandbox_local import LocalSandbox
 from tests.conftest import small_repo

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Set
 
-from equisa_core.models import TestResult
-from equisa_core.selection import is_test_file
+from equisa_core.common.models import TestResult
+from equisa_core.localization.selection import is_test_file
 
 __all__ = ["environment_failures", "imported_by_own_code", "missing_module"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import zip_longest
 
-from equisa_core.models import SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.models import SuiteTrace, TestOutcome, TestResult
 
 __all__ = ["CRASH_EXCEPTION", "crash_result", "interleave", "combine", "mark_flaky"]
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.source_edit import combine_diffs, unified_diff
+from equisa_core.common.source_edit import combine_diffs, unified_diff
 
 __all__ = ["Generator", "PatchCandidate", "PatchStatus", "PatchEvaluation", "candidate_diff"]
 

@@ -57,8 +57,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from equisa_core.common.models import EncodedValue
 from equisa_core.errors import ProbeProtocolError
-from equisa_core.models import EncodedValue
 
 __all__ = [
     "OBJECT_MARKER",

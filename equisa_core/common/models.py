@@ -72,7 +72,7 @@ class EncodedValue(_Frozen):
         None,
         description=(
             "Only when there is no literal: an expression in the build grammar of "
-            "equisa_core.values (e.g. \"decimal.Decimal('10.00')\", enum members, "
+            "equisa_core.common.values (e.g. \"decimal.Decimal('10.00')\", enum members, "
             "\"__equisa_object__('pkg.mod:Money', {...})\"); untrusted text, checked by "
             "values.parse_build and never evaluated."
         ),
@@ -138,7 +138,7 @@ class SuiteTrace(_Frozen):
         Nodes defined in test code (see ``selection.is_test_file``) are left out unless asked
         for: a test function is executed only by itself, which says nothing about the bug.
         """
-        from equisa_core.selection import is_test_file
+        from equisa_core.localization.selection import is_test_file
 
         wanted = {
             n.fqn for n in self.nodes if include_tests or not (n.file and is_test_file(n.file))

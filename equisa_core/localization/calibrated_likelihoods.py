@@ -30,9 +30,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.bayes import LIKELIHOODS, Outcome, bayes
 from equisa_core.errors import EquisaError
-from equisa_core.fix_evidence import FIX_LIKELIHOODS, FixEvidence
+from equisa_core.localization.bayes import LIKELIHOODS, Outcome, bayes
+from equisa_core.localization.fix_evidence import FIX_LIKELIHOODS, FixEvidence
 
 __all__ = [
     "DEFAULT_MIN_EXPECTED_SHIFT",

@@ -7,10 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.candidates import PatchEvaluation, PatchStatus
+from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.errors import EXIT_NOT_FIXED, EXIT_OK, EXIT_PLAUSIBLE_ONLY
-from equisa_core.localization import LocalizationReport
-from equisa_core.sandbox_policy import SandboxIsolation
+from equisa_core.localization.steps import LocalizationReport
+from equisa_core.validation.candidates import PatchEvaluation, PatchStatus
 
 __all__ = ["RepairStatus", "RepairReport", "repair_status"]
 

@@ -33,7 +33,7 @@ Choices:
   the exception, and an argument assertion must not turn it into an AssertionError. Results come
   from calls that returned.
 * Builtin types through ``isinstance``; other types only when every value was decoded from
-  the probe's build (``equisa_core.values``: ``Decimal``, dates, enum members, plain objects), and
+  the probe's build (``equisa_core.common.values``: ``Decimal``, dates, enum members, plain objects), and
   then by name, ``type(x).__name__ == 'Decimal'``, since the type cannot be imported inside the
   function. Values of other user types (no build: a lock, a mock) get only None-ness. ``bool``
   is an ``int``, so ints and bools give ``isinstance(x, int)``; ints and floats give
@@ -78,9 +78,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.models import EncodedValue, RecordedCall
+from equisa_core.common.values import EnumMember, ObjectValue, decode_value
 from equisa_core.errors import ProbeProtocolError
-from equisa_core.models import EncodedValue, RecordedCall
-from equisa_core.values import EnumMember, ObjectValue, decode_value
 
 __all__ = [
     "RESULT_NAME",

@@ -13,7 +13,7 @@ function whose value is wrong is often not the one that raised. This module read
   which the weights demote;
 * optionally, the lines changed since a git ref (``--since``), for CI users;
 * once the leading functions' calls are recorded, where a wrong value starts
-  (``equisa_core.value_evidence``): those two features are 0 in the first prior and come in as
+  (``equisa_core.localization.value_evidence``): those two features are 0 in the first prior and come in as
   evidence (``value_likelihoods``).
 
 ``combine`` weighs them with ``PriorWeights`` (fitted on the real-bug benchmark, see
@@ -30,10 +30,10 @@ from collections.abc import Set as AbstractSet
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.models import Node, SuiteTrace, TestResult
-from equisa_core.selection import is_test_file
-from equisa_core.spectrum import dstar, ochiai, tarantula
-from equisa_core.value_evidence import ValueFinding
+from equisa_core.common.models import Node, SuiteTrace, TestResult
+from equisa_core.discovery.spectrum import dstar, ochiai, tarantula
+from equisa_core.localization.selection import is_test_file
+from equisa_core.localization.value_evidence import ValueFinding
 
 __all__ = [
     "FEATURES",
@@ -77,7 +77,7 @@ class NodeSignals(BaseModel):
     changed: float = Field(0.0, description="1 when its lines changed since the ref given, else 0.")
     value_origin: float = Field(
         0.0, description="Share of failing tests in which a wrong value starts in it "
-                         "(equisa_core.value_evidence); 0 when its calls were not recorded.")
+                         "(equisa_core.localization.value_evidence); 0 when its calls were not recorded.")
     value_passed_on: float = Field(0.0, description="Share in which it returned a new kind of value that a "
                                                     "callee or a caller's argument brought.")
 

@@ -11,12 +11,18 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.bayes import Outcome, classify, is_converged, update_confidences, update_with_likelihoods
-from equisa_core.discovery import DiscoveryReport
-from equisa_core.fix_evidence import FixEvidence
-from equisa_core.prior import NodeSignals, PriorWeights
-from equisa_core.sandbox_policy import SandboxIsolation
-from equisa_core.signals import Signals
+from equisa_core.common.sandbox_policy import SandboxIsolation
+from equisa_core.discovery.rules import DiscoveryReport
+from equisa_core.localization.bayes import (
+    Outcome,
+    classify,
+    is_converged,
+    update_confidences,
+    update_with_likelihoods,
+)
+from equisa_core.localization.fix_evidence import FixEvidence
+from equisa_core.localization.prior import NodeSignals, PriorWeights
+from equisa_core.localization.signals import Signals
 
 __all__ = [
     "RankedNode",
@@ -40,7 +46,8 @@ class RankedNode(BaseModel):
     end_line: int | None
     suspiciousness: float = Field(description="Tarantula score from the (amplified) suite.")
     confidence: float = Field(description="Posterior probability of being the bug.")
-    prior: float = Field(0.0, description="The prior's score, from several signals (equisa_core.prior), "
+    prior: float = Field(0.0, description="The prior's score, from several signals "
+                                          "(equisa_core.localization.prior), "
                                           "in [0, 1]; 1 for the prior's leader.")
 
 
@@ -112,7 +119,7 @@ class LocalizationReport(BaseModel):
     prior: PriorEvidence | None = Field(None, description="The prior's signals and weights.")
     likelihoods: str | None = Field(
         None, description="The likelihood table the evidence was counted with: 'fitted' or 'seed' "
-        "(equisa_core.calibrated_likelihoods); None in reports older than the choice (seed).")
+        "(equisa_core.localization.calibrated_likelihoods); None in reports older than the choice (seed).")
     run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
     artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
 
@@ -124,7 +131,7 @@ def apply_observation(
     """Classify one inspection and update every node; also return the converged node, if any.
 
     The target moves by Bayes' rule on the outcome's likelihoods (``likelihoods``, a table of
-    ``equisa_core.calibrated_likelihoods``; None: the seed's); the other nodes share the rest of
+    ``equisa_core.localization.calibrated_likelihoods``; None: the seed's); the other nodes share the rest of
     the mass in proportion to their previous confidence (single-bug hypothesis, see
     ``bayes.update_confidences``).
     """

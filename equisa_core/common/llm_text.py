@@ -8,7 +8,7 @@ alone:
 * ``parse_reflection_label``: the verdict of a reflection (``CONFIRMED_BUGGY`` /
   ``CONFIRMED_NOT_BUGGY``), or None.
 * ``validate_function_answer``: the answer is one function with the original's signature
-  (checked by ``equisa_core.source_edit.replace_function``), else ``InvalidAnswerError``.
+  (checked by ``equisa_core.common.source_edit.replace_function``), else ``InvalidAnswerError``.
 * ``render_reask``: the follow-up message that hands a rejected answer's error back to the model.
 * ``mean_token_entropy``: the mean per-token entropy of an answer from its logprobs.
 
@@ -35,8 +35,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from equisa_core.common.source_edit import replace_function
 from equisa_core.errors import EquisaError, InvalidReplacementError
-from equisa_core.source_edit import replace_function
 
 __all__ = [
     "LLMError",
@@ -276,7 +276,7 @@ def validate_function_answer(answer: str, original_source: str, qualname: str) -
     ``original_source`` is the module holding the function (or the function alone, with
     ``qualname`` its bare name). The answer must parse, be exactly one function of that name, keep
     its signature (async-ness, parameters, defaults, annotations) and leave the module compiling:
-    the checks of ``equisa_core.source_edit.replace_function``. Returns the answer without
+    the checks of ``equisa_core.common.source_edit.replace_function``. Returns the answer without
     surrounding blank lines and with one trailing newline. Raises ``InvalidAnswerError`` (with the
     reason, ready to hand back to the model) when the answer fails; ``FunctionNotFoundError`` /
     ``SourceEditError`` when the *original* has no such function or does not parse.

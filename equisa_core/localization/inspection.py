@@ -3,7 +3,7 @@
 Seed 000 Appendix B asks an inspection patch for the target's own source with the heartbeat
 ``print`` as the first line of the body, only ``assert`` statements added, all the original logic
 kept and the same signature. ``build_inspection_patch`` does that from invariants
-(``equisa_core.invariants``) instead of a model:
+(``equisa_core.localization.invariants``) instead of a model:
 
 * the docstring, when there is one, stays the first statement so ``__doc__`` survives; the
   heartbeat comes right after it, as the first statement that runs. It is printed with
@@ -42,8 +42,8 @@ import copy
 from collections.abc import Iterator, Sequence
 
 from equisa_core.errors import SourceEditError
-from equisa_core.invariants import RESULT_NAME, Invariant, InvariantKind
-from equisa_core.signals import heartbeat
+from equisa_core.localization.invariants import RESULT_NAME, Invariant, InvariantKind
+from equisa_core.localization.signals import heartbeat
 
 __all__ = ["ASSERTION_PREFIX", "build_inspection_patch", "assertion_message"]
 

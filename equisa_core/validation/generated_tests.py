@@ -10,7 +10,7 @@ left out, and Validation reports how many of them changed behaviour instead.
 
 They are recognised by where Discovery puts them: modules named ``test_testgen_*`` under
 ``GENERATED_TESTS_DIR``. Discovery's carved tests (``test_carved_group_*``) are carved from the
-suite's own executions with the failing tests' results left out (``equisa_core.carving``), and the
+suite's own executions with the failing tests' results left out (``equisa_core.testgen.carving``), and the
 model's tests (``test_llm_group_*``) assert intended behaviour, so both keep counting.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
-from equisa_core.carving import GENERATED_TESTS_DIR
+from equisa_core.testgen.carving import GENERATED_TESTS_DIR
 
 __all__ = [
     "TESTGEN_MODULE_PREFIX",

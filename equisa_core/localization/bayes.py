@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
 
-from equisa_core.signals import Signals
+from equisa_core.localization.signals import Signals
 
 __all__ = [
     "CLAMP_HIGH",
@@ -215,7 +215,7 @@ def update_with_likelihoods(
 ) -> dict[str, float]:
     """``update_confidences`` for evidence given directly as ``(P(E|B), P(E|~B))``.
 
-    Used for evidence outside the seed's outcome table (``equisa_core.fix_evidence``); the rule
+    Used for evidence outside the seed's outcome table (``equisa_core.localization.fix_evidence``); the rule
     for the other nodes is the same.
     """
     if target not in confidences:

@@ -20,7 +20,7 @@ What is trusted:
 - nothing from flaky tests, and no inputs seen with two different outcomes (the member then
   depends on something beyond its arguments).
 
-Arguments are rebuilt from their literals, or from their builds (``equisa_core.values``: stdlib
+Arguments are rebuilt from their literals, or from their builds (``equisa_core.common.values``: stdlib
 values such as ``decimal.Decimal('10.00')`` or dates, enum members, and plain objects, nested ones
 included, as ``obj = Cls.__new__(Cls); obj.__dict__.update({...})``, with ``object.__setattr__``
 for slots, so frozen dataclasses too, without running ``__init__``); objects of older records
@@ -49,9 +49,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.models import EncodedValue, Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.values import build_expression, object_build, parse_build, walk_build
 from equisa_core.errors import ProbeProtocolError
-from equisa_core.models import EncodedValue, Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
-from equisa_core.values import build_expression, object_build, parse_build, walk_build
 
 __all__ = [
     "GENERATED_TESTS_DIR",

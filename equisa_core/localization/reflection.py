@@ -30,12 +30,12 @@ from collections.abc import Collection, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from equisa_core.bayes import LLM_BUGGY, LLM_NOT_BUGGY
-from equisa_core.inspection import ASSERTION_PREFIX
-from equisa_core.invariants import RESULT_NAME
-from equisa_core.models import Node, TestOutcome, TestResult, TracebackFrame
-from equisa_core.selection import is_test_file
-from equisa_core.signals import same_file
+from equisa_core.common.models import Node, TestOutcome, TestResult, TracebackFrame
+from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
+from equisa_core.localization.inspection import ASSERTION_PREFIX
+from equisa_core.localization.invariants import RESULT_NAME
+from equisa_core.localization.selection import is_test_file
+from equisa_core.localization.signals import same_file
 
 __all__ = ["Reflection", "reflect", "deepest_project_frame"]
 

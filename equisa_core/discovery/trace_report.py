@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.ambiguity import ambiguity_groups
-from equisa_core.models import CollectError, Edge, SuiteTrace, TestOutcome, TestResult
-from equisa_core.sandbox_policy import SandboxIsolation
-from equisa_core.spectrum import score_nodes
+from equisa_core.common.models import CollectError, Edge, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.sandbox_policy import SandboxIsolation
+from equisa_core.discovery.ambiguity import ambiguity_groups
+from equisa_core.discovery.spectrum import score_nodes
 
 __all__ = ["ScoredNode", "TraceSummary", "TraceReport", "build_trace_report"]
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from equisa_core.models import TracebackFrame
+from equisa_core.common.models import TracebackFrame
 
 __all__ = [
     "Signals",

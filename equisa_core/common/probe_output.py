@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from equisa_core.errors import ProbeProtocolError
-from equisa_core.models import (
+from equisa_core.common.models import (
     CollectError,
     Edge,
     Node,
@@ -20,6 +19,7 @@ from equisa_core.models import (
     TestResult,
     TracebackFrame,
 )
+from equisa_core.errors import ProbeProtocolError
 
 __all__ = ["parse_probe_output", "read_test_record"]
 

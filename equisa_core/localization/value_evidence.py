@@ -22,7 +22,7 @@ from collections.abc import Set as AbstractSet
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.models import EncodedValue, RecordedCall
+from equisa_core.common.models import EncodedValue, RecordedCall
 
 __all__ = ["ValueFinding", "compare_values", "value_kind"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from equisa_core.localization import InspectionRecord, RankedNode
+from equisa_core.localization.steps import InspectionRecord, RankedNode
 
 __all__ = ["confidence_history"]
 

@@ -7,7 +7,7 @@ from collections.abc import Set as AbstractSet
 
 from pydantic import BaseModel, ConfigDict
 
-from equisa_core.models import Node, SuiteTrace, TestOutcome
+from equisa_core.common.models import Node, SuiteTrace, TestOutcome
 
 __all__ = [
     "GENERATED_NAMES",

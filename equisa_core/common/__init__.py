@@ -1,0 +1,1 @@
+"""Types and helpers every loop shares: the call graph and trace types, values, source edits, model text."""

@@ -1,0 +1,1 @@
+"""The Localization loop: the prior, the evidence, the Bayesian updates, and what to inspect next."""

@@ -1,0 +1,1 @@
+"""Running EQUISA as a service: batches over many repositories, CI events, where artifacts go."""

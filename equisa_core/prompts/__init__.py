@@ -1,1 +1,0 @@
-"""Prompt templates, one module per agent: named constants and pure render functions."""

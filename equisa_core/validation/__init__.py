@@ -1,0 +1,1 @@
+"""The Validation loop and repair: patch candidates, mutants, overfitting checks, the verdict."""

@@ -15,6 +15,7 @@ limits, mutants, EQUISA version): ``RunRequest.cache_key`` names it. Backends (`
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -76,7 +77,7 @@ def _code_digest() -> str:
     global _CODE_DIGEST
     if _CODE_DIGEST is None:
         here = Path(__file__).resolve().parent
-        files = [probe_file(), here.parent / "equisa_core" / "models.py", here / "mutants.py"]
+        files = [probe_file(), Path(inspect.getfile(TestOutcome)), here / "mutants.py"]
         digest = hashlib.sha256()
         for file in files:
             digest.update(Path(file).read_bytes())

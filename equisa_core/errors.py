@@ -1,13 +1,20 @@
-"""EQUISA's one error hierarchy.
+"""EQUISA's one error hierarchy, and the meaning of every exit code the ``equisa`` command returns.
 
 Every error a user can cause or meet carries a one-line message and a distinct process exit code;
-the CLI prints ``equisa: <message>`` and exits with ``exit_code``, never a traceback. Third-party
-errors are translated into these at the boundary where they occur.
+the CLI prints ``equisa: <message>`` and exits with ``exit_code`` (``exit_code_for``, the one place
+that maps errors to codes), never a traceback. Third-party errors are translated into these at the
+boundary where they occur. Each class that introduces a code says what it means to the user
+(``meaning``); README.md's table of exit codes is ``exit_code_table()``, and a test keeps them equal.
 
-    EquisaError (1)
+    EquisaError (1)                    an error with no code of its own
     ├── InputError (3)                 bad input from the user
     │   ├── RepositoryNotFoundError    the path is missing or not a directory
-    │   └── InvalidSelectionError      a test selection that names nothing
+    │   │   └── CloneError             the repository URL cannot be cloned
+    │   ├── InvalidSelectionError      a test selection that names nothing
+    │   ├── RefNotFoundError           the branch, tag or commit does not exist
+    │   ├── TestgenTargetError (30)    ``equisa testgen --target``: missing, outside, not Python, unparsable
+    │   └── RepositoriesFileError (50) a batch's repositories file is missing, not YAML or invalid
+    ├── WorkspaceError (1)             the snapshot cannot be made (git missing, disk full)
     ├── InterpreterError (4)           the target interpreter is missing, too old or lacks pytest
     ├── NoTestsCollectedError (5)      the suite collected zero tests
     ├── CollectionError (6)            the suite does not import / collect
@@ -16,43 +23,58 @@ errors are translated into these at the boundary where they occur.
     │   ├── FunctionNotFoundError      no function with that FQN in the file
     │   └── InvalidReplacementError    the new code does not parse or changes the signature
     ├── ProbeProtocolError (9)         the probe's output cannot be read
+    ├── SandboxInfrastructureError (10) the sandbox itself failed (engine down, isolation tool broken)
+    ├── LLMError (11)                  an LLM step failed
+    │   ├── LLMUnavailableError (11)   no answer: rate limits, 5xx, timeouts, connection errors or
+    │   │                              unreadable responses outlasted the retries and the fallback
+    │   ├── LLMRequestError (12)       the request cannot succeed as configured: no endpoint,
+    │   │                              authentication, unknown model, request rejected (4xx)
+    │   └── InvalidAnswerError (13)    the model answered, but not with a usable function, even
+    │                                  after the bounded re-asks
     ├── WeakSandboxError (14)          unreviewed code would run where the sandbox cannot confine files
     ├── EnvironmentFailureError (15)   every failing test fails for want of a third-party module: the
     │                                  environment, not the code, is at fault
     ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
     ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
-    ├── TestgenTargetError (30)        ``equisa testgen --target``: missing, outside, not Python, unparsable
     ├── CoverageUnavailableError (32)  coverage.py cannot run in the suite's interpreter
     ├── StorageError (40)              the artifact store cannot be reached (S3 endpoint down)
     │   ├── StorageAccessError (41)    the store rejected the credentials or denied access
     │   └── BucketNotFoundError (42)   the bucket does not exist
     ├── HistoryError (43)              the DuckDB history file is corrupt, of a newer schema or locked
     ├── RunNotFoundError (44)          no recorded run has that id
-    ├── RepositoriesFileError (50)     a batch's repositories file is missing, not YAML or invalid
     ├── TaskRunnerError (52)           the chosen fan-out task runner is not available
     ├── TriggerError (53)              ``equisa trigger`` could not post its event
     ├── DeployError (54)               ``equisa deploy`` could not deploy ``prefect.yaml``
     └── PrefectServerError (55)        the shared local Prefect server could not start
                                        (flow commands fall back to Prefect's temporary server)
 
+The errors of the task layer and of the model's text (``WorkspaceError`` and the clone and ref
+errors of ``tasks.workspace``, ``SandboxInfrastructureError`` of ``tasks.sandbox``, the LLM errors of
+``equisa_core.common.llm_text`` and ``tasks.llm``) are defined here and re-exported there.
+
 A run never fails on storage: artifacts and history rows it cannot write are spooled locally and
 flushed later (``equisa flush``); the storage errors reach the user from ``flush``, ``history`` and
 ``report``.
 
-``equisa repair`` also exits 21 (a patch passed the suite but only overfits: plausible only) and
-22 (no patch found); those are outcomes, not errors (``EXIT_PLAUSIBLE_ONLY``, ``EXIT_NOT_FIXED``).
-``equisa batch`` exits 51 when the batch ran to its end but some repository's run failed
-(``EXIT_BATCH_FAILURES``).
+Some codes are outcomes, not errors (``OUTCOMES``): ``equisa repair`` exits 21 (a patch passed the
+suite but only overfits: plausible only) and 22 (no patch found); ``equisa batch`` exits 51 when
+the batch ran to its end but some repository's run failed; 2 is argparse's, 70 a bug, 130 Ctrl-C.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 __all__ = [
     "EquisaError",
     "InputError",
     "RepositoryNotFoundError",
+    "CloneError",
     "InvalidSelectionError",
+    "RefNotFoundError",
+    "WorkspaceError",
     "InterpreterError",
     "NoTestsCollectedError",
     "CollectionError",
@@ -61,6 +83,11 @@ __all__ = [
     "FunctionNotFoundError",
     "InvalidReplacementError",
     "ProbeProtocolError",
+    "SandboxInfrastructureError",
+    "LLMError",
+    "LLMUnavailableError",
+    "LLMRequestError",
+    "InvalidAnswerError",
     "WeakSandboxError",
     "NothingToLocalizeError",
     "ApplyRefusedError",
@@ -84,6 +111,12 @@ __all__ = [
     "EXIT_NOT_FIXED",
     "EXIT_USAGE",
     "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "OUTCOMES",
+    "error_classes",
+    "exit_code_for",
+    "exit_code_meanings",
+    "exit_code_table",
 ]
 
 EXIT_OK = 0
@@ -91,6 +124,8 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 #: An unexpected exception: a bug in EQUISA, reported with a traceback only under ``--debug``.
 EXIT_INTERNAL = 70
+#: The user interrupted the command (Ctrl-C): the shell's 128 + SIGINT.
+EXIT_INTERRUPTED = 130
 #: ``equisa repair`` found patches that pass the suite but fail the anti-overfitting checks.
 EXIT_PLAUSIBLE_ONLY = 21
 #: ``equisa repair`` found no patch that passes the suite.
@@ -98,47 +133,107 @@ EXIT_NOT_FIXED = 22
 #: ``equisa batch`` ran every repository, but the run of at least one of them failed.
 EXIT_BATCH_FAILURES = 51
 
+#: The codes that are outcomes, not errors, and what each means to the user (README's wording).
+OUTCOMES: dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_USAGE: "malformed command line",
+    EXIT_PLAUSIBLE_ONLY: "`equisa repair`: plausible only — a patch passed the suite but failed the "
+                         "anti-overfitting checks (it is still reported, not applied)",
+    EXIT_NOT_FIXED: "`equisa repair`: not fixed — no candidate passed the suite",
+    EXIT_BATCH_FAILURES: "`equisa batch`: the batch ran to its end, but at least one repository's run "
+                         "failed (see its row)",
+    EXIT_INTERNAL: "internal error (a bug in EQUISA; `--debug` shows the traceback)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
 
 class EquisaError(Exception):
-    """Base of every error EQUISA raises on purpose."""
+    """Base of every error EQUISA raises on purpose.
 
-    exit_code: int = 1
+    A class that sets its own ``exit_code`` also sets ``meaning``: what the code tells the user, as
+    README.md's table of exit codes shows it. Subclasses that keep their parent's code keep its
+    meaning.
+    """
+
+    exit_code: ClassVar[int] = 1
+    meaning: ClassVar[str] = ("an error with no code of its own: the repository's snapshot cannot be "
+                              "made (git missing, disk full), or a file EQUISA ships cannot be read")
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
 
+# --- input ---------------------------------------------------------------------------------------
+
+
 class InputError(EquisaError):
     """The user gave input EQUISA cannot work with."""
 
     exit_code = 3
+    meaning = ("bad input: the path is missing or not a folder (or the URL cannot be cloned, the ref "
+               "does not exist), or pytest rejected `--tests`")
 
 
 class RepositoryNotFoundError(InputError):
     """The repository path does not exist or is not a directory."""
 
 
+class CloneError(RepositoryNotFoundError):
+    """The repository URL cannot be cloned (missing, unreachable or not a repository)."""
+
+
 class InvalidSelectionError(InputError):
     """A test selection that is empty or malformed."""
+
+
+class RefNotFoundError(InputError):
+    """The branch, tag or commit does not exist in the repository."""
+
+
+class TestgenTargetError(InputError):
+    """``equisa testgen --target``: the file is missing, outside the repository, not Python or unparsable."""
+
+    __test__ = False  # not a pytest class
+    exit_code = 30
+    meaning = "`equisa testgen`: the `--target` file is missing, outside PATH, not Python, or does not parse"
+
+
+class RepositoriesFileError(InputError):
+    """A batch's repositories file is missing, is not YAML, or does not validate."""
+
+    exit_code = 50
+    meaning = ("`equisa batch`: the repositories file is missing, not YAML, or invalid (the entry and "
+               "key are named)")
+
+
+class WorkspaceError(EquisaError):
+    """The snapshot cannot be made for a reason that is not the input's (git missing, disk full)."""
+
+
+# --- the suite and its interpreter ---------------------------------------------------------------
 
 
 class InterpreterError(EquisaError):
     """The target interpreter does not exist, cannot run, is older than 3.8 or lacks pytest."""
 
     exit_code = 4
+    meaning = "the interpreter does not exist, does not run, is older than 3.8 or lacks pytest"
 
 
 class NoTestsCollectedError(EquisaError):
     """The test suite collected no tests."""
 
     exit_code = 5
+    meaning = "no tests collected"
 
 
 class CollectionError(EquisaError):
     """The test suite failed to import or collect."""
 
     exit_code = 6
+    meaning = ("the suite does not import at all (modules that fail to collect are otherwise reported "
+               "and the rest runs)")
 
 
 class SuiteCrashedError(EquisaError):
@@ -149,6 +244,7 @@ class SuiteCrashedError(EquisaError):
     """
 
     exit_code = 7
+    meaning = "the suite crashed or timed out; the outcomes recorded before are still written"
 
     def __init__(self, message: str, partial: object | None = None) -> None:
         super().__init__(message)
@@ -159,6 +255,7 @@ class SourceEditError(EquisaError):
     """A source edit cannot be made."""
 
     exit_code = 8
+    meaning = "a source edit could not be made"
 
 
 class FunctionNotFoundError(SourceEditError):
@@ -173,6 +270,99 @@ class ProbeProtocolError(EquisaError):
     """The probe's JSON-lines output is missing or malformed."""
 
     exit_code = 9
+    meaning = "the probe's output could not be read"
+
+
+class SandboxInfrastructureError(EquisaError):
+    """The sandbox itself failed (engine down, isolation tool broken): worth a retry.
+
+    Never raised for anything the tests did; those are outcomes.
+    """
+
+    exit_code = 10
+    meaning = "the sandbox itself failed (no Docker engine, image missing, isolation tool broken)"
+
+
+# --- the model -----------------------------------------------------------------------------------
+
+
+class LLMError(EquisaError):
+    """An LLM step failed.
+
+    ``calls`` holds the records (``tasks.llm.LLMCall``) of the calls made before the failure, so
+    their tokens and cost are still accounted for; the task layer fills it in.
+    """
+
+    exit_code = 11
+    meaning = "the model could not answer (after retries and the backup model)"
+
+    def __init__(self, message: str, *, calls: Sequence[Any] = ()) -> None:
+        super().__init__(message)
+        self.calls: tuple[Any, ...] = tuple(calls)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keep the keyword fields through pickling
+        return (_rebuild, (type(self), self.message, self.__dict__))
+
+
+class LLMUnavailableError(LLMError):
+    """No answer: a transient failure (429, 5xx, timeout, connection, unreadable response).
+
+    Raised by one attempt of an LLM call, retried by the task, and finally raised to the caller
+    when the retries and the backup model are spent. ``model`` is the model that attempt asked,
+    ``attempt`` its 1-based number, ``status_code`` the HTTP status (None without a response) and
+    ``retry_after`` the server's Retry-After in seconds (None when absent). ``retryable`` is set by
+    the task: False on the last attempt.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str = "",
+        attempt: int = 1,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+        retryable: bool = True,
+        calls: Sequence[Any] = (),
+    ) -> None:
+        super().__init__(message, calls=calls)
+        self.model = model
+        self.attempt = attempt
+        self.status_code = status_code
+        self.retry_after = retry_after
+        self.retryable = retryable
+
+
+class LLMRequestError(LLMError):
+    """The request cannot succeed as configured: retrying or falling back would not help."""
+
+    exit_code = 12
+    meaning = "the model rejected the request (bad key, no endpoint)"
+
+    def __init__(self, message: str, *, status_code: int | None = None, calls: Sequence[Any] = ()) -> None:
+        super().__init__(message, calls=calls)
+        self.status_code = status_code
+
+
+class InvalidAnswerError(LLMError):
+    """The model's answer is not a usable function; ``answer`` is the text that was rejected."""
+
+    exit_code = 13
+    meaning = "the model kept giving unusable answers"
+
+    def __init__(self, message: str, *, answer: str = "", calls: Sequence[Any] = ()) -> None:
+        super().__init__(message, calls=calls)
+        self.answer = answer
+
+
+def _rebuild(cls: type[LLMError], message: str, state: dict[str, Any]) -> LLMError:
+    """Unpickle an LLM error (their keyword-only fields defeat ``Exception``'s default)."""
+    error = cls(message)
+    error.__dict__.update(state)
+    return error
+
+
+# --- refusals and outcomes of a run --------------------------------------------------------------
 
 
 class WeakSandboxError(EquisaError):
@@ -180,6 +370,8 @@ class WeakSandboxError(EquisaError):
     confine file writes, and the user did not accept that (``--allow-weak-sandbox``, ``--sandbox none``)."""
 
     exit_code = 14
+    meaning = ("the command would run generated code (tests, inspection patches, fixes) where the "
+               "sandbox cannot confine file writes; `--allow-weak-sandbox` or `--sandbox none` accepts that")
 
 
 class EnvironmentFailureError(EquisaError):
@@ -187,91 +379,105 @@ class EnvironmentFailureError(EquisaError):
     (``ModuleNotFoundError``): localizing would blame the code for what the interpreter lacks."""
 
     exit_code = 15
+    meaning = ("every failing test fails because a module from outside the repository is missing "
+               "(`ModuleNotFoundError`): install it in the suite's interpreter (`--python`); the JSON "
+               "report is written with what is known")
 
 
 class NothingToLocalizeError(EquisaError):
     """Every test passes (flaky ones aside): there is no failure to localize or repair."""
 
     exit_code = 20
+    meaning = "nothing to localize: no test fails (not an error)"
 
 
 class ApplyRefusedError(EquisaError):
     """``--apply`` was refused: the git tree is dirty, or the files changed since the run."""
 
     exit_code = 23
+    meaning = ("`--apply` refused: uncommitted changes under PATH in its git tree, or (outside git) the "
+               "files changed since the run")
 
 
 class PatchApplyError(EquisaError):
     """The accepted diff does not apply to the user's tree."""
 
     exit_code = 24
-
-
-class StorageError(EquisaError):
-    """The artifact store cannot be reached (endpoint down, timeouts, server errors)."""
-
-    exit_code = 40
-
-
-class StorageAccessError(StorageError):
-    """The artifact store rejected the credentials or denied access."""
-
-    exit_code = 41
-
-
-class BucketNotFoundError(StorageError):
-    """The configured bucket does not exist."""
-
-    exit_code = 42
-
-
-class HistoryError(EquisaError):
-    """The DuckDB history cannot be used: corrupt, of a newer schema, or locked for too long."""
-
-    exit_code = 43
-
-
-class RunNotFoundError(EquisaError):
-    """No recorded run has the requested id."""
-
-    exit_code = 44
-
-
-class RepositoriesFileError(InputError):
-    """A batch's repositories file is missing, is not YAML, or does not validate."""
-
-    exit_code = 50
-
-
-class TaskRunnerError(EquisaError):
-    """The chosen fan-out task runner cannot be used (not installed, scheduler unreachable)."""
-
-    exit_code = 52
-
-
-class TriggerError(EquisaError):
-    """``equisa trigger`` could not post its event (no server, refused credentials, bad answer)."""
-
-    exit_code = 53
-
-
-class DeployError(EquisaError):
-    """``equisa deploy`` could not deploy ``deployments/prefect.yaml``."""
-
-    exit_code = 54
-
-
-class TestgenTargetError(InputError):
-    """``equisa testgen --target``: the file is missing, outside the repository, not Python or unparsable."""
-
-    __test__ = False  # not a pytest class
-    exit_code = 30
+    meaning = "`--apply`: the accepted patch does not apply to the tree any more"
 
 
 class CoverageUnavailableError(EquisaError):
     """coverage.py cannot be imported in the suite's interpreter (nor borrowed from EQUISA's)."""
 
     exit_code = 32
+    meaning = ("`equisa testgen`: coverage.py cannot be imported in the suite's interpreter (nor from "
+               "EQUISA's)")
+
+
+# --- storage and history -------------------------------------------------------------------------
+
+
+class StorageError(EquisaError):
+    """The artifact store cannot be reached (endpoint down, timeouts, server errors)."""
+
+    exit_code = 40
+    meaning = ("`equisa flush`: the artifact store cannot be reached (runs themselves never fail on "
+               "storage: they spool)")
+
+
+class StorageAccessError(StorageError):
+    """The artifact store rejected the credentials or denied access."""
+
+    exit_code = 41
+    meaning = "`equisa flush`: the store rejected the credentials or denied access"
+
+
+class BucketNotFoundError(StorageError):
+    """The configured bucket does not exist."""
+
+    exit_code = 42
+    meaning = "`equisa flush`: the bucket does not exist"
+
+
+class HistoryError(EquisaError):
+    """The DuckDB history cannot be used: corrupt, of a newer schema, or locked for too long."""
+
+    exit_code = 43
+    meaning = ("`equisa history`, `report`, `flush`: the DuckDB history is corrupt, of a newer schema, "
+               "or stayed locked")
+
+
+class RunNotFoundError(EquisaError):
+    """No recorded run has the requested id."""
+
+    exit_code = 44
+    meaning = "`equisa report`: no recorded run has that id"
+
+
+# --- operations: task runners, triggers, deployments, the Prefect server -------------------------
+
+
+class TaskRunnerError(EquisaError):
+    """The chosen fan-out task runner cannot be used (not installed, scheduler unreachable)."""
+
+    exit_code = 52
+    meaning = ("the chosen task runner cannot be used (an unknown `EQUISA_TASK_RUNNER`, Ray without "
+               "`prefect-ray`)")
+
+
+class TriggerError(EquisaError):
+    """``equisa trigger`` could not post its event (no server, refused credentials, bad answer)."""
+
+    exit_code = 53
+    meaning = ("`equisa trigger`: the event did not arrive (no `PREFECT_API_URL`, server unreachable, "
+               "credentials refused, no repository)")
+
+
+class DeployError(EquisaError):
+    """``equisa deploy`` could not deploy ``deployments/prefect.yaml``."""
+
+    exit_code = 54
+    meaning = "`equisa deploy`: no server, the work pool has another type, or `prefect deploy` failed"
 
 
 class PrefectServerError(EquisaError):
@@ -280,3 +486,50 @@ class PrefectServerError(EquisaError):
     ``equisa server start`` exits with this code."""
 
     exit_code = 55
+    meaning = ("`equisa server start`: the shared local Prefect server could not start (flow commands "
+               "fall back to the temporary server instead)")
+
+
+# --- the map from errors to exit codes -----------------------------------------------------------
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The process exit code for an error that ends a command: its own for an ``EquisaError``,
+    ``EXIT_INTERRUPTED`` for Ctrl-C, ``EXIT_INTERNAL`` for anything else (a bug)."""
+    if isinstance(error, EquisaError):
+        return error.exit_code
+    if isinstance(error, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_INTERNAL
+
+
+def error_classes() -> list[type[EquisaError]]:
+    """``EquisaError`` and every class of the tree, parents before their subclasses."""
+    found: list[type[EquisaError]] = []
+    pending: list[type[EquisaError]] = [EquisaError]
+    while pending:
+        cls = pending.pop(0)
+        if cls.__module__ == EquisaError.__module__ and cls not in found:
+            found.append(cls)
+            pending.extend(cls.__subclasses__())
+    return found
+
+
+def exit_code_meanings() -> dict[int, str]:
+    """Every exit code ``equisa`` returns and what it means, in ascending order: the outcomes and
+    the codes the error classes introduce."""
+    meanings = dict(OUTCOMES)
+    for cls in error_classes():
+        if "exit_code" in vars(cls):
+            meanings[cls.exit_code] = cls.meaning
+    return dict(sorted(meanings.items()))
+
+
+def exit_code_table() -> str:
+    """README.md's table of exit codes, as Markdown (``python -m equisa_core.errors`` prints it)."""
+    rows = [f"| {code} | {meaning} |" for code, meaning in exit_code_meanings().items()]
+    return "\n".join(["| code | meaning |", "|---|---|", *rows]) + "\n"
+
+
+if __name__ == "__main__":
+    print(exit_code_table(), end="")

@@ -1,9 +1,7 @@
 """The ``equisa`` command line: parses arguments, calls flows and tasks, prints results.
 
-Exit codes (also in the README): 0 success; 2 malformed command line; 3 bad input (path,
-selection); 4 interpreter missing, too old or without pytest; 5 no tests collected; 6 the suite
-does not import; 7 the suite crashed or timed out (partial results are still written);
-9 the probe's output was unreadable; 70 an internal error (a bug: ``--debug`` shows it).
+Exit codes: ``main`` turns the error that ends a command into its code (``exit_code_for``); the
+codes and their meanings are those of ``equisa_core.errors`` (README.md's table is generated from it).
 """
 
 from __future__ import annotations
@@ -25,10 +23,10 @@ from rich.table import Table
 
 from equisa_core.discovery.trace_report import TraceReport
 from equisa_core.errors import (
-    EXIT_INTERNAL,
     EXIT_OK,
     EquisaError,
     SuiteCrashedError,
+    exit_code_for,
 )
 from equisa_core.localization.calibrated_likelihoods import DEFAULT_MIN_EXPECTED_SHIFT, DEFAULT_TABLE
 from equisa_core.operations.storage import resolve_artifacts
@@ -223,21 +221,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ.setdefault(name, value)
     try:
         return args.handler(args, console)
-    except EquisaError as error:
+    except (Exception, KeyboardInterrupt) as error:
+        _print_error(error, args.debug, console)
+        return exit_code_for(error)
+
+
+def _print_error(error: BaseException, debug: bool, console: Console) -> None:
+    """The one line a command's error ends with: its message for an ``EquisaError``, else (a bug)
+    its type and text, or the whole traceback under ``--debug``."""
+    if isinstance(error, EquisaError):
         console.print(f"[bold red]equisa:[/] {error.message}", highlight=False, soft_wrap=True)
-        return error.exit_code
-    except KeyboardInterrupt:
+    elif isinstance(error, KeyboardInterrupt):
         console.print("[bold red]equisa:[/] interrupted")
-        return 130
-    except Exception as error:  # a bug in EQUISA: one line, unless --debug
-        if args.debug:
-            traceback.print_exc()
-        else:
-            console.print(
-                f"[bold red]equisa: internal error:[/] {type(error).__name__}: {error} "
-                "(run with --debug for the traceback)", highlight=False, soft_wrap=True,
-            )
-        return EXIT_INTERNAL
+    elif debug:
+        traceback.print_exception(error)
+    else:
+        console.print(
+            f"[bold red]equisa: internal error:[/] {type(error).__name__}: {error} "
+            "(run with --debug for the traceback)", highlight=False, soft_wrap=True,
+        )
 
 
 def connect_prefect(console: Console) -> None:

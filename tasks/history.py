@@ -27,12 +27,19 @@ import json
 import os
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    retry_if_exception_type,
+    wait_exponential,
+)
 
 from equisa_core.errors import HistoryError
 from equisa_core.history import MIGRATIONS, SCHEMA_VERSION, TABLES, RunRecord, rows_for_run
@@ -74,19 +81,16 @@ def _turn(db: Path, exclusive: bool, deadline: float) -> Iterator[None]:
     except OSError as error:
         raise HistoryError(f"cannot use the history folder {db.parent}: {error.strerror or error}") from None
     mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-    delay = 0.02
+    # A local syscall: poll often, hand over quickly.
+    taking = Retrying(retry=retry_if_exception_type(BlockingIOError), stop=_past(deadline),
+                      wait=_jittered_backoff(first_s=0.02, max_s=0.05), reraise=True)
     try:
-        while True:
-            try:
-                fcntl.flock(handle, mode | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise HistoryError(
-                        f"the history {db} stayed locked by another writer for over "
-                        f"{lock_timeout_s():g}s (EQUISA_DB_LOCK_TIMEOUT_S)") from None
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 0.05)  # a local syscall: poll often, hand over quickly
+        try:
+            taking(fcntl.flock, handle, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise HistoryError(
+                f"the history {db} stayed locked by another writer for over "
+                f"{lock_timeout_s():g}s (EQUISA_DB_LOCK_TIMEOUT_S)") from None
         yield
     finally:
         handle.close()  # closing releases the flock
@@ -96,17 +100,27 @@ def _connect(db: Path, read_only: bool, deadline: float) -> Any:
     """A DuckDB connection; waits out other processes' locks, translates every other failure."""
     import duckdb
 
-    delay = 0.05
-    while True:
-        try:
-            return duckdb.connect(str(db), read_only=read_only)
-        except duckdb.Error as error:
-            text = str(error)
-            if "lock" in text.lower() and time.monotonic() < deadline:
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 1.0)
-                continue
-            raise HistoryError(_unusable(db, text)) from None
+    def held_by_another_process(error: BaseException) -> bool:
+        return isinstance(error, duckdb.Error) and "lock" in str(error).lower()
+
+    connecting = Retrying(retry=retry_if_exception(held_by_another_process), stop=_past(deadline),
+                          wait=_jittered_backoff(first_s=0.05, max_s=1.0), reraise=True)
+    try:
+        return connecting(duckdb.connect, str(db), read_only=read_only)
+    except duckdb.Error as error:
+        raise HistoryError(_unusable(db, str(error))) from None
+
+
+def _past(deadline: float) -> Callable[[RetryCallState], bool]:
+    """A tenacity stop condition: the monotonic clock is past ``deadline``."""
+    return lambda _state: time.monotonic() > deadline
+
+
+def _jittered_backoff(first_s: float, max_s: float) -> Callable[[RetryCallState], float]:
+    """A tenacity wait: pauses that double from ``first_s`` up to ``max_s``, each scaled by a random
+    factor in [0.5, 1.5) so that waiting writers do not retry in step."""
+    exponential = wait_exponential(multiplier=first_s, max=max_s)
+    return lambda state: exponential(state) * (0.5 + random.random())
 
 
 @contextmanager

@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from equisa_core.common.models import TestOutcome
-from equisa_core.errors import EquisaError, InvalidSelectionError
+from equisa_core.errors import InvalidSelectionError, SandboxInfrastructureError  # the latter re-exported
 from equisa_core.probe import PROBE_MODULE, probe_file
 
 __all__ = [
@@ -86,15 +86,6 @@ def _code_digest() -> str:
 
 
 _CODE_DIGEST: str | None = None
-
-
-class SandboxInfrastructureError(EquisaError):
-    """The sandbox itself failed (engine down, isolation tool broken): worth a retry.
-
-    Never raised for anything the tests did; those are outcomes.
-    """
-
-    exit_code = 10
 
 
 class SandboxLimits(BaseModel):

@@ -42,7 +42,14 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.errors import EquisaError, InputError, RepositoryNotFoundError
+from equisa_core.errors import (  # CloneError, RefNotFoundError and WorkspaceError are re-exported
+    CloneError,
+    EquisaError,
+    InputError,
+    RefNotFoundError,
+    RepositoryNotFoundError,
+    WorkspaceError,
+)
 
 __all__ = [
     "SKIPPED_NAMES",
@@ -81,18 +88,6 @@ _NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 _FULL_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 #: Looks like a URL (``scheme://``) or scp-like ssh (``user@host:path``).
 _URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[\w.-]+@[\w.-]+:)")
-
-
-class CloneError(RepositoryNotFoundError):
-    """The repository URL cannot be cloned (missing, unreachable or not a repository)."""
-
-
-class RefNotFoundError(InputError):
-    """The branch, tag or commit does not exist in the repository."""
-
-
-class WorkspaceError(EquisaError):
-    """The snapshot cannot be made for a reason that is not the input's (git missing, disk full)."""
 
 
 class Workspace(BaseModel):

@@ -12,18 +12,10 @@ alone:
 * ``render_reask``: the follow-up message that hands a rejected answer's error back to the model.
 * ``mean_token_entropy``: the mean per-token entropy of an answer from its logprobs.
 
-The LLM errors are defined here, in the core, because ``validate_function_answer`` raises one; the
-task layer (``tasks.llm``) raises the others and re-exports all of them::
-
-    EquisaError (equisa_core.errors)
-    └── LLMError (11)                  an LLM step failed
-        ├── LLMUnavailableError (11)   no answer: rate limits, 5xx, timeouts, connection errors or
-        │                              unreadable responses outlasted the retries and the fallback
-        ├── LLMRequestError (12)       the request cannot succeed as configured: no endpoint,
-        │                              authentication, unknown model, request rejected (4xx)
-        └── InvalidAnswerError (13)    the model answered, but not with a usable function (does not
-                                       parse, not one function, changes the signature) even after
-                                       the bounded re-asks
+The LLM errors (``LLMError`` 11, ``LLMUnavailableError`` 11, ``LLMRequestError`` 12,
+``InvalidAnswerError`` 13) are part of the one error tree in ``equisa_core.errors``; they are
+re-exported here, where ``validate_function_answer`` raises one, and by ``tasks.llm``, which raises
+the others.
 """
 
 from __future__ import annotations
@@ -33,10 +25,15 @@ import math
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from equisa_core.common.source_edit import replace_function
-from equisa_core.errors import EquisaError, InvalidReplacementError
+from equisa_core.errors import (  # the LLM errors are re-exported: importers keep working
+    InvalidAnswerError,
+    InvalidReplacementError,
+    LLMError,
+    LLMRequestError,
+    LLMUnavailableError,
+)
 
 __all__ = [
     "LLMError",
@@ -64,84 +61,6 @@ Your answer was rejected: {error}
 Reply again with ONLY the complete source code of the function `{qualname}`: exactly one function
 definition with the same name and the same signature as the original. Do not add explanations or
 markdown."""
-
-
-# --- errors --------------------------------------------------------------------------------------
-
-
-class LLMError(EquisaError):
-    """An LLM step failed.
-
-    ``calls`` holds the records (``tasks.llm.LLMCall``) of the calls made before the failure, so
-    their tokens and cost are still accounted for; the task layer fills it in.
-    """
-
-    exit_code = 11
-
-    def __init__(self, message: str, *, calls: Sequence[Any] = ()) -> None:
-        super().__init__(message)
-        self.calls: tuple[Any, ...] = tuple(calls)
-
-    def __reduce__(self) -> tuple[Any, ...]:  # keep the keyword fields through pickling
-        return (_rebuild, (type(self), self.message, self.__dict__))
-
-
-class LLMUnavailableError(LLMError):
-    """No answer: a transient failure (429, 5xx, timeout, connection, unreadable response).
-
-    Raised by one attempt of an LLM call, retried by the task, and finally raised to the caller
-    when the retries and the backup model are spent. ``model`` is the model that attempt asked,
-    ``attempt`` its 1-based number, ``status_code`` the HTTP status (None without a response) and
-    ``retry_after`` the server's Retry-After in seconds (None when absent). ``retryable`` is set by
-    the task: False on the last attempt.
-    """
-
-    exit_code = 11
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        model: str = "",
-        attempt: int = 1,
-        status_code: int | None = None,
-        retry_after: float | None = None,
-        retryable: bool = True,
-        calls: Sequence[Any] = (),
-    ) -> None:
-        super().__init__(message, calls=calls)
-        self.model = model
-        self.attempt = attempt
-        self.status_code = status_code
-        self.retry_after = retry_after
-        self.retryable = retryable
-
-
-class LLMRequestError(LLMError):
-    """The request cannot succeed as configured: retrying or falling back would not help."""
-
-    exit_code = 12
-
-    def __init__(self, message: str, *, status_code: int | None = None, calls: Sequence[Any] = ()) -> None:
-        super().__init__(message, calls=calls)
-        self.status_code = status_code
-
-
-class InvalidAnswerError(LLMError):
-    """The model's answer is not a usable function; ``answer`` is the text that was rejected."""
-
-    exit_code = 13
-
-    def __init__(self, message: str, *, answer: str = "", calls: Sequence[Any] = ()) -> None:
-        super().__init__(message, calls=calls)
-        self.answer = answer
-
-
-def _rebuild(cls: type[LLMError], message: str, state: dict[str, Any]) -> LLMError:
-    """Unpickle an LLM error (their keyword-only fields defeat ``Exception``'s default)."""
-    error = cls(message)
-    error.__dict__.update(state)
-    return error
 
 
 # --- cleaning ------------------------------------------------------------------------------------

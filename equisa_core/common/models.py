@@ -10,6 +10,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.testcode import is_test_file
+
 __all__ = [
     "Node",
     "Edge",
@@ -135,11 +137,9 @@ class SuiteTrace(_Frozen):
     def coverage(self, *, include_tests: bool = False) -> dict[str, set[str]]:
         """Map each node's FQN to the ids of the tests that executed it.
 
-        Nodes defined in test code (see ``selection.is_test_file``) are left out unless asked
+        Nodes defined in test code (see ``testcode.is_test_file``) are left out unless asked
         for: a test function is executed only by itself, which says nothing about the bug.
         """
-        from equisa_core.localization.selection import is_test_file
-
         wanted = {
             n.fqn for n in self.nodes if include_tests or not (n.file and is_test_file(n.file))
         }

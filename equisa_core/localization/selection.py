@@ -8,6 +8,7 @@ from collections.abc import Set as AbstractSet
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import Node, SuiteTrace, TestOutcome
+from equisa_core.common.testcode import is_test_file, is_test_id  # re-exported: importers keep working
 
 __all__ = [
     "GENERATED_NAMES",
@@ -24,32 +25,6 @@ __all__ = [
 GENERATED_NAMES = frozenset(
     {"<listcomp>", "<lambda>", "<genexpr>", "<dictcomp>", "<setcomp>", "<module>"}
 )
-_TEST_DIRS = frozenset({"tests", "test"})
-
-
-def is_test_file(path: str) -> bool:
-    """Whether a relative path is test code.
-
-    True for basenames ``test_*.py``, ``*_test.py`` and ``conftest.py``, and for any file under a
-    directory named ``tests`` or ``test``. Backslashes count as separators.
-    """
-    *directories, basename = path.replace("\\", "/").split("/")
-    if basename == "conftest.py" or (
-        basename.endswith(".py") and (basename.startswith("test_") or basename.endswith("_test.py"))
-    ):
-        return True
-    return any(part in _TEST_DIRS for part in directories)
-
-
-def is_test_id(test_id: str) -> bool:
-    """Whether a pytest node id looks like a test (4.4).
-
-    Its file part (before the first ``::``) passes ``is_test_file``, or its function name (the
-    last ``::`` part, parameters ``[...]`` removed) starts with ``test``.
-    """
-    file_part, _, rest = test_id.partition("::")
-    function = rest.rsplit("::", 1)[-1].split("[", 1)[0]
-    return is_test_file(file_part) or function.startswith("test")
 
 
 def is_valid_node(node: Node) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
@@ -145,6 +146,21 @@ def test_a_lock_held_too_long_spools_the_run_which_a_flush_writes_later(tmp_path
     result = ingest_spool(db, spool)
     assert (result.ingested, result.remaining, result.error) == (1, 0, None)
     assert {r["run_id"] for r in query(db, "SELECT run_id FROM runs")} == {"first", "late"}
+
+
+def test_a_writer_gives_up_on_the_turn_lock_at_the_timeout_with_a_history_error(tmp_path, monkeypatch):
+    db = tmp_path / "history.duckdb"
+    write_run(db, _record("first"))
+    monkeypatch.setenv("EQUISA_DB_LOCK_TIMEOUT_S", "0.3")
+    with open(db.with_name(db.name + ".lock"), "a+b") as other_writer:  # another open file: another turn
+        fcntl.flock(other_writer, fcntl.LOCK_EX)
+        started = time.monotonic()
+        with pytest.raises(HistoryError, match=r"stayed locked by another writer for over 0.3s "
+                                               r"\(EQUISA_DB_LOCK_TIMEOUT_S\)"):
+            write_run(db, _record("second"))
+        assert 0.3 <= time.monotonic() - started < 5.0
+    write_run(db, _record("second"))  # the lock released, the next writer takes its turn at once
+    assert _count(db, "runs") == 2
 
 
 def test_a_corrupt_file_is_refused_clearly_and_nothing_is_lost(tmp_path):

@@ -1,0 +1,36 @@
+"""Which files and pytest ids are test code (seed 002, section 4.4). Pure string checks.
+
+Shared by the trace types (``SuiteTrace.coverage`` leaves test code out) and by every loop that
+must tell the code under test from its tests; ``equisa_core.localization.selection`` re-exports both.
+"""
+
+from __future__ import annotations
+
+__all__ = ["is_test_file", "is_test_id"]
+
+_TEST_DIRS = frozenset({"tests", "test"})
+
+
+def is_test_file(path: str) -> bool:
+    """Whether a relative path is test code.
+
+    True for basenames ``test_*.py``, ``*_test.py`` and ``conftest.py``, and for any file under a
+    directory named ``tests`` or ``test``. Backslashes count as separators.
+    """
+    *directories, basename = path.replace("\\", "/").split("/")
+    if basename == "conftest.py" or (
+        basename.endswith(".py") and (basename.startswith("test_") or basename.endswith("_test.py"))
+    ):
+        return True
+    return any(part in _TEST_DIRS for part in directories)
+
+
+def is_test_id(test_id: str) -> bool:
+    """Whether a pytest node id looks like a test (4.4).
+
+    Its file part (before the first ``::``) passes ``is_test_file``, or its function name (the
+    last ``::`` part, parameters ``[...]`` removed) starts with ``test``.
+    """
+    file_part, _, rest = test_id.partition("::")
+    function = rest.rsplit("::", 1)[-1].split("[", 1)[0]
+    return is_test_file(file_part) or function.startswith("test")

@@ -16,6 +16,7 @@ STRICT_PACKAGES = (
     "equisa_core/validation",
     "equisa_core/operations",
     "equisa_core/history",
+    "equisa_core/probe",
 )
 
 

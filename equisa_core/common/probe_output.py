@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from equisa_core.common.models import (
     CollectError,
@@ -26,7 +27,7 @@ __all__ = ["parse_probe_output", "read_test_record"]
 
 def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
     """Build a ``SuiteTrace`` from the probe's JSON lines; a torn last line is ignored."""
-    session: dict | None = None
+    session: dict[str, Any] | None = None
     nodes: dict[str, Node] = {}
     edges: set[Edge] = set()
     tests: dict[str, TestResult] = {}
@@ -81,7 +82,7 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
     )
 
 
-def read_test_record(record: dict) -> TestResult:
+def read_test_record(record: dict[str, Any]) -> TestResult:
     """One ``test`` record of the probe (``test`` names it) as a ``TestResult``."""
     return TestResult(
         test_id=record["test"],

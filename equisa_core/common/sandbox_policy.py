@@ -53,6 +53,7 @@ class SandboxIsolation(BaseModel):
     weak_allowed: bool = Field(False, description="Unreviewed code may run even if files are not confined "
                                                   "(--sandbox none or --allow-weak-sandbox).")
 
+    # mypy rejects any decorator above @property (python/mypy#1362); pydantic's docs ignore it so.
     @computed_field  # type: ignore[prop-decorator]
     @property
     def confines_files(self) -> bool:

@@ -94,6 +94,8 @@ class EnumMember:
     """An enum member named by a build (``shop.status.Status.PAID``); its class is never imported."""
 
     __slots__ = ("owner", "name")
+    owner: str
+    name: str
 
     def __init__(self, owner: str, name: str) -> None:
         object.__setattr__(self, "owner", owner)
@@ -279,7 +281,7 @@ class _Validator:
     def __init__(self) -> None:
         self.nodes = 0
 
-    def fail(self, node: ast.AST, why: str) -> ProbeProtocolError:
+    def fail(self, node: ast.expr, why: str) -> ProbeProtocolError:
         where = f"{type(node).__name__} at column {node.col_offset}"
         return ProbeProtocolError(f"build rejected: {why} ({where})")
 
@@ -297,7 +299,7 @@ class _Validator:
             if isinstance(node, ast.Dict):
                 if any(key is None for key in node.keys):
                     raise self.fail(node, "'**' in a dict display")
-                children = [*node.keys, *node.values]  # type: ignore[list-item]
+                children = [*_keys(node), *node.values]
             else:
                 if isinstance(getattr(node, "ctx", ast.Load()), ast.Store):
                     raise self.fail(node, "an assignment target")
@@ -392,20 +394,21 @@ class _Validator:
                 ok = True
         elif kind == "timedelta":
             ok = isinstance(node, ast.Call) and _dotted(node.func) == "datetime.timedelta"
-            if ok:
-                self.call(node, nesting, depth)  # type: ignore[arg-type]
+            if ok and isinstance(node, ast.Call):
+                self.call(node, nesting, depth)
         elif kind == "set":
             ok = isinstance(node, ast.Set)
             if ok:
                 self.build(node, nesting, depth)
         elif kind == "type":
-            ok = type(value) is str and _TYPE_NAME.match(value) is not None
-            ok = ok and all(map(_plain_name, value.replace(":", ".").split(".")))  # type: ignore[union-attr]
+            ok = isinstance(value, str) and _TYPE_NAME.match(value) is not None and all(
+                map(_plain_name, value.replace(":", ".").split("."))
+            )
         elif kind == "attributes":
             ok = isinstance(node, ast.Dict) and all(
                 isinstance(key, ast.Constant) and type(key.value) is str for key in node.keys
             )
-            if ok:
+            if ok and isinstance(node, ast.Dict):
                 for child in node.values:
                     self.build(child, nesting, depth + 1)
         else:  # pragma: no cover - the table above names every kind
@@ -416,6 +419,14 @@ class _Validator:
 
 def _literal_value(node: ast.expr) -> Any:
     return ast.literal_eval(node)
+
+
+def _keys(node: ast.Dict) -> list[ast.expr]:
+    """The keys of a dict display; a build has no ``**`` in one (the validator rejects it)."""
+    keys = [key for key in node.keys if key is not None]
+    if len(keys) != len(node.keys):
+        raise ProbeProtocolError("build rejected: '**' in a dict display")
+    return keys
 
 
 def parse_build(text: str) -> ast.expr:
@@ -443,13 +454,13 @@ def object_build(node: ast.expr) -> ObjectBuild | None:
     arguments = [*node.args, *(k.value for k in node.keywords)]
     names = [*("type", "attributes", "slots")[: len(node.args)], *(k.arg for k in node.keywords)]
     given = dict(zip(names, arguments, strict=True))
-    module, _, qualname = given["type"].value.partition(":")  # type: ignore[attr-defined]
+    module, _, qualname = str(_literal_value(given["type"])).partition(":")
 
     def attributes(key: str) -> dict[str, ast.expr]:
         found = given.get(key)
         if not isinstance(found, ast.Dict):
             return {}
-        return {k.value: v for k, v in zip(found.keys, found.values, strict=True)}  # type: ignore[union-attr]
+        return {str(_literal_value(k)): v for k, v in zip(_keys(found), found.values, strict=True)}
 
     return ObjectBuild(module, qualname, attributes("attributes"), attributes("slots"))
 
@@ -485,7 +496,7 @@ def _decode(node: ast.expr) -> Any:
     if isinstance(node, ast.Set):
         return {_decode(e) for e in node.elts}
     if isinstance(node, ast.Dict):
-        return {_decode(k): _decode(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+        return {_decode(k): _decode(v) for k, v in zip(_keys(node), node.values, strict=True)}
     if isinstance(node, ast.Attribute):
         dotted = _dotted(node) or ""
         if dotted in _CONSTANTS:
@@ -501,9 +512,9 @@ def _decode(node: ast.expr) -> Any:
         name = _dotted(node.func) or ""
         make = _CALLS[name].make
         if name == "float":
-            return _FLOAT_SPECIALS[node.args[0].value]  # type: ignore[attr-defined]
+            return _FLOAT_SPECIALS[_literal_value(node.args[0])]
         args = [_decode(a) for a in node.args]
-        keywords = {k.arg: _decode(k.value) for k in node.keywords}
+        keywords = {k.arg: _decode(k.value) for k in node.keywords if k.arg is not None}
         return make(*args, **keywords)
     raise ProbeProtocolError(f"build not decodable: {type(node).__name__}")  # pragma: no cover
 
@@ -528,7 +539,7 @@ def walk_build(node: ast.expr) -> Iterator[ast.expr]:
     if isinstance(node, ast.Call):
         children = [*node.args, *(k.value for k in node.keywords)]
     elif isinstance(node, ast.Dict):
-        children = [*node.keys, *node.values]  # type: ignore[list-item]
+        children = [*_keys(node), *node.values]
     elif isinstance(node, ast.List | ast.Tuple | ast.Set):
         children = node.elts
     else:
@@ -584,8 +595,8 @@ class _Writer:
             return "{" + ", ".join(self.write(e, f"{hint}_{i}") for i, e in enumerate(node.elts)) + "}"
         if isinstance(node, ast.Dict):
             pairs = [
-                f"{self.write(k, f'{hint}_key_{i}')}: {self.write(v, f'{hint}_{i}')}"  # type: ignore[arg-type]
-                for i, (k, v) in enumerate(zip(node.keys, node.values, strict=True))
+                f"{self.write(k, f'{hint}_key_{i}')}: {self.write(v, f'{hint}_{i}')}"
+                for i, (k, v) in enumerate(zip(_keys(node), node.values, strict=True))
             ]
             return "{" + ", ".join(pairs) + "}"
         if isinstance(node, ast.Attribute):

@@ -50,8 +50,52 @@ import threading
 import time
 import traceback
 import types
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:  # names for annotations only: nothing here is imported when the probe runs
+    import ast
+    import datetime
+    import decimal
+    import fractions
+    import pathlib
+    import uuid
+    from importlib.machinery import ModuleSpec
+    from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Protocol, Sequence, TypeAlias
+
+    # (This block never runs, so its aliases may use 3.10+ syntax: the probe's annotations are strings.)
+    #: One JSON-lines record.
+    Record: TypeAlias = dict[str, Any]
+    #: A caller -> callee edge, as ids of the two code objects.
+    EdgeIds: TypeAlias = tuple[int, int]
+    #: A class's slots: (name, member descriptor) for each.
+    Slots: TypeAlias = tuple[tuple[str, types.MemberDescriptorType], ...]
+    #: ``(outcome, duration or None)`` of a test's unmutated run.
+    Baseline: TypeAlias = tuple[str, float | None]
+    #: What ``signal.signal`` returns: the handler it replaced.
+    SignalHandler: TypeAlias = Callable[[int, types.FrameType | None], Any] | int | signal.Handlers | None
+    #: A hook of ``sys.setprofile``, and one of ``sys.settrace`` (which returns the frame's next tracer).
+    ProfileFunction: TypeAlias = Callable[[types.FrameType, str, Any], object]
+    TraceFunction: TypeAlias = Callable[[types.FrameType, str, Any], "TraceFunction | None"]
+    #: ``_pytest.runner.runtestprotocol``.
+    RunTestProtocol: TypeAlias = Callable[..., list[pytest.TestReport]]
+
+    class Backend(Protocol):
+        """A tracing backend: ``_MonitoringBackend``, ``_ProfileBackend``, ``_InstrumentBackend`` or
+        ``_NoBackend``."""
+
+        name: str
+
+        def install(self) -> None: ...
+
+        def uninstall(self) -> None: ...
+
+        def arm(self) -> None: ...
+
+        def enter(self) -> None: ...
+
+        def leave(self) -> None: ...
 
 __all__ = ["choose_backend", "ProbePlugin"]
 
@@ -74,15 +118,19 @@ NOT_FUNCTIONS = frozenset(("<module>", "<listcomp>", "<setcomp>", "<dictcomp>", 
 CO_OPTIMIZED = 0x01
 
 
-def _isolate(module):
+def _isolate(module: types.ModuleType) -> types.ModuleType:
     """A private copy of ``module`` that later monkeypatching of the real one cannot reach."""
     copy = types.ModuleType(module.__name__)
     copy.__dict__.update(module.__dict__)
     return copy
 
 
-_os = _isolate(os)
-_os_path = _isolate(os.path)
+if TYPE_CHECKING:  # a copy has its module's attributes: the type checker reads it as the module
+    _os = os
+    _os_path = os.path
+else:
+    _os = _isolate(os)
+    _os_path = _isolate(os.path)
 _time_perf = time.perf_counter
 _getframe = sys._getframe
 _json_dumps = json.dumps
@@ -92,7 +140,7 @@ _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 
 
-def choose_backend():
+def choose_backend() -> tuple[str, str]:
     """Return ``(name, reason)`` of the tracing backend for this interpreter; the one place it is chosen."""
     forced = _os.environ.get(BACKEND_ENV, "").strip()
     if forced == "setprofile":
@@ -113,7 +161,7 @@ def choose_backend():
     return "sys.monitoring", "Python " + version + " has sys.monitoring (PEP 669), the cheapest hook"
 
 
-def _free_tool_ids(monitoring):
+def _free_tool_ids(monitoring: Any) -> list[int]:
     """Tool ids the probe may take (the profiler's and the unassigned ones) that are free."""
     return [t for t in (monitoring.PROFILER_ID, 3, 4, 5) if monitoring.get_tool(t) is None]
 
@@ -122,8 +170,12 @@ class _CodeInfo:
     """What the probe knows about one project code object; keeps the code alive so ids stay unique."""
 
     __slots__ = ("code", "module", "fqn", "emitted")
+    code: types.CodeType
+    module: str | None
+    fqn: str | None
+    emitted: bool
 
-    def __init__(self, code, module):
+    def __init__(self, code: types.CodeType, module: str | None) -> None:
         self.code = code
         self.module = module
         self.fqn = None
@@ -133,15 +185,15 @@ class _CodeInfo:
 class _Recorder:
     """Collects the project functions executed, and edges between them, for the current test."""
 
-    def __init__(self, root):
+    def __init__(self, root: str) -> None:
         self.root = root.rstrip(_os.sep) + _os.sep
-        self.file_is_project = {}
-        self.known = {}  # id(code) -> _CodeInfo, project code only
+        self.file_is_project: dict[str, bool] = {}
+        self.known: dict[int, _CodeInfo] = {}  # id(code) -> _CodeInfo, project code only
         self.active = False
-        self.covered = set()
-        self.edges = set()
+        self.covered: set[int] = set()
+        self.edges: set[EdgeIds] = set()
 
-    def _is_project_file(self, filename):
+    def _is_project_file(self, filename: str) -> bool:
         verdict = self.file_is_project.get(filename)
         if verdict is None:
             verdict = filename.startswith(self.root) and filename.endswith(".py")
@@ -151,7 +203,7 @@ class _Recorder:
             self.file_is_project[filename] = verdict
         return verdict
 
-    def lookup(self, code, frame):
+    def lookup(self, code: types.CodeType, frame: types.FrameType | None) -> _CodeInfo | None:
         """The project info of ``code``, registering it on first sight; None for foreign code.
 
         Only project code objects are kept (and so pinned in memory): keying foreign code by id
@@ -170,11 +222,11 @@ class _Recorder:
         info = self.known[id(code)] = _CodeInfo(code, module if isinstance(module, str) else None)
         return info
 
-    def begin(self):
+    def begin(self) -> None:
         self.covered = set()
         self.edges = set()
 
-    def end(self):
+    def end(self) -> tuple[set[int], set[EdgeIds]]:
         self.active = False
         return self.covered, self.edges
 
@@ -192,14 +244,17 @@ class _MonitoringBackend:
 
     name = "sys.monitoring"
 
-    def __init__(self, recorder):
+    def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
-        self.monitoring = sys.monitoring
-        self.events = self.monitoring.events.PY_START | self.monitoring.events.CALL
-        self.discovery = self.tracking = None
-        self.disabled = set()  # ids of project code whose tracking events fired since the last arm
+        # sys.monitoring is 3.12+ (choose_backend picks this backend only there); mypy checks the
+        # probe as 3.11, whose stubs have no sys.monitoring: it is Any here.
+        self.monitoring: Any = sys.monitoring  # type: ignore[attr-defined]  # 3.12+, checked as 3.11
+        self.events: int = self.monitoring.events.PY_START | self.monitoring.events.CALL
+        self.discovery: int | None = None
+        self.tracking: int | None = None
+        self.disabled: set[int] = set()  # ids of project code whose tracking events fired since the last arm
 
-    def install(self):
+    def install(self) -> None:
         m = self.monitoring
         self.discovery, self.tracking = _free_tool_ids(m)[:2]
         m.use_tool_id(self.discovery, "equisa-probe-discovery")
@@ -209,7 +264,7 @@ class _MonitoringBackend:
         m.register_callback(self.tracking, m.events.CALL, self._on_call)
         m.set_events(self.discovery, m.events.PY_START)
 
-    def uninstall(self):
+    def uninstall(self) -> None:
         m = self.monitoring
         if self.discovery is None:
             return
@@ -222,7 +277,7 @@ class _MonitoringBackend:
             m.free_tool_id(tool)
         self.discovery = self.tracking = None
 
-    def arm(self):
+    def arm(self) -> None:
         """Re-enable the project locations the previous test disabled, and only those."""
         m, known = self.monitoring, self.recorder.known
         for key in self.disabled:
@@ -231,7 +286,7 @@ class _MonitoringBackend:
             m.set_local_events(self.tracking, code, self.events)
         self.disabled = set()
 
-    def _on_discover(self, code, offset):
+    def _on_discover(self, code: types.CodeType, offset: int) -> object:
         rec = self.recorder
         frame = _getframe(1)
         info = rec.lookup(code, frame)
@@ -244,7 +299,7 @@ class _MonitoringBackend:
                     rec.edges.add((id(caller.f_code), id(code)))
         return self.monitoring.DISABLE
 
-    def _on_start(self, code, offset):
+    def _on_start(self, code: types.CodeType, offset: int) -> object:
         rec = self.recorder
         if not rec.active:  # pytest's reporting between phases: ignore, but stay armed
             return None
@@ -256,7 +311,7 @@ class _MonitoringBackend:
             rec.edges.add((id(caller.f_code), key))
         return self.monitoring.DISABLE
 
-    def _on_call(self, code, offset, callable_, arg0):
+    def _on_call(self, code: types.CodeType, offset: int, callable_: object, arg0: object) -> object:
         rec = self.recorder
         if not rec.active:
             return None
@@ -266,22 +321,21 @@ class _MonitoringBackend:
             rec.edges.add((id(code), id(callee)))
         return self.monitoring.DISABLE
 
-    def enter(self):
+    def enter(self) -> None:
         pass
 
-    def leave(self):
+    def leave(self) -> None:
         pass
 
 
-def _callee_code(obj):
+def _callee_code(obj: object) -> types.CodeType | None:
     """The code object a call to ``obj`` starts, for plain functions, methods and classes.
 
     Only exact types are inspected, never arbitrary attributes: a user's ``__getattr__`` must not run.
     """
-    kind = type(obj)
-    if kind is _FunctionType:
+    if type(obj) is _FunctionType:
         return obj.__code__
-    if kind is _MethodType:
+    if type(obj) is _MethodType:
         func = obj.__func__
         return func.__code__ if type(func) is _FunctionType else None
     if isinstance(obj, type):
@@ -302,16 +356,16 @@ class _ProfileBackend:
 
     name = "setprofile"
 
-    def __init__(self, recorder):
+    def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
         self.hook = self._make_hook()
 
-    def _make_hook(self):
+    def _make_hook(self) -> ProfileFunction:
         rec = self.recorder
         known = rec.known
         lookup = rec.lookup
 
-        def hook(frame, event, arg):
+        def hook(frame: types.FrameType, event: str, arg: object) -> None:
             if event != "call":
                 return
             code = frame.f_code
@@ -326,20 +380,20 @@ class _ProfileBackend:
 
         return hook
 
-    def install(self):
+    def install(self) -> None:
         pass
 
-    def uninstall(self):
+    def uninstall(self) -> None:
         self.leave()
 
-    def arm(self):
+    def arm(self) -> None:
         pass
 
-    def enter(self):
+    def enter(self) -> None:
         threading.setprofile(self.hook)
         sys.setprofile(self.hook)
 
-    def leave(self):
+    def leave(self) -> None:
         sys.setprofile(None)
         threading.setprofile(None)
 
@@ -359,14 +413,14 @@ class _ImportInstrumenter:
     project is imported, hence at ``pytest_load_initial_conftests`` (before conftest files).
     """
 
-    def __init__(self, root):
+    def __init__(self, root: str) -> None:
         self.root = root.rstrip(_os.sep) + _os.sep
-        self.recorder = None
-        self.seen = set()
+        self.recorder: _Recorder | None = None
+        self.seen: set[int] = set()
         self.next_key = 0
-        self.instrumented = []
+        self.instrumented: list[str] = []
 
-    def enter(self, key):
+    def enter(self, key: int) -> None:
         rec = self.recorder
         if rec is None or not rec.active:
             return
@@ -382,7 +436,8 @@ class _ImportInstrumenter:
             rec.edges.add((id(caller.f_code), code_key))
 
     # -- importlib protocol ----------------------------------------------------------------------
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: types.ModuleType | None = None) -> ModuleSpec | None:
         import importlib.machinery
 
         # Anything not instrumented is declined (None), so the finders after this one, pytest's
@@ -397,19 +452,19 @@ class _ImportInstrumenter:
         spec.loader = _InstrumentingLoader(fullname, origin, self)
         return spec
 
-    def transform(self, source, path):
+    def transform(self, source: bytes, path: str) -> types.CodeType:
         import ast
 
         tree = ast.parse(source, path)
         instrumenter = self
 
         class Marker(ast.NodeTransformer):
-            def visit_FunctionDef(self, node):
+            def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
                 self.generic_visit(node)
                 body = node.body
-                at = 1 if (body and isinstance(body[0], ast.Expr)
-                           and isinstance(getattr(body[0], "value", None), ast.Constant)
-                           and isinstance(body[0].value.value, str)) else 0
+                first = body[0] if body else None
+                at = 1 if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                           and isinstance(first.value.value, str)) else 0
                 anchor = body[at] if at < len(body) else body[-1]
                 key = instrumenter.next_key
                 instrumenter.next_key += 1
@@ -422,7 +477,7 @@ class _ImportInstrumenter:
                 )
                 for part in ast.walk(marker):
                     ast.copy_location(part, anchor)
-                    if hasattr(part, "end_lineno"):
+                    if isinstance(part, (ast.expr, ast.stmt)):  # the nodes with an end position
                         part.end_lineno = anchor.lineno
                         part.end_col_offset = anchor.col_offset
                 body.insert(at, marker)
@@ -432,7 +487,7 @@ class _ImportInstrumenter:
 
         return compile(Marker().visit(tree), path, "exec", dont_inherit=True)
 
-    def instrument_loaded(self, modules):
+    def instrument_loaded(self, modules: Mapping[str, types.ModuleType]) -> None:
         """Instrument, in place, the project modules imported before this finder was installed.
 
         A pytest plugin of the project (``pytest-sanic`` for sanic, say, loaded from its entry
@@ -456,7 +511,7 @@ class _ImportInstrumenter:
                     marked = self.transform(handle.read(), path)
             except (OSError, SyntaxError, ValueError):
                 continue
-            codes = {}
+            codes: dict[tuple[str, int], types.CodeType] = {}
             _index_codes(marked, codes)
             module.__dict__["__equisa_seen__"] = self.seen
             module.__dict__["__equisa_enter__"] = self.enter
@@ -468,7 +523,7 @@ class _ImportInstrumenter:
             self.instrumented.append(name)
 
 
-def _index_codes(code, found):
+def _index_codes(code: types.CodeType, found: dict[tuple[str, int], types.CodeType]) -> None:
     """Every code object under ``code`` by (name, first line)."""
     for const in code.co_consts:
         if isinstance(const, type(code)):
@@ -476,9 +531,11 @@ def _index_codes(code, found):
             _index_codes(const, found)
 
 
-def _functions_defined_in(module, path):
+def _functions_defined_in(module: types.ModuleType, path: str) -> list[types.FunctionType]:
     """The plain functions reachable from a module's namespace whose code comes from ``path``."""
-    seen, out, stack = set(), [], list(vars(module).values())
+    seen: set[int] = set()
+    out: list[types.FunctionType] = []
+    stack: list[object] = list(vars(module).values())
     while stack:
         value = stack.pop()
         if id(value) in seen:
@@ -499,14 +556,14 @@ def _functions_defined_in(module, path):
     return out
 
 
-def _is_test_path(relative):
+def _is_test_path(relative: str) -> bool:
     parts = relative.split(_os.sep)
     name = parts[-1]
     return (name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
             or any(p in ("tests", "test") for p in parts[:-1]))
 
 
-def _foreign_path(relative):
+def _foreign_path(relative: str) -> bool:
     return any(p in FOREIGN_PARTS or p.startswith(".") for p in relative.split(_os.sep)[:-1])
 
 
@@ -516,11 +573,11 @@ try:
     class _InstrumentingLoader(_machinery.SourceFileLoader):
         """Compiles from source (never from a cached .pyc) with the entry markers inserted."""
 
-        def __init__(self, fullname, path, instrumenter):
+        def __init__(self, fullname: str, path: str, instrumenter: _ImportInstrumenter) -> None:
             super().__init__(fullname, path)
             self.instrumenter = instrumenter
 
-        def get_code(self, fullname):
+        def get_code(self, fullname: str) -> types.CodeType | None:
             source = self.get_data(self.path)
             try:
                 code = self.instrumenter.transform(source, self.path)
@@ -529,7 +586,7 @@ try:
             self.instrumenter.instrumented.append(fullname)
             return code
 
-        def exec_module(self, module):
+        def exec_module(self, module: types.ModuleType) -> None:
             module.__dict__["__equisa_seen__"] = self.instrumenter.seen
             module.__dict__["__equisa_enter__"] = self.instrumenter.enter
             super().exec_module(module)
@@ -542,27 +599,27 @@ class _InstrumentBackend:
 
     name = "instrument"
 
-    def __init__(self, recorder):
+    def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
         self.instrumenter = _EARLY.get("instrumenter")
         if self.instrumenter is not None:
             self.instrumenter.recorder = recorder
 
-    def install(self):
+    def install(self) -> None:
         pass
 
-    def uninstall(self):
+    def uninstall(self) -> None:
         if self.instrumenter is not None and self.instrumenter in sys.meta_path:
             sys.meta_path.remove(self.instrumenter)
 
-    def arm(self):
+    def arm(self) -> None:
         if self.instrumenter is not None:
             self.instrumenter.seen.clear()
 
-    def enter(self):
+    def enter(self) -> None:
         pass
 
-    def leave(self):
+    def leave(self) -> None:
         pass
 
 
@@ -571,22 +628,22 @@ class _NoBackend:
 
     name = "off"
 
-    def __init__(self, recorder):
+    def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
 
-    def install(self):
+    def install(self) -> None:
         pass
 
-    def uninstall(self):
+    def uninstall(self) -> None:
         pass
 
-    def arm(self):
+    def arm(self) -> None:
         pass
 
-    def enter(self):
+    def enter(self) -> None:
         pass
 
-    def leave(self):
+    def leave(self) -> None:
         pass
 
 
@@ -594,7 +651,7 @@ class _NoBackend:
 # Node naming: FQN = module + qualified name; line range from the code object.
 
 
-def _last_line(code):
+def _last_line(code: types.CodeType) -> int:
     last = code.co_firstlineno
     stack = [code]
     while stack:
@@ -619,19 +676,19 @@ class _QualnameIndex:
     defined twice): all but the last, which Python binds, are told apart as ``name#k``, the k-th
     definition in source order (``equisa_core.common.source_edit`` reads the same spelling)."""
 
-    def __init__(self):
-        self.by_file = {}
+    def __init__(self) -> None:
+        self.by_file: dict[str, tuple[dict[int, str], dict[str, list[int]]]] = {}
 
-    def _tables(self, code):
+    def _tables(self, code: types.CodeType) -> tuple[dict[int, str], dict[str, list[int]]]:
         tables = self.by_file.get(code.co_filename)
         if tables is None:
             tables = self.by_file[code.co_filename] = self._index(code.co_filename)
         return tables
 
-    def lookup(self, code):
+    def lookup(self, code: types.CodeType) -> str | None:
         return self._tables(code)[0].get(code.co_firstlineno)
 
-    def distinct(self, code, qualname):
+    def distinct(self, code: types.CodeType, qualname: str) -> str:
         """``qualname``, or ``qualname#k`` for a definition that a later one of the same name
         shadows."""
         firsts = self._tables(code)[1].get(qualname)
@@ -641,7 +698,7 @@ class _QualnameIndex:
         return qualname if index == len(firsts) - 1 else "%s#%d" % (qualname, index + 1)
 
     @staticmethod
-    def _index(filename):
+    def _index(filename: str) -> tuple[dict[int, str], dict[str, list[int]]]:
         import ast
 
         try:
@@ -649,10 +706,10 @@ class _QualnameIndex:
                 tree = ast.parse(handle.read())
         except Exception:
             return {}, {}
-        table = {}
-        sites = {}  # qualname -> first lines of its definitions, in source order
+        table: dict[int, str] = {}
+        sites: dict[str, list[int]] = {}  # qualname -> first lines of its definitions, in source order
 
-        def walk(node, prefix):
+        def walk(node: ast.AST, prefix: str) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     qualname = prefix + child.name
@@ -682,7 +739,7 @@ MAX_CALLS_PER_FUNCTION = 10
 MAX_REPR = 500
 
 
-def encode_value(value):
+def encode_value(value: object) -> dict[str, object]:
     """A JSON description of ``value``: type, capped repr, and how to rebuild it when possible.
 
     ``literal`` is set when ``ast.literal_eval(repr(value))`` gives back an equal value of the
@@ -691,7 +748,7 @@ def encode_value(value):
     and objects with a literal ``__dict__`` get ``state`` (attribute -> literal) as well.
     """
     kind = type(value)
-    described = {"type": kind.__module__ + "." + kind.__qualname__}
+    described: dict[str, object] = {"type": kind.__module__ + "." + kind.__qualname__}
     try:
         text = repr(value)
     except Exception:
@@ -709,7 +766,7 @@ def encode_value(value):
     return described
 
 
-def _literal_state(value):
+def _literal_state(value: object) -> dict[str, str] | None:
     """Attribute -> literal for an object whose ``__dict__`` holds only literals, else None."""
     if issubclass(type(value), type):
         return None
@@ -719,7 +776,7 @@ def _literal_state(value):
         return None
     if type(state) is not dict or len(state) > 20:
         return None
-    literals = {}
+    literals: dict[str, str] = {}
     for name, item in state.items():
         try:
             item_text = repr(item)
@@ -731,13 +788,13 @@ def _literal_state(value):
     return literals
 
 
-def _literal(value, text):
+def _literal(value: object, text: str) -> bool:
     if len(text) > 4 * MAX_REPR:
         return False
     import ast
 
     try:
-        again = ast.literal_eval(text)
+        again: object = ast.literal_eval(text)
     except Exception:
         return False
     try:
@@ -776,14 +833,14 @@ _HEAP_TYPE = 1 << 9
 _CLASS_CACHE_SIZE = 2000
 #: id(class) -> (class, (module, qualname) or None, slots or None); the class is kept alive so
 #: its id cannot be reused.
-_CLASSES = {}
+_CLASSES: dict[int, tuple[type, tuple[str, str] | None, Slots | None]] = {}
 
 
 class _NoBuild(Exception):
     """The value, or a part of it, has no build."""
 
 
-def _build(value):
+def _build(value: object) -> str | None:
     """The build of ``value`` (see above), or None."""
     budget = [MAX_BUILD_ITEMS, MAX_BUILD_CHARS]
     try:
@@ -793,35 +850,35 @@ def _build(value):
     return text if len(text) <= MAX_BUILD_CHARS else None
 
 
-def _spend(budget, text):
+def _spend(budget: list[int], text: str) -> str:
     budget[1] -= len(text)
     if budget[1] < 0:
         raise _NoBuild()
     return text
 
 
-def _build_part(value, depth, budget):
+def _build_part(value: object, depth: int, budget: list[int]) -> str:
     budget[0] -= 1
     if budget[0] < 0:
         raise _NoBuild()
     kind = type(value)
     if value is None or kind is bool:
         return repr(value)
-    if kind is int:
+    if type(value) is int:
         if value.bit_length() > 4 * MAX_BUILD_CHARS:
             raise _NoBuild()
         return _spend(budget, repr(value))
-    if kind is float:
+    if type(value) is float:
         if value != value:
             return "float('nan')"
         if value in (_INF, -_INF):
             return "float('inf')" if value > 0 else "float('-inf')"
         return _spend(budget, repr(value))
-    if kind is complex:
+    if type(value) is complex:
         if value != value or abs(value) == _INF:
             raise _NoBuild()
         return _spend(budget, repr(value))
-    if kind is str or kind is bytes:
+    if type(value) is str or type(value) is bytes:
         if len(value) > budget[1]:
             raise _NoBuild()
         return _spend(budget, repr(value))
@@ -841,7 +898,8 @@ def _build_part(value, depth, budget):
 _INF = float("inf")
 
 
-def _build_container(value, kind, depth, budget):
+def _build_container(value: Any, kind: type, depth: int, budget: list[int]) -> str:
+    """The build of ``value``, whose type is exactly ``kind``: list, tuple, set, frozenset or dict."""
     if depth >= MAX_BUILD_DEPTH or len(value) > budget[0]:
         raise _NoBuild()
     if kind is dict:
@@ -859,7 +917,7 @@ def _build_container(value, kind, depth, budget):
     return "frozenset({" + ", ".join(parts) + "})" if parts else "frozenset()"
 
 
-def _build_enum(value, kind):
+def _build_enum(value: object, kind: type) -> str:
     where = _class_info(kind)[0]
     name = object.__getattribute__(value, "_name_")
     members = vars(kind).get("_member_map_")
@@ -870,7 +928,7 @@ def _build_enum(value, kind):
     return where[0] + "." + where[1] + "." + name
 
 
-def _build_object(value, kind, depth, budget):
+def _build_object(value: object, kind: type, depth: int, budget: list[int]) -> str:
     if depth >= MAX_BUILD_DEPTH or kind is object:  # a bare object() is a sentinel: only its identity counts
         raise _NoBuild()
     where, slots = _class_info(kind)[:2]
@@ -882,12 +940,12 @@ def _build_object(value, kind, depth, budget):
         state = {}
     if type(state) is not dict or len(state) + len(slots) > budget[0]:
         raise _NoBuild()
-    attributes = []
+    attributes: list[str] = []
     for name, item in dict.items(state):
         if type(name) is not str:
             raise _NoBuild()
         attributes.append(_spend(budget, "%r: " % name) + _build_part(item, depth + 1, budget))
-    slot_values = []
+    slot_values: list[str] = []
     for name, descriptor in slots:
         try:
             item = descriptor.__get__(value, kind)
@@ -901,7 +959,7 @@ def _build_object(value, kind, depth, budget):
     return text + ")"
 
 
-def _class_info(cls):
+def _class_info(cls: type) -> tuple[tuple[str, str] | None, Slots | None]:
     """``((module, qualname) or None, slots or None)`` of a class, cached.
 
     The first part is set when ``module.qualname`` names the class itself (so a carved test can
@@ -920,14 +978,14 @@ def _class_info(cls):
     return info
 
 
-def _class_place(cls):
+def _class_place(cls: type) -> tuple[str, str] | None:
     module_name, qualname = cls.__module__, cls.__qualname__
     if not isinstance(module_name, str) or not isinstance(qualname, str):
         return None
     parts = module_name.split(".") + qualname.split(".")
     if not all(p.isidentifier() and not p.startswith("__") for p in parts):
         return None  # <locals>, __main__
-    found = sys.modules.get(module_name)
+    found: object = sys.modules.get(module_name)
     for part in qualname.split("."):
         if found is None:
             return None
@@ -938,10 +996,11 @@ def _class_place(cls):
     return (module_name, qualname) if found is cls else None
 
 
-def _class_layout(cls):
-    slots = []
+def _class_layout(cls: type) -> Slots | None:
+    slots: list[tuple[str, types.MemberDescriptorType]] = []
     for klass in cls.__mro__[:-1]:
         base = klass.__base__
+        assert base is not None  # only object has none, and the MRO's last class, object, is left out
         growth = klass.__basicsize__ - base.__basicsize__
         if klass.__itemsize__:
             return None
@@ -965,23 +1024,23 @@ def _class_layout(cls):
     return tuple(slots)
 
 
-def _build_decimal(value, module):
+def _build_decimal(value: decimal.Decimal, module: types.ModuleType) -> str:
     if value.is_nan():
         raise _NoBuild()  # NaN cannot be compared (sNaN even raises)
     return "decimal.Decimal(%r)" % str(value)
 
 
-def _build_fraction(value, module):
+def _build_fraction(value: fractions.Fraction, module: types.ModuleType) -> str:
     if max(abs(value.numerator).bit_length(), value.denominator.bit_length()) > 4 * MAX_BUILD_CHARS:
         raise _NoBuild()
     return "fractions.Fraction(%d, %d)" % (value.numerator, value.denominator)
 
 
-def _build_date(value, module):
+def _build_date(value: datetime.date, module: types.ModuleType) -> str:
     return "datetime.date(%d, %d, %d)" % (value.year, value.month, value.day)
 
 
-def _time_options(value, module):
+def _time_options(value: datetime.time | datetime.datetime, module: types.ModuleType) -> str:
     text = ""
     if value.tzinfo is not None:
         text += ", tzinfo=" + _build_timezone(value.tzinfo, module)
@@ -990,45 +1049,48 @@ def _time_options(value, module):
     return text + ")"
 
 
-def _build_datetime(value, module):
+def _build_datetime(value: datetime.datetime, module: types.ModuleType) -> str:
     return "datetime.datetime(%d, %d, %d, %d, %d, %d, %d" % (
         value.year, value.month, value.day, value.hour, value.minute, value.second, value.microsecond
     ) + _time_options(value, module)
 
 
-def _build_time(value, module):
+def _build_time(value: datetime.time, module: types.ModuleType) -> str:
     return "datetime.time(%d, %d, %d, %d" % (
         value.hour, value.minute, value.second, value.microsecond) + _time_options(value, module)
 
 
-def _build_timedelta(value, module):
+def _build_timedelta(value: datetime.timedelta, module: types.ModuleType) -> str:
     fields = (("days", value.days), ("seconds", value.seconds), ("microseconds", value.microseconds))
     parts = ["%s=%d" % (name, amount) for name, amount in fields if amount]
     return "datetime.timedelta(%s)" % (", ".join(parts) or "0")
 
 
-def _build_timezone(value, module):
-    if type(value) is not module.timezone:
+def _build_timezone(value: datetime.tzinfo, module: types.ModuleType) -> str:
+    exact = type(value) is module.timezone  # (a bool: a narrowed module.timezone would lose .utc)
+    if not exact:
         raise _NoBuild()  # zoneinfo, pytz, dateutil: not in the grammar
     if value is module.timezone.utc:
         return "datetime.timezone.utc"
     offset = value.utcoffset(None)
+    if offset is None:  # never for a datetime.timezone
+        raise _NoBuild()
     text = "datetime.timezone(" + _build_timedelta(offset, module)
     if value.tzname(None) != module.timezone(offset).tzname(None):
         text += ", %r" % value.tzname(None)
     return text + ")"
 
 
-def _build_uuid(value, module):
+def _build_uuid(value: uuid.UUID, module: types.ModuleType) -> str:
     return "uuid.UUID(%r)" % str(value)
 
 
-def _build_path(value, module):
+def _build_path(value: pathlib.PurePath, module: types.ModuleType) -> str:
     return "pathlib.%s(%r)" % (type(value).__name__, str(value))
 
 
 #: Stdlib value types by class name: (the module that must hold exactly that class, writer).
-_STDLIB_BUILDS = {
+_STDLIB_BUILDS: dict[str, tuple[str, Callable[[Any, types.ModuleType], str]]] = {
     "Decimal": ("decimal", _build_decimal),
     "Fraction": ("fractions", _build_fraction),
     "date": ("datetime", _build_date),
@@ -1047,54 +1109,56 @@ _STDLIB_BUILDS = {
 class _CallRecorder:
     """Records calls of the functions named by FQN during test phases."""
 
-    def __init__(self, fqns, describe_code):
+    def __init__(self, fqns: Iterable[str],
+                 describe_code: Callable[[types.CodeType, types.FrameType | None], str | None]) -> None:
         self.fqns = frozenset(fqns)
         self.names = frozenset(f.rsplit(".", 1)[-1].split("#", 1)[0] for f in self.fqns)
         self.describe_code = describe_code  # (code, frame) -> fqn or None
-        self.by_code = {}  # id(code) -> (code, fqn or None)
+        self.by_code: dict[int, tuple[types.CodeType, str | None]] = {}  # id(code) -> (code, fqn or None)
+        self.calls: list[Record] = []
+        self.counts: dict[str, int] = {}
+
+    def begin(self) -> None:
         self.calls = []
         self.counts = {}
 
-    def begin(self):
-        self.calls = []
-        self.counts = {}
-
-    def enter(self):
+    def enter(self) -> None:
         threading.settrace(self._global)
         sys.settrace(self._global)
 
-    def leave(self):
+    def leave(self) -> None:
         sys.settrace(None)
         threading.settrace(None)
 
-    def _fqn(self, code, frame):
+    def _fqn(self, code: types.CodeType, frame: types.FrameType) -> str | None:
         known = self.by_code.get(id(code))
         if known is None:
             known = self.by_code[id(code)] = (code, self.describe_code(code, frame))
         return known[1]
 
-    def _global(self, frame, event, arg):
+    def _global(self, frame: types.FrameType, event: str, arg: object) -> TraceFunction | None:
         code = frame.f_code
         if code.co_name not in self.names:
             return None
         fqn = self._fqn(code, frame)
-        if fqn not in self.fqns or self.counts.get(fqn, 0) >= MAX_CALLS_PER_FUNCTION:
+        if fqn is None or fqn not in self.fqns or self.counts.get(fqn, 0) >= MAX_CALLS_PER_FUNCTION:
             return None
         self.counts[fqn] = self.counts.get(fqn, 0) + 1
         count = code.co_argcount + code.co_kwonlyargcount
         count += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
         local = frame.f_locals
-        call = {"fqn": fqn, "args": {}, "result": None, "raised": None}
+        arguments: dict[str, object] = {}
+        call: Record = {"fqn": fqn, "args": arguments, "result": None, "raised": None}
         try:
             for name in code.co_varnames[:count]:
                 if name in local:
-                    call["args"][name] = encode_value(local[name])
+                    arguments[name] = encode_value(local[name])
         except Exception:
             return None
         self.calls.append(call)
-        pending = []
+        pending: list[BaseException] = []
 
-        def local_tracer(frame, event, arg):
+        def local_tracer(frame: types.FrameType, event: str, arg: Any) -> TraceFunction:
             if event == "exception":
                 pending[:] = [arg[1]]
             elif event == "line" and pending:
@@ -1114,13 +1178,15 @@ class _CallRecorder:
 class ProbePlugin:
     """The pytest plugin object: wires pytest's hooks to a recorder, a backend and the output file."""
 
-    def __init__(self, out_path, root, select_path=None, shard=None, test_timeout=None, trace=True,
-                 record_path=None):
+    def __init__(self, out_path: str, root: str, select_path: str | None = None,
+                 shard: tuple[int, int] | None = None, test_timeout: float | None = None, trace: bool = True,
+                 record_path: str | None = None) -> None:
         self.root = _os_path.realpath(root)
         self.selection = _read_selection(select_path) if select_path else None
         self.shard = shard
         self.test_timeout = test_timeout if test_timeout and hasattr(signal, "setitimer") else None
-        self.previous_alarm = None
+        self.previous_alarm: SignalHandler = None
+        self.alarm_seconds = 0.0  # the running test's time limit, set with its alarm
         self.out = _open(out_path, "a", encoding="utf-8")
         self.recorder = _Recorder(self.root)
         name, self.reason = choose_backend()
@@ -1128,16 +1194,18 @@ class ProbePlugin:
             name, self.reason = "off", "tracing was not asked for (--equisa-trace=0)"
         if name == "instrument" and "instrumenter" not in _EARLY:
             name, self.reason = "setprofile", "the instrumenter was not installed before the project loaded"
-        backends = {"sys.monitoring": _MonitoringBackend, "setprofile": _ProfileBackend,
-                    "instrument": _InstrumentBackend, "off": _NoBackend}
+        backends: dict[str, Callable[[_Recorder], Backend]] = {
+            "sys.monitoring": _MonitoringBackend, "setprofile": _ProfileBackend,
+            "instrument": _InstrumentBackend, "off": _NoBackend}
         self.backend = backends[name](self.recorder)
         self.qualnames = _QualnameIndex()
-        self.call_recorder = None
+        self.call_recorder: _CallRecorder | None = None
         if record_path:
             self.call_recorder = _CallRecorder(_read_selection(record_path), self._code_fqn)
-        self.reports = {}
-        self.excinfo = {}
-        self.baseline = {}  # node id -> (outcome, duration) of its ordinary run, for mutant rounds
+        self.reports: dict[str, list[pytest.TestReport]] = {}
+        self.excinfo: dict[str, pytest.ExceptionInfo[BaseException]] = {}
+        # node id -> (outcome, duration) of its ordinary run, for mutant rounds
+        self.baseline: dict[str, Baseline] = {}
         self._write({
             "kind": "session",
             "probe_version": PROBE_VERSION,
@@ -1149,27 +1217,28 @@ class ProbePlugin:
         })
 
     # -- output ---------------------------------------------------------------------------------
-    def _write(self, record):
+    def _write(self, record: Record) -> None:
         self.out.write(_json_dumps(record, ensure_ascii=False, default=str) + "\n")
         self.out.flush()
 
-    def _relative(self, filename):
+    def _relative(self, filename: str) -> str:
         real = filename if _os_path.isabs(filename) else _os_path.join(self.root, filename)
         if real.startswith(self.root + _os.sep):
             return real[len(self.root) + 1:].replace(_os.sep, "/")
         return filename
 
     # -- pytest hooks ---------------------------------------------------------------------------
-    def pytest_sessionstart(self, session):
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.backend.install()
 
-    def pytest_sessionfinish(self, session, exitstatus):
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
         self._stop_alarm()
         self.backend.uninstall()
         self._write({"kind": "end", "exitstatus": int(exitstatus)})
         self.out.close()
 
-    def pytest_collection_modifyitems(self, session, config, items):
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
         """Keep only the selected tests (``--equisa-select``) and this shard's share of them."""
         keep = items
         if self.selection is not None:
@@ -1182,10 +1251,10 @@ class ProbePlugin:
             config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
             items[:] = keep
 
-    def pytest_collection_finish(self, session):
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._write({"kind": "collected", "tests": [item.nodeid for item in session.items]})
 
-    def pytest_collectreport(self, report):
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self._write({
                 "kind": "collect_error",
@@ -1193,7 +1262,7 @@ class ProbePlugin:
                 "message": _tail(report.longreprtext, MESSAGE_CHARS),
             })
 
-    def pytest_runtest_logstart(self, nodeid, location):
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         # Called before fixtures are set up, so fixture code counts towards the test.
         self._write({"kind": "start", "test": nodeid})
         if self.call_recorder is not None:
@@ -1203,22 +1272,23 @@ class ProbePlugin:
         self.recorder.begin()
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_setup(self, item):
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, None]:
         with self._phase():
             yield
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_call(self, item):
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, None]:
         with self._phase():
             yield
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_teardown(self, item, nextitem):
+    def pytest_runtest_teardown(self, item: pytest.Item,
+                                nextitem: pytest.Item | None) -> Generator[None, object, None]:
         with self._phase():
             yield
 
     @contextlib.contextmanager
-    def _phase(self):
+    def _phase(self) -> Iterator[None]:
         """Trace one of the test's phases; pytest's reporting in between is not traced."""
         self.recorder.active = True
         self.backend.enter()
@@ -1232,53 +1302,51 @@ class ProbePlugin:
             self.backend.leave()
             self.recorder.active = False
 
-    def _code_fqn(self, code, frame):
+    def _code_fqn(self, code: types.CodeType, frame: types.FrameType | None) -> str | None:
         """The FQN of a project code object (None for code outside the project)."""
         info = self.recorder.lookup(code, frame)
         return None if info is None else self._describe(info)
 
-    def pytest_runtest_makereport(self, item, call):
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         if call.excinfo is not None and call.when in ("setup", "call", "teardown"):
             self.excinfo.setdefault(item.nodeid, call.excinfo)
 
-    def pytest_runtest_logreport(self, report):
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.reports.setdefault(report.nodeid, []).append(report)
         if report.when == "teardown":
             self._finish_test(report.nodeid)
 
-    def pytest_runtest_logfinish(self, nodeid, location):
+    def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         if nodeid in self.reports:  # teardown never reported (e.g. an internal error)
             self._finish_test(nodeid)
 
     # -- per-test record ------------------------------------------------------------------------
-    def _start_alarm(self, seconds=None):
+    def _start_alarm(self, seconds: float | None = None) -> None:
         if self.test_timeout is None:
             return
         self.alarm_seconds = min(seconds, self.test_timeout) if seconds else self.test_timeout
         self.previous_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
         signal.setitimer(signal.ITIMER_REAL, self.alarm_seconds)
 
-    def _stop_alarm(self):
+    def _stop_alarm(self) -> None:
         if self.test_timeout is None or self.previous_alarm is None:
             return
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self.previous_alarm)
         self.previous_alarm = None
 
-    def _on_alarm(self, signum, frame):
-        raise TestTimeout("the test ran longer than %gs (EQUISA's per-test timeout)"
-                          % getattr(self, "alarm_seconds", self.test_timeout))
+    def _on_alarm(self, signum: int, frame: types.FrameType | None) -> None:
+        raise TestTimeout("the test ran longer than %gs (EQUISA's per-test timeout)" % self.alarm_seconds)
 
-    def _finish_test(self, nodeid):
+    def _finish_test(self, nodeid: str) -> None:
         self._stop_alarm()
         covered_ids, edge_ids = self.recorder.end()
         reports = self.reports.pop(nodeid, [])
         excinfo = self.excinfo.pop(nodeid, None)
-        covered = []
         known = self.recorder.known
         covered = [self._describe(known[key]) for key in covered_ids]
         edges = {(self._describe(known[a]), self._describe(known[b])) for a, b in edge_ids}
-        record = {
+        record: Record = {
             "kind": "test",
             "test": nodeid,
             "outcome": _outcome(reports),
@@ -1296,39 +1364,39 @@ class ProbePlugin:
             record.update(self._describe_failure(excinfo))
         self._write(record)
 
-    def _describe(self, info):
+    def _describe(self, info: _CodeInfo) -> str:
         """The FQN of a project code object, announcing it with a ``node`` record the first time."""
-        if info.fqn is None:
+        fqn = info.fqn
+        if fqn is None:
             code = info.code
             qualname = getattr(code, "co_qualname", None) or self.qualnames.lookup(code) or code.co_name
             qualname = self.qualnames.distinct(code, qualname)
-            info.fqn = (info.module + "." + qualname) if info.module else qualname
+            fqn = info.fqn = (info.module + "." + qualname) if info.module else qualname
         if not info.emitted:
             info.emitted = True
             self._write({
                 "kind": "node",
-                "fqn": info.fqn,
+                "fqn": fqn,
                 "file": self._relative(info.code.co_filename),
                 "start": info.code.co_firstlineno,
                 "end": _last_line(info.code),
             })
-        return info.fqn
+        return fqn
 
-    def _describe_failure(self, excinfo, frames=True):
+    def _describe_failure(self, excinfo: pytest.ExceptionInfo[BaseException], frames: bool = True) -> Record:
         """The failure's exception type, message and (unless ``frames`` is false) traceback frames."""
         exc_type = excinfo.type
         module = getattr(exc_type, "__module__", "builtins")
         name = getattr(exc_type, "__qualname__", exc_type.__name__)
+        listed: list[Record] = []
         if frames:
-            frames = [
+            listed = [
                 {"file": self._relative(f.filename), "line": f.lineno, "function": f.name}
                 for f in _extract_tb(excinfo.tb)
             ]
             # Drop pytest's own frames above the first frame of the project (usually the test).
-            first_project = next((i for i, f in enumerate(frames) if not _os_path.isabs(f["file"])), 0)
-            frames = frames[first_project:][-MAX_FRAMES:]
-        else:
-            frames = []
+            first_project = next((i for i, f in enumerate(listed) if not _os_path.isabs(f["file"])), 0)
+            listed = listed[first_project:][-MAX_FRAMES:]
         try:
             message = str(excinfo.value)
         except Exception as error:  # a broken __str__ on the user's exception
@@ -1336,11 +1404,11 @@ class ProbePlugin:
         return {
             "exception_type": name if module in ("builtins", "exceptions") else module + "." + name,
             "message": _tail(message, MESSAGE_CHARS),
-            "traceback": frames,
+            "traceback": listed,
         }
 
 
-def _or_forever(duration):
+def _or_forever(duration: float | None) -> float:
     """A duration for sorting: a test that timed out (no duration) goes last."""
     return float("inf") if duration is None else duration
 
@@ -1351,20 +1419,20 @@ class TestTimeout(Exception):
     __test__ = False
 
 
-def _read_selection(path):
+def _read_selection(path: str) -> set[str]:
     with _open(path, encoding="utf-8") as handle:
         return set(line.rstrip("\n") for line in handle if line.strip())
 
 
-def _parse_shard(text):
-    index, _, count = text.partition("/")
-    index, count = int(index), int(count)
+def _parse_shard(text: str) -> tuple[int, int]:
+    first, _, total = text.partition("/")
+    index, count = int(first), int(total)
     if not 0 <= index < count:
         raise ValueError("--equisa-shard must be K/N with 0 <= K < N, got " + text)
     return index, count
 
 
-def _outcome(reports):
+def _outcome(reports: Sequence[pytest.TestReport]) -> str:
     """passed, failed, error or skipped from the setup/call/teardown reports of one test."""
     by_phase = {r.when: r for r in reports}
     setup, call, teardown = by_phase.get("setup"), by_phase.get("call"), by_phase.get("teardown")
@@ -1381,7 +1449,7 @@ def _outcome(reports):
     return "passed"
 
 
-def _tail(text, limit):
+def _tail(text: str | None, limit: int) -> str:
     text = text or ""
     return text if len(text) <= limit else "...[truncated]...\n" + text[-limit:]
 
@@ -1438,7 +1506,7 @@ class MutantUnswappable(Exception):
     """A mutant that cannot be swapped in; the message says why."""
 
 
-def _read_confirmation(path):
+def _read_confirmation(path: str) -> dict[str, Baseline]:
     with _open(path, encoding="utf-8") as handle:
         tests = _json_loads(handle.read())
     if not isinstance(tests, dict):
@@ -1446,7 +1514,8 @@ def _read_confirmation(path):
     return {nodeid: (value[0], value[1]) for nodeid, value in tests.items()}
 
 
-def _read_mutants(path):
+def _read_mutants(path: str) -> list[Any]:
+    """The mutant specs (JSON, checked where they are read)."""
     with _open(path, encoding="utf-8") as handle:
         specs = _json_loads(handle.read())
     if not isinstance(specs, list):
@@ -1454,7 +1523,7 @@ def _read_mutants(path):
     return specs
 
 
-def _own_attribute(obj, name):
+def _own_attribute(obj: object, name: str) -> object:
     """``obj.name`` from the instance dict only, so no user ``__getattr__`` (or Mock) runs."""
     try:
         namespace = object.__getattribute__(obj, "__dict__")
@@ -1463,14 +1532,14 @@ def _own_attribute(obj, name):
     return namespace.get(name) if isinstance(namespace, dict) else None
 
 
-def _same_value(old, new):
+def _same_value(old: object, new: object) -> bool:
     try:
         return old is new or (type(old) is type(new) and bool(old == new))
     except Exception:
         return False
 
 
-def _future_flags(code):
+def _future_flags(code: types.CodeType) -> int:
     """The ``from __future__`` compiler flags ``code`` was compiled with."""
     import __future__
 
@@ -1485,15 +1554,16 @@ def _future_flags(code):
 class _MutantSwap:
     """One live function object, the mutant's code and defaults for it, and what to put back."""
 
-    def __init__(self, func, code, defaults, kwdefaults, caches):
+    def __init__(self, func: types.FunctionType, code: types.CodeType, defaults: tuple[object, ...] | None,
+                 kwdefaults: dict[str, object] | None, caches: list[Any]) -> None:
         self.func = func
         self.code = code
         self.defaults = defaults
         self.kwdefaults = kwdefaults
         self.caches = caches  # functools.lru_cache wrappers around it: emptied at both swaps
-        self.saved = None
+        self.saved: tuple[types.CodeType, tuple[Any, ...] | None, dict[str, Any] | None] | None = None
 
-    def apply(self):
+    def apply(self) -> None:
         func = self.func
         self.saved = (func.__code__, func.__defaults__, func.__kwdefaults__)
         func.__code__ = self.code
@@ -1501,14 +1571,14 @@ class _MutantSwap:
         func.__kwdefaults__ = self.kwdefaults
         self._clear_caches()
 
-    def restore(self):
+    def restore(self) -> None:
         if self.saved is not None:
             func = self.func
             func.__code__, func.__defaults__, func.__kwdefaults__ = self.saved
             self.saved = None
             self._clear_caches()
 
-    def _clear_caches(self):
+    def _clear_caches(self) -> None:
         for cache in self.caches:
             try:
                 cache.cache_clear()
@@ -1519,11 +1589,11 @@ class _MutantSwap:
 class _MutantSwapper:
     """Finds the live function object(s) a mutant names and compiles the mutant for each."""
 
-    def __init__(self, root):
+    def __init__(self, root: str) -> None:
         self.root = root
-        self.real_files = {}  # a module's __file__ -> its real path
+        self.real_files: dict[str, str] = {}  # a module's __file__ -> its real path
 
-    def prepare(self, spec):
+    def prepare(self, spec: Any) -> list[_MutantSwap]:
         """The swaps that put ``spec`` in place; raises MutantUnswappable with the reason."""
         try:
             fqn, file, source = str(spec["fqn"]), str(spec["file"]), str(spec["source"])
@@ -1532,15 +1602,15 @@ class _MutantSwapper:
         wanted = _os_path.realpath(_os_path.join(self.root, file))
         modules = self._modules_from(wanted) or [self._import(fqn, file, wanted)]
         qualname = self._qualname(fqn, file, modules)
-        found = {}
+        found: dict[int, tuple[types.FunctionType, type | None, list[Any]]] = {}
         for module in modules:  # one per name the file was imported under
             func, klass, caches = self._find(module, qualname, source)
             found.setdefault(id(func), (func, klass, caches))
         return [self._compile(source, func, klass, caches) for func, klass, caches in found.values()]
 
     # -- finding the function ---------------------------------------------------------------------
-    def _modules_from(self, wanted):
-        found = []
+    def _modules_from(self, wanted: str) -> list[types.ModuleType]:
+        found: list[types.ModuleType] = []
         for module in list(sys.modules.values()):
             if not isinstance(module, _ModuleType):
                 continue
@@ -1555,7 +1625,7 @@ class _MutantSwapper:
         return found
 
     @staticmethod
-    def _module_prefixes(fqn, file):
+    def _module_prefixes(fqn: str, file: str) -> Iterator[tuple[int, str]]:
         """Prefixes of ``fqn`` that can name the module in ``file``, longest first."""
         dotted = (file[:-3] if file.endswith(".py") else file).replace("/", ".")
         if dotted.endswith(".__init__") or dotted == "__init__":
@@ -1566,7 +1636,7 @@ class _MutantSwapper:
             if dotted == prefix or dotted.endswith("." + prefix):
                 yield cut, prefix
 
-    def _import(self, fqn, file, wanted):
+    def _import(self, fqn: str, file: str, wanted: str) -> types.ModuleType:
         import importlib
 
         for _cut, prefix in self._module_prefixes(fqn, file):
@@ -1579,7 +1649,7 @@ class _MutantSwapper:
                 return module
         raise MutantUnswappable("no module was imported from %s, and %s names none that is" % (file, fqn))
 
-    def _qualname(self, fqn, file, modules):
+    def _qualname(self, fqn: str, file: str, modules: list[types.ModuleType]) -> str:
         names = set(module.__dict__.get("__name__") for module in modules)
         parts = fqn.split(".")
         for cut in range(len(parts) - 1, 0, -1):
@@ -1589,7 +1659,8 @@ class _MutantSwapper:
             return ".".join(parts[cut:])
         raise MutantUnswappable("%s does not start with the name of the module in %s" % (fqn, file))
 
-    def _find(self, module, qualname, source):
+    def _find(self, module: types.ModuleType, qualname: str,
+              source: str) -> tuple[types.FunctionType, type | None, list[Any]]:
         """``(function, class it was found in or None, cache wrappers on the way)``; a shadowed
         definition (``name#k``) is found through the object its name binds (a property)."""
         parts = qualname.split("#", 1)[0].split(".")
@@ -1597,9 +1668,10 @@ class _MutantSwapper:
             raise MutantUnswappable(
                 "%s is nested in a function: its function objects are made anew at each call of the "
                 "enclosing function, so none lives to be swapped (mutate the enclosing function)" % qualname)
-        owner, klass = module, None
+        owner: object = module
+        klass: type | None = None
         for position, part in enumerate(parts):
-            namespace = owner.__dict__ if isinstance(owner, (_ModuleType, type)) else {}
+            namespace: Mapping[str, Any] = owner.__dict__ if isinstance(owner, (_ModuleType, type)) else {}
             if part not in namespace and klass is not None and part.startswith("__") \
                     and not part.endswith("__"):
                 part = "_" + klass.__name__.lstrip("_") + part  # a private name, mangled
@@ -1615,7 +1687,7 @@ class _MutantSwapper:
         return func, klass, caches
 
     @staticmethod
-    def _unwrap(obj, name, source):
+    def _unwrap(obj: object, name: str, source: str) -> tuple[types.FunctionType, list[Any]]:
         """The plain function named ``name`` behind ``obj``: through staticmethod, classmethod,
         property, ``__wrapped__`` (functools.wraps, lru_cache) and decorators' closures."""
         accessor = "fget"
@@ -1623,7 +1695,9 @@ class _MutantSwapper:
             accessor = "fset"
         elif "@%s.deleter" % name in source:
             accessor = "fdel"
-        caches, seen, current = [], set(), obj
+        caches: list[Any] = []
+        seen: set[int] = set()
+        current: object = obj
         for _ in range(MAX_UNWRAP):
             if current is None or id(current) in seen:
                 break
@@ -1653,7 +1727,8 @@ class _MutantSwapper:
             "may hide it" % (name, type(obj).__name__, name))
 
     # -- compiling the mutant -----------------------------------------------------------------------
-    def _compile(self, source, func, klass, caches):
+    def _compile(self, source: str, func: types.FunctionType, klass: type | None,
+                 caches: list[Any]) -> _MutantSwap:
         """The mutant's code object, shaped like the original's, and its default values.
 
         The definition is compiled (never executed) where its closure matches the original's:
@@ -1672,9 +1747,9 @@ class _MutantSwapper:
             raise MutantUnswappable(reason) from None
         except ValueError as error:
             raise MutantUnswappable("the mutant does not compile: %s" % error) from None
-        if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        node = tree.body[0] if len(tree.body) == 1 else None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise MutantUnswappable("the mutant's source must be one function definition")
-        node = tree.body[0]
         if node.name != name:
             raise MutantUnswappable("the mutant defines %s, not %s" % (node.name, name))
         # Decorators stay: they make co_firstlineno the first decorator's line, as the original's
@@ -1691,10 +1766,11 @@ class _MutantSwapper:
         if klass is not None:
             class_name = klass.__name__
         elif "__class__" in freevars:
-            cell = func.__closure__[freevars.index("__class__")]
+            cell = (func.__closure__ or ())[freevars.index("__class__")]
             class_name = getattr(cell.cell_contents, "__name__", "__equisa_class__")
         outer = [variable for variable in freevars if variable != "__class__"]
-        lines, indent = [], ""
+        lines: list[str] = []
+        indent = ""
         if outer:
             lines += ["def __equisa_scope__():", "    %s = None" % " = ".join(outer)]
             indent = "    "
@@ -1703,14 +1779,14 @@ class _MutantSwapper:
             indent += "    "
         lines.append(indent + "pass")
         module = ast.parse("\n".join(lines) + "\n")
-        holder, path = module, []
+        block, path = module.body, []
         if outer:
-            holder = holder.body[0]
+            block = _block(block[0])
             path.append("__equisa_scope__")
         if class_name:
-            holder = holder.body[-1]
+            block = _block(block[-1])
             path.append(class_name)
-        holder.body[-1] = node
+        block[-1] = node
         try:
             code = compile(module, original.co_filename, "exec", _future_flags(original), True)
         except (SyntaxError, ValueError) as error:
@@ -1728,13 +1804,14 @@ class _MutantSwapper:
         return _MutantSwap(func, code, defaults, kwdefaults, caches)
 
     @staticmethod
-    def _defaults(node, func, klass, filename):
+    def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef, func: types.FunctionType, klass: type | None,
+                  filename: str) -> tuple[tuple[object, ...] | None, dict[str, object] | None]:
         """The mutant's default values; an original value is kept where the mutant's equals it."""
         import ast
 
         namespace = dict(klass.__dict__) if klass is not None else None
 
-        def value(expression):
+        def value(expression: ast.expr) -> object:
             try:
                 code = compile(ast.Expression(expression), filename, "eval", 0, True)
                 return eval(code, func.__globals__, namespace)
@@ -1748,7 +1825,7 @@ class _MutantSwapper:
         if len(new) == len(old):
             new = [o if _same_value(o, n) else n for o, n in zip(old, new)]  # noqa: B905 (3.8)
         old_kw = func.__kwdefaults__ or {}
-        kwdefaults = {}
+        kwdefaults: dict[str, object] = {}
         for arg, default in zip(args.kwonlyargs, args.kw_defaults):  # noqa: B905 (3.8: no strict)
             if default is not None:
                 computed = value(default)
@@ -1757,7 +1834,16 @@ class _MutantSwapper:
         return tuple(new) or None, kwdefaults or None
 
 
-def _cell_values(func):
+def _block(statement: object) -> list[ast.stmt]:
+    """The body of a definition ``_compile`` wrote (a function or a class)."""
+    import ast
+
+    if not isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+        raise TypeError("a %s, not a definition" % type(statement).__name__)
+    return statement.body
+
+
+def _cell_values(func: types.FunctionType) -> Iterator[object]:
     for cell in func.__closure__ or ():
         try:
             yield cell.cell_contents
@@ -1765,7 +1851,7 @@ def _cell_values(func):
             continue
 
 
-def _shift_lines(tree, delta):
+def _shift_lines(tree: ast.AST, delta: int) -> None:
     import ast
 
     for part in ast.walk(tree):
@@ -1779,33 +1865,33 @@ class _Watchdog:
     """Ends the process when a mutant's test outlives the timeout that should have stopped it
     (a mutant that swallows TestTimeout in a loop); ``on_expire`` never returns."""
 
-    def __init__(self, limit, on_expire):
+    def __init__(self, limit: float, on_expire: Callable[[str | None, str], object]) -> None:
         self.limit = limit
         self.on_expire = on_expire
         self.lock = threading.Lock()
-        self.deadline = None
-        self.label = None
+        self.deadline: float | None = None
+        self.label: tuple[str | None, str] | None = None  # (mutant, node id) of the test watched
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._watch, name="equisa-mutant-watchdog")
         self.thread.daemon = True
         self.thread.start()
 
-    def arm(self, *label):
+    def arm(self, mutant: str | None, nodeid: str) -> None:
         with self.lock:
-            self.deadline, self.label = _time_perf() + self.limit, label
+            self.deadline, self.label = _time_perf() + self.limit, (mutant, nodeid)
 
-    def disarm(self):
+    def disarm(self) -> None:
         with self.lock:
             self.deadline = None
 
-    def stop(self):
+    def stop(self) -> None:
         self.stopped.set()
         self.thread.join(1.0)
 
-    def _watch(self):
+    def _watch(self) -> None:
         while not self.stopped.wait(0.2):
             with self.lock:  # held until the process ends: the main thread cannot disarm meanwhile
-                if self.deadline is not None and _time_perf() > self.deadline:
+                if self.deadline is not None and self.label is not None and _time_perf() > self.deadline:
                     self.on_expire(*self.label)
 
 
@@ -1819,7 +1905,9 @@ MUTANT_MIN_LIMIT = 0.3
 class _MutantRunner:
     """Runs the rounds: the original, then one per mutant; registered for --equisa-mutants."""
 
-    def __init__(self, probe, specs, fail_fast=False, must_fix=None, confirm=None, budget=None):
+    def __init__(self, probe: ProbePlugin, specs: list[Any], fail_fast: bool = False,
+                 must_fix: Iterable[str] | None = None, confirm: dict[str, Baseline] | None = None,
+                 budget: float | None = None) -> None:
         self.probe = probe
         self.specs = specs
         self.fail_fast = fail_fast
@@ -1827,24 +1915,24 @@ class _MutantRunner:
         # (an inspection patch's round, a "detailed" spec, always runs)
         self.must_fix = frozenset(must_fix or ())
         self.confirm = confirm or {}  # node id -> (outcome, duration) in the suite's own run
-        self.confirmed = set()  # functions whose first fixing mutant went on through ``confirm``
-        self.typical = None  # median duration of the tests that passed unmutated (``_mutant_limit``)
+        self.confirmed: set[object] = set()  # functions whose first fixing mutant went on through ``confirm``
+        self.typical: float | None = None  # median duration of the tests that passed unmutated
         self.swapper = _MutantSwapper(probe.root)
         self.lock = threading.Lock()
-        self.round = None
+        self.round: str | None = None
         self.detailed = False  # the round keeps tracebacks and output (an inspection patch's round)
         self.round_started = 0.0
-        self.timed_out = []
-        self.reports = {}
-        self.excinfo = {}
+        self.timed_out: list[str] = []
+        self.reports: dict[str, list[pytest.TestReport]] = {}
+        self.excinfo: dict[str, pytest.ExceptionInfo[BaseException]] = {}
 
-    def _emit(self, record):
+    def _emit(self, record: Record) -> None:
         with self.lock:
             self.probe._write(record)
 
     # -- pytest hooks ---------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session):
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
         option = session.config.option
         if (session.testsfailed and not option.continue_on_collection_errors) or option.collectonly \
                 or not session.items:
@@ -1862,11 +1950,11 @@ class _MutantRunner:
         self._mutant_rounds(items)
         return True
 
-    def _confirmation_only(self):
+    def _confirmation_only(self) -> frozenset[str]:
         """Tests only a fix's confirmation runs: in no mutant's own tests, so not run unmutated."""
         if not self.confirm:
             return frozenset()
-        own = set()
+        own: set[str] = set()
         for spec in self.specs:
             tests = spec.get("tests") if isinstance(spec, dict) else None
             if tests is None:
@@ -1875,12 +1963,14 @@ class _MutantRunner:
         return frozenset(self.confirm) - own
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_makereport(self, item, call):
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]) -> pytest.TestReport | None:
         excinfo = call.excinfo
         if excinfo is not None and call.when in ("setup", "call", "teardown"):
             self.excinfo.setdefault(item.nodeid, excinfo)
-        if excinfo is None or self.round in (None, ORIGINAL_ROUND) or self.detailed:
-            return None
+        when = call.when
+        if excinfo is None or when == "collect" or self.round in (None, ORIGINAL_ROUND) or self.detailed:
+            return None  # ("collect": never, in a test's report; CallInfo serves collection too)
         from _pytest.outcomes import Skipped
         from _pytest.reports import TestReport
 
@@ -1891,47 +1981,48 @@ class _MutantRunner:
         # as much as the rest of a typical failing round.
         return TestReport(
             nodeid=item.nodeid, location=item.location, keywords={k: 1 for k in item.keywords},
-            outcome="failed", longrepr="%s (a mutant round's failure)" % excinfo.typename, when=call.when,
+            outcome="failed", longrepr="%s (a mutant round's failure)" % excinfo.typename, when=when,
             sections=[("Captured %s %s" % (key, phase), text) for phase, key, text in item._report_sections],
             duration=call.duration, user_properties=item.user_properties,
             start=getattr(call, "start", 0), stop=getattr(call, "stop", 0),
         )
 
-    def pytest_runtest_logreport(self, report):  # the original round only: the others do not log
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:  # the original round only
         self.reports.setdefault(report.nodeid, []).append(report)
         if report.when == "teardown":
             self._record_test(report.nodeid, self.reports.pop(report.nodeid))
 
-    def pytest_runtest_logfinish(self, nodeid, location):
+    def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         if nodeid in self.reports:  # teardown never reported
             self._record_test(nodeid, self.reports.pop(nodeid))
 
     # -- rounds ---------------------------------------------------------------------------------
-    def _begin(self, mutant, items):
+    def _begin(self, mutant: str, items: Sequence[pytest.Item]) -> None:
         self.round, self.round_started, self.timed_out = mutant, _time_perf(), []
         self._emit({"kind": "mutant-start", "mutant": mutant, "tests": len(items)})
 
-    def _done(self, mutant):
+    def _done(self, mutant: str) -> None:
         reason = None
-        if self.timed_out:
+        if self.timed_out:  # so there is a per-test timeout
+            timeout = self.probe.test_timeout or 0.0
             reason = "stopped by its time limit (%gx the unmutated duration, at least %gs, at most the "\
-                "%gs per-test timeout): %s" % (MUTANT_SLOWDOWN, MUTANT_MIN_LIMIT, self.probe.test_timeout,
+                "%gs per-test timeout): %s" % (MUTANT_SLOWDOWN, MUTANT_MIN_LIMIT, timeout,
                                                ", ".join(self.timed_out[:5]))
         self._emit({"kind": "mutant-done", "mutant": mutant, "status": "timeout" if self.timed_out else "ran",
                     "reason": reason, "duration": round(_time_perf() - self.round_started, 6)})
         self.round = None
 
-    def _unswappable(self, mutant, reason):
+    def _unswappable(self, mutant: str, reason: str) -> None:
         self._emit({"kind": "mutant-done", "mutant": mutant, "status": "unswappable", "reason": reason,
                     "duration": 0.0})
 
-    def _mutant_rounds(self, items):
+    def _mutant_rounds(self, items: list[pytest.Item]) -> None:
         from _pytest.runner import runtestprotocol
 
         probe = self.probe
         traced = probe.backend, probe.call_recorder
         probe.backend, probe.call_recorder = _NoBackend(probe.recorder), None
-        watchdog = None
+        watchdog: _Watchdog | None = None
         if probe.test_timeout:
             watchdog = _Watchdog(2 * probe.test_timeout + 1.0, self._on_stuck)
         started = _time_perf()
@@ -1950,9 +2041,10 @@ class _MutantRunner:
             if watchdog is not None:
                 watchdog.stop()
 
-    def _mutant_round(self, spec, index, items, runtestprotocol, watchdog):
+    def _mutant_round(self, spec: Any, index: int, items: list[pytest.Item], runtestprotocol: RunTestProtocol,
+                      watchdog: _Watchdog | None) -> None:
         mutant = str(spec.get("id") or "#%d" % index) if isinstance(spec, dict) else "#%d" % index
-        applied = []
+        applied: list[_MutantSwap] = []
         try:
             for swap in self.swapper.prepare(spec):
                 swap.apply()
@@ -1962,7 +2054,8 @@ class _MutantRunner:
                 swap.restore()
             reason = str(error) if isinstance(error, MutantUnswappable) else (
                 "the probe could not swap it in: %s: %s" % (type(error).__name__, _tail(str(error), 300)))
-            return self._unswappable(mutant, reason)
+            self._unswappable(mutant, reason)
+            return
         # Fail fast: tests that passed unmutated go first, and the round stops at the first of
         # them that fails: the mutant is then killed (for mutation scores) and neither fixes nor
         # partly fixes anything (for localization and repair), so the rest (often the slow,
@@ -2014,7 +2107,8 @@ class _MutantRunner:
                 swap.restore()
         self._done(mutant)
 
-    def _confirmation(self, ran, items, runtestprotocol, watchdog):
+    def _confirmation(self, ran: list[pytest.Item], items: list[pytest.Item],
+                      runtestprotocol: RunTestProtocol, watchdog: _Watchdog | None) -> None:
         """The rest of ``confirm`` (the suite) after a round that fixed every test it was asked to and
         broke none: the first such mutant of each function, whose confirmation would otherwise be a
         process of its own. Tests that passed in the suite's run go first; the first of them that
@@ -2030,7 +2124,7 @@ class _MutantRunner:
                 self._tear_down(item, watchdog)
                 break
 
-    def _tear_down(self, item, watchdog):
+    def _tear_down(self, item: pytest.Item, watchdog: _Watchdog | None) -> None:
         """Tear every fixture down after a round stopped early, as the last test would have."""
         with self._time_limit(item, watchdog):
             try:
@@ -2038,9 +2132,11 @@ class _MutantRunner:
             except BaseException:
                 pass
 
-    def _run_item(self, item, nextitem, runtestprotocol, watchdog):
+    def _run_item(self, item: pytest.Item, nextitem: pytest.Item | None, runtestprotocol: RunTestProtocol,
+                  watchdog: _Watchdog | None) -> str:
         started = _time_perf()
-        reports, escaped = [], None
+        reports: list[pytest.TestReport] = []
+        escaped: BaseException | None = None
         with self._time_limit(item, watchdog):
             try:
                 reports = runtestprotocol(item, log=False, nextitem=nextitem)
@@ -2051,15 +2147,17 @@ class _MutantRunner:
             return self._record_test(item.nodeid, reports)
         self._tear_down(item, watchdog)  # so the next test sets up from scratch
         if hasattr(item, "_request"):
-            item._request, item.funcargs = False, None
+            # Items with fixtures (Function, DoctestItem) have funcargs; pytest.Item does not declare it.
+            item._request, item.funcargs = False, None  # type: ignore[attr-defined]
         self.excinfo.pop(item.nodeid, None)
         from _pytest._code import ExceptionInfo
 
+        assert escaped.__traceback__ is not None  # an exception caught by ``except`` has its traceback
         excinfo = ExceptionInfo.from_exc_info((type(escaped), escaped, escaped.__traceback__))
         self._write_test(item.nodeid, "error", _time_perf() - started, excinfo)
         return "error"
 
-    def _mutant_limit(self, nodeid):
+    def _mutant_limit(self, nodeid: str) -> float | None:
         """A mutant round's time limit for one test, relative to the unmutated run: a mutant that
         makes a test this much slower has looped or stalled, whatever the per-test timeout says."""
         outcome, duration = self.probe.baseline.get(nodeid, (None, None))
@@ -2069,7 +2167,7 @@ class _MutantRunner:
             # selection would let every looping mutant run for its whole limit). A test that timed
             # out has no duration: its own limit would let every mutant that still hangs run as long.
             if self.typical is None:
-                passed = sorted(d for o, d in self.probe.baseline.values() if o == "passed")
+                passed = sorted(d for o, d in self.probe.baseline.values() if o == "passed" and d is not None)
                 self.typical = passed[len(passed) // 2] if passed else 0.0
             duration = max(duration or 0.0, self.typical) or None
         if duration is None:
@@ -2077,7 +2175,7 @@ class _MutantRunner:
         return max(MUTANT_MIN_LIMIT, MUTANT_SLOWDOWN * duration)
 
     @contextlib.contextmanager
-    def _time_limit(self, item, watchdog):
+    def _time_limit(self, item: pytest.Item, watchdog: _Watchdog | None) -> Iterator[None]:
         mutated = self.round not in (None, "original")
         self.probe._start_alarm(self._mutant_limit(item.nodeid) if mutated else None)
         if watchdog is not None:
@@ -2089,14 +2187,15 @@ class _MutantRunner:
             if watchdog is not None:
                 watchdog.disarm()
 
-    def _record_test(self, nodeid, reports):
+    def _record_test(self, nodeid: str, reports: list[pytest.TestReport]) -> str:
         outcome = _outcome(reports)
         self._write_test(nodeid, outcome, sum(r.duration for r in reports), self.excinfo.pop(nodeid, None),
                          reports[-1].capstdout if reports else "")
         return outcome
 
-    def _write_test(self, nodeid, outcome, duration, excinfo, stdout=""):
-        record = {"kind": "mutant-test", "mutant": self.round, "test_id": nodeid, "outcome": outcome,
+    def _write_test(self, nodeid: str, outcome: str, duration: float,
+                    excinfo: pytest.ExceptionInfo[BaseException] | None, stdout: str = "") -> None:
+        record: Record = {"kind": "mutant-test", "mutant": self.round, "test_id": nodeid, "outcome": outcome,
                   "duration": round(duration, 6)}
         if self.detailed:
             record["stdout"] = _tail(stdout, OUTPUT_TAIL_CHARS)
@@ -2110,17 +2209,18 @@ class _MutantRunner:
                 self.timed_out.append(nodeid)
         self._emit(record)
 
-    def _on_stuck(self, mutant, nodeid):
+    def _on_stuck(self, mutant: str | None, nodeid: str) -> None:
         """Called by the watchdog thread while the main thread is stuck in ``nodeid``."""
+        timeout = self.probe.test_timeout or 0.0  # set: the watchdog runs only with a per-test timeout
         self.timed_out.append(nodeid)
         name = TestTimeout.__module__ + "." + TestTimeout.__name__
         self._emit({"kind": "mutant-test", "mutant": mutant, "test_id": nodeid, "outcome": "failed",
-                    "duration": round(self.probe.test_timeout, 6), "exception_type": name,
+                    "duration": round(timeout, 6), "exception_type": name,
                     "message": "the test could not be stopped by its timeout"})
         self._emit({"kind": "mutant-done", "mutant": mutant, "status": "timeout",
                     "reason": "%s still ran %gs after its %gs timeout (TestTimeout swallowed, or the "
                               "interpreter blocked): the probe ended the process" % (
-                                  nodeid, self.probe.test_timeout + 1.0, self.probe.test_timeout),
+                                  nodeid, timeout + 1.0, timeout),
                     "duration": round(_time_perf() - self.round_started, 6)})
         _os._exit(WATCHDOG_EXIT)
 
@@ -2134,11 +2234,12 @@ class _MutantRunner:
 
 #: The instrumenter made at ``pytest_load_initial_conftests``, before the ProbePlugin exists
 #: (module state is what carries it across; it is this process's only probe).
-_EARLY = {}
+_EARLY: dict[str, _ImportInstrumenter] = {}
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config, parser, args):
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> None:
     """Install the import instrumenter before conftest files can import the project."""
     options = early_config.known_args_namespace
     out = getattr(options, "equisa_out", None)
@@ -2151,7 +2252,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     _EARLY["instrumenter"] = instrumenter
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("equisa", "EQUISA probe")
     group.addoption("--equisa-out", default=None, help="JSON-lines file the probe writes to.")
     group.addoption("--equisa-root", default=None, help="Repository root; code under it is traced.")
@@ -2180,7 +2281,7 @@ def pytest_addoption(parser):
                          "none goes on through these tests; those in no mutant's tests do not run unmutated.")
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     out = config.getoption("--equisa-out")
     if not out:
         return

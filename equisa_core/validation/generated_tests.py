@@ -52,7 +52,8 @@ def is_testgen_test(test_id: str) -> bool:
 
 def split_testgen_tests(test_ids: Iterable[str]) -> tuple[list[str], list[str]]:
     """(tests that count, testgen tests that do not), each sorted."""
-    counted, pinned = [], []
+    counted: list[str] = []
+    pinned: list[str] = []
     for test_id in sorted(test_ids):
         (pinned if is_testgen_test(test_id) else counted).append(test_id)
     return counted, pinned

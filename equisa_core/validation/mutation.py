@@ -56,6 +56,7 @@ import re
 import warnings
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -259,7 +260,38 @@ def _docstring(node: _FunctionNode) -> ast.Expr | None:
 
 
 def _is_int(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int
+    return _int_value(node) is not None
+
+
+def _int_value(node: ast.AST) -> int | None:
+    """The value of an int literal (``True`` is not one), else None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _expression(site: _Site) -> ast.expr:
+    """The node of a site that holds an expression (a condition, a call's argument, a bound)."""
+    if not isinstance(site.node, ast.expr):
+        raise TypeError(f"a {type(site.node).__name__} node in {site.field}, not an expression")
+    return site.node
+
+
+@runtime_checkable
+class _Positioned(Protocol):
+    """A node with a place in the source: statements, expressions, keywords, arguments, handlers."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int | None
+    end_col_offset: int | None
+
+
+def _bounds(node: ast.AST) -> tuple[int, int, int, int]:
+    """A parsed node's (line, column, end line, end column); AttributeError for a node without one."""
+    if not isinstance(node, _Positioned) or node.end_lineno is None or node.end_col_offset is None:
+        raise AttributeError(f"{type(node).__name__} node without a position in the source")
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
 
 
 def _is_stringy(node: ast.AST) -> bool:
@@ -333,10 +365,10 @@ def _shape(
     return result
 
 
-def _statement_key(lines: Sequence[str], stmt: ast.stmt) -> tuple[str, int, int]:
+def _statement_key(lines: Sequence[str], stmt: ast.stmt) -> tuple[str, int, int | None]:
     """The exact text of a statement (its whole lines and the columns it starts and ends at)."""
     first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
-    return "".join(lines[first - 1 : stmt.end_lineno]), stmt.col_offset, stmt.end_col_offset  # type: ignore[return-value]
+    return "".join(lines[first - 1 : stmt.end_lineno]), stmt.col_offset, stmt.end_col_offset
 
 
 class _Function:
@@ -380,8 +412,8 @@ class _Function:
         )
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        return start, self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        line, column, end_line, end_column = _bounds(node)
+        return self.offset(line, column), self.offset(end_line, end_column)
 
     def src(self, node: ast.AST) -> str:
         start, end = self.span(node)
@@ -500,8 +532,9 @@ class _Function:
         """Whether a statement occupies whole lines (nothing but a comment shares them)."""
         start, end = self.span(stmt)
         before = self.text[self.starts[stmt.lineno - 1] : start]
-        last = self.lines[stmt.end_lineno - 1]  # type: ignore[index]
-        after = self.text[end : self.starts[stmt.end_lineno - 1] + len(last)]  # type: ignore[operator]
+        end_line = _bounds(stmt)[2]
+        last = self.lines[end_line - 1]
+        after = self.text[end : self.starts[end_line - 1] + len(last)]
         return before.strip(" \t\f") == "" and (after.strip() == "" or after.lstrip().startswith("#"))
 
     def line_span(self, first: int, last: int) -> tuple[int, int]:
@@ -526,8 +559,9 @@ class _Function:
             alternatives.append(((start, end, f"({rendered})"),))
         value: object = new
         if site.index is not None:
-            value = list(getattr(site.parent, site.field))
-            value[site.index] = new  # type: ignore[index]
+            siblings = list(getattr(site.parent, site.field))
+            siblings[site.index] = new
+            value = siblings
         return _Candidate(site.parent, site.field, value, tuple(alternatives), display or (start, end))
 
     def operator_span(self, start: int, end: int, expected: str) -> tuple[int, int] | None:
@@ -612,7 +646,7 @@ def _boolean_operator_swap(fn: _Function) -> Iterator[_Candidate]:
 
 def _negate(fn: _Function, site: _Site) -> _Candidate:
     """``not X`` for ``X``, or ``X`` for ``not X``."""
-    node = site.node
+    node = _expression(site)
     start, end = fn.span(node)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         inner = fn.src(node.operand)
@@ -636,20 +670,22 @@ def _int_node(value: int) -> ast.expr:
 def _constant_off_by_one(fn: _Function) -> Iterator[_Candidate]:
     for site in fn.sites:
         node = site.node
-        if not _is_int(node):
+        literal = _int_value(node)
+        if literal is None:
             continue
         start, end = fn.span(node)
         for delta in (1, -1):
-            value = node.value + delta  # type: ignore[attr-defined]
+            value = literal + delta
             yield fn.replace(site, _int_node(value), [[(start, end, str(value))]])
 
 
 def _shift(fn: _Function, site: _Site, delta: int, display: tuple[int, int]) -> _Candidate:
     """``e + 1`` / ``e - 1`` for ``e``; an existing ``e + k`` / ``e - k`` becomes ``e + (k +- 1)``."""
-    node = site.node
+    node = _expression(site)
     start, end = fn.span(node)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub) and _is_int(node.right):
-        amount = node.right.value if isinstance(node.op, ast.Add) else -node.right.value  # type: ignore[attr-defined]
+    right = _int_value(node.right) if isinstance(node, ast.BinOp) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub) and right is not None:
+        amount = right if isinstance(node.op, ast.Add) else -right
         amount += delta
         if amount == 0:  # `n - 1` + 1 is `n`
             left = fn.src(node.left)
@@ -751,7 +787,7 @@ def _none_guard(fn: _Function) -> Iterator[_Candidate]:
     eol = fn.eol()
     at, lead = 0, ""
     if fn.docstring is not None:  # right after the docstring
-        at, line = 1, fn.docstring.end_lineno + 1  # type: ignore[operator]
+        at, line = 1, _bounds(fn.docstring)[2] + 1
     else:  # right before the first statement (the decorators of a nested definition included)
         line = min([anchor.lineno, *(d.lineno for d in getattr(anchor, "decorator_list", []))])
     if line > len(fn.lines):
@@ -918,11 +954,12 @@ def _statement_removal(fn: _Function) -> Iterator[_Candidate]:
             continue
         assert site.index is not None
         block: list[ast.stmt] = getattr(site.parent, site.field)
-        start, end = fn.line_span(node.lineno, node.end_lineno)  # type: ignore[arg-type]
+        start, end = fn.line_span(node.lineno, _bounds(node)[2])
         if len(block) == 1:  # the only statement of its block: leave `pass`
             line = fn.lines[node.lineno - 1]
             indent = line[: len(line) - len(line.lstrip(" \t\f"))]
-            eol = fn.lines[node.end_lineno - 1][len(fn.lines[node.end_lineno - 1].rstrip("\r\n")) :]  # type: ignore[index]
+            last = fn.lines[_bounds(node)[2] - 1]
+            eol = last[len(last.rstrip("\r\n")) :]
             value: list[ast.stmt] = [ast.Pass()]
             edits: tuple[_Edit, ...] = ((start, end, f"{indent}pass{eol}"),)
         else:
@@ -941,7 +978,7 @@ def _statement_duplication(fn: _Function) -> Iterator[_Candidate]:
             continue
         assert site.index is not None
         block: list[ast.stmt] = getattr(site.parent, site.field)
-        start, end = fn.line_span(node.lineno, node.end_lineno)  # type: ignore[arg-type]
+        start, end = fn.line_span(node.lineno, _bounds(node)[2])
         lines = fn.text[start:end]
         copy = lines if lines.endswith(("\n", "\r")) else fn.eol() + lines
         value = [*block[: site.index + 1], node, *block[site.index + 1 :]]

@@ -88,7 +88,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -150,8 +150,17 @@ _HELPER_OPTIONS = frozenset(
 _MAX_ROW_COMBINATIONS = 10_000
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float | complex | Decimal]:
     return isinstance(value, int | float | complex | Decimal) and not isinstance(value, bool)
+
+
+def _magnitude(value: int | float | complex | Decimal) -> int | float | Decimal:
+    """``abs(value)``, spelled per type so that its type is known (a complex's is a float)."""
+    if isinstance(value, Decimal):
+        return abs(value)
+    if isinstance(value, complex):
+        return abs(value)
+    return abs(value)
 
 
 def _callee_name(func: ast.expr) -> str | None:
@@ -186,19 +195,20 @@ def _fold(node: ast.expr, *, numeric_strings: bool = False) -> object:
             return Decimal(value.strip())
         return value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        value = _fold(node.operand, numeric_strings=numeric_strings)
-        if not _is_number(value):
+        operand = _fold(node.operand, numeric_strings=numeric_strings)
+        if not _is_number(operand):
             return _NOT_LITERAL
-        return -value if isinstance(node.op, ast.USub) else +value  # type: ignore[operator]
+        return -operand if isinstance(node.op, ast.USub) else +operand
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
         values = [_fold(elt) for elt in node.elts]
         if any(v is _NOT_LITERAL for v in values):
             return _NOT_LITERAL
         return frozenset(values) if isinstance(node, ast.Set) else tuple(values)
     if isinstance(node, ast.Dict):
-        if any(key is None for key in node.keys):
+        keys = [key for key in node.keys if key is not None]
+        if len(keys) != len(node.keys):  # a '**' in the display
             return _NOT_LITERAL
-        items = [(_fold(k), _fold(v)) for k, v in zip(node.keys, node.values, strict=True)]  # type: ignore[arg-type]
+        items = [(_fold(k), _fold(v)) for k, v in zip(keys, node.values, strict=True)]
         if any(k is _NOT_LITERAL or v is _NOT_LITERAL for k, v in items):
             return _NOT_LITERAL
         return frozenset(items)
@@ -213,7 +223,10 @@ def _fold_binary(node: ast.BinOp) -> object:
     strings = isinstance(left, str) and isinstance(right, str) and isinstance(node.op, ast.Add)
     if not (numbers or strings):
         return _NOT_LITERAL
-    if isinstance(node.op, ast.Pow) and (abs(right) > _MAX_POWER or abs(left) > 10**6):  # type: ignore[arg-type]
+    if (
+        isinstance(node.op, ast.Pow) and _is_number(left) and _is_number(right)
+        and (_magnitude(right) > _MAX_POWER or _magnitude(left) > 10**6)
+    ):
         return _NOT_LITERAL
     try:
         with warnings.catch_warnings(action="ignore"):
@@ -232,7 +245,7 @@ def _elements(value: object) -> Iterator[object]:
         # A folded dict is a frozenset of (key, value) pairs; a set of pairs reads the same, harmlessly.
         pairs = all(isinstance(item, tuple) and len(item) == 2 for item in value)
         for item in value:
-            yield from _elements(item[1] if pairs else item)  # type: ignore[index]
+            yield from _elements(item[1] if pairs else item)
 
 
 _Key = tuple[object, ...]
@@ -271,10 +284,8 @@ def _trivial_keys(trivial: Collection[object]) -> frozenset[_Key]:
 def _is_trivial(key: _Key, trivial: frozenset[_Key]) -> bool:
     if key in trivial:
         return True
-    if key[0] == "seq":
-        return all(_is_trivial(item, trivial) for item in key[1])  # type: ignore[union-attr]
-    if key[0] == "set":
-        return all(_is_trivial(item, trivial) for item in key[1])  # type: ignore[union-attr]
+    if key[0] in ("seq", "set") and isinstance(key[1], tuple | frozenset):  # the keys of a container's items
+        return all(_is_trivial(item, trivial) for item in key[1])
     return False
 
 
@@ -494,9 +505,9 @@ def _helper_operands(call: ast.Call) -> Iterator[ast.expr]:
             yield keyword.value
 
 
-def _statement_order(tree: ast.AST) -> list[ast.AST]:
-    nodes = [n for n in ast.walk(tree) if hasattr(n, "lineno")]
-    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
+def _statement_order(tree: ast.AST) -> list[ast.stmt | ast.expr]:
+    nodes = [n for n in ast.walk(tree) if isinstance(n, ast.stmt | ast.expr)]
+    return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))
 
 
 def _bind_locals(tree: ast.Module, env: _Env) -> None:
@@ -545,7 +556,7 @@ def _parametrize_rows(decorator: ast.expr) -> list[_Row] | None:
     if isinstance(names_value, str):
         names = [n.strip() for n in names_value.split(",") if n.strip()]
     elif isinstance(names_value, tuple) and all(isinstance(n, str) for n in names_value):
-        names = list(names_value)  # type: ignore[arg-type]
+        names = list(names_value)
     else:
         return None
     if not isinstance(rows_node, ast.List | ast.Tuple) or not names:
@@ -610,7 +621,8 @@ def _selected_rows(test_id: str, tables: Sequence[list[_Row]]) -> list[list[_Row
     found: list[tuple[int, ...]] = []
     for combination in itertools.product(*(range(len(t)) for t in ordered)):
         parts = [unique[k][i] for k, i in enumerate(combination)]
-        if all(p is not None for p in parts) and "-".join(parts) == wanted:  # type: ignore[arg-type]
+        named = [p for p in parts if p is not None]
+        if len(named) == len(parts) and "-".join(named) == wanted:
             found.append(combination)
     if len(found) != 1:
         return [list(table) for table in tables]
@@ -724,8 +736,9 @@ def input_values(test_sources: Mapping[str, str]) -> dict[str, set[object]]:
 def _index(values: Mapping[str, Collection[object]] | None) -> dict[_Key, list[str]]:
     """Value key -> the ids of the tests it comes from, sorted."""
     index: dict[_Key, list[str]] = {}
-    for test_id in sorted(values or {}):
-        for value in values[test_id]:  # type: ignore[index]
+    given = values or {}
+    for test_id in sorted(given):
+        for value in given[test_id]:
             index.setdefault(_key(value), []).append(test_id)
     return index
 

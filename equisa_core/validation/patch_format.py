@@ -103,7 +103,7 @@ def has_patches(answer: str) -> bool:
 
 
 def _tag(body: str, tag: str, number: int) -> str:
-    found = re.findall(rf"<{tag}>(.*?)</{tag}>", body, re.DOTALL | re.IGNORECASE)
+    found: list[str] = re.findall(rf"<{tag}>(.*?)</{tag}>", body, re.DOTALL | re.IGNORECASE)
     if not found:
         opened = re.search(rf"<{tag}>", body, re.IGNORECASE)
         problem = f"<{tag}> is not closed" if opened else f"has no <{tag}>"

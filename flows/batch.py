@@ -25,6 +25,7 @@ from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.errors import EXIT_INTERNAL
 from equisa_core.operations.batch import BatchSummary, RepositoryEntry, RepositoryResult, is_remote, summarize
 from flows.repository import RepositoryRunParameters, repair_repository
 from tasks.batch_io import default_reports_dir, read_repositories
@@ -122,4 +123,4 @@ def _result(entry: RepositoryEntry, state: State) -> RepositoryResult:
     reason = f"{type(value).__name__}: {value}" if isinstance(value, BaseException) else (
         state.message or f"ended {state.type.value.lower()}")
     return RepositoryResult(name=entry.label, source=entry.source, ref=entry.ref, status="error",
-                            error=reason, exit_code=70)
+                            error=reason, exit_code=EXIT_INTERNAL)

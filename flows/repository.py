@@ -19,7 +19,7 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.errors import EquisaError, NothingToLocalizeError
+from equisa_core.errors import EXIT_INTERNAL, EquisaError, NothingToLocalizeError
 from equisa_core.operations.batch import RepositoryEntry, RepositoryResult, is_remote
 from equisa_core.validation.repair import RepairReport
 from flows.repair import RepairParameters, repair
@@ -83,7 +83,7 @@ def _run(params: RepositoryRunParameters) -> State:
         result = RepositoryResult(**base, status="error", error=error.message, exit_code=error.exit_code)
     except Exception as error:  # a bug or an infrastructure fault: this repository fails, not the batch
         result = RepositoryResult(**base, status="error", error=f"{type(error).__name__}: {error}",
-                                  exit_code=70)
+                                  exit_code=EXIT_INTERNAL)
     result = result.model_copy(update={"seconds": round(time.monotonic() - started, 3)})
     saved = write_report(str(reports / (run_id or "local")), entry.label,
                          _FullReport(result=result, repair=report))

@@ -35,7 +35,7 @@ Caching
 appended to the conversation, at most ``max_reasks`` times; then it raises ``InvalidAnswerError``.
 Every error it raises carries the ``LLMCall`` records made so far in ``calls``.
 
-Errors (defined in ``equisa_core.common.llm_text``, re-exported here): ``LLMError`` (exit 11) ├──
+Errors (defined in ``equisa_core.errors``, re-exported here): ``LLMError`` (exit 11) ├──
 ``LLMUnavailableError`` (11) ├── ``LLMRequestError`` (12) └── ``InvalidAnswerError`` (13).
 """
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Set
 
 from equisa_core.common.models import TestResult
-from equisa_core.localization.selection import is_test_file
+from equisa_core.common.testcode import is_test_file
 
 __all__ = ["environment_failures", "imported_by_own_code", "missing_module"]
 

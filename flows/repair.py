@@ -351,8 +351,7 @@ def _report(found: DiscoveryResult, localization: LocalizationReport, state: mac
             use_llm: bool) -> RepairReport:
     evaluations, candidates = state.evaluations, state.candidates
     status = repair_status(evaluations)
-    best = next((e for e in evaluations if e.status is PatchStatus.SOUND), None) or next(
-        (e for e in evaluations if e.status is PatchStatus.OVERFITTING), None)
+    best = machine.reported_evaluation(evaluations)
     diff, target, generator, checks = "", None, None, {}
     originals: dict[str, str] = {}
     patched: dict[str, str] = {}

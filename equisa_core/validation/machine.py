@@ -32,7 +32,7 @@ __all__ = [
     "RepairBudget", "RepairState", "RepairStep", "RepairObservation", "Localize", "FindTargets", "Generate",
     "Validate", "Localized", "TargetsFound", "Generated", "Exhausted", "Validated", "Noted",
     "GeneratorName", "EXTRA_TESTS_PER_RELOCALIZATION", "start_repair", "next_steps", "record", "verdict",
-    "patchable_functions", "mutation_order",
+    "patchable_functions", "mutation_order", "reported_evaluation",
 ]
 
 GeneratorName = Literal["llm-fix", "patcher", "confirmed", "mutation"]
@@ -216,6 +216,16 @@ def patchable_functions(ranking: Sequence[str], nodes: Mapping[str, Node]) -> tu
 def mutation_order(fixing: Sequence[str], edit_sizes: Sequence[int]) -> list[str]:
     """Ids (``m<index>``) of the fixing mutants in the order to validate them: smallest edit first."""
     return sorted(fixing, key=lambda i: (edit_sizes[int(i[1:])], int(i[1:])))
+
+
+def reported_evaluation(evaluations: Sequence[PatchEvaluation]) -> PatchEvaluation | None:
+    """The evaluation whose patch the report shows: the first sound one, else the first that passed
+    the suite but not the anti-overfitting checks (a plausible patch), else none."""
+    for status in (PatchStatus.SOUND, PatchStatus.OVERFITTING):
+        found = next((e for e in evaluations if e.status is status), None)
+        if found is not None:
+            return found
+    return None
 
 
 def _noted(problems: tuple[str, ...], new: Sequence[str], once: bool) -> tuple[str, ...]:

@@ -279,3 +279,14 @@ def test_a_regression_sends_the_loop_back_to_discovery_without_the_function():
 
 def test_the_smallest_fixing_edit_is_validated_first():
     assert machine.mutation_order(["m0", "m2", "m1", "m3"], [3, 1, 1, 2]) == ["m1", "m2", "m3", "m0"]
+
+
+def test_the_report_shows_the_first_sound_patch_else_the_first_plausible_one():
+    def evaluation(name: str, status: PatchStatus) -> PatchEvaluation:
+        return PatchEvaluation(candidate=name, status=status)
+
+    plausible = [evaluation("a", PatchStatus.REGRESSIONS), evaluation("b", PatchStatus.OVERFITTING),
+                 evaluation("c", PatchStatus.OVERFITTING)]
+    assert machine.reported_evaluation(plausible).candidate == "b"
+    assert machine.reported_evaluation([*plausible, evaluation("d", PatchStatus.SOUND)]).candidate == "d"
+    assert machine.reported_evaluation(plausible[:1]) is None

@@ -1,7 +1,9 @@
 """The ``discovery`` flow (Loop 1, seed 000 §4): trace the suite, then split ambiguity groups.
 
-Control flow only. The suite is traced (``run_suite``); while ``groups_to_split`` names groups and
-the budget lasts, one round:
+A driver: the decisions (which groups, which tests to keep, when to stop) are the state machine's
+in ``equisa_core.discovery.machine``; this flow runs its steps and feeds it what they observed. The
+suite is traced (``run_suite``); while ``groups_to_split`` names groups and the budget lasts, one
+round:
 
 1. records the calls of the groups' members over the fastest few tests that run each of them
    (a ``run-tests`` task with ``record``);
@@ -33,18 +35,15 @@ from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from pydantic import BaseModel, Field
 
-from equisa_core.common.models import Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.models import Node, SuiteTrace
 from equisa_core.common.source_edit import function_source
 from equisa_core.common.trace_merge import combine
+from equisa_core.discovery import machine
 from equisa_core.discovery.rules import (
     DiscoveryBudget,
     DiscoveryReport,
     DiscoveryRound,
     group_sizes,
-    groups_to_split,
-    keep_test_functions,
-    module_test_names,
-    near_the_top,
 )
 from equisa_core.discovery.trace_report import build_trace_report
 from equisa_core.errors import CollectionError, EquisaError
@@ -52,7 +51,6 @@ from equisa_core.localization.prior import node_signals, prior_scores
 from equisa_core.localization.selection import recording_sample
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module, carved_module_path
 from equisa_core.testgen.modules import keep_tests, list_tests
-from equisa_core.validation.generated_tests import is_testgen_test
 from flows.trace import PreparedRun, TraceParameters, prepare_run, run_suite
 from tasks.inspection import read_function
 from tasks.llm import choose_llm_mode
@@ -97,66 +95,65 @@ class DiscoveryResult(BaseModel):
 @flow(name="discovery", flow_run_name="discover {params.path}", log_prints=True,
       task_runner=FanOutTaskRunner())
 def discovery(params: DiscoveryParameters) -> DiscoveryResult:
-    """Trace a repository's suite and add tests that split its ambiguity groups."""
+    """Trace a repository's suite and add tests that split its ambiguity groups.
+
+    A driver: ``equisa_core.discovery.machine`` decides which groups to split, which tests to keep
+    and when to stop.
+    """
     traced, before = _traced(params)
-    if not params.discovery:
-        return traced
     prepared, trace, report = traced.prepared, traced.trace, traced.report
-    if not trace.failed_tests():
-        return DiscoveryResult(prepared=prepared, trace=trace,
-                               report=report.model_copy(update={"stopped_because": "no failing test"}))
-    use_llm, config, problems = choose_llm_mode(params.llm)
-    budget = DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.discovery_max_tests)
+    use_llm, config, problems = choose_llm_mode(params.llm) if params.discovery else (False, None, [])
+    state = machine.start_discovery(
+        DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.discovery_max_tests),
+        params.discovery_top, [tuple(sorted(g)) for g in before], enabled=params.discovery,
+        failing=bool(trace.failed_tests()), problems=problems)
+    if (stopped := machine.verdict(state)) is not None:
+        return traced.model_copy(update={"report": report.model_copy(
+            update={"stopped_because": stopped.reason})})
     progress = create_progress_artifact(0.0, key="discovery-progress",
                                         description="Discovery: rounds done / round budget (%)")
-    overlay: dict[str, str] = {}
-    rounds: list[DiscoveryRound] = []
-    kept_ids: list[str] = []
-    cost = 0.0
-    groups = before
-    while True:
-        # The groups worth tests: those near the top of the prior (``near_the_top``).
-        prior = prior_scores(node_signals(trace))
-        worth = near_the_top(groups, prior, params.discovery_top) if params.discovery_top else groups
-        targets = groups_to_split(worth, prior, budget, len(rounds), len(kept_ids))
-        if not targets:
-            stopped = _why_stopped(budget, len(rounds), len(kept_ids), bool(params.discovery_top))
-            break
-        proposals, proposal_cost = _propose(prepared, params, trace, targets, overlay, use_llm, config,
-                                            problems, first_index=sum(len(r.groups) for r in rounds))
-        cost += proposal_cost
-        room = budget.max_tests - len(kept_ids)
-        kept, new_ids, checked, dropped = _check(prepared, params, overlay, proposals, room)
-        overlay.update(kept)
-        kept_ids.extend(new_ids)
-        testgen_proposed = sum(len(module_test_names(source)) for path, (_, source) in proposals.items()
-                               if is_testgen_test(path))
-        testgen_kept = sum(1 for t in new_ids if is_testgen_test(t))
-        rounds.append(DiscoveryRound(
-            round=len(rounds) + 1, groups=tuple(tuple(sorted(g)) for g in targets),
-            proposed=sum(len(module_test_names(s)) for _, s in proposals.values()),
-            kept=len(new_ids), dropped=tuple(dropped),
-            testgen_proposed=testgen_proposed, testgen_kept=testgen_kept,
-        ))
-        print(f"discovery round {len(rounds)}: {len(targets)} group(s), kept {len(new_ids)} test(s)"
-              + (f" (testgen: {testgen_kept} of {testgen_proposed} kept)" if params.testgen else ""))
-        update_progress_artifact(progress, 100.0 * len(rounds) / max(1, budget.max_rounds))
-        if not new_ids:
-            stopped = "no generated test could be kept"
-            break
-        wanted = set(new_ids)
-        new_results = tuple(t for t in checked.tests if t.test_id in wanted)
-        trace = combine([trace, checked.model_copy(update={"tests": new_results, "crashed": False})],
-                        [*trace.collected, *new_ids])
-        groups = _groups(trace, prepared)
+    groups, checked = before, None
+    while steps := machine.next_steps(state):
+        step, rounds = steps[0], len(state.rounds)
+        match step:
+            case machine.ScoreSuite():
+                if step.add and checked is not None:
+                    trace = _merged(trace, checked, step.add)
+                    groups = _groups(trace, prepared)
+                observation: machine.DiscoveryObservation = machine.Scored(
+                    groups=tuple(tuple(sorted(g)) for g in groups), prior=prior_scores(node_signals(trace)))
+            case machine.ProposeTests():
+                observation = _propose(prepared, params, trace, step, use_llm, config)
+            case machine.CheckTests():
+                observation, checked = _check(prepared, params, step)
+        state = machine.record(state, observation)
+        if len(state.rounds) > rounds:
+            _announce(state.rounds[-1], params.testgen)
+            update_progress_artifact(progress, 100.0 * len(state.rounds) / max(1, params.discovery_rounds))
     update_progress_artifact(progress, 100.0)
+    stopped = machine.verdict(state)
+    assert stopped is not None, "the Discovery loop ended without a verdict"
     report = report.model_copy(update={
-        "rounds": tuple(rounds), "generated": len(kept_ids), "files": tuple(sorted(overlay)),
-        "tests": tuple(kept_ids), "group_sizes_after": tuple(group_sizes(_groups(trace, prepared))),
-        "stopped_because": stopped,
+        "rounds": state.rounds, "generated": len(state.kept), "files": tuple(sorted(state.overlay)),
+        "tests": state.kept, "group_sizes_after": tuple(group_sizes([frozenset(g) for g in state.groups])),
+        "stopped_because": stopped.reason,
     })
-    return DiscoveryResult(prepared=prepared, trace=trace, overlay=overlay, report=report,
-                           cost_usd=round(cost, 6), problems=problems)
+    return DiscoveryResult(prepared=prepared, trace=trace, overlay=dict(state.overlay), report=report,
+                           cost_usd=round(state.cost_usd, 6), problems=list(state.problems))
+
+
+def _merged(trace: SuiteTrace, checked: SuiteTrace, add: Sequence[str]) -> SuiteTrace:
+    """``trace`` with the results of the checked tests ``add``: the same as re-tracing the suite with
+    them, since the old tests did not change."""
+    wanted = set(add)
+    new_results = tuple(t for t in checked.tests if t.test_id in wanted)
+    return combine([trace, checked.model_copy(update={"tests": new_results, "crashed": False})],
+                   [*trace.collected, *add])
+
+
+def _announce(done: DiscoveryRound, testgen: bool) -> None:
+    print(f"discovery round {done.round}: {len(done.groups)} group(s), kept {done.kept} test(s)"
+          + (f" (testgen: {done.testgen_kept} of {done.testgen_proposed} kept)" if testgen else ""))
 
 
 def trace_only(params: DiscoveryParameters) -> DiscoveryResult:
@@ -223,14 +220,6 @@ def _groups(trace: SuiteTrace, prepared: PreparedRun) -> list[frozenset[str]]:
     return [frozenset(g) for g in build_trace_report(trace, str(prepared.repo)).ambiguity_groups]
 
 
-def _why_stopped(budget: DiscoveryBudget, rounds: int, kept: int, near_top_only: bool) -> str:
-    if rounds >= budget.max_rounds:
-        return f"round budget ({budget.max_rounds}) spent"
-    if kept >= budget.max_tests:
-        return f"test budget ({budget.max_tests}) spent"
-    return "no ambiguity group of two or more left" + (" near the top of the prior" if near_top_only else "")
-
-
 def _run(prepared: PreparedRun, params: DiscoveryParameters, request) -> SuiteTrace:
     return run_tests.with_options(refresh_cache=params.no_cache or None)(
         request, backend=params.sandbox, interpreter_version=prepared.interpreter_version,
@@ -243,34 +232,36 @@ RECORDED_PASSING_PER_MEMBER = 8
 RECORDED_FAILING_PER_MEMBER = 4
 
 
-def _propose(
-    prepared: PreparedRun, params: DiscoveryParameters, trace: SuiteTrace, targets: Sequence[frozenset[str]],
-    overlay: Mapping[str, str], use_llm: bool, config: object | None, problems: list[str], first_index: int,
-) -> tuple[dict[str, tuple[frozenset[str], str]], float]:
-    """Generated test modules (path -> (group, source)) for ``targets``, and what the model cost."""
+def _propose(prepared: PreparedRun, params: DiscoveryParameters, trace: SuiteTrace,
+             step: machine.ProposeTests, use_llm: bool, config: object | None) -> machine.Proposed:
+    """Generated test modules (path -> proposal) for the step's groups, what the model cost, and the
+    problems met."""
+    targets = [frozenset(g) for g in step.groups]
     members = sorted(set().union(*targets))
     covering = recording_sample(members, trace, RECORDED_PASSING_PER_MEMBER, RECORDED_FAILING_PER_MEMBER)
     nodes = {n.fqn: n for n in trace.nodes}
-    recorded = _run(prepared, params, focused_request(prepared, covering, overlay, record=tuple(members),
+    recorded = _run(prepared, params, focused_request(prepared, covering, step.overlay, record=tuple(members),
                                                       trace=False))
-    proposals: dict[str, tuple[frozenset[str], str]] = {}
+    proposals: dict[str, machine.Proposal] = {}
+    problems: list[str] = []
     cost = 0.0
-    for offset, group in enumerate(targets):
-        index = first_index + offset
+    for offset, (key, group) in enumerate(zip(step.groups, targets, strict=True)):
+        index = step.first_index + offset
         carved = carve_tests(recorded, group, nodes, max_per_member=params.carved_per_member)
         if carved:
-            proposals[carved_module_path(index)] = (group, carved_module(carved))
+            proposals[carved_module_path(index)] = machine.Proposal(group=key, source=carved_module(carved))
         if use_llm and config is not None:
             module, spent = _llm_tests(prepared, config, group, nodes, trace, problems)
             cost += spent
             if module is not None:
-                proposals[f"{GENERATED_TESTS_DIR}/test_llm_group_{index}.py"] = (group, module)
+                proposals[f"{GENERATED_TESTS_DIR}/test_llm_group_{index}.py"] = machine.Proposal(
+                    group=key, source=module)
         if params.testgen:
             known = list_tests(carved_module(carved)).values() if carved else ()
             for path, module in _testgen_tests(prepared, params, trace, group, nodes, index, known,
                                                problems).items():
-                proposals[path] = (group, module)
-    return proposals, cost
+                proposals[path] = machine.Proposal(group=key, source=module)
+    return machine.Proposed(proposals=proposals, cost_usd=cost, problems=tuple(problems))
 
 
 def _testgen_tests(
@@ -355,76 +346,15 @@ def _test_source(root: Path, test_id: str) -> str | None:
         return None
 
 
-def _check(
-    prepared: PreparedRun, params: DiscoveryParameters, overlay: Mapping[str, str],
-    proposals: Mapping[str, tuple[frozenset[str], str]], room: int,
-) -> tuple[dict[str, str], list[str], SuiteTrace, list[str]]:
-    """Run the proposed modules (traced); keep the tests that behave and split their group.
-
-    A test that executes every member of its group splits nothing (a carved test of a caller
-    that calls the others), so it is dropped too. At most ``room`` tests are kept. Returns the
-    kept modules (path -> source), the kept tests' ids, the check run and why others were dropped.
-    """
-    if not proposals or room <= 0:
-        empty = SuiteTrace(python_version="", backend="off", backend_reason="nothing to check")
-        return {}, [], empty, []
+def _check(prepared: PreparedRun, params: DiscoveryParameters, step: machine.CheckTests,
+           ) -> tuple[machine.Checked, SuiteTrace | None]:
+    """Run the proposed modules, traced: what the machine needs to keep or drop each test, and the
+    check run (whose kept tests join the suite's trace)."""
     request = prepared.base.model_copy(update={
-        "overlay": {**overlay, **{path: source for path, (_, source) in proposals.items()}},
-        "tests": tuple(sorted(proposals)), "only": None, "trace": True})
+        "overlay": {**step.overlay, **{path: p.source for path, p in step.proposals.items()}},
+        "tests": tuple(sorted(step.proposals)), "only": None, "trace": True})
     try:
         checked = _run(prepared, params, request)
     except CollectionError as error:
-        # Not one proposed module imports (a carved import that works only beside the project's own
-        # test files, for one): none is kept, and Discovery goes on without them.
-        empty = SuiteTrace(python_version="", backend="off", backend_reason="no proposed module imports")
-        return {}, [], empty, [f"{path}: does not collect ({error.message})" for path in sorted(proposals)]
-    by_file: dict[str, list[TestResult]] = {}
-    for test in checked.tests:
-        by_file.setdefault(test.test_id.split("::", 1)[0], []).append(test)
-    dropped = [f"{e.location}: does not collect ({e.message.splitlines()[-1] if e.message else 'error'})"
-               for e in checked.collect_errors]
-    kept: dict[str, str] = {}
-    kept_ids: list[str] = []
-    splits: dict[frozenset[str], set[frozenset[str]]] = {}  # group -> the member sets kept tests run
-    for path, (group, source) in sorted(proposals.items()):  # carved, then the model's, then testgen's
-        testgen = is_testgen_test(path)
-        carved = "/test_carved_" in path or testgen
-        good: list[str] = []
-        seen = splits.setdefault(group, set())
-        for test in by_file.get(path, []):
-            name = test.test_id.split("::")[-1].split("[", 1)[0]
-            split = frozenset(group & test.covered)
-            reason = _unfit(test, carved, observed=testgen) or (
-                "executes the whole group, so it does not split it" if group <= test.covered else None)
-            if reason is None and testgen and split in seen:
-                # Testgen proposes many tests: one per way of splitting the group is enough evidence,
-                # and the rest would spend the test budget that later rounds need.
-                reason = "splits the group as a kept test already does"
-            if reason is None:
-                seen.add(split)
-            if reason:
-                dropped.append(f"{test.test_id}: {reason}")
-            elif len(good) < room:
-                good.append(name)
-                kept_ids.append(test.test_id)
-        room -= len(good)
-        if good:
-            kept[path] = keep_test_functions(source, good)
-    return kept, kept_ids, checked, dropped
-
-
-def _unfit(test: TestResult, carved: bool, observed: bool = False) -> str | None:
-    """Why a generated test must not join the suite, or None when it may (``carved``: it asserts
-    observed behaviour, so it must pass; ``observed``: a testgen test, which asserts it too)."""
-    if test.outcome is TestOutcome.PASSED:
-        return None
-    if test.outcome is TestOutcome.SKIPPED:
-        return "skipped"
-    if observed:
-        return f"fails on the code it was observed on ({test.exception_type})"
-    if carved:
-        return (f"fails on the code it was carved from ({test.exception_type}): the function depends on "
-                "more than its arguments")
-    if test.outcome is TestOutcome.FAILED and (test.exception_type or "").endswith("AssertionError"):
-        return None  # the model's oracle disagrees with the code: a failing test is evidence
-    return f"broken test ({test.outcome.value}: {test.exception_type})"
+        return machine.Checked(collection_error=error.message), None
+    return machine.Checked(tests=checked.tests, collect_errors=checked.collect_errors), checked

@@ -1,6 +1,8 @@
 """The ``repair`` flow: Discovery, Localization, then Validation of patch candidates (seed 000 §7).
 
-Control flow only. The graph of seed 000 Appendix A with its placeholders made real:
+A driver: the decisions (what to localize, which generator to ask, when to stop) are the state
+machine's in ``equisa_core.validation.machine``. The graph of seed 000 Appendix A with its
+placeholders made real:
 ``need_more_tests`` is ``equisa_core.discovery.rules.groups_to_split``; ``has_no_regressions`` is the
 Validation verdict. Candidates come from the generators in this order:
 
@@ -31,8 +33,9 @@ from pydantic import Field
 from equisa_core.common.models import Node
 from equisa_core.common.source_edit import replace_function
 from equisa_core.localization.fix_evidence import FixEvidence, classify_mutants
-from equisa_core.localization.selection import is_test_file, is_valid_node, tests_for_node
+from equisa_core.localization.selection import tests_for_node
 from equisa_core.localization.steps import LocalizationReport
+from equisa_core.validation import machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus, candidate_diff
 from equisa_core.validation.generated_tests import without_testgen
 from equisa_core.validation.mutation import mutate_function
@@ -63,57 +66,137 @@ class RepairParameters(LocalizeParameters):
 @flow(name="repair", flow_run_name="repair {params.path}", log_prints=True,
       task_runner=FanOutTaskRunner())
 def repair(params: RepairParameters) -> RepairReport:
-    """Find the bug of a repository whose tests fail and a verified patch for it."""
+    """Find the bug of a repository whose tests fail and a verified patch for it.
+
+    A driver: ``equisa_core.validation.machine`` decides what to localize, generate and validate.
+    """
     use_llm, config, problems = choose_llm_mode(params.llm)
-    current: LocalizeParameters = params
-    excluded: set[str] = set()
-    evaluations: list[PatchEvaluation] = []
-    candidates: dict[str, PatchCandidate] = {}
-    tried = 0
-    relocalizations = 0
+    llm = config if use_llm else None
+    state = machine.start_repair(machine.RepairBudget(
+        repair_top=params.repair_top, max_validations=params.max_validations,
+        max_relocalizations=params.max_relocalizations,
+        llm_fixes=bool(llm is not None and params.max_llm_fixes),
+        patcher=bool(llm is not None and params.patcher_evaluations)))
+    state = record(state, machine.Noted(problems=tuple(problems)))
     cost = 0.0
-    while True:
-        found, localization = run_localization(current)
-        ctx = _context(found, localization, params, config if use_llm else None)
-        generated = _candidates(found, localization, ctx, params, excluded, use_llm, config, problems)
-        round_evaluations: list[PatchEvaluation] = []
-        progress = create_progress_artifact(0.0, key="validation-progress",
-                                            description="Validation: candidates validated / budget (%)")
-        for candidate, screened in generated:
-            tried += screened
-            if candidate is None:
-                continue
-            candidates[candidate.id] = candidate
-            tried += 1
+    round_: _Round | None = None
+    while steps := machine.next_steps(state):
+        step = steps[0]
+        if isinstance(step, machine.Localize):
+            round_ = _localized(params, step, llm)
+            state = record(state, machine.Localized(patchable=machine.patchable_functions(
+                [r.fqn for r in round_.localization.ranking], round_.ctx.nodes)))
+            continue
+        assert round_ is not None, "a step came before the first localization"
+        rounds_done, relocalizations = state.rounds_done, state.relocalizations
+        for observation in _observe(step, round_, params, llm):
+            state = record(state, observation)
+        if state.rounds_done > rounds_done:  # the round is over
+            update_progress_artifact(round_.progress, 100.0)
+            cost += round_.ctx.cost_usd + round_.localization.cost.get("usd", 0.0)
+            state = record(state, machine.Noted(problems=tuple(round_.ctx.problems), once=True))
+        if state.relocalizations > relocalizations:
+            print(f"regressions: back to Discovery (round {state.relocalizations}); "
+                  f"not patching {', '.join(state.excluded)} again")
+    assert round_ is not None, "the repair loop stopped before localizing"
+    cost += sum(c.cost_usd for c in state.candidates.values())
+    report = _report(round_.found, round_.localization, state, cost, use_llm)
+    return record_finished_run("repair", report, str(round_.found.prepared.repo), params.artifacts, params.db,
+                               round_.found.trace)
+
+
+def record(state: machine.RepairState, observation: machine.RepairObservation) -> machine.RepairState:
+    """``machine.record``: the one place the driver feeds the repair machine (tests watch it here)."""
+    return machine.record(state, observation)
+
+
+class _Round:
+    """One localization's results and what its generators and validations share."""
+
+    def __init__(self, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext):
+        self.found, self.localization, self.ctx = found, localization, ctx
+        self.progress = create_progress_artifact(0.0, key="validation-progress",
+                                                 description="Validation: candidates validated / budget (%)")
+        self.generators: dict[str, Generated] = {}
+        self.notes: list[str] = []  # problems the generators met, not yet recorded
+        self.validated = 0
+
+
+def _localized(params: RepairParameters, step: machine.Localize, config: object | None) -> _Round:
+    """Discovery and Localization with the step's extra test budget."""
+    current: LocalizeParameters = params
+    if step.extra_rounds or step.extra_tests:
+        current = params.model_copy(update={
+            "discovery_rounds": params.discovery_rounds + step.extra_rounds,
+            "discovery_max_tests": params.discovery_max_tests + step.extra_tests,
+        })
+    found, localization = run_localization(current)
+    return _Round(found, localization, _context(found, localization, params, config))
+
+
+def _observe(step: machine.RepairStep, round_: _Round, params: RepairParameters, config: object | None,
+             ) -> list[machine.RepairObservation]:
+    """Run one step (find the targets, ask a generator, validate a candidate): what it observed."""
+    match step:
+        case machine.FindTargets():
+            return [_find_targets(step, round_.found)]
+        case machine.Generate():
+            generated = round_.generators.get(step.generator)
+            if generated is None:
+                generated = _generator(step, round_, params, config)
+                round_.generators[step.generator] = generated
+            try:
+                candidate, screened = next(generated)
+            except StopIteration:
+                return [*_noted(round_), machine.Exhausted(generator=step.generator)]
+            return [*_noted(round_), machine.Generated(candidate=candidate, screened=screened)]
+        case machine.Validate():
+            candidate, ctx = step.candidate, round_.ctx
             evaluation = ctx.verdicts.get(candidate.id) or validate_candidate(candidate, ctx)
             ctx.verdicts[candidate.id] = evaluation  # what an LLM generator hears back (_llm_fixes)
-            round_evaluations.append(evaluation)
-            update_progress_artifact(progress, 100.0 * len(round_evaluations) / params.max_validations)
+            round_.validated += 1
+            update_progress_artifact(round_.progress, 100.0 * round_.validated / params.max_validations)
             print(f"{candidate.id}: {evaluation.status.value} ({candidate.description})")
-            if evaluation.status is PatchStatus.SOUND or len(round_evaluations) >= params.max_validations:
-                break
-        update_progress_artifact(progress, 100.0)
-        evaluations += round_evaluations
-        cost += ctx.cost_usd + localization.cost.get("usd", 0.0)
-        problems += [p for p in ctx.problems if p not in problems]
-        regressed = {candidates[e.candidate].target for e in round_evaluations
-                     if e.status is PatchStatus.REGRESSIONS and candidates[e.candidate].target}
-        sound = any(e.status is PatchStatus.SOUND for e in round_evaluations)
-        if sound or not regressed or relocalizations >= params.max_relocalizations:
+            return [machine.Validated(evaluation=evaluation)]
+    raise AssertionError(f"unexpected repair step {step!r}")
+
+
+def _noted(round_: _Round) -> list[machine.RepairObservation]:
+    """The problems the generators met since last asked (they note them on the round)."""
+    new, round_.notes = list(round_.notes), []
+    return [machine.Noted(problems=tuple(new))] if new else []
+
+
+def _find_targets(step: machine.FindTargets, found: DiscoveryResult) -> machine.TargetsFound:
+    """The first ``step.top`` functions of the ranking whose definition can be read."""
+    nodes = {n.fqn: n for n in found.trace.nodes}
+    targets: list[str] = []
+    unreadable: list[tuple[str, str]] = []
+    for fqn in step.ranked:
+        if len(targets) == step.top:
             break
-        relocalizations += 1
-        excluded |= {t for t in regressed if t}
-        print(f"regressions: back to Discovery (round {relocalizations}); "
-              f"not patching {', '.join(sorted(excluded))} again")
-        current = current.model_copy(update={
-            "discovery_rounds": current.discovery_rounds + 1,
-            "discovery_max_tests": current.discovery_max_tests + 15,
-        })
-    cost += sum(c.cost_usd for c in candidates.values())
-    report = _report(found, localization, evaluations, candidates, tried, relocalizations, cost, use_llm,
-                     problems)
-    return record_finished_run("repair", report, str(found.prepared.repo), params.artifacts, params.db,
-                               found.trace)
+        why = unreadable_because(found.prepared.workspace.root, nodes[fqn])
+        if why is None:
+            targets.append(fqn)
+        else:
+            unreadable.append((fqn, why))
+    return machine.TargetsFound(targets=tuple(targets), unreadable=tuple(unreadable))
+
+
+def _generator(step: machine.Generate, round_: _Round, params: RepairParameters, config: object | None,
+               ) -> Generated:
+    """The candidates of the step's generator, one at a time, each with the count screened to find it."""
+    found, localization, ctx, targets = round_.found, round_.localization, round_.ctx, step.targets
+    match step.generator:
+        case "llm-fix":
+            return _llm_fixes(targets[0], found, localization, ctx, params, config, round_.notes)
+        case "patcher":
+            return _patcher(targets[0], found, localization, ctx, params, config, round_.notes)
+        case "confirmed":
+            return _confirmed_fixes(targets, found, localization, ctx)
+        case "mutation":
+            return _mutation_search(targets, found, ctx, params)
+    raise AssertionError(f"unknown generator {step.generator!r}")
 
 
 def _context(found: DiscoveryResult, localization: LocalizationReport, params: RepairParameters,
@@ -127,33 +210,6 @@ def _context(found: DiscoveryResult, localization: LocalizationReport, params: R
 
 
 Generated = Iterator[tuple[PatchCandidate | None, int]]
-
-
-def _candidates(found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
-                params: RepairParameters, excluded: set[str], use_llm: bool, config: object | None,
-                problems: list[str]) -> Generated:
-    """Candidates in the order they are to be validated, each with the count screened to find it."""
-    targets: list[str] = []
-    for fqn in (r.fqn for r in localization.ranking):
-        node = ctx.nodes.get(fqn)
-        if len(targets) == params.repair_top:
-            break
-        if node is None or not is_valid_node(node) or fqn in excluded or is_test_file(node.file or ""):
-            continue
-        unreadable = unreadable_because(found.prepared.workspace.root, node)
-        if unreadable is None:
-            targets.append(fqn)
-        elif (note := f"{fqn} cannot be patched: {unreadable}") not in problems:  # once over the rounds
-            problems.append(note)
-    if not targets:
-        problems.append("no function to patch: every candidate was excluded or is test code")
-        return
-    if use_llm and config is not None and params.max_llm_fixes:
-        yield from _llm_fixes(targets[0], found, localization, ctx, params, config, problems)
-    if use_llm and config is not None and params.patcher_evaluations and not _accepted(ctx):
-        yield from _patcher(targets[0], found, localization, ctx, params, config, problems)
-    yield from _confirmed_fixes(targets, found, localization, ctx)
-    yield from _mutation_search(targets, found, ctx, params)
 
 
 def _file_with(found: DiscoveryResult, node: Node, function: str) -> dict[str, str]:
@@ -203,7 +259,7 @@ def _mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: Valida
         # Testgen tests assert the buggy behaviour: they may not veto a fixing mutant.
         original = without_testgen({t: o for t, o in report.original.items() if t not in report.flaky})
         verdict = classify_mutants(original, {i: without_testgen(o) for i, o in ran.items()})
-        fixing = sorted(verdict.fixing, key=lambda i: (mutants[int(i[1:])].edit_size, int(i[1:])))
+        fixing = machine.mutation_order(verdict.fixing, [m.edit_size for m in mutants])
         yield None, verdict.ran
         for mutant_id in fixing:
             mutant = mutants[int(mutant_id[1:])]
@@ -287,20 +343,15 @@ def _reflection(localization: LocalizationReport, target: str) -> str:
     return "\n".join(r.reasoning for r in localization.inspections if r.target == target and r.reasoning)
 
 
-def _accepted(ctx: ValidationContext) -> bool:
-    return any(v.status is PatchStatus.SOUND for v in ctx.verdicts.values())
-
-
 def _last_verdict(ctx: ValidationContext, candidate_id: str) -> PatchEvaluation | None:
     return ctx.verdicts.get(candidate_id)
 
 
-def _report(found: DiscoveryResult, localization: LocalizationReport, evaluations: Sequence[PatchEvaluation],
-            candidates: dict[str, PatchCandidate], tried: int, relocalizations: int, cost: float,
-            use_llm: bool, problems: list[str]) -> RepairReport:
+def _report(found: DiscoveryResult, localization: LocalizationReport, state: machine.RepairState, cost: float,
+            use_llm: bool) -> RepairReport:
+    evaluations, candidates = state.evaluations, state.candidates
     status = repair_status(evaluations)
-    best = next((e for e in evaluations if e.status is PatchStatus.SOUND), None) or next(
-        (e for e in evaluations if e.status is PatchStatus.OVERFITTING), None)
+    best = machine.reported_evaluation(evaluations)
     diff, target, generator, checks = "", None, None, {}
     originals: dict[str, str] = {}
     patched: dict[str, str] = {}
@@ -315,10 +366,10 @@ def _report(found: DiscoveryResult, localization: LocalizationReport, evaluation
         target = localization.ranking[0].fqn
     report = RepairReport(
         status=status, mode="llm" if use_llm else "deterministic", target=target, diff=diff,
-        candidate=best.candidate if best else None, generator=generator, candidates_tried=tried,
-        validation=checks, evaluations=tuple(evaluations), relocalizations=relocalizations,
+        candidate=best.candidate if best else None, generator=generator, candidates_tried=state.tried,
+        validation=checks, evaluations=tuple(evaluations), relocalizations=state.relocalizations,
         localization=localization, cost={"usd": round(cost, 6)},
-        problems=tuple(dict.fromkeys([*localization.problems, *problems])),
+        problems=tuple(dict.fromkeys([*localization.problems, *state.problems])),
         patched_files=patched, original_files=originals, sandbox=found.prepared.sandbox,
     )
     create_markdown_artifact(

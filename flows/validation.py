@@ -1,8 +1,8 @@
 """Validation (Loop 3, seed 000 §6): is a patch candidate a fix, a regression, or an overfit?
 
-Control flow only; every test run is a cached ``run-tests`` task in a sandbox, with the candidate's
-files as an overlay on the workspace copy (never the user's tree). A candidate is accepted
-(``SOUND``) when, in this order:
+A driver around ``equisa_core.validation.checks`` (which check runs next, and the verdict); every
+test run is a cached ``run-tests`` task in a sandbox, with the candidate's files as an overlay on
+the workspace copy (never the user's tree). A candidate is accepted (``SOUND``) when, in this order:
 
 1. its files compile (``DOES_NOT_COMPILE`` otherwise);
 2. on the whole amplified suite (generated tests included, flaky tests left out) every test that
@@ -25,17 +25,17 @@ files as an overlay on the workspace copy (never the user's tree). A candidate i
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.common.models import Node, SuiteTrace, TestOutcome
+from equisa_core.common.models import Node, SuiteTrace, TestOutcome, TestResult
 from equisa_core.common.source_edit import function_source
 from equisa_core.errors import EquisaError
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
-from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.validation.generated_tests import is_testgen_test, pinned_note, split_testgen_tests
-from equisa_core.validation.overfitting import overfitting_findings
+from equisa_core.validation import checks
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
+from equisa_core.validation.generated_tests import is_testgen_test
 from flows.discovery import DiscoveryResult, focused_request, narrowed
 from tasks.inspection import qualname_of
 from tasks.run_tests import run_tests
@@ -101,56 +101,52 @@ def _run(ctx: ValidationContext, request) -> SuiteTrace:
 
 
 def validate_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> PatchEvaluation:
-    """Judge one candidate (see the module docstring); never raises for what the candidate does."""
-    checks: dict[str, str] = {}
-    for path, text in sorted(candidate.files.items()):
-        try:
-            compile(text, path, "exec")
-        except (SyntaxError, ValueError) as error:
-            return PatchEvaluation(candidate=candidate.id, status=PatchStatus.DOES_NOT_COMPILE,
-                                   detail=f"{path}: {error}", checks={"compiles": str(error)})
-    checks["compiles"] = "passed"
+    """Judge one candidate (see the module docstring); never raises for what the candidate does.
+
+    A driver: ``equisa_core.validation.checks`` says which check runs next and judges what it saw.
+    """
     trace = ctx.found.trace
-    everything = [t.test_id for t in trace.tests if t.test_id not in trace.flaky]
-    overlay = {**ctx.found.overlay, **candidate.files}
-    run = _run(ctx, focused_request(ctx.found.prepared, everything, overlay, trace=False))
-    outcomes = {t.test_id: t for t in run.tests}
-    still = sorted(t for t in ctx.failing if _outcome(outcomes, t) is not TestOutcome.PASSED)
-    changed = [t for t in ctx.passing if _outcome(outcomes, t) is not TestOutcome.PASSED]
-    broken, pinned = split_testgen_tests(changed)
-    checks["failing tests pass"] = "passed" if not still else f"{len(still)} still fail: {_names(still)}"
-    checks["no regressions"] = "passed" if not broken else f"{len(broken)} now fail: {_names(broken)}"
-    testgen = [t for t in ctx.passing if is_testgen_test(t)]
-    if testgen:
-        checks["testgen tests"] = pinned_note(len(pinned), len(testgen))
-    if still or broken:
-        status = PatchStatus.STILL_FAILING if still else PatchStatus.REGRESSIONS
-        first = outcomes.get((still or broken)[0])
-        why = f" ({first.exception_type}: {first.message})" if first and first.exception_type else ""
-        return PatchEvaluation(candidate=candidate.id, status=status, still_failing=tuple(still),
-                               regressions=tuple(broken), checks=checks,
-                               detail=checks["failing tests pass" if still else "no regressions"] + why)
-    reasons = [
-        _detectors(candidate, ctx, checks),
-        _carved_tests(candidate, ctx, checks),
-        _novel_tests(candidate, ctx, checks),
-    ]
-    failed = [r for r in reasons if r]
-    if failed:
-        return PatchEvaluation(candidate=candidate.id, status=PatchStatus.OVERFITTING,
-                               detail="; ".join(failed), checks=checks)
-    return PatchEvaluation(candidate=candidate.id, status=PatchStatus.SOUND, checks=checks,
-                           detail="passes the suite and every anti-overfitting check")
+    state = checks.start_checks(
+        candidate, sorted(ctx.failing), sorted(ctx.passing),
+        [t.test_id for t in trace.tests if t.test_id not in trace.flaky], ctx.failing_sources,
+        llm=ctx.llm_config is not None)
+    while (steps := checks.next_steps(state)):
+        state = checks.record(state, _observe(steps[0], candidate, ctx))
+        ctx.problems.extend([p for p in state.problems if p not in ctx.problems])
+    judged = checks.verdict(state)
+    assert judged is not None, "the checks ended without a verdict"
+    return judged.evaluation
 
 
-def _outcome(outcomes: Mapping[str, object], test_id: str) -> TestOutcome | None:
-    result = outcomes.get(test_id)
-    return getattr(result, "outcome", None)
+def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationContext,
+             ) -> checks.CheckObservation:
+    """Run one check step for ``candidate`` and say what it observed."""
+    found = ctx.found
+    match step:
+        case checks.RunSuite():
+            overlay = {**found.overlay, **candidate.files}
+            run = _run(ctx, focused_request(found.prepared, step.tests, overlay, trace=False))
+            return checks.SuiteRan(tests=run.tests)
+        case checks.ReadFunctions():
+            pair = _functions(candidate, ctx)
+            return checks.FunctionsRead(original=pair[0], patched=pair[1]) if pair else checks.FunctionsRead()
+        case checks.RunCarvedTests():
+            module = _carved_module(step.target, ctx)
+            tests = None if module is None else _run_module(ctx, candidate, CARVED_CHECK_PATH, module)
+            return checks.CarvedTestsRan(tests=tests)
+        case checks.RunNovelTests():
+            module = _novel_module(step.target, ctx)
+            tests = None if module is None else _run_module(ctx, candidate, NOVEL_CHECK_PATH, module)
+            return checks.NovelTestsRan(tests=tests)
+    raise AssertionError(f"unknown check step {step!r}")
 
 
-def _names(test_ids: Sequence[str]) -> str:
-    shown = ", ".join(t.split("::")[-1] for t in test_ids[:3])
-    return shown + (f" and {len(test_ids) - 3} more" if len(test_ids) > 3 else "")
+def _run_module(ctx: ValidationContext, candidate: PatchCandidate, path: str, module: str,
+                ) -> tuple[TestResult, ...]:
+    """The results of the test module ``module``, placed at ``path``, on the patched program."""
+    overlay = {**ctx.found.overlay, **candidate.files, path: module}
+    return _run(ctx, ctx.found.prepared.base.model_copy(update={
+        "overlay": overlay, "tests": (path,), "only": None, "trace": False})).tests
 
 
 def _functions(candidate: PatchCandidate, ctx: ValidationContext) -> tuple[str, str] | None:
@@ -165,24 +161,6 @@ def _functions(candidate: PatchCandidate, ctx: ValidationContext) -> tuple[str, 
     except (OSError, EquisaError, SyntaxError):
         return None
     return original, patched
-
-
-def _detectors(candidate: PatchCandidate, ctx: ValidationContext, checks: dict[str, str]) -> str | None:
-    pair = _functions(candidate, ctx)
-    if pair is None:
-        checks["overfitting detectors"] = "not applicable: the patch names no single function"
-        return None
-    findings = overfitting_findings(pair[0], pair[1], ctx.failing_sources)
-    if candidate.operator == "constant_off_by_one":
-        # A corrected constant equals what the tests expect by nature: not a copied output. The
-        # carved and novel-input tests still judge whether it generalizes.
-        findings = [f for f in findings if f.check != "copied_literal"]
-    if not findings:
-        checks["overfitting detectors"] = "passed"
-        return None
-    text = "; ".join(f"{f.check} at line {f.line}: {f.detail}" for f in findings[:3])
-    checks["overfitting detectors"] = text
-    return text
 
 
 def _carved_module(target: str, ctx: ValidationContext) -> str | None:
@@ -207,53 +185,6 @@ def _carved_module(target: str, ctx: ValidationContext) -> str | None:
             module = carved_module(good) if good else None
     ctx.carved[target] = module
     return module
-
-
-def _carved_tests(candidate: PatchCandidate, ctx: ValidationContext, checks: dict[str, str]) -> str | None:
-    module = _carved_module(candidate.target, ctx) if candidate.target else None
-    if module is None:
-        checks["carved tests"] = "not applicable: no recorded passing execution could be carved"
-        return None
-    overlay = {**ctx.found.overlay, **candidate.files, CARVED_CHECK_PATH: module}
-    run = _run(ctx, ctx.found.prepared.base.model_copy(update={
-        "overlay": overlay, "tests": (CARVED_CHECK_PATH,), "only": None, "trace": False}))
-    failed = [t for t in run.tests if t.outcome is not TestOutcome.PASSED]
-    if not failed:
-        checks["carved tests"] = f"passed ({len(run.tests)} tests)"
-        return None
-    text = (f"changes the result on inputs the suite passed with: {failed[0].test_id.split('::')[-1]} "
-            f"({failed[0].exception_type}: {failed[0].message})")
-    checks["carved tests"] = text
-    return text
-
-
-def _novel_tests(candidate: PatchCandidate, ctx: ValidationContext, checks: dict[str, str]) -> str | None:
-    if ctx.llm_config is None:
-        checks["novel-input tests"] = "not run: deterministic mode"
-        return None
-    pair = _functions(candidate, ctx)
-    if pair is None:
-        checks["novel-input tests"] = "not applicable: the patch names no single function"
-        return None
-    module = _novel_module(candidate.target or "", ctx)
-    if module is None:
-        checks["novel-input tests"] = "not run: the model gave no usable tests"
-        return None
-    overlay = {**ctx.found.overlay, **candidate.files, NOVEL_CHECK_PATH: module}
-    run = _run(ctx, ctx.found.prepared.base.model_copy(update={
-        "overlay": overlay, "tests": (NOVEL_CHECK_PATH,), "only": None, "trace": False}))
-    wrong = [t for t in run.tests if t.outcome is TestOutcome.FAILED
-             and (t.exception_type or "").endswith("AssertionError")]
-    broken = [t for t in run.tests if t.outcome is TestOutcome.ERROR or (
-        t.outcome is TestOutcome.FAILED and t not in wrong)]
-    if broken:
-        ctx.problems.append(f"novel-input tests for {candidate.target}: {len(broken)} broken test(s) ignored")
-    if wrong:
-        text = f"fails the model's novel-input test {wrong[0].test_id.split('::')[-1]}: {wrong[0].message}"
-        checks["novel-input tests"] = text
-        return text
-    checks["novel-input tests"] = f"passed ({len(run.tests) - len(broken)} tests)"
-    return None
 
 
 def _novel_module(target: str, ctx: ValidationContext) -> str | None:

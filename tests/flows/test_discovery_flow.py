@@ -96,9 +96,12 @@ def test_llm_tests_join_the_suite_failing_assertions_included(tmp_path, cli_env,
 
 
 def test_proposals_that_do_not_import_are_dropped_and_discovery_goes_on(monkeypatch):
-    """When not one proposed module imports (the run collects nothing), ``_check`` keeps nothing and
-    says why, instead of ending the localization with the collection error (exit 6)."""
+    """When not one proposed module imports (the run collects nothing), ``_check`` reports the
+    collection error and the Discovery machine keeps nothing and says why, instead of ending the
+    localization with the collection error (exit 6)."""
     import flows.discovery as discovery_flow
+    from equisa_core.discovery import machine
+    from equisa_core.discovery.rules import DiscoveryBudget
     from equisa_core.errors import CollectionError
 
     carved = "tests/equisa_generated/test_carved_group_0.py"
@@ -109,8 +112,13 @@ def test_proposals_that_do_not_import_are_dropped_and_discovery_goes_on(monkeypa
 
     monkeypatch.setattr(discovery_flow, "_run", no_module_imports)
     base = RunRequest(workspace=Path("."), workspace_digest="d", interpreter="python")
-    proposals = {carved: (frozenset({"a", "b"}), "def test_x():\n    pass\n")}
+    proposals = {carved: machine.Proposal(group=("a", "b"), source="def test_x():\n    pass\n")}
     prepared = SimpleNamespace(base=base)
-    kept, ids, checked, dropped = discovery_flow._check(prepared, None, {}, proposals, room=5)
-    assert (kept, ids, checked.tests) == ({}, [], ())
-    assert dropped == [f"{carved}: does not collect ({message})"]
+    observation, checked = discovery_flow._check(prepared, None, machine.CheckTests(proposals=proposals,
+                                                                                    overlay={}))
+    assert checked is None and observation.collection_error == message
+    state = machine.DiscoveryState(budget=DiscoveryBudget(), scored=True, targets=(("a", "b"),),
+                                   proposals=proposals)
+    after = machine.record(state, observation)
+    assert (after.overlay, after.kept) == ({}, ())
+    assert after.rounds[-1].dropped == (f"{carved}: does not collect ({message})",)

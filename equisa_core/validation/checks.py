@@ -1,0 +1,291 @@
+"""The checks one patch candidate goes through, as a pure state machine (the shape of ``common.loop``).
+
+A candidate is accepted (``SOUND``) only when, in this order:
+
+1. its files compile (``DOES_NOT_COMPILE`` otherwise; decided when the state is made);
+2. on the whole amplified suite (step ``run-suite``) every failing test passes (``STILL_FAILING``)
+   and every passing test still passes (``REGRESSIONS``), Discovery's testgen tests aside: they
+   assert the buggy behaviour, so they are only counted (``generated_tests.pinned_note``);
+3. the anti-overfitting checks pass (``OVERFITTING`` otherwise), one step each: the detectors on the
+   target's original and patched source (``read-functions``), the tests carved from passing
+   executions of the target (``run-carved-tests``) and, in LLM mode, the model's novel-input tests
+   (``run-novel-tests``).
+
+The driver (``flows.validation``) runs each step in a sandbox and records what it observed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.common.loop import Verdict
+from equisa_core.common.models import TestOutcome, TestResult
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.validation.generated_tests import is_testgen_test, pinned_note, split_testgen_tests
+from equisa_core.validation.overfitting import overfitting_findings
+
+__all__ = [
+    "CheckState", "CheckStep", "CheckObservation", "CheckVerdict", "RunSuite", "ReadFunctions",
+    "RunCarvedTests", "RunNovelTests", "SuiteRan", "FunctionsRead", "CarvedTestsRan", "NovelTestsRan",
+    "start_checks", "next_steps", "record", "verdict",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunSuite(_Frozen):
+    """Run ``tests`` (the whole suite, flaky tests left out) with the candidate's files."""
+
+    kind: Literal["run-suite"] = "run-suite"
+    tests: tuple[str, ...]
+
+
+class ReadFunctions(_Frozen):
+    """Read the target's original and patched source (for the overfitting detectors)."""
+
+    kind: Literal["read-functions"] = "read-functions"
+    target: str | None
+
+
+class RunCarvedTests(_Frozen):
+    """Run the tests carved from passing executions of ``target`` on the patched program."""
+
+    kind: Literal["run-carved-tests"] = "run-carved-tests"
+    target: str
+
+
+class RunNovelTests(_Frozen):
+    """Run the model's novel-input tests of ``target`` on the patched program."""
+
+    kind: Literal["run-novel-tests"] = "run-novel-tests"
+    target: str
+
+
+CheckStep = Annotated[RunSuite | ReadFunctions | RunCarvedTests | RunNovelTests, Field(discriminator="kind")]
+
+
+class SuiteRan(_Frozen):
+    """The suite's results with the candidate applied."""
+
+    kind: Literal["suite-ran"] = "suite-ran"
+    tests: tuple[TestResult, ...]
+
+
+class FunctionsRead(_Frozen):
+    """The target's original and patched source; None when the patch names no single function."""
+
+    kind: Literal["functions-read"] = "functions-read"
+    original: str | None = None
+    patched: str | None = None
+
+
+class CarvedTestsRan(_Frozen):
+    """The carved tests' results; None when no passing execution could be carved."""
+
+    kind: Literal["carved-tests-ran"] = "carved-tests-ran"
+    tests: tuple[TestResult, ...] | None
+
+
+class NovelTestsRan(_Frozen):
+    """The novel-input tests' results; None when the model gave no usable tests."""
+
+    kind: Literal["novel-tests-ran"] = "novel-tests-ran"
+    tests: tuple[TestResult, ...] | None
+
+
+CheckObservation = Annotated[SuiteRan | FunctionsRead | CarvedTestsRan | NovelTestsRan,
+                             Field(discriminator="kind")]
+
+
+class CheckVerdict(Verdict):
+    """The judgement of one candidate: ``reason`` is its status, ``converged`` means accepted."""
+
+    evaluation: PatchEvaluation
+
+
+class CheckState(_Frozen):
+    """Where one candidate's validation stands."""
+
+    candidate: str = Field(description="The candidate's id.")
+    target: str | None = None
+    operator: str | None = None
+    failing: tuple[str, ...] = Field(default=(), description="Tests that fail on the original code.")
+    passing: tuple[str, ...] = Field(default=(), description="Tests that pass on it, flaky ones left out.")
+    suite: tuple[str, ...] = Field(default=(), description="Every test the suite check runs.")
+    failing_sources: dict[str, str] = Field(default_factory=dict)
+    llm: bool = Field(default=False, description="Whether the model's novel-input tests are asked for.")
+    checks: dict[str, str] = Field(default_factory=dict, description="Check name -> 'passed' or why not.")
+    reasons: tuple[str, ...] = Field(default=(), description="Why the anti-overfitting checks failed so far.")
+    functions_read: bool = False
+    single_function: bool = False
+    carved_done: bool = False
+    novel_done: bool = False
+    problems: tuple[str, ...] = ()
+    evaluation: PatchEvaluation | None = None
+
+
+def start_checks(candidate: PatchCandidate, failing: Sequence[str], passing: Sequence[str],
+                 suite: Sequence[str], failing_sources: dict[str, str], llm: bool) -> CheckState:
+    """The state before any check ran; a candidate whose files do not compile is judged at once."""
+    state = CheckState(candidate=candidate.id, target=candidate.target, operator=candidate.operator,
+                       failing=tuple(sorted(failing)), passing=tuple(sorted(passing)), suite=tuple(suite),
+                       failing_sources=dict(failing_sources), llm=llm)
+    for path, text in sorted(candidate.files.items()):
+        try:
+            compile(text, path, "exec")
+        except (SyntaxError, ValueError) as error:
+            return state.model_copy(update={"evaluation": PatchEvaluation(
+                candidate=candidate.id, status=PatchStatus.DOES_NOT_COMPILE, detail=f"{path}: {error}",
+                checks={"compiles": str(error)})})
+    return state.model_copy(update={"checks": {"compiles": "passed"}})
+
+
+def next_steps(state: CheckState) -> list[CheckStep]:
+    """The next check to run (one at a time, in the order of the module docstring), or none."""
+    if state.evaluation is not None:
+        return []
+    if "failing tests pass" not in state.checks:
+        return [RunSuite(tests=state.suite)]
+    if not state.functions_read:
+        return [ReadFunctions(target=state.target)]
+    if not state.carved_done and state.target:
+        return [RunCarvedTests(target=state.target)]
+    if not state.novel_done and state.llm and state.single_function and state.target:
+        return [RunNovelTests(target=state.target)]
+    return []
+
+
+def record(state: CheckState, observation: CheckObservation) -> CheckState:
+    """The state after ``observation``; the evaluation is set once the last check is in."""
+    if state.evaluation is not None:
+        return state
+    match observation:
+        case SuiteRan():
+            state = _suite_ran(state, observation.tests)
+        case FunctionsRead():
+            state = _functions_read(state, observation)
+        case CarvedTestsRan():
+            state = _carved_ran(state, observation.tests)
+        case NovelTestsRan():
+            state = _novel_ran(state, observation.tests)
+    return _judged(state)
+
+
+def verdict(state: CheckState) -> CheckVerdict | None:
+    """None while checks remain, else the candidate's evaluation (``converged``: it is sound)."""
+    if state.evaluation is None:
+        return None
+    return CheckVerdict(reason=state.evaluation.status.value,
+                        converged=state.evaluation.status is PatchStatus.SOUND, evaluation=state.evaluation)
+
+
+def _suite_ran(state: CheckState, tests: Sequence[TestResult]) -> CheckState:
+    outcomes = {t.test_id: t for t in tests}
+
+    def passed(test_id: str) -> bool:
+        return test_id in outcomes and outcomes[test_id].outcome is TestOutcome.PASSED
+
+    still = [t for t in state.failing if not passed(t)]
+    broken, pinned = split_testgen_tests([t for t in state.passing if not passed(t)])
+    checks = dict(state.checks)
+    checks["failing tests pass"] = "passed" if not still else f"{len(still)} still fail: {_names(still)}"
+    checks["no regressions"] = "passed" if not broken else f"{len(broken)} now fail: {_names(broken)}"
+    testgen = [t for t in state.passing if is_testgen_test(t)]
+    if testgen:
+        checks["testgen tests"] = pinned_note(len(pinned), len(testgen))
+    if not (still or broken):
+        return state.model_copy(update={"checks": checks})
+    first = outcomes.get((still or broken)[0])
+    why = f" ({first.exception_type}: {first.message})" if first and first.exception_type else ""
+    return state.model_copy(update={"checks": checks, "evaluation": PatchEvaluation(
+        candidate=state.candidate, status=PatchStatus.STILL_FAILING if still else PatchStatus.REGRESSIONS,
+        still_failing=tuple(still), regressions=tuple(broken), checks=checks,
+        detail=checks["failing tests pass" if still else "no regressions"] + why)})
+
+
+def _functions_read(state: CheckState, read: FunctionsRead) -> CheckState:
+    update: dict[str, object] = {"functions_read": True}
+    checks = dict(state.checks)
+    reasons = state.reasons
+    if read.original is None or read.patched is None:
+        checks["overfitting detectors"] = "not applicable: the patch names no single function"
+    else:
+        update["single_function"] = True
+        findings = overfitting_findings(read.original, read.patched, state.failing_sources)
+        if state.operator == "constant_off_by_one":
+            # A corrected constant equals what the tests expect by nature: not a copied output. The
+            # carved and novel-input tests still judge whether it generalizes.
+            findings = [f for f in findings if f.check != "copied_literal"]
+        text = "; ".join(f"{f.check} at line {f.line}: {f.detail}" for f in findings[:3])
+        checks["overfitting detectors"] = text or "passed"
+        reasons = (*reasons, text) if text else reasons
+    return state.model_copy(update={**update, "checks": checks, "reasons": reasons})
+
+
+def _carved_ran(state: CheckState, tests: Sequence[TestResult] | None) -> CheckState:
+    checks = dict(state.checks)
+    reasons = state.reasons
+    failed = [t for t in tests or () if t.outcome is not TestOutcome.PASSED]
+    if tests is None:
+        checks["carved tests"] = "not applicable: no recorded passing execution could be carved"
+    elif not failed:
+        checks["carved tests"] = f"passed ({len(tests)} tests)"
+    else:
+        text = (f"changes the result on inputs the suite passed with: {failed[0].test_id.split('::')[-1]} "
+                f"({failed[0].exception_type}: {failed[0].message})")
+        checks["carved tests"] = text
+        reasons = (*reasons, text)
+    return state.model_copy(update={"carved_done": True, "checks": checks, "reasons": reasons})
+
+
+def _novel_ran(state: CheckState, tests: Sequence[TestResult] | None) -> CheckState:
+    checks = dict(state.checks)
+    reasons, problems = state.reasons, state.problems
+    if tests is None:
+        checks["novel-input tests"] = "not run: the model gave no usable tests"
+    else:
+        wrong = [t for t in tests if t.outcome is TestOutcome.FAILED
+                 and (t.exception_type or "").endswith("AssertionError")]
+        broken = [t for t in tests if t.outcome is TestOutcome.ERROR or (
+            t.outcome is TestOutcome.FAILED and t not in wrong)]
+        if broken:
+            problems = (*problems,
+                        f"novel-input tests for {state.target}: {len(broken)} broken test(s) ignored")
+        if wrong:
+            name = wrong[0].test_id.split("::")[-1]
+            text = f"fails the model's novel-input test {name}: {wrong[0].message}"
+            checks["novel-input tests"] = text
+            reasons = (*reasons, text)
+        else:
+            checks["novel-input tests"] = f"passed ({len(tests) - len(broken)} tests)"
+    return state.model_copy(update={"novel_done": True, "checks": checks, "reasons": reasons,
+                                    "problems": problems})
+
+
+def _judged(state: CheckState) -> CheckState:
+    """``state`` with its evaluation once the suite passed and no anti-overfitting step is left."""
+    if state.evaluation is not None or "failing tests pass" not in state.checks or next_steps(state):
+        return state
+    checks = dict(state.checks)
+    checks.setdefault("carved tests", "not applicable: no recorded passing execution could be carved")
+    if not state.llm:
+        checks.setdefault("novel-input tests", "not run: deterministic mode")
+    checks.setdefault("novel-input tests", "not applicable: the patch names no single function")
+    state = state.model_copy(update={"checks": checks})
+    if state.reasons:
+        evaluation = PatchEvaluation(candidate=state.candidate, status=PatchStatus.OVERFITTING,
+                                     detail="; ".join(state.reasons), checks=state.checks)
+    else:
+        evaluation = PatchEvaluation(candidate=state.candidate, status=PatchStatus.SOUND, checks=state.checks,
+                                     detail="passes the suite and every anti-overfitting check")
+    return state.model_copy(update={"evaluation": evaluation})
+
+
+def _names(test_ids: Sequence[str]) -> str:
+    shown = ", ".join(t.split("::")[-1] for t in test_ids[:3])
+    return shown + (f" and {len(test_ids) - 3} more" if len(test_ids) > 3 else "")

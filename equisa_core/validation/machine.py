@@ -1,0 +1,298 @@
+"""The repair loop (seed 000 §7) as a pure state machine, in the shape of ``equisa_core.common.loop``.
+
+One round: localize (``localize``); find the functions a patch may change (``find-targets``: the
+best ``repair_top`` of the ranking that are not excluded and whose source can be read); then ask the
+generators for candidates one at a time (``generate``), in this order:
+
+- LLM mode: the model's minimal fix (``llm-fix``), then the multi-retrieval patcher (``patcher``,
+  only while no candidate of the round is sound);
+- the fixes the Localization loop already confirmed (``confirmed``), then the one-edit mutants of
+  the targets that fix their tests (``mutation``, smallest edit first: ``mutation_order``);
+
+and validate each candidate in full (``validate``; ``equisa_core.validation.checks``). The round ends
+at the first ``SOUND`` candidate, after ``max_validations`` candidates, or when the generators are
+spent. When none was sound and some were rejected for regressions, the loop goes back to Discovery
+(at most ``max_relocalizations`` times) with a bigger test budget and without the functions whose
+fixes regressed. The driver is ``flows.repair``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.common.loop import Verdict
+from equisa_core.common.models import Node
+from equisa_core.localization.selection import is_test_file, is_valid_node
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+
+__all__ = [
+    "RepairBudget", "RepairState", "RepairStep", "RepairObservation", "Localize", "FindTargets", "Generate",
+    "Validate", "Localized", "TargetsFound", "Generated", "Exhausted", "Validated", "Noted",
+    "GeneratorName", "EXTRA_TESTS_PER_RELOCALIZATION", "start_repair", "next_steps", "record", "verdict",
+    "patchable_functions", "mutation_order", "reported_evaluation",
+]
+
+GeneratorName = Literal["llm-fix", "patcher", "confirmed", "mutation"]
+
+#: Generated tests Discovery may keep on top of its budget, per return to Discovery.
+EXTRA_TESTS_PER_RELOCALIZATION = 15
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RepairBudget(_Frozen):
+    """What the repair loop may spend, and which generators it may ask."""
+
+    repair_top: int = Field(3, ge=1, description="Functions the mutation search patches, by confidence.")
+    max_validations: int = Field(12, ge=1, description="Candidates validated in full per round.")
+    max_relocalizations: int = Field(0, ge=0, description="Returns to Discovery after regressions.")
+    llm_fixes: bool = Field(default=False, description="Ask the model for its minimal fix.")
+    patcher: bool = Field(default=False, description="Ask the multi-retrieval patcher.")
+
+
+class Localize(_Frozen):
+    """Run Discovery and Localization, with Discovery's budgets raised by the extras."""
+
+    kind: Literal["localize"] = "localize"
+    extra_rounds: int = 0
+    extra_tests: int = 0
+
+
+class FindTargets(_Frozen):
+    """The first ``top`` functions of ``ranked`` whose source can be read (for patching)."""
+
+    kind: Literal["find-targets"] = "find-targets"
+    ranked: tuple[str, ...]
+    top: int
+
+
+class Generate(_Frozen):
+    """The next candidate of ``generator`` for ``targets`` (the first one, for the model's generators)."""
+
+    kind: Literal["generate"] = "generate"
+    generator: GeneratorName
+    targets: tuple[str, ...]
+
+
+class Validate(_Frozen):
+    """Validate ``candidate`` in full."""
+
+    kind: Literal["validate"] = "validate"
+    candidate: PatchCandidate
+
+
+RepairStep = Annotated[Localize | FindTargets | Generate | Validate, Field(discriminator="kind")]
+
+
+class Localized(_Frozen):
+    """Localization's ranking, limited to the functions a patch may change (``patchable_functions``)."""
+
+    kind: Literal["localized"] = "localized"
+    patchable: tuple[str, ...]
+
+
+class TargetsFound(_Frozen):
+    """The functions to patch, and why others of the ranking could not be read."""
+
+    kind: Literal["targets-found"] = "targets-found"
+    targets: tuple[str, ...]
+    unreadable: tuple[tuple[str, str], ...] = ()
+
+
+class Generated(_Frozen):
+    """One answer of a generator: a candidate (or None) and the candidates screened to find it."""
+
+    kind: Literal["generated"] = "generated"
+    candidate: PatchCandidate | None
+    screened: int = 0
+
+
+class Exhausted(_Frozen):
+    """The generator has no candidate left this round."""
+
+    kind: Literal["exhausted"] = "exhausted"
+    generator: GeneratorName
+
+
+class Validated(_Frozen):
+    """The pending candidate's evaluation."""
+
+    kind: Literal["validated"] = "validated"
+    evaluation: PatchEvaluation
+
+
+class Noted(_Frozen):
+    """Problems met on the way (``once``: those already noted are left out)."""
+
+    kind: Literal["noted"] = "noted"
+    problems: tuple[str, ...]
+    once: bool = False
+
+
+RepairObservation = Annotated[Localized | TargetsFound | Generated | Exhausted | Validated | Noted,
+                              Field(discriminator="kind")]
+
+
+class RepairState(_Frozen):
+    """Where a repair run stands."""
+
+    budget: RepairBudget
+    relocalizations: int = 0
+    rounds_done: int = 0
+    patchable: tuple[str, ...] | None = Field(default=None, description="This round's ranking.")
+    excluded: tuple[str, ...] = Field(default=(), description="Functions whose fixes regressed.")
+    targets: tuple[str, ...] | None = Field(default=None, description="Functions to patch this round.")
+    generators: tuple[GeneratorName, ...] = Field(default=(), description="Generators to ask.")
+    pending: PatchCandidate | None = Field(default=None, description="The candidate to validate next.")
+    round_evaluations: tuple[PatchEvaluation, ...] = ()
+    evaluations: tuple[PatchEvaluation, ...] = Field(default=(), description="Every verdict.")
+    candidates: dict[str, PatchCandidate] = Field(default_factory=dict)
+    tried: int = Field(default=0, description="Candidates run against tests (screened or validated).")
+    problems: tuple[str, ...] = ()
+    stopped_because: str | None = None
+
+
+def start_repair(budget: RepairBudget) -> RepairState:
+    """The state before the first localization."""
+    return RepairState(budget=budget)
+
+
+def next_steps(state: RepairState) -> list[RepairStep]:
+    """The one thing to do next, or nothing once the loop has stopped."""
+    if state.stopped_because is not None:
+        return []
+    if state.patchable is None:
+        extra = state.relocalizations
+        return [Localize(extra_rounds=extra, extra_tests=extra * EXTRA_TESTS_PER_RELOCALIZATION)]
+    if state.targets is None:
+        ranked = tuple(f for f in state.patchable if f not in state.excluded)
+        return [FindTargets(ranked=ranked, top=state.budget.repair_top)]
+    if state.pending is not None:
+        return [Validate(candidate=state.pending)]
+    return [Generate(generator=state.generators[0], targets=state.targets)]
+
+
+def record(state: RepairState, observation: RepairObservation) -> RepairState:
+    """The state after ``observation``."""
+    match observation:
+        case Noted():
+            return state.model_copy(update={"problems": _noted(state.problems, observation.problems,
+                                                               observation.once)})
+    if state.stopped_because is not None:
+        return state
+    match observation:
+        case Localized():
+            return state.model_copy(update={"patchable": observation.patchable})
+        case TargetsFound():
+            return _targets_found(state, observation)
+        case Generated():
+            return _generated(state, observation)
+        case Exhausted():
+            return _exhausted(state, observation.generator)
+        case Validated():
+            return _validated(state, observation.evaluation)
+    return state
+
+
+def verdict(state: RepairState) -> Verdict | None:
+    """None while the loop goes on; else why it stopped (``converged``: a candidate is sound)."""
+    if state.stopped_because is None:
+        return None
+    return Verdict(reason=state.stopped_because,
+                   converged=any(e.status is PatchStatus.SOUND for e in state.evaluations))
+
+
+def patchable_functions(ranking: Sequence[str], nodes: Mapping[str, Node]) -> tuple[str, ...]:
+    """The functions of ``ranking`` a patch may change: known nodes, not test code, in order."""
+    return tuple(f for f in ranking if (node := nodes.get(f)) is not None and is_valid_node(node)
+                 and not is_test_file(node.file or ""))
+
+
+def mutation_order(fixing: Sequence[str], edit_sizes: Sequence[int]) -> list[str]:
+    """Ids (``m<index>``) of the fixing mutants in the order to validate them: smallest edit first."""
+    return sorted(fixing, key=lambda i: (edit_sizes[int(i[1:])], int(i[1:])))
+
+
+def reported_evaluation(evaluations: Sequence[PatchEvaluation]) -> PatchEvaluation | None:
+    """The evaluation whose patch the report shows: the first sound one, else the first that passed
+    the suite but not the anti-overfitting checks (a plausible patch), else none."""
+    for status in (PatchStatus.SOUND, PatchStatus.OVERFITTING):
+        found = next((e for e in evaluations if e.status is status), None)
+        if found is not None:
+            return found
+    return None
+
+
+def _noted(problems: tuple[str, ...], new: Sequence[str], once: bool) -> tuple[str, ...]:
+    out = list(problems)
+    for problem in new:
+        if not once or problem not in out:
+            out.append(problem)
+    return tuple(out)
+
+
+def _targets_found(state: RepairState, found: TargetsFound) -> RepairState:
+    notes = [f"{fqn} cannot be patched: {why}" for fqn, why in found.unreadable]
+    problems = _noted(state.problems, notes, once=True)  # once over the rounds
+    if not found.targets:
+        problems = (*problems, "no function to patch: every candidate was excluded or is test code")
+        return _round_over(state.model_copy(update={"targets": (), "problems": problems}))
+    budget = state.budget
+    asked: list[tuple[bool, GeneratorName]] = [(budget.llm_fixes, "llm-fix"), (budget.patcher, "patcher"),
+                                               (True, "confirmed"), (True, "mutation")]
+    generators = [name for wanted, name in asked if wanted]
+    return state.model_copy(update={"targets": found.targets, "problems": problems,
+                                    "generators": tuple(generators)})
+
+
+def _generated(state: RepairState, generated: Generated) -> RepairState:
+    tried = state.tried + generated.screened
+    candidate = generated.candidate
+    if candidate is None or state.pending is not None or state.targets is None:
+        return state.model_copy(update={"tried": tried})
+    return state.model_copy(update={"tried": tried + 1, "pending": candidate,
+                                    "candidates": {**state.candidates, candidate.id: candidate}})
+
+
+def _exhausted(state: RepairState, generator: GeneratorName) -> RepairState:
+    left = tuple(g for g in state.generators if g != generator)
+    if left[:1] == ("patcher",) and any(e.status is PatchStatus.SOUND for e in state.round_evaluations):
+        left = left[1:]  # the patcher is asked only while no candidate is accepted
+    state = state.model_copy(update={"generators": left})
+    return state if left else _round_over(state)
+
+
+def _validated(state: RepairState, evaluation: PatchEvaluation) -> RepairState:
+    if state.pending is None:
+        return state
+    done = (*state.round_evaluations, evaluation)
+    state = state.model_copy(update={"pending": None, "round_evaluations": done})
+    if evaluation.status is PatchStatus.SOUND or len(done) >= state.budget.max_validations:
+        return _round_over(state)
+    return state
+
+
+def _round_over(state: RepairState) -> RepairState:
+    """The state after a round: stopped, or ready to localize again without the regressed functions."""
+    round_evaluations = state.round_evaluations
+    regressed = sorted({target for e in round_evaluations if e.status is PatchStatus.REGRESSIONS
+                        and (target := state.candidates[e.candidate].target)})
+    update: dict[str, object] = {"evaluations": (*state.evaluations, *round_evaluations),
+                                 "round_evaluations": (), "rounds_done": state.rounds_done + 1,
+                                 "generators": (), "pending": None}
+    if any(e.status is PatchStatus.SOUND for e in round_evaluations):
+        update["stopped_because"] = "a sound candidate"
+    elif not regressed:
+        update["stopped_because"] = ("no candidate was sound or regressed" if round_evaluations
+                                     else "no candidate left to validate")
+    elif state.relocalizations >= state.budget.max_relocalizations:
+        update["stopped_because"] = f"relocalization budget ({state.budget.max_relocalizations}) spent"
+    else:
+        update.update(relocalizations=state.relocalizations + 1, patchable=None, targets=None,
+                      excluded=tuple(sorted({*state.excluded, *regressed})))
+    return state.model_copy(update=update)

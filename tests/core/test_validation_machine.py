@@ -1,0 +1,292 @@
+"""The Validation loop's state machines: a candidate's checks and the repair loop (Hypothesis).
+
+Each machine is driven by generated observations (what a sandbox could have answered to each step);
+the properties: replay determinism (the same observations give the same state, and the state
+round-trips through JSON), a verdict is final, the budgets stop the loop, and a candidate is
+accepted only after every check passed.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from equisa_core.common.loop import replay
+from equisa_core.common.models import TestOutcome, TestResult
+from equisa_core.validation import checks, machine
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+
+TESTGEN_TEST = "tests/equisa_generated/test_testgen_a.py::test_t"
+TESTS = [f"tests/test_m.py::test_{i}" for i in range(6)] + [TESTGEN_TEST]
+FUNCTIONS = [f"pkg.mod.f{i}" for i in range(6)]
+ORIGINAL = "def f(x):\n    return x + 1\n"
+PATCHED = ["def f(x):\n    return x + 2\n",
+           "def f(x):\n    if x == 41:\n        return 42\n    return x + 1\n"]
+FAILING_SOURCE = "def test_0():\n    assert f(41) == 42\n"
+
+#: Each property is checked on this many generated runs (a run is cheap: no I/O).
+SETTINGS = settings(max_examples=60, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def results(draw: st.DrawFn, ids: list[str]) -> tuple[TestResult, ...]:
+    """Generated results of (some of) ``ids``."""
+    chosen = draw(st.lists(st.sampled_from(ids), unique=True)) if ids else []
+    outcomes = st.sampled_from([TestOutcome.PASSED] * 3 + list(TestOutcome))  # mostly passing
+    kinds = st.sampled_from([None, "AssertionError", "ValueError"])
+    return tuple(TestResult(test_id=t, outcome=draw(outcomes), duration=0.0, exception_type=draw(kinds),
+                            message=draw(st.sampled_from([None, "boom"]))) for t in chosen)
+
+
+@st.composite
+def candidates(draw: st.DrawFn, index: int = 0, targets: tuple[str, ...] = ("pkg.mod.f0",)) -> PatchCandidate:
+    text = draw(st.sampled_from([*PATCHED, "def f(:\n"]))
+    target = draw(st.sampled_from([*targets, None]))
+    return PatchCandidate(id=f"c{index}", generator="mutation", target=target,
+                          description="a change", files={"pkg/mod.py": text},
+                          operator=draw(st.sampled_from([None, "constant_off_by_one"])))
+
+
+@st.composite
+def check_runs(draw: st.DrawFn) -> tuple[checks.CheckState, list[checks.CheckObservation]]:
+    """An initial check state and the observations a driver fed it, step by step."""
+    candidate = draw(candidates())
+    failing = draw(st.lists(st.sampled_from(TESTS[:3]), unique=True, min_size=1))
+    passing = [t for t in TESTS if t not in failing and draw(st.booleans())]
+    state = checks.start_checks(candidate, failing, passing, TESTS, {failing[0]: FAILING_SOURCE},
+                                llm=draw(st.booleans()))
+    start, observations = state, []
+    while steps := checks.next_steps(state):
+        observation = draw(check_observation(steps[0], failing + passing))
+        observations.append(observation)
+        state = checks.record(state, observation)
+    return start, observations
+
+
+def check_observation(step: checks.CheckStep, ids: list[str]) -> st.SearchStrategy[checks.CheckObservation]:
+    @st.composite
+    def build(draw: st.DrawFn) -> checks.CheckObservation:
+        optional = draw(st.booleans())
+        module = ["tests/equisa_generated/test_x.py::test_a", "tests/equisa_generated/test_x.py::test_b"]
+        match step:
+            case checks.RunSuite():
+                if optional:  # a candidate that passes the whole suite
+                    return checks.SuiteRan(tests=tuple(TestResult(test_id=t, outcome=TestOutcome.PASSED,
+                                                                  duration=0.0) for t in ids))
+                return checks.SuiteRan(tests=results(draw, ids))
+            case checks.ReadFunctions():
+                return checks.FunctionsRead(original=ORIGINAL, patched=draw(st.sampled_from(PATCHED))) \
+                    if optional else checks.FunctionsRead()
+            case checks.RunCarvedTests():
+                return checks.CarvedTestsRan(tests=results(draw, module) if optional else None)
+            case checks.RunNovelTests():
+                return checks.NovelTestsRan(tests=results(draw, module) if optional else None)
+        raise AssertionError(step)
+    return build()
+
+
+@SETTINGS
+@given(check_runs())
+def test_candidate_checks_replay_to_the_same_state_and_round_trip_through_json(run):
+    start, observations = run
+    once = replay(start, observations, checks.record)
+    twice = replay(start, observations, checks.record)
+    assert once == twice
+    assert checks.CheckState.model_validate_json(once.model_dump_json()) == once
+    assert checks.verdict(once) is not None, "every check sequence ends with a verdict"
+
+
+@SETTINGS
+@given(check_runs(), st.data())
+def test_a_candidates_verdict_is_final(run, data):
+    start, observations = run
+    state = replay(start, observations, checks.record)
+    final = checks.verdict(state)
+    assert checks.next_steps(state) == []
+    extra = data.draw(check_observation(checks.RunSuite(tests=()), TESTS))
+    after = checks.record(state, extra)
+    assert checks.verdict(after) == final and checks.next_steps(after) == []
+
+
+@SETTINGS
+@given(check_runs())
+def test_a_candidate_is_accepted_only_after_every_check_passed(run):
+    start, observations = run
+    judged = checks.verdict(replay(start, observations, checks.record))
+    assert judged is not None
+    if not judged.converged:
+        return
+    assert judged.evaluation.status is PatchStatus.SOUND
+    assert any(isinstance(o, checks.SuiteRan) for o in observations), "the suite ran"
+    got = judged.evaluation.checks
+    assert got["compiles"] == got["failing tests pass"] == got["no regressions"] == "passed"
+    assert got["overfitting detectors"] in ("passed", "not applicable: the patch names no single function")
+    assert got["carved tests"].startswith(("passed", "not applicable"))
+    assert got["novel-input tests"].startswith(("passed", "not run", "not applicable"))
+
+
+def test_a_regression_names_the_test_and_why():
+    candidate = PatchCandidate(id="c", generator="mutation", target="pkg.f", description="d",
+                               files={"pkg.py": "x = 1\n"})
+    state = checks.start_checks(candidate, ["t::fail"], ["t::ok"], ["t::fail", "t::ok"], {}, llm=False)
+    state = checks.record(state, checks.SuiteRan(tests=(
+        TestResult(test_id="t::fail", outcome=TestOutcome.PASSED, duration=0.0),
+        TestResult(test_id="t::ok", outcome=TestOutcome.FAILED, duration=0.0, exception_type="KeyError",
+                   message="'k'"))))
+    judged = checks.verdict(state)
+    assert judged is not None and judged.evaluation.status is PatchStatus.REGRESSIONS
+    assert judged.evaluation.detail == "1 now fail: ok (KeyError: 'k')"
+    assert judged.evaluation.regressions == ("t::ok",)
+
+
+def test_a_candidate_that_does_not_compile_is_judged_before_any_step():
+    candidate = PatchCandidate(id="c", generator="mutation", description="d", files={"m.py": "def f(:\n"})
+    state = checks.start_checks(candidate, ["t::a"], [], ["t::a"], {}, llm=True)
+    assert checks.next_steps(state) == []
+    judged = checks.verdict(state)
+    assert judged is not None and judged.reason == "does_not_compile" and not judged.converged
+
+
+# The repair loop.
+
+@st.composite
+def budgets(draw: st.DrawFn) -> machine.RepairBudget:
+    return machine.RepairBudget(repair_top=draw(st.integers(1, 3)), max_validations=draw(st.integers(1, 4)),
+                                max_relocalizations=draw(st.integers(0, 2)), llm_fixes=draw(st.booleans()),
+                                patcher=draw(st.booleans()))
+
+
+#: Candidates a generated generator proposes at most in one round (the real ones are finite too).
+MAX_PER_GENERATOR = 4
+
+
+@st.composite
+def repair_runs(draw: st.DrawFn) -> tuple[machine.RepairState, list[machine.RepairObservation]]:
+    """An initial repair state and the observations a driver fed it."""
+    state = machine.start_repair(draw(budgets()))
+    start, observations = state, []
+    asked: dict[tuple[int, str], int] = {}
+    made = 0
+    while steps := machine.next_steps(state):
+        step = steps[0]
+        new: list[machine.RepairObservation] = []
+        if draw(st.booleans()):
+            new.append(machine.Noted(problems=(draw(st.sampled_from(["p", "q"])),), once=draw(st.booleans())))
+        match step:
+            case machine.Localize():
+                ranking = draw(st.lists(st.sampled_from(FUNCTIONS), unique=True))
+                new.append(machine.Localized(patchable=tuple(ranking)))
+            case machine.FindTargets():
+                readable = [f for f in step.ranked if draw(st.integers(0, 4))]
+                targets = tuple(readable[:step.top])
+                unreadable = tuple((f, "made at run time") for f in step.ranked
+                                   if f not in readable and step.ranked.index(f) < len(targets) + 1)
+                new.append(machine.TargetsFound(targets=targets, unreadable=unreadable))
+            case machine.Generate():
+                key = (state.rounds_done, step.generator)
+                asked[key] = asked.get(key, 0) + 1
+                if asked[key] > MAX_PER_GENERATOR or draw(st.integers(0, 3)) == 0:
+                    new.append(machine.Exhausted(generator=step.generator))
+                else:
+                    made += 1
+                    candidate = draw(candidates(made, step.targets)) if draw(st.integers(0, 3)) else None
+                    new.append(machine.Generated(candidate=candidate, screened=draw(st.integers(0, 5))))
+            case machine.Validate():
+                status = draw(st.sampled_from([PatchStatus.REGRESSIONS] * 3 + list(PatchStatus)))
+                new.append(machine.Validated(evaluation=PatchEvaluation(candidate=step.candidate.id,
+                                                                        status=status)))
+        for observation in new:
+            observations.append(observation)
+            state = machine.record(state, observation)
+    return start, observations
+
+
+@SETTINGS
+@given(repair_runs())
+def test_the_repair_loop_replays_to_the_same_state_and_round_trips_through_json(run):
+    start, observations = run
+    once = replay(start, observations, machine.record)
+    assert once == replay(start, observations, machine.record)
+    assert machine.RepairState.model_validate_json(once.model_dump_json()) == once
+    assert machine.verdict(once) is not None
+
+
+@SETTINGS
+@given(repair_runs(), st.data())
+def test_the_repair_loops_verdict_is_final(run, data):
+    start, observations = run
+    state = start
+    final = None
+    for observation in observations:
+        state = machine.record(state, observation)
+        if final is None:
+            final = machine.verdict(state)
+        else:
+            assert machine.verdict(state) == final and machine.next_steps(state) == []
+    assert final is not None
+    extra = data.draw(st.sampled_from([
+        machine.Localized(patchable=("pkg.mod.f0",)), machine.TargetsFound(targets=("pkg.mod.f0",)),
+        machine.Exhausted(generator="mutation"),
+        machine.Validated(evaluation=PatchEvaluation(candidate="c1", status=PatchStatus.SOUND))]))
+    assert machine.verdict(machine.record(state, extra)) == final
+
+
+@SETTINGS
+@given(repair_runs())
+def test_the_budgets_stop_the_repair_loop(run):
+    start, observations = run
+    state = start
+    budget = start.budget
+    localizations = 0
+    per_round: dict[int, int] = {}
+    for observation in observations:
+        localizations += isinstance(observation, machine.Localized)
+        if isinstance(observation, machine.Validated) and state.pending is not None:
+            per_round[state.rounds_done] = per_round.get(state.rounds_done, 0) + 1
+        state = machine.record(state, observation)
+    assert localizations == state.relocalizations + 1 <= budget.max_relocalizations + 1
+    assert all(count <= budget.max_validations for count in per_round.values())
+    assert len(state.evaluations) <= budget.max_validations * (budget.max_relocalizations + 1)
+
+
+@SETTINGS
+@given(repair_runs())
+def test_the_repair_loop_accepts_only_a_validated_sound_candidate(run):
+    start, observations = run
+    state = replay(start, observations, machine.record)
+    judged = machine.verdict(state)
+    assert judged is not None
+    assert judged.converged == any(e.status is PatchStatus.SOUND for e in state.evaluations)
+    assert all(e.candidate in state.candidates for e in state.evaluations)
+    if judged.converged:
+        assert state.evaluations[-1].status is PatchStatus.SOUND, "it stops at the first sound candidate"
+
+
+def test_a_regression_sends_the_loop_back_to_discovery_without_the_function():
+    state = machine.start_repair(machine.RepairBudget(repair_top=1, max_validations=5, max_relocalizations=1))
+    candidate = PatchCandidate(id="m1", generator="mutation", target="pkg.f", description="d", files={})
+    regressed = PatchEvaluation(candidate="m1", status=PatchStatus.REGRESSIONS)
+    for observation in [machine.Localized(patchable=("pkg.f", "pkg.g")),
+                        machine.TargetsFound(targets=("pkg.f",)), machine.Exhausted(generator="confirmed"),
+                        machine.Generated(candidate=candidate, screened=7),
+                        machine.Validated(evaluation=regressed), machine.Exhausted(generator="mutation")]:
+        state = machine.record(state, observation)
+    assert state.relocalizations == 1 and state.excluded == ("pkg.f",) and state.tried == 8
+    assert machine.next_steps(state) == [machine.Localize(extra_rounds=1, extra_tests=15)]
+    state = machine.record(state, machine.Localized(patchable=("pkg.f", "pkg.g")))
+    assert machine.next_steps(state) == [machine.FindTargets(ranked=("pkg.g",), top=1)]
+
+
+def test_the_smallest_fixing_edit_is_validated_first():
+    assert machine.mutation_order(["m0", "m2", "m1", "m3"], [3, 1, 1, 2]) == ["m1", "m2", "m3", "m0"]
+
+
+def test_the_report_shows_the_first_sound_patch_else_the_first_plausible_one():
+    def evaluation(name: str, status: PatchStatus) -> PatchEvaluation:
+        return PatchEvaluation(candidate=name, status=status)
+
+    plausible = [evaluation("a", PatchStatus.REGRESSIONS), evaluation("b", PatchStatus.OVERFITTING),
+                 evaluation("c", PatchStatus.OVERFITTING)]
+    assert machine.reported_evaluation(plausible).candidate == "b"
+    assert machine.reported_evaluation([*plausible, evaluation("d", PatchStatus.SOUND)]).candidate == "d"
+    assert machine.reported_evaluation(plausible[:1]) is None

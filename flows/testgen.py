@@ -149,7 +149,7 @@ class _Context(BaseModel):
     baseline: CoverageResult | None
     durations: dict[str, float] = Field(default_factory=dict)
     use_llm: bool = False
-    config: object | None = None
+    config: Any = Field(None, description="The model endpoint's LLMConfig (LLM mode).")
     out: Path
     problems: list[str] = Field(default_factory=list)
     coverage: CoverageResult | None = None
@@ -479,7 +479,7 @@ def _ask(ctx: _Context, messages: list[dict[str, str]], purpose: str, calls: lis
 
     wanted = os.environ.get("LLM_COLLECT_LOGPROBS", "true").strip().lower() not in ("0", "false", "no")
     logprobs = wanted and purpose in ("testgen-generator", "testgen-enhancer")
-    config = ctx.config.model_copy(update={"logprobs": logprobs})  # type: ignore[attr-defined]
+    config = ctx.config.model_copy(update={"logprobs": logprobs})
     try:
         answer = ask(config, messages, purpose)
     except LLMError as error:
@@ -526,7 +526,7 @@ def _generator_prompt(ctx: _Context, store: TestStore) -> list[dict[str, str]]:
         if uncovered
         else ctx.target_source
     )
-    vectors, _, _ = embed_texts([query], ctx.config)  # type: ignore[arg-type]
+    vectors, _, _ = embed_texts([query], ctx.config)
     examples = [code for _, code, _ in store.most_similar(vectors[0], 3)] if vectors else []
     return render_generator(
         ctx.prepared.repo.name,
@@ -626,7 +626,7 @@ def _dedupe(ctx: _Context, store: TestStore, step: Dedupe, calls: list) -> Dedup
             step.tests,
             redundant,
             notes,
-            _asker(ctx, calls),  # type: ignore[arg-type]
+            lambda messages, purpose: _ask(ctx, messages, purpose, calls),
             target=ctx.target,
             target_source=ctx.target_source,
             uncovered=uncovered,

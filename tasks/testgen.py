@@ -299,8 +299,8 @@ def _coverage_of_file(target: str, data: dict[str, Any], trace: SuiteTrace) -> C
         covered_branches=summary.get("covered_branches", 0),
         executed_lines=tuple(data.get("executed_lines") or ()),
         missing_lines=tuple(data.get("missing_lines") or ()),
-        executed_branches=tuple(tuple(b) for b in data.get("executed_branches") or ()),  # type: ignore[misc]
-        missing_branches=tuple(tuple(b) for b in data.get("missing_branches") or ()),  # type: ignore[misc]
+        executed_branches=tuple((int(a), int(b)) for a, b in data.get("executed_branches") or ()),
+        missing_branches=tuple((int(a), int(b)) for a, b in data.get("missing_branches") or ()),
         line_tests={line: tests for line, tests in line_tests.items() if tests},
         trace=trace,
     )

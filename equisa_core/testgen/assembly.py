@@ -48,9 +48,16 @@ def target_nodes(target: str, source: str, focus: Collection[str] = ()) -> dict[
     return nodes
 
 
+def _holds(node: Node, line: int) -> bool:
+    """Whether ``line`` is one of ``node``'s lines."""
+    return (
+        node.start_line is not None and node.end_line is not None and node.start_line <= line <= node.end_line
+    )
+
+
 def focus_nodes(nodes: Mapping[str, Node], lines: Sequence[int]) -> dict[str, Node]:
     """The nodes holding one of ``lines`` ({} when none does)."""
-    return {f: n for f, n in nodes.items() if any(n.start_line <= line <= n.end_line for line in lines)}
+    return {f: n for f, n in nodes.items() if any(_holds(n, line) for line in lines)}
 
 
 def covering_tests(line_tests: Mapping[int, Sequence[str]], nodes: Mapping[str, Node]) -> list[str]:
@@ -60,7 +67,7 @@ def covering_tests(line_tests: Mapping[int, Sequence[str]], nodes: Mapping[str, 
             t
             for line, tests in line_tests.items()
             for t in tests
-            if any(n.start_line <= line <= n.end_line for n in nodes.values())
+            if any(_holds(n, line) for n in nodes.values())
         }
     )
 

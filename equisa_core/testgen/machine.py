@@ -79,7 +79,7 @@ class CallRecord(BaseModel):
 
     purpose: str
     cost_usd: float | None = None
-    cached: bool = Field(False, description="Served from the cache: nothing was spent.")
+    cached: bool = Field(default=False, description="Served from the cache: nothing was spent.")
     mean_entropy: float | None = None
 
 
@@ -103,8 +103,12 @@ class Measurement(BaseModel):
     executed_lines: tuple[int, ...] = ()
     executed_branches: tuple[tuple[int, int], ...] = ()
     tests: tuple[TestRun, ...] = ()
-    error: str | None = Field(None, description="The coverage run's error (no record, target not imported).")
-    collect_error: str | None = Field(None, description="The last line of the first collection error.")
+    error: str | None = Field(
+        default=None, description="The coverage run's error (no record, target not imported)."
+    )
+    collect_error: str | None = Field(
+        default=None, description="The last line of the first collection error."
+    )
 
     @property
     def passed(self) -> list[str]:
@@ -119,8 +123,10 @@ class TestgenBudget(BaseModel):
     model_config = _FROZEN
 
     max_iterations: int = Field(ge=1, description="Attempts in all (attempt 0 included).")
-    max_cost_usd: float | None = Field(None, ge=0, description="Model spending; None: no limit.")
-    max_seconds: float | None = Field(None, ge=0, description="Step time as observed; None: no limit.")
+    max_cost_usd: float | None = Field(default=None, ge=0, description="Model spending; None: no limit.")
+    max_seconds: float | None = Field(
+        default=None, ge=0, description="Step time as observed; None: no limit."
+    )
 
 
 class TestgenSetup(BaseModel):
@@ -136,7 +142,7 @@ class TestgenSetup(BaseModel):
     coverage_target: float
     mutation_target: float
     improvement_budget: int = Field(ge=0)
-    with_specification: bool = Field(False, description="The tests assert intended behaviour.")
+    with_specification: bool = Field(default=False, description="The tests assert intended behaviour.")
     baseline: Measurement | None = None
     budget: TestgenBudget
 
@@ -153,9 +159,11 @@ class TestgenState(BaseModel):
     setup: TestgenSetup
     attempt: int = 0
     phase: Phase = "generate"
-    source: str = Field("", description="The attempt's module (the last attempt's, while generating).")
+    source: str = Field(
+        default="", description="The attempt's module (the last attempt's, while generating)."
+    )
     known: tuple[str, ...] = Field(
-        (), description="Tests' text kept from the last attempt (not checked again)."
+        default=(), description="Tests' text kept from the last attempt (not checked again)."
     )
     origin: str = ""
     deterministic: tuple[str, ...] = ()
@@ -163,7 +171,9 @@ class TestgenState(BaseModel):
     calls: tuple[CallRecord, ...] = ()
     static: StaticReport | None = None
     measurement: Measurement | None = None
-    remeasured: bool = Field(False, description="The failing tests were dropped and the rest measured again.")
+    remeasured: bool = Field(
+        default=False, description="The failing tests were dropped and the rest measured again."
+    )
     runner_error: str | None = None
     mutation_score: float | None = None
     mutants: tuple[MutantVerdict, ...] = ()
@@ -172,7 +182,7 @@ class TestgenState(BaseModel):
     best_key: tuple[float, float, int] | None = None
     best_source: str = ""
     problems: tuple[str, ...] = ()
-    seconds: float = Field(0.0, description="Time the steps took, as they reported it.")
+    seconds: float = Field(default=0.0, description="Time the steps took, as they reported it.")
     stopped_because: str = ""
 
     @property
@@ -276,7 +286,7 @@ TestgenStep = Generate | Enhance | Dedupe | FixSmells | Analyse | Measure | RunM
 class _Observation(BaseModel):
     model_config = _FROZEN
 
-    seconds: float = Field(0.0, ge=0, description="How long the step took.")
+    seconds: float = Field(default=0.0, ge=0, description="How long the step took.")
     calls: tuple[CallRecord, ...] = ()
     problems: tuple[str, ...] = ()
 

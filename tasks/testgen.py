@@ -254,14 +254,7 @@ def execute_coverage(
         trace = parse_probe_output(lines)
     except EquisaError:
         trace = SuiteTrace(python_version="", backend="off", backend_reason="the probe wrote nothing")
-    record: dict[str, Any] | None = None
-    for line in reversed(lines):
-        if '"testgen-coverage"' in line:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            break
+    record = _coverage_record(lines)
     if record is None:
         tail = run.log_tail.strip().splitlines()[-1:] or ["no output"]
         return CoverageResult(
@@ -276,6 +269,22 @@ def execute_coverage(
     data = next((d for name, d in files.items() if name == target or name.endswith("/" + target)), None)
     if data is None:
         return CoverageResult(target=target, trace=trace, error=f"{target} was never imported by the tests")
+    return _coverage_of_file(target, data, trace)
+
+
+def _coverage_record(lines: Sequence[str]) -> dict[str, Any] | None:
+    """The plugin's last ``testgen-coverage`` record in the probe's output; None when there is none."""
+    for line in reversed(lines):
+        if '"testgen-coverage"' in line:
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
+def _coverage_of_file(target: str, data: dict[str, Any], trace: SuiteTrace) -> CoverageResult:
+    """The coverage result from coverage.py's JSON entry of the target file."""
     summary = data.get("summary") or {}
     line_tests = {
         int(line): tuple(sorted(c for c in contexts if c))
@@ -290,8 +299,8 @@ def execute_coverage(
         covered_branches=summary.get("covered_branches", 0),
         executed_lines=tuple(data.get("executed_lines") or ()),
         missing_lines=tuple(data.get("missing_lines") or ()),
-        executed_branches=tuple(tuple(b) for b in data.get("executed_branches") or ()),  # type: ignore[misc]
-        missing_branches=tuple(tuple(b) for b in data.get("missing_branches") or ()),  # type: ignore[misc]
+        executed_branches=tuple((int(a), int(b)) for a, b in data.get("executed_branches") or ()),
+        missing_branches=tuple((int(a), int(b)) for a, b in data.get("missing_branches") or ()),
         line_tests={line: tests for line, tests in line_tests.items() if tests},
         trace=trace,
     )

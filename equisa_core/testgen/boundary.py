@@ -321,57 +321,18 @@ def scratch_driver_module(
     per call, the call guarded by ``try/except Exception``. None when no function of ``qualnames``
     can be called with literals (async, positional-only, parameters typed with classes).
     """
-    tree = ast.parse(source)
     constants = file_constants(source)
     wanted = set(qualnames)
     made: list[ScratchCall] = []
-
-    def params(
-        function: ast.FunctionDef | ast.AsyncFunctionDef | None, skip_first: bool
-    ) -> list[list[str]] | None:
-        """Candidates per positional parameter (``*args``/``**kwargs`` left empty); None: not callable
-        with literals."""
-        if function is None:
-            return []
-        if isinstance(function, ast.AsyncFunctionDef) or function.args.posonlyargs:
-            return None
-        positional = list(function.args.args)[1 if skip_first else 0 :]
-        defaults = [None] * (len(positional) - len(function.args.defaults)) + list(function.args.defaults)
-        options = [_candidates(a, d, function, constants) for a, d in zip(positional, defaults, strict=True)]
-        return options if all(options) else None
-
-    def add(qualname: str, calls: Iterable[str]) -> None:
-        stem = qualname.replace(".", "_")
-        for number, call in enumerate(calls):
-            made.append(ScratchCall(test=f"test_scratch_{stem}_{number}", qualname=qualname, call=call))
-
-    for node in tree.body:
+    for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and node.name in wanted and not node.name.startswith("_"):
-            options = params(node, skip_first=False)
+            options = _literal_params(node, False, constants)
             if options is not None:
-                add(node.name, [f"{node.name}({', '.join(c)})" for c in _one_at_a_time(options, max_calls)])
+                texts = [f"{node.name}({', '.join(c)})" for c in _one_at_a_time(options, max_calls)]
+                made += _driver_calls(node.name, texts)
         elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-            methods = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef)}
-            targets = [
-                m
-                for name, m in methods.items()
-                if f"{node.name}.{name}" in wanted and not name.startswith("_") and not m.decorator_list
-            ]
-            init_options = params(methods.get("__init__"), skip_first=True)
-            if not targets or init_options is None:
-                continue
-            constructions = _one_at_a_time(init_options, 4)
-            for method in targets:
-                options = params(method, skip_first=True)
-                if options is None:
-                    continue
-                calls = _one_at_a_time(options, max(1, max_calls // len(constructions)))
-                texts = [
-                    f"{node.name}({', '.join(k)}).{method.name}({', '.join(c)})"
-                    for k in constructions
-                    for c in calls
-                ]
-                add(f"{node.name}.{method.name}", texts[:max_calls])
+            for qualname, texts in _method_calls(node, wanted, constants, max_calls):
+                made += _driver_calls(qualname, texts)
     if not made:
         return None, []
     imported = sorted({c.qualname.split(".")[0] for c in made})
@@ -379,6 +340,57 @@ def scratch_driver_module(
         f"def {c.test}():\n    try:\n        {c.call}\n    except Exception:\n        pass\n" for c in made
     ]
     return f"from {module} import {', '.join(imported)}\n\n\n" + "\n\n".join(tests), made
+
+
+def _literal_params(
+    function: ast.FunctionDef | ast.AsyncFunctionDef | None, skip_first: bool, constants: list[Decimal]
+) -> list[list[str]] | None:
+    """Candidates per positional parameter (``*args``/``**kwargs`` left empty); None: not callable
+    with literals."""
+    if function is None:
+        return []
+    if isinstance(function, ast.AsyncFunctionDef) or function.args.posonlyargs:
+        return None
+    positional = list(function.args.args)[1 if skip_first else 0 :]
+    defaults = [None] * (len(positional) - len(function.args.defaults)) + list(function.args.defaults)
+    options = [_candidates(a, d, function, constants) for a, d in zip(positional, defaults, strict=True)]
+    return options if all(options) else None
+
+
+def _method_calls(
+    node: ast.ClassDef, wanted: set[str], constants: list[Decimal], max_calls: int
+) -> list[tuple[str, list[str]]]:
+    """(Class.method, call texts) for the wanted public methods of a class built from literals."""
+    methods = {m.name: m for m in node.body if isinstance(m, ast.FunctionDef)}
+    targets = [
+        m
+        for name, m in methods.items()
+        if f"{node.name}.{name}" in wanted and not name.startswith("_") and not m.decorator_list
+    ]
+    init_options = _literal_params(methods.get("__init__"), True, constants)
+    if not targets or init_options is None:
+        return []
+    constructions = _one_at_a_time(init_options, 4)
+    found = []
+    for method in targets:
+        options = _literal_params(method, True, constants)
+        if options is None:
+            continue
+        calls = _one_at_a_time(options, max(1, max_calls // len(constructions)))
+        texts = [
+            f"{node.name}({', '.join(k)}).{method.name}({', '.join(c)})" for k in constructions for c in calls
+        ]
+        found.append((f"{node.name}.{method.name}", texts[:max_calls]))
+    return found
+
+
+def _driver_calls(qualname: str, calls: Iterable[str]) -> list[ScratchCall]:
+    """One driver test per call of ``qualname``."""
+    stem = qualname.replace(".", "_")
+    return [
+        ScratchCall(test=f"test_scratch_{stem}_{number}", qualname=qualname, call=call)
+        for number, call in enumerate(calls)
+    ]
 
 
 def scratch_test(

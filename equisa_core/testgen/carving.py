@@ -489,6 +489,7 @@ def _expectation_lines(outcome: tuple[str, str], call_expression: str, result: s
     if kind == "exception":
         emitter.imports.add("import pytest")
         return [f"with pytest.raises({exception}):", f"    {call_expression}"]
+    checks: list[str] | None
     if _literal(value) is not None:
         checks = _literal_assertion(result, value, emitter)
     else:
@@ -687,10 +688,10 @@ def carve_tests(
         buildable = [c for c in candidates[target.fqn] if _carve_one(c, target, scratch, "t") is not None]
         for number, candidate in enumerate(_select(buildable, max_per_member)):
             name = _local(f"test_carved_{stems[target.fqn]}_{number}", names)
-            test = _carve_one(candidate, target, builder, name)
-            if test is not None:
+            made = _carve_one(candidate, target, builder, name)
+            if made is not None:
                 names.add(name)
-                carved.append(test)
+                carved.append(made)
     return carved
 
 
@@ -750,8 +751,8 @@ def carved_module(tests: Sequence[CarvedTest]) -> str:
     from_imports: dict[str, list[str]] = {}
     for statement in statements:
         if statement.startswith("from "):
-            module, _, names = statement[len("from ") :].partition(" import ")
-            from_imports.setdefault(module, []).append(names)
+            module, _, imported = statement[len("from ") :].partition(" import ")
+            from_imports.setdefault(module, []).append(imported)
     merged = [f"from {module} import {', '.join(names)}" for module, names in sorted(from_imports.items())]
     import_block = "\n".join(plain) + ("\n\n" + "\n".join(merged) if merged else "")
     parts = [header + "\n" + import_block, _HELPER_SOURCE, *(t.code for t in tests)]

@@ -14,24 +14,36 @@ suite's interpreter lacks coverage.py, ``EQUISA_COVERAGE_PATH`` (EQUISA's own si
 read-only in the sandbox) is appended to ``sys.path``, last, so the suite's own packages win.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import sys
 import tempfile
+from typing import Any
 
 import pytest
 
-try:
-    import coverage
-except ImportError:  # the suite's interpreter has none: borrow EQUISA's
-    _extra = os.environ.get("EQUISA_COVERAGE_PATH")
-    if _extra:
-        sys.path.append(_extra)
+
+def _import_coverage() -> tuple[Any, str | None]:
+    """coverage.py (the suite's, else EQUISA's), or None and why it cannot be imported."""
     try:
         import coverage
-    except ImportError as _error:
-        coverage = None
-        _IMPORT_ERROR = f"coverage.py cannot be imported by {sys.executable}: {_error}"
+
+        return coverage, None
+    except ImportError:  # the suite's interpreter has none: borrow EQUISA's
+        extra = os.environ.get("EQUISA_COVERAGE_PATH")
+        if extra:
+            sys.path.append(extra)
+    try:
+        import coverage
+
+        return coverage, None
+    except ImportError as error:
+        return None, f"coverage.py cannot be imported by {sys.executable}: {error}"
+
+
+coverage, _IMPORT_ERROR = _import_coverage()
 
 #: The per-file parts of coverage.py's JSON report that the host reads.
 _KEPT = ("summary", "executed_lines", "missing_lines", "executed_branches", "missing_branches", "contexts")
@@ -43,22 +55,22 @@ if coverage is not None and os.environ.get("EQUISA_COVERAGE_TARGET"):
     _COV.start()
 
 
-def pytest_runtest_logstart(nodeid, location):
+def pytest_runtest_logstart(nodeid: str, location: object) -> None:
     if _COV is not None:
         _COV.switch_context(nodeid)
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config):
+def pytest_unconfigure(config: Any) -> None:
     try:
         out = config.getoption("--equisa-out")
     except ValueError:
         out = None
     if not out:
         return
-    record = {"kind": "testgen-coverage"}
+    record: dict[str, Any] = {"kind": "testgen-coverage"}
     if _COV is None:
-        record["error"] = globals().get("_IMPORT_ERROR", "no coverage target was given")
+        record["error"] = _IMPORT_ERROR or "no coverage target was given"
     else:
         _COV.stop()
         handle, path = tempfile.mkstemp(suffix=".json")
@@ -74,5 +86,5 @@ def pytest_unconfigure(config):
         finally:
             if os.path.exists(path):
                 os.unlink(path)
-    with open(out, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
+    with open(out, "a", encoding="utf-8") as stream:
+        stream.write(json.dumps(record) + "\n")

@@ -22,19 +22,22 @@ __all__ = ["DIMENSIONS", "local_embedding", "cosine_similarity", "code_tokens"]
 DIMENSIONS = 256
 
 
+def _is_docstring(statement: object) -> bool:
+    """Whether ``statement`` is a bare string (a docstring)."""
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
 def code_tokens(source: str) -> list[str]:
     """Names, operators and literals of ``source`` without comments, docstrings and the def name."""
     try:
         tree = ast.parse(source)
         for node in ast.walk(tree):
             body = getattr(node, "body", None)
-            if (
-                isinstance(body, list)
-                and body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(getattr(body[0], "value", None), ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
+            if isinstance(body, list) and body and _is_docstring(body[0]):
                 body.pop(0)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 node.name = "test"

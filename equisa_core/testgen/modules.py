@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Collection
+from typing import TypeGuard
 
 from equisa_core.common.llm_text import InvalidAnswerError, strip_think_and_fences
 
 __all__ = ["clean_generated_module", "list_tests", "keep_tests", "node_id_name"]
 
 
-def _is_test(node: ast.AST) -> bool:
+def _is_test(node: ast.AST) -> TypeGuard[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Whether ``node`` is a test function (its name starts with ``test``)."""
     return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
 
 
@@ -33,11 +35,11 @@ def list_tests(source: str) -> dict[str, str]:
 
     for node in tree.body:
         if _is_test(node):
-            found[node.name] = segment(node)  # type: ignore[arg-type]
+            found[node.name] = segment(node)
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
                 if _is_test(item):
-                    found[f"{node.name}.{item.name}"] = segment(item)  # type: ignore[arg-type]
+                    found[f"{node.name}.{item.name}"] = segment(item)
     return found
 
 
@@ -55,11 +57,11 @@ def keep_tests(source: str, keep: Collection[str]) -> str:
 
     for node in tree.body:
         if _is_test(node) and node.name not in keep:
-            drop(node)  # type: ignore[arg-type]
+            drop(node)
         elif isinstance(node, ast.ClassDef):
-            dropped = [i for i in node.body if _is_test(i) and f"{node.name}.{i.name}" not in keep]  # type: ignore[attr-defined]
+            dropped = [i for i in node.body if _is_test(i) and f"{node.name}.{i.name}" not in keep]
             for item in dropped:
-                drop(item)  # type: ignore[arg-type]
+                drop(item)
             if dropped and len(dropped) == len(node.body):
                 fillers[node.end_lineno or node.lineno] = " " * (node.col_offset + 4) + "pass\n"
     out = []

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.source_edit import function_source, list_functions
-from equisa_core.validation.mutation import mutate_function
+from equisa_core.validation.mutation import Mutant, mutate_function
 
 __all__ = [
     "PlannedMutant",
@@ -92,7 +92,7 @@ def select_mutants(
         except Exception:
             continue
         per_function.append(mutants)
-    chosen = []
+    chosen: list[Mutant] = []
     depth = 0
     while len(chosen) < max_mutants and any(depth < len(m) for m in per_function):
         for mutants in per_function:

@@ -7,9 +7,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.sandbox_policy import SandboxIsolation
+from equisa_core.testgen.critique import Critique
 from equisa_core.testgen.reliability import PostReliability, PreReliability
 from equisa_core.testgen.static import StaticReport
-from equisa_core.testgen.supervisor import Critique
 
 __all__ = ["CoverageFigures", "PipelineNotes", "AttemptReport", "TestgenReport"]
 

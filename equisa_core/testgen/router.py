@@ -19,10 +19,9 @@ counter is never reset by a later attempt that progresses: two stalled attempts 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:
-    from equisa_core.testgen.supervisor import Critique
+from equisa_core.testgen.critique import Critique
 
 __all__ = [
     "COVERAGE_PROGRESS",

@@ -87,36 +87,37 @@ def _own_nodes(function: ast.AST) -> Iterator[ast.AST]:
 def _assertion(node: ast.AST) -> tuple[bool, bool] | None:
     """(has a message, cannot fail) of an assertion node, None for other nodes."""
     if isinstance(node, ast.Assert):
-        test = node.test
-        trivial = (
-            isinstance(test, ast.Constant)
-            and bool(test.value)
-            or isinstance(test, ast.List | ast.Tuple | ast.Set | ast.Dict)
-            and bool(getattr(test, "elts", None) or getattr(test, "keys", None))
-        )
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq | ast.Is):
-            trivial = trivial or ast.dump(test.left) == ast.dump(test.comparators[0])
-        return node.msg is not None, trivial
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr.startswith("assert")
-    ):
-        name = node.func.attr
-        index = _UNITTEST_ASSERTS_WITH_MSG.get(name)
-        has_msg = any(k.arg == "msg" for k in node.keywords) or (index is not None and len(node.args) > index)
-        trivial = False
-        if (
-            name == "assertTrue"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and node.args[0].value
-        ):
-            trivial = True
-        if name in ("assertEqual", "assertIs") and len(node.args) >= 2:
-            trivial = ast.dump(node.args[0]) == ast.dump(node.args[1])
-        return has_msg, trivial
+        return _assert_statement(node)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr[:6] == "assert":
+        return _assert_call(node, node.func.attr)
     return None
+
+
+def _assert_statement(node: ast.Assert) -> tuple[bool, bool]:
+    """(has a message, cannot fail) of an ``assert`` statement: a true constant, a non-empty literal
+    container or ``x == x`` cannot fail."""
+    test = node.test
+    trivial = (
+        isinstance(test, ast.Constant)
+        and bool(test.value)
+        or isinstance(test, ast.List | ast.Tuple | ast.Set | ast.Dict)
+        and bool(getattr(test, "elts", None) or getattr(test, "keys", None))
+    )
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq | ast.Is):
+        trivial = trivial or ast.dump(test.left) == ast.dump(test.comparators[0])
+    return node.msg is not None, trivial
+
+
+def _assert_call(node: ast.Call, name: str) -> tuple[bool, bool]:
+    """(has a message, cannot fail) of a unittest ``self.assert*`` call."""
+    index = _UNITTEST_ASSERTS_WITH_MSG.get(name)
+    has_msg = any(k.arg == "msg" for k in node.keywords) or (index is not None and len(node.args) > index)
+    trivial = False
+    if name == "assertTrue" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value:
+        trivial = True
+    if name in ("assertEqual", "assertIs") and len(node.args) >= 2:
+        trivial = ast.dump(node.args[0]) == ast.dump(node.args[1])
+    return has_msg, trivial
 
 
 def _is_sleep(node: ast.AST) -> bool:
@@ -235,27 +236,34 @@ def fix_smells(source: str, smells: list[Smell]) -> tuple[str, list[str]]:
     if not fixable:
         return source, []
     tree = ast.parse(source)
-    empty = {s.test for s in fixable if s.kind == "empty_test"}
+    _drop_tests(tree, {s.test for s in fixable if s.kind == "empty_test"})
     roulette = {s.test for s in fixable if s.kind == "assertion_roulette"}
-    done = [f"{s.test}: {s.kind.replace('_', ' ')} fixed" for s in fixable]
+    for owner, function in list(_tests(tree)):
+        _fix_body(function, _Fixer(roulette, [owner]))
+    fixed = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    ast.parse(fixed)
+    return fixed, [f"{s.test}: {s.kind.replace('_', ' ')} fixed" for s in fixable]
+
+
+def _drop_tests(tree: ast.Module, names: set[str]) -> None:
+    """Remove the test functions named in ``names`` ('test_x' or 'Class.test_x'); a class left empty
+    keeps a ``pass``."""
 
     def keep(owner: str | None, node: ast.stmt) -> bool:
         name = getattr(node, "name", "")
         qualified = f"{owner}.{name}" if owner else name
-        return not (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and qualified in empty)
+        return not (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and qualified in names)
 
     tree.body = [n for n in tree.body if keep(None, n)]
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             node.body = [n for n in node.body if keep(node.name, n)] or [ast.Pass()]
-    for owner, function in list(_tests(tree)):
-        fixer = _Fixer(roulette, [owner])
-        function.body = [s for s in (fixer.visit(s) for s in function.body) if s is not None] or [ast.Pass()]
-        for node in ast.walk(function):
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(node, field, None)
-                if isinstance(block, list) and node is not function and not block and field == "body":
-                    setattr(node, field, [ast.Pass()])
-    fixed = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
-    ast.parse(fixed)
-    return fixed, done
+
+
+def _fix_body(function: ast.FunctionDef | ast.AsyncFunctionDef, fixer: _Fixer) -> None:
+    """The test's statements through ``fixer``; a block (the test's own included) left empty gets ``pass``."""
+    function.body = [s for s in (fixer.visit(s) for s in function.body) if s is not None] or [ast.Pass()]
+    for node in ast.walk(function):
+        block = getattr(node, "body", None)
+        if isinstance(block, list) and node is not function and not block:
+            setattr(node, "body", [ast.Pass()])  # noqa: B010 (ast.AST declares no body for mypy)

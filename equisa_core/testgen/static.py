@@ -40,11 +40,13 @@ class StaticReport(BaseModel):
     syntax_ok: bool
     syntax_error: str | None = None
     lint_issues: tuple[LintIssue, ...] = ()
-    tools: tuple[str, ...] = Field((), description="The tools that ran, e.g. ('ruff', 'radon').")
+    tools: tuple[str, ...] = Field(default=(), description="The tools that ran, e.g. ('ruff', 'radon').")
     skipped_tools: dict[str, str] = Field(default_factory=dict, description="Tool -> why it did not run.")
-    test_count: int = Field(0, ge=0, description="Test functions and methods.")
-    max_complexity: int = Field(0, ge=0, description="Highest cyclomatic complexity of a test (radon).")
-    mean_complexity: float = Field(0.0, ge=0)
+    test_count: int = Field(default=0, ge=0, description="Test functions and methods.")
+    max_complexity: int = Field(
+        default=0, ge=0, description="Highest cyclomatic complexity of a test (radon)."
+    )
+    mean_complexity: float = Field(default=0.0, ge=0)
 
     @property
     def lint_issue_count(self) -> int:

@@ -11,15 +11,15 @@ instructions in the seed's priority order:
 5. reliability guidance: post-execution blockers; lint issues again; the runner's error.
 
 It also computes the deltas against the previous attempt and the stagnation counter the router
-reads (``router.track_progress``). Scores are percentages.
+reads (``router.track_progress``). Scores are percentages. The types it reads and writes
+(``RunnerMetrics``, ``Critique``) live in ``critique``, which the router reads too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from equisa_core.testgen.critique import Critique, RunnerMetrics
 from equisa_core.testgen.reliability import PostReliability, PreReliability
 from equisa_core.testgen.router import track_progress
 from equisa_core.testgen.static import StaticReport
@@ -27,44 +27,6 @@ from equisa_core.testgen.static import StaticReport
 __all__ = ["RunnerMetrics", "Critique", "supervise"]
 
 MAX_MISSING_LINES = 10
-
-
-class RunnerMetrics(BaseModel):
-    """What the runner measured for one attempt."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    success: bool = Field(description="The module ran: it collected and no runner error happened.")
-    tests_collected: int = Field(0, ge=0)
-    tests_passed: int = Field(0, ge=0)
-    coverage: float = Field(0.0, ge=0, le=100, description="Branch coverage of the target file, percent.")
-    mutation_score: float | None = Field(None, description="Percent of mutants killed; None: not measured.")
-    missing_lines: tuple[int, ...] = ()
-    test_error: str | None = Field(None, description="The runner's error, when it failed.")
-
-
-class Critique(BaseModel):
-    """The supervisor's critique (seed 001 ``Critique``) plus the progress fields the router reads."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    compile_error: bool
-    no_tests: bool
-    low_coverage: bool
-    low_mutation: bool
-    critical_error: str | None = Field(None, description="An error no enhancement can fix: stop now.")
-    coverage: float
-    mutation_score: float | None
-    lint_issue_count: int
-    coverage_delta: float | None = None
-    mutation_delta: float | None = None
-    progress: bool | None = Field(
-        None, description="coverage_delta >= 1.0 or mutation_delta >= 2.0; None on attempt 0."
-    )
-    stagnation_count: int = 0
-    no_progress: bool = False
-    instructions: tuple[str, ...] = ()
-    missing_lines: tuple[int, ...] = ()
 
 
 def supervise(
@@ -89,6 +51,56 @@ def supervise(
     lint = static.lint_issue_count
     missing = tuple(metrics.missing_lines)
 
+    instructions = _instructions(
+        metrics, static, post, compile_error=compile_error, low_coverage=low_coverage,
+        low_mutation=low_mutation, mutation_target=mutation_target,
+    )
+
+    coverage_delta = mutation_delta = None
+    progress: bool | None = None
+    stagnation = previous.stagnation_count if previous is not None else 0
+    no_progress = False
+    if previous is not None:
+        coverage_delta = round(metrics.coverage - previous.coverage, 4)
+        mutation_delta = round((score or 0.0) - (previous.mutation_score or 0.0), 4)
+        progress, stagnation, no_progress = track_progress(
+            stagnation, coverage_delta, mutation_delta, low_coverage=low_coverage, low_mutation=low_mutation
+        )
+    return Critique(
+        compile_error=compile_error,
+        no_tests=no_tests,
+        low_coverage=low_coverage,
+        low_mutation=low_mutation,
+        critical_error=critical_error,
+        coverage=metrics.coverage,
+        mutation_score=score,
+        lint_issue_count=lint,
+        coverage_delta=coverage_delta,
+        mutation_delta=mutation_delta,
+        progress=progress,
+        stagnation_count=stagnation,
+        no_progress=no_progress,
+        instructions=instructions,
+        missing_lines=missing,
+    )
+
+
+def _instructions(
+    metrics: RunnerMetrics,
+    static: StaticReport,
+    post: PostReliability,
+    *,
+    compile_error: bool,
+    low_coverage: bool,
+    low_mutation: bool,
+    mutation_target: float,
+) -> tuple[str, ...]:
+    """The instructions, in the seed's priority order (module docstring)."""
+    syntax_ok = static.syntax_ok
+    lint = static.lint_issue_count
+    missing = tuple(metrics.missing_lines)
+    score = metrics.mutation_score
+    no_tests = metrics.tests_collected == 0
     instructions: list[str] = []
     if not syntax_ok:
         instructions.append("Static analyzer found syntax issues; fix parser errors first.")
@@ -116,34 +128,7 @@ def supervise(
         instructions.append(f"Fix {lint} lint/type issues noted in reliability analysis.")
     if metrics.test_error:
         instructions.append(f"Address runner error reported: {metrics.test_error}.")
-
-    coverage_delta = mutation_delta = None
-    progress: bool | None = None
-    stagnation = previous.stagnation_count if previous is not None else 0
-    no_progress = False
-    if previous is not None:
-        coverage_delta = round(metrics.coverage - previous.coverage, 4)
-        mutation_delta = round((score or 0.0) - (previous.mutation_score or 0.0), 4)
-        progress, stagnation, no_progress = track_progress(
-            stagnation, coverage_delta, mutation_delta, low_coverage=low_coverage, low_mutation=low_mutation
-        )
-    return Critique(
-        compile_error=compile_error,
-        no_tests=no_tests,
-        low_coverage=low_coverage,
-        low_mutation=low_mutation,
-        critical_error=critical_error,
-        coverage=metrics.coverage,
-        mutation_score=score,
-        lint_issue_count=lint,
-        coverage_delta=coverage_delta,
-        mutation_delta=mutation_delta,
-        progress=progress,
-        stagnation_count=stagnation,
-        no_progress=no_progress,
-        instructions=tuple(instructions),
-        missing_lines=missing,
-    )
+    return tuple(instructions)
 
 
 def _lines(lines: Sequence[int]) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from equisa_core.testgen.machine import Dedupe, FixSmells
+from equisa_core.testgen.modules import list_tests
 from equisa_core.testgen.report import PipelineNotes
-from flows.testgen import TestgenParameters, _Context, _pipeline
+from flows.testgen import TestgenParameters, _Context, _dedupe, _fix_smells
 from flows.trace import PreparedRun
 from tasks.llm import LLMConfig
 from tasks.run_tests import sandbox_isolation
@@ -43,6 +45,15 @@ def test_roulette():
     assert total([]) == 0, "empty"
     assert total([1, 1]) == 2, "two"
 """
+
+
+def pipeline(ctx: _Context, store: TestStore, source: str, calls: list) -> tuple[str, PipelineNotes]:
+    """The §8 steps the machine asks for on a new module: similarity, then smells."""
+    deduped = _dedupe(ctx, store, Dedupe(attempt=0, source=source, tests=list_tests(source),
+                                         notes=PipelineNotes()), calls)
+    fixed = _fix_smells(ctx, store, FixSmells(attempt=0, source=deduped.source, budget=2,
+                                              notes=deduped.notes), calls)
+    return fixed.source, fixed.notes
 
 
 def context(tmp_path: Path, llm: bool, base_url: str = "") -> _Context:
@@ -91,10 +102,10 @@ def test_llm_pipeline_rewrites_the_redundant_test_and_fixes_smells_within_the_bu
     # every text embeds to the same vector: whatever is new is redundant with the stored test
     scripted_llm.embed_with(lambda text: [1.0, 0.0, 0.0])
     ctx = context(tmp_path, llm=True, base_url=scripted_llm.base_url)
-    notes, calls = PipelineNotes(), []
+    calls = []
     with TestStore(tmp_path / "s.duckdb") as store:
         store.add("existing", [("tests/test_shop.py::test_total", EXISTING)], [[1.0, 0.0, 0.0]])
-        result = _pipeline(ctx, store, NEW, notes, calls, known=set())
+        result, notes = pipeline(ctx, store, NEW, calls)
     assert result == FIXED and notes.embeddings == "endpoint:text-embedding-3-small"
     assert [n.split(":")[0] for n in notes.redundant] == ["test_copy", "test_roulette"]
     assert all("rewritten by the model" in n for n in notes.redundant)
@@ -112,12 +123,11 @@ def test_llm_pipeline_rewrites_the_redundant_test_and_fixes_smells_within_the_bu
 
 def test_deterministic_pipeline_fixes_smells_itself_and_keeps_distinct_tests(tmp_path):
     ctx = context(tmp_path, llm=False)
-    notes = PipelineNotes()
     with TestStore(tmp_path / "s.duckdb") as store:
         from equisa_core.testgen.embedding import local_embedding
 
         store.add("existing", [("tests/test_shop.py::test_total", EXISTING)], [local_embedding(EXISTING)])
-        result = _pipeline(ctx, store, NEW, notes, [], known=set())
+        result, notes = pipeline(ctx, store, NEW, [])
     assert notes.redundant == ["test_copy: similarity 1.000 to an existing test; dropped"]
     assert "def test_copy" not in result and "assert total([]) == 0, 'total([]) == 0'" in result
     assert notes.smells_found == ["test_roulette: assertion_roulette"] and notes.smell_rounds == 1

@@ -147,9 +147,8 @@ class _Driver:
         """Steps out, observations in, until the verdict."""
         initial = self.state
         while steps := next_steps(self.state):
-            collects = [self._start(step) for step in steps]
             try:
-                for collect in collects:
+                for collect in [self._start(step) for step in steps]:
                     self._record(collect())
             except BaseException:
                 self._wait_for_runs()  # none is left running when the run fails

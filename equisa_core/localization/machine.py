@@ -560,7 +560,8 @@ def _after_screening(state: LocalizationState) -> list[LocalizationStep]:
     suite; then Discovery (not needed when that fix passes the suite and its function leads), with
     the calls recorded on the suite as traced at the same time."""
     confirmations = [e for e in state.evidence if e.strategy == FIX_CONFIRMATION]
-    fixes = [e for e in state.evidence if e.fix_evidence is FixEvidence.FIX_FOUND]
+    fixes = [e for e in state.evidence if e.fix_evidence is FixEvidence.FIX_FOUND
+             and e.target not in state.skipped]  # a confirmation that could not run is not retried
     if fixes and not confirmations:
         best = max(fixes, key=lambda e: state.confidences[e.target])
         return [ConfirmFix(target=best.target, fix=best.fix, fix_source=best.fix_source, screened=True)]

@@ -122,7 +122,7 @@ def answer(draw: st.DrawFn, state: LocalizationState, step: object) -> Localizat
     if isinstance(step, ConfirmFix):
         kind = draw(st.sampled_from([FixEvidence.FIX_CONFIRMED, FixEvidence.FIX_REGRESSES]))
         seen = draw(inspection_results(FIX_CONFIRMATION)).model_copy(update={"fix_evidence": kind})
-        if not step.screened and draw(st.integers(0, 9)) == 0:
+        if draw(st.integers(0, 9)) == 0:
             return Inspected(target=step.target, error="cannot be built")
         return Inspected(target=step.target, seen=seen, seconds=1.0, elapsed_s=elapsed)
     assert isinstance(step, Inspect)

@@ -45,7 +45,7 @@ def inspect_node(target: str, node: Node, found: DiscoveryResult, params: Locali
                  problems: list[str], use_mutants: bool, candidates: frozenset[str],
                  screened: bool = False) -> InspectionResult:
     """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants
-    (unless ``screened``: ``_screen_mutants`` ran them already and their evidence was counted)."""
+    (unless ``screened``: the mutant screening ran them already and their evidence was counted)."""
     prepared, trace = found.prepared, found.trace
     root = prepared.workspace.root
     _, source = read_function(root, node)

@@ -7,62 +7,45 @@ the tracebacks first; the model only when that is undecided). ``inspect_batch`` 
 several deterministic inspections in one sandbox process: each patch is swapped into the live
 function as a detailed mutant round (``MutantSpec.detailed``), followed by the node's mutants, so
 the loop pays one interpreter start and one import of the project for all of them. The loop
-(``flows.localize``) counts the observations one at a time, in the order it selects the nodes.
+(``equisa_core.localization.machine``) counts the observations one at a time, in the order it
+selects the nodes. ``inspect_node`` stays for what a batch cannot do: the LLM mode (the model
+writes the patch and reflects), nested functions (each call makes them anew), and a node a batch
+could not serve.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from prefect.futures import PrefectFuture
-from pydantic import BaseModel
 
 from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcome
 from equisa_core.errors import EquisaError
 from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
-from equisa_core.localization.fix_evidence import FixEvidence, classify_mutants
+from equisa_core.localization.fix_evidence import classify_mutants
+from equisa_core.localization.machine import InspectionResult
 from equisa_core.localization.reflection import reflect
 from equisa_core.localization.selection import tests_for_node
 from equisa_core.localization.signals import Signals
 from equisa_core.validation.generated_tests import without_testgen
 from equisa_core.validation.mutation import Mutant, mutate_function
 from flows.discovery import DiscoveryResult, focused_request
+from flows.localize_parameters import LocalizeParameters
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
 from tasks.run_tests import run_tests
 
-if TYPE_CHECKING:
-    from flows.localize import LocalizeParameters
-
-__all__ = ["Observation", "inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "mutant_specs",
+__all__ = ["inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "mutant_specs",
            "node_mutants", "run_rounds", "submit_rounds", "suite_run_of", "unpatched_outcomes"]
-
-
-class Observation(BaseModel):
-    """What one inspection saw, before the Bayesian update."""
-
-    strategy: str
-    invariants: int
-    tests_run: tuple[str, ...]
-    signals: Signals
-    decision: str | None
-    decision_by: str
-    reasoning: str
-    cost_usd: float
-    mutants_tried: int = 0
-    fix_evidence: FixEvidence | None = None
-    fix: str | None = None
-    fix_source: str | None = None
-    batch: int = 1
 
 
 def inspect_node(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
                  calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
                  problems: list[str], use_mutants: bool, candidates: frozenset[str],
-                 screened: bool = False) -> Observation:
+                 screened: bool = False) -> InspectionResult:
     """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants
-    (unless ``screened``: ``_screen_mutants`` ran them already and their evidence was counted)."""
+    (unless ``screened``: the mutant screening ran them already and their evidence was counted)."""
     prepared, trace = found.prepared, found.trace
     root = prepared.workspace.root
     _, source = read_function(root, node)
@@ -88,7 +71,7 @@ def inspect_node(target: str, node: Node, found: DiscoveryResult, params: Locali
         spent += cost
         if label is not None:
             decision, by, reasoning = label, "llm", text
-    observation = Observation(
+    observation = InspectionResult(
         strategy=strategy, invariants=invariants, tests_run=tuple(t.test_id for t in run.tests),
         signals=signals, decision=decision, decision_by=by, reasoning=reasoning, cost_usd=spent,
     )
@@ -106,7 +89,7 @@ def _own_assertion_failed(signals: Signals, decision: str | None) -> bool:
 
 def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: DiscoveryResult,
                   params: LocalizeParameters, calls: Mapping[str, Sequence[RecordedCall]], use_mutants: bool,
-                  candidates: frozenset[str], screened: frozenset[str]) -> dict[str, Observation]:
+                  candidates: frozenset[str], screened: frozenset[str]) -> dict[str, InspectionResult]:
     """Deterministic inspections of ``targets`` in one sandbox process, as ``inspect_node`` would make
     them one by one (for the nodes its rounds could serve; the others are left out of the result).
 
@@ -121,9 +104,48 @@ def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: Disc
     those the suite's trace saw the function call. Nested functions cannot be swapped (each call
     makes them anew).
     """
+    plans = _batch_plans(targets, nodes, found, params, calls, use_mutants, screened)
+    if not plans:
+        return {}
+    specs = [spec for key, plan in enumerate(plans.values()) for spec in plan.specs(f"b{key}")]
+    try:
+        report = run_rounds(found, params, specs, budget_s=params.inspection_budget_s)
+    except EquisaError:
+        return {}  # each inspection then runs on its own, and says what went wrong there
+    observations: dict[str, InspectionResult] = {}
+    for index, (target, plan) in enumerate(plans.items()):
+        observation = _batch_observation(target, plan, f"b{index}", report, found.trace, candidates,
+                                         len(plans))
+        if observation is not None:
+            observations[target] = observation
+    return observations
+
+
+@dataclass(frozen=True)
+class _BatchPlan:
+    """One inspection of a batch: its node, patch (and the invariants in it), tests and mutants."""
+
+    node: Node
+    patch: str
+    invariants: int
+    tests: tuple[str, ...]
+    mutants: tuple[Mutant, ...]
+
+    def specs(self, key: str) -> list[MutantSpec]:
+        """The patch's detailed round (id ``key``), then the mutants' (``<key>m<index>``)."""
+        file = self.node.file or ""
+        return [MutantSpec(id=key, fqn=self.node.fqn, file=file, source=self.patch, tests=self.tests,
+                           detailed=True),
+                *mutant_specs(file, self.mutants, prefix=key + "m", tests=self.tests)]
+
+
+def _batch_plans(targets: Sequence[str], nodes: Mapping[str, Node], found: DiscoveryResult,
+                 params: LocalizeParameters, calls: Mapping[str, Sequence[RecordedCall]], use_mutants: bool,
+                 screened: frozenset[str]) -> dict[str, _BatchPlan]:
+    """The plans of the ``targets`` a batch can serve: a known file, no nesting, a readable source,
+    tests to run."""
     trace, root = found.trace, found.prepared.workspace.root
-    plans: dict[str, tuple[Node, str, int, tuple[str, ...], tuple[Mutant, ...]]] = {}
-    specs: list[MutantSpec] = []
+    plans: dict[str, _BatchPlan] = {}
     for target in targets:
         node = nodes[target]
         if not node.file or "<locals>" in target:
@@ -137,39 +159,34 @@ def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: Disc
             continue
         patch, invariants = deterministic_inspection(source, node, calls.get(target, ()))
         mutants = node_mutants(target, node, source, params) if use_mutants and target not in screened else ()
-        key = f"b{len(plans)}"
-        plans[target] = (node, patch, invariants, tuple(tests), mutants)
-        specs.append(MutantSpec(id=key, fqn=target, file=node.file, source=patch, tests=tuple(tests),
-                                detailed=True))
-        specs += mutant_specs(node.file, mutants, prefix=key + "m", tests=tuple(tests))
-    if not plans:
-        return {}
-    try:
-        report = run_rounds(found, params, specs, budget_s=params.inspection_budget_s)
-    except EquisaError:
-        return {}  # each inspection then runs on its own, and says what went wrong there
+        plans[target] = _BatchPlan(node=node, patch=patch, invariants=invariants, tests=tuple(tests),
+                                   mutants=mutants)
+    return plans
+
+
+def _batch_observation(target: str, plan: _BatchPlan, key: str, report: MutantRunReport, trace: SuiteTrace,
+                       candidates: frozenset[str], size: int) -> InspectionResult | None:
+    """What ``target``'s rounds (ids ``key``, ``<key>m<index>``) of a batch of ``size`` showed;
+    None when its patch's round did not run."""
+    result = report.mutants.get(key)
+    if result is None or result.status not in ("ran", "timeout") or not result.tests:
+        return None
     suite = {t.test_id: t.covered for t in trace.tests}
-    observations: dict[str, Observation] = {}
-    for index, (target, (node, patch, invariants, tests, mutants)) in enumerate(plans.items()):
-        key = f"b{index}"
-        result = report.mutants.get(key)
-        if result is None or result.status not in ("ran", "timeout") or not result.tests:
-            continue
-        ran = tuple(t.model_copy(update={"covered": suite.get(t.test_id, frozenset())}) for t in result.tests)
-        moved = node.model_copy(update={"end_line": (node.start_line or 1) + len(patch.splitlines()) - 1})
-        signals = observe(moved, ran)
-        callees = {e.callee for e in trace.edges if e.caller == target and e.callee != target}
-        reflection = reflect(moved, ran, callees, project=candidates)
-        observation = Observation(
-            strategy="deterministic", invariants=invariants, tests_run=tuple(t.test_id for t in ran),
-            signals=signals, decision=reflection.decision, decision_by="traceback",
-            reasoning=reflection.reasoning, cost_usd=0.0, batch=len(plans),
-        )
-        if mutants and not _own_assertion_failed(signals, reflection.decision):
-            observation = observation.model_copy(update=fix_evidence_of(
-                mutants, unpatched_outcomes(trace, tests, report), report, prefix=key + "m"))
-        observations[target] = observation
-    return observations
+    ran = tuple(t.model_copy(update={"covered": suite.get(t.test_id, frozenset())}) for t in result.tests)
+    node = plan.node
+    moved = node.model_copy(update={"end_line": (node.start_line or 1) + len(plan.patch.splitlines()) - 1})
+    signals = observe(moved, ran)
+    callees = {e.callee for e in trace.edges if e.caller == target and e.callee != target}
+    reflection = reflect(moved, ran, callees, project=candidates)
+    observation = InspectionResult(
+        strategy="deterministic", invariants=plan.invariants, tests_run=tuple(t.test_id for t in ran),
+        signals=signals, decision=reflection.decision, decision_by="traceback",
+        reasoning=reflection.reasoning, cost_usd=0.0, batch=size,
+    )
+    if plan.mutants and not _own_assertion_failed(signals, reflection.decision):
+        observation = observation.model_copy(update=fix_evidence_of(
+            plan.mutants, unpatched_outcomes(trace, plan.tests, report), report, prefix=key + "m"))
+    return observation
 
 
 def run_rounds(found: DiscoveryResult, params: LocalizeParameters, specs: Sequence[MutantSpec],

@@ -1,8 +1,8 @@
 """The Localization loop's state and its pure steps (seed 002 §2, §3; seed 000 §5).
 
-The flow (``flows/localize.py``) does the I/O — runs inspection patches in sandboxes, asks the
-model — and hands every observation to ``apply_observation``, which classifies it into an
-``Outcome`` and moves the confidences. Everything here is deterministic and testable alone.
+The loop's state machine (``equisa_core.localization.machine``) hands every inspection it counts
+to ``apply_observation``, which classifies it into an ``Outcome`` and moves the confidences, and
+builds the report with ``rank``. Everything here is deterministic and testable alone.
 """
 
 from __future__ import annotations

@@ -16,20 +16,22 @@ import pytest
 from prefect import flow
 
 from equisa_core.common.models import RecordedCall
+from equisa_core.localization.machine import InspectionResult
 from flows.discovery import trace_only
-from flows.inspections import Observation, inspect_batch, inspect_node
-from flows.localize import LocalizeParameters, _priors, _record_calls
+from flows.inspections import inspect_batch, inspect_node
+from flows.localization_steps import record_calls, suite_of
+from flows.localize_parameters import LocalizeParameters
 from tests.conftest import FIXTURES
 
 TARGETS = ["fees.invoice", "fees.net", "fees.label", "fees.total"]
 
 
 @flow
-def _inspect_both_ways(path: str) -> tuple[dict[str, Observation], dict[str, Observation]]:
+def _inspect_both_ways(path: str) -> tuple[dict[str, InspectionResult], dict[str, InspectionResult]]:
     params = LocalizeParameters(path=path, llm=False, discovery=False)
     found = trace_only(params)
-    _, nodes, _, _, _ = _priors(found, None)
-    calls = _record_calls(found, params, TARGETS)
+    nodes = suite_of(found, None).nodes
+    calls = record_calls(found, params, TARGETS)
     candidates = frozenset(nodes)
     alone = {t: inspect_node(t, nodes[t], found, params, calls.get(t, []), False, None, [], True, candidates)
              for t in TARGETS}
@@ -45,8 +47,8 @@ def _record_both_ways(path: str) -> tuple[dict[str, list[RecordedCall]], dict[st
     found = trace_only(params)
     alone: dict[str, list[RecordedCall]] = {}
     for target in TARGETS:
-        alone.update(_record_calls(found, params, [target]))
-    return alone, _record_calls(found, params, TARGETS)
+        alone.update(record_calls(found, params, [target]))
+    return alone, record_calls(found, params, TARGETS)
 
 
 @pytest.fixture

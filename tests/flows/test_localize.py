@@ -9,11 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from prefect import flow
+from pydantic import TypeAdapter
 
+from equisa_core.common.loop import replay
 from equisa_core.errors import NothingToLocalizeError
 from equisa_core.localization.bayes import CLAMP_LOW
+from equisa_core.localization.machine import LocalizationObservation, LocalizationState, record
+from equisa_core.localization.machine import report as report_of
 from equisa_core.localization.steps import LocalizationReport
-from flows.localize import even_shares
+from flows.localize import LocalizationRun, LocalizeParameters, drive_localization, even_shares
+from tasks.task_runners import FanOutTaskRunner
 from tests.conftest import FIXTURES, small_repo, venv_with_pytest
 from tests.integration.test_probe import tree_digest
 from tests.scripted_llm_server import Reply
@@ -86,6 +92,27 @@ def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_w
     without_rule = LocalizationReport.model_validate_json(off.read_text())
     assert len([i for i in without_rule.inspections if i.strategy == "deterministic"]) > len(deterministic)
     assert not without_rule.stopped_because.startswith("no inspection left")
+
+
+@flow(task_runner=FanOutTaskRunner())
+def _localize_in_process(params: LocalizeParameters) -> LocalizationRun:
+    return drive_localization(params)
+
+
+def test_a_real_run_s_observations_replay_to_its_report(tmp_path, prefect_api_url, monkeypatch):
+    """The observations the driver fed the state machine, recorded again from its first state (also
+    after a trip through JSON), give the run's report: every decision was the machine's."""
+    monkeypatch.setenv("EQUISA_WORKSPACES", str(tmp_path / "workspaces"))
+    # Without the stopping rule the loop inspects too (in batches), after the screening's fix.
+    run = _localize_in_process(LocalizeParameters(path=str(INVOICING), llm=False, min_expected_shift=0.0))
+    kinds = [observation.kind for observation in run.observations]
+    assert {"traced", "screened", "inspected", "values-compared"} <= set(kinds)
+    assert any(i.strategy == "deterministic" and i.batch > 1 for i in run.report.inspections)
+    assert report_of(replay(run.initial, run.observations, record)) == run.report
+    adapter = TypeAdapter(list[LocalizationObservation])
+    saved = adapter.validate_json(adapter.dump_json(list(run.observations)))
+    initial = LocalizationState.model_validate_json(run.initial.model_dump_json())
+    assert report_of(replay(initial, saved, record)) == run.report
 
 
 def test_screening_shares_are_about_even_in_estimated_cost():

@@ -1,0 +1,264 @@
+"""The Localization loop's state machine (``equisa_core.localization.machine``), property-based.
+
+Runs are simulated the way the driver runs them: the machine's steps are answered with generated
+observations (what a sandbox might have seen), recorded in order. The properties: replaying the
+observations gives the same states and report; the state survives JSON; confidences stay a
+distribution; the budgets stop the loop; a verdict is final.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from equisa_core.common.loop import replay
+from equisa_core.common.models import Node
+from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
+from equisa_core.localization.fix_evidence import FixEvidence
+from equisa_core.localization.machine import (
+    FIX_CONFIRMATION,
+    SCREENING,
+    ConfirmFix,
+    Discover,
+    Evidence,
+    Inspect,
+    Inspected,
+    InspectionResult,
+    LocalizationObservation,
+    LocalizationSettings,
+    LocalizationState,
+    MarkFlaky,
+    RecordCalls,
+    Screened,
+    ScreenMutants,
+    Suite,
+    Traced,
+    ValuesCompared,
+    initial_state,
+    next_steps,
+    record,
+    report,
+    verdict,
+)
+from equisa_core.localization.prior import NodeSignals
+from equisa_core.localization.signals import Signals
+from equisa_core.localization.steps import TestCounts
+from equisa_core.localization.value_evidence import ValueFinding
+
+#: More steps than any simulated run takes (its budgets stop it well before).
+MAX_STEPS = 200
+
+#: Every reason a run may stop for (the reports' ``stopped_because``).
+REASONS = (
+    r"\S+ reached 0\.9", r"\d+ inspections in a row brought no new evidence",
+    r"LLM cost budget \(\$[\d.]+\) spent", r"time budget \([\d.]+s\) spent", "iteration budget spent",
+    "no inspections asked for", "every inspectable candidate was inspected",
+    r"no inspection left is expected to move a confidence by [\d.]+ or more \((fitted|seed) likelihoods\)",
+)
+
+unit = st.floats(0.0, 1.0, allow_nan=False)
+
+
+@st.composite
+def suites(draw: st.DrawFn, names: tuple[str, ...] | None = None) -> Suite:
+    """A traced suite of a few functions (one of them, sometimes, in a test file)."""
+    if names is None:
+        count = draw(st.integers(2, 6))
+        names = tuple(f"pkg.mod.f{i}" for i in range(count))
+    nodes = {n: Node(fqn=n, file="tests/test_mod.py" if n.endswith("9") else "pkg/mod.py",
+                     start_line=10 * i + 1, end_line=10 * i + 5) for i, n in enumerate(names)}
+    signals = {n: NodeSignals(ochiai=draw(unit), dstar=draw(unit), tarantula=draw(unit), on_stack=draw(unit),
+                              deepest=draw(unit), near_deepest=draw(unit), test_calls=draw(unit),
+                              near_test=draw(unit), failure_machinery=0.0)
+               for n in names}
+    return Suite(nodes=nodes, suspiciousness={n: draw(unit) for n in names}, signals=signals,
+                 tests=TestCounts(passed=draw(st.integers(0, 9)), failed=1, flaky=0, generated=0),
+                 problems=tuple(draw(st.lists(st.sampled_from(["a problem"]), max_size=1))))
+
+
+fix_evidence = st.sampled_from(list(FixEvidence))
+
+
+@st.composite
+def inspection_results(draw: st.DrawFn, strategy: str = "deterministic") -> InspectionResult:
+    evidence = draw(st.one_of(st.none(), fix_evidence))
+    found = evidence is FixEvidence.FIX_FOUND
+    return InspectionResult(
+        strategy=strategy, invariants=draw(st.integers(0, 3)), tests_run=("tests/test_mod.py::test_a",),
+        signals=Signals(is_covered=draw(st.booleans()), has_target_assertion=draw(st.booleans()),
+                        is_failure=draw(st.booleans())),
+        decision=draw(st.sampled_from([None, LLM_BUGGY, LLM_NOT_BUGGY])), decision_by="traceback",
+        reasoning="generated", cost_usd=draw(st.sampled_from([0.0, 0.0, 0.3])),
+        mutants_tried=draw(st.integers(0, 5)), fix_evidence=evidence,
+        fix="line 1: `>` -> `>=`" if found else None, fix_source="def f(): pass" if found else None,
+    )
+
+
+@st.composite
+def answer(draw: st.DrawFn, state: LocalizationState, step: object) -> LocalizationObservation:
+    """What running ``step`` might have seen."""
+    names = tuple(state.suite.nodes) if state.suite is not None else None
+    elapsed = state.elapsed_s + draw(st.floats(0.0, 50.0))
+    if isinstance(step, (Discover, MarkFlaky)):
+        return Traced(suite=draw(suites(names)))
+    if isinstance(step, ScreenMutants):
+        ran = draw(st.lists(st.sampled_from(step.functions), unique=True)) if step.functions else []
+        evidence = []
+        for fqn in ran:
+            kind = draw(st.sampled_from([e for e in FixEvidence if e is not FixEvidence.FIX_CONFIRMED]))
+            found = kind is FixEvidence.FIX_FOUND
+            evidence.append(Evidence(target=fqn, strategy=SCREENING, tests_run=(), reflection_by="mutants",
+                                     reasoning="screened", seconds=1.0, mutants_tried=3, fix_evidence=kind,
+                                     fix="a fix" if found else None, fix_source="src" if found else None))
+        return Screened(functions=frozenset(ran), evidence=tuple(evidence),
+                        problems=tuple(draw(st.lists(st.just("screening problem"), max_size=1))))
+    if isinstance(step, RecordCalls):
+        chosen = draw(st.lists(st.sampled_from(step.functions), unique=True)) if step.functions else []
+        findings = {f: ValueFinding(origin=draw(unit), passed_on=draw(unit)) for f in chosen}
+        return ValuesCompared(findings=findings)
+    if isinstance(step, ConfirmFix):
+        kind = draw(st.sampled_from([FixEvidence.FIX_CONFIRMED, FixEvidence.FIX_REGRESSES]))
+        seen = draw(inspection_results(FIX_CONFIRMATION)).model_copy(update={"fix_evidence": kind})
+        if draw(st.integers(0, 9)) == 0:
+            return Inspected(target=step.target, error="cannot be built")
+        return Inspected(target=step.target, seen=seen, seconds=1.0, elapsed_s=elapsed)
+    assert isinstance(step, Inspect)
+    ahead = {t: draw(inspection_results()) for t in step.batch if draw(st.booleans())}
+    if draw(st.integers(0, 9)) == 0:
+        return Inspected(target=step.target, error="cannot be built", ahead=ahead)
+    seen = ahead.get(step.target) or draw(inspection_results())
+    return Inspected(target=step.target, seen=seen, ahead=ahead, seconds=1.0, elapsed_s=elapsed,
+                     problems=tuple(draw(st.lists(st.just("model failed"), max_size=1))))
+
+
+settings_strategy = st.builds(
+    LocalizationSettings,
+    mode=st.sampled_from(["deterministic", "llm"]), likelihoods=st.sampled_from(["fitted", "seed"]),
+    min_expected_shift=st.sampled_from([0.0, 0.005, 0.05]), mutants=st.booleans(),
+    screen_top=st.integers(0, 4), screen_first=st.booleans(), max_iterations=st.integers(0, 8),
+    max_cost_usd=st.sampled_from([0.5, 2.0]), max_seconds=st.sampled_from([20.0, 1800.0]),
+    max_stalled_inspections=st.integers(1, 4), record_top=st.integers(1, 4),
+    inspection_batch=st.integers(1, 3),
+)
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> tuple[LocalizationState, list[LocalizationObservation], list[LocalizationState]]:
+    """A simulated run: its initial state, the observations fed to it, the state after each."""
+    start = initial_state(draw(settings_strategy))
+    state, observations, states = start, [], []
+    for _ in range(MAX_STEPS):
+        steps = next_steps(state)
+        if not steps:
+            break
+        for step in steps:
+            observation = draw(answer(state, step))
+            observations.append(observation)
+            state = record(state, observation)
+            states.append(state)
+    return start, observations, states
+
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(runs())
+def test_replayed_observations_give_the_same_states_and_report(run):
+    start, observations, states = run
+    again = [start]
+    for observation in observations:
+        again.append(record(again[-1], observation))
+    assert again[1:] == states
+    final = replay(start, observations, record)
+    assert final == (states[-1] if states else start)
+    if final.suite is not None:
+        assert report(final) == report(replay(start, observations, record))
+
+
+@PROPERTY
+@given(runs())
+def test_the_state_and_the_observations_round_trip_through_json(run):
+    start, observations, states = run
+    for state in [start, *states]:
+        assert LocalizationState.model_validate_json(state.model_dump_json()) == state
+    # The observations too: a run saved as JSON replays to the same state.
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(list[LocalizationObservation])
+    loaded = adapter.validate_json(adapter.dump_json(observations))
+    assert replay(start, loaded, record) == replay(start, observations, record)
+
+
+@PROPERTY
+@given(runs())
+def test_confidences_are_a_distribution_after_every_record(run):
+    _, _, states = run
+    for state in states:
+        if state.suite is not None:
+            assert math.isclose(sum(state.confidences.values()), 1.0, abs_tol=1e-9)
+            assert set(state.confidences) == set(state.suite.nodes)
+
+
+@PROPERTY
+@given(runs())
+def test_every_run_ends_with_a_verdict_within_its_budgets(run):
+    start, _, states = run
+    final = states[-1] if states else start
+    stopped = verdict(final)
+    assert stopped is not None and next_steps(final) == []
+    assert final.iterations <= start.settings.max_iterations
+    assert any(re.fullmatch(reason, stopped.reason) for reason in REASONS), stopped.reason
+    if stopped.reason == "iteration budget spent":
+        assert final.iterations == start.settings.max_iterations
+    assert stopped.converged == stopped.reason.endswith(" reached 0.9")
+    assert report(final).stopped_because == stopped.reason
+
+
+@PROPERTY
+@given(runs(), st.data())
+def test_a_verdict_is_final(run, data):
+    start, observations, states = run
+    given_at = next((i for i, s in enumerate(states) if verdict(s) is not None), None)
+    assert given_at is not None
+    first = verdict(states[given_at])
+    # Every later state (the rest of the run) gives the same verdict, and no more steps.
+    for state in states[given_at:]:
+        assert verdict(state) == first and next_steps(state) == []
+    # Whatever is recorded after it changes nothing.
+    final = states[-1]
+    later: list[LocalizationObservation] = [ValuesCompared(), Screened(functions=frozenset())]
+    if final.suite is not None:
+        later += [Traced(suite=final.suite), Inspected(target=next(iter(final.suite.nodes)), error="late")]
+    assert record(final, data.draw(st.sampled_from(later))) == final
+
+
+def test_the_iteration_budget_stops_a_loop_that_learns_nothing():
+    """Inspections that show nothing (uncovered) never converge: the budget ends the loop."""
+    suite = Suite(nodes={f"m.f{i}": Node(fqn=f"m.f{i}", file="m.py", start_line=i + 1, end_line=i + 1)
+                         for i in range(20)},
+                  suspiciousness={f"m.f{i}": 0.5 for i in range(20)},
+                  signals={f"m.f{i}": NodeSignals(ochiai=0.5, dstar=0.5, tarantula=0.5, on_stack=0.0,
+                                                  deepest=0.0, near_deepest=0.0, test_calls=0.0,
+                                                  near_test=0.0, failure_machinery=0.0) for i in range(20)},
+                  tests=TestCounts(passed=1, failed=1, flaky=0, generated=0))
+    state = initial_state(LocalizationSettings(max_iterations=4, max_stalled_inspections=10, mutants=False))
+    nothing = InspectionResult(strategy="deterministic", invariants=0, tests_run=(), decision=None,
+                               signals=Signals(is_covered=True, has_target_assertion=False, is_failure=False),
+                               decision_by="traceback", reasoning="passed", cost_usd=0.0)
+    inspected = []
+    while steps := next_steps(state):
+        step = steps[0]
+        if isinstance(step, Discover):
+            state = record(state, Traced(suite=suite))
+        elif isinstance(step, RecordCalls):
+            state = record(state, ValuesCompared())
+        else:
+            assert isinstance(step, Inspect)
+            inspected.append(step.target)
+            state = record(state, Inspected(target=step.target, seen=nothing))
+    assert verdict(state).reason == "iteration budget spent" and len(inspected) == state.iterations == 4
+    assert len(set(inspected)) == 4  # each inspected once: what it showed would only repeat

@@ -8,8 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: The packages mypy checks. The list grows to the whole of ``equisa_core``: localization is being
-#: rewritten on another branch and joins after the merge.
+#: The packages mypy checks: the whole of ``equisa_core``.
 STRICT_PACKAGES = (
     "equisa_core/errors.py",
     "equisa_core/common",
@@ -17,6 +16,7 @@ STRICT_PACKAGES = (
     "equisa_core/validation",
     "equisa_core/operations",
     "equisa_core/history",
+    "equisa_core/localization",
     "equisa_core/probe",
     "equisa_core/report",
     "equisa_core/testgen",

@@ -26,7 +26,7 @@ import json
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,6 +53,8 @@ FITTED_FILE = Path(__file__).with_name("calibrated_likelihoods.json")
 
 TableName = Literal["fitted", "seed"]
 Pair = tuple[float, float]
+#: A kind of result of one evidence channel: an ``Outcome`` or a ``FixEvidence``.
+Kind = TypeVar("Kind")
 #: The deterministic mode's table and the stopping rule's threshold, by default. The threshold
 #: is the largest of ``bench/likelihood_fit.py``'s stopping-rule replay that keeps the
 #: leave-one-project-out Top-1 of running every inspection (it runs 58% of them).
@@ -100,8 +102,7 @@ def table_named(name: TableName) -> LikelihoodTable:
     return fitted() if name == "fitted" else _seed()
 
 
-def expected_shift(confidence: float, pairs: Mapping[object, Pair],
-                   frequency: Mapping[object, Pair]) -> float:
+def expected_shift(confidence: float, pairs: Mapping[Kind, Pair], frequency: Mapping[Kind, Pair]) -> float:
     """How far, on average, one result of a channel moves a confidence of ``confidence``:
 
         sum over kinds e of  q(e) * |bayes(c, pairs[e]) - c|,

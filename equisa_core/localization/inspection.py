@@ -208,7 +208,8 @@ class _Rename(ast.NodeTransformer):
         if isinstance(node, ast.Tuple):
             node.elts = [self._builtins_in(e) for e in node.elts]
             return node
-        return self.visit(node)
+        visited: ast.expr = self.visit(node)  # NodeTransformer.visit is typed Any; an expr visits to an expr
+        return visited
 
     def visit_Call(self, node: ast.Call) -> ast.expr:
         callee = node.func

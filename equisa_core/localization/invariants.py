@@ -326,7 +326,7 @@ def _make(
     evidence: int,
     description: str,
     requires: tuple[str, ...] = (),
-    tiebreak: tuple[int, int] = (0, 0),
+    tiebreak: tuple[int, ...] = (0, 0),
 ) -> _Candidate:
     invariant = Invariant(
         kind=kind,

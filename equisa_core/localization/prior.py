@@ -220,9 +220,9 @@ def node_signals(trace: SuiteTrace,
     for fqn, (f, p) in spectrum.items():
         node = spans.get(fqn)
         is_changed = False
-        if changed_lines and node is not None and node.file in changed_lines \
-                and node.start_line is not None and node.end_line is not None:
-            is_changed = any(node.start_line <= line <= node.end_line for line in changed_lines[node.file])
+        lines = changed_lines.get(node.file) if changed_lines and node is not None and node.file else None
+        if lines and node is not None and node.start_line is not None and node.end_line is not None:
+            is_changed = any(node.start_line <= line <= node.end_line for line in lines)
         result[fqn] = NodeSignals(
             ochiai=ochiai(f, p, total_f, total_p),
             dstar=min(1.0, dstars[fqn] / top_dstar),

@@ -4,7 +4,8 @@ validation.
 Each EQUISA run of the benchmark (``bench/realbugs``) keeps its localization report: the prior's
 signals (``prior``) and every inspection record in order (``inspections``: target, strategy, the
 seed's ``outcome``, the mutants' ``fix_evidence``, ``value-comparison`` findings). This script
-replays that evidence, without running a test, as ``flows/localize.py`` counts it:
+replays that evidence, without running a test, as the Localization loop
+(``equisa_core/localization/machine.py``) counts it:
 
 * the initial confidences are ``bayes.initial_confidence(prior.prior_scores(signals, weights))``
   with the report's weights and its signals' value features set to 0 (they come in later, as

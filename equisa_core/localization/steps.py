@@ -143,16 +143,26 @@ def apply_observation(
     return outcome, updated, is_converged(updated)
 
 
+#: Decimals of a confidence that order the ranking (see ``rank``).
+RANK_DIGITS = 12
+
+
 def rank(
     confidences: Mapping[str, float],
     suspiciousness: Mapping[str, float],
     locations: Mapping[str, tuple[str | None, int | None, int | None]],
     prior: Mapping[str, float] | None = None,
 ) -> list[RankedNode]:
-    """Nodes best first: by confidence, then the prior's score, then suspiciousness, then name."""
+    """Nodes best first: by confidence, then the prior's score, then suspiciousness, then name.
+
+    Confidences are compared to ``RANK_DIGITS`` decimals: the same evidence counted in another order
+    (parallel screenings finish in any order) gives products that differ in the last bits, and that
+    noise must not order two nodes the evidence cannot tell apart."""
     prior = prior or {}
     order: Sequence[str] = sorted(
-        confidences, key=lambda f: (-confidences[f], -prior.get(f, 0.0), -suspiciousness.get(f, 0.0), f)
+        confidences,
+        key=lambda f: (-round(confidences[f], RANK_DIGITS), -prior.get(f, 0.0), -suspiciousness.get(f, 0.0),
+                       f),
     )
     return [
         RankedNode(

@@ -262,3 +262,18 @@ def test_the_iteration_budget_stops_a_loop_that_learns_nothing():
             state = record(state, Inspected(target=step.target, seen=nothing))
     assert verdict(state).reason == "iteration budget spent" and len(inspected) == state.iterations == 4
     assert len(set(inspected)) == 4  # each inspected once: what it showed would only repeat
+
+
+def test_the_ranking_does_not_depend_on_the_order_the_evidence_was_counted_in():
+    """Two nodes with the same evidence, multiplied in another order, differ in the last bits of
+    their confidence; the ranking treats them as tied and orders them by the prior, then by name."""
+    from equisa_core.localization.steps import rank
+
+    low = 0.1 * 0.7 * 0.3
+    high = 0.3 * 0.7 * 0.1
+    assert low < high  # the float noise this guards against
+    locations = {f: (None, None, None) for f in ("pkg.zeta", "pkg.alpha", "pkg.mid")}
+    ranking = rank({"pkg.zeta": high, "pkg.alpha": low, "pkg.mid": 0.5}, {}, locations)
+    assert [n.fqn for n in ranking] == ["pkg.mid", "pkg.alpha", "pkg.zeta"]
+    by_prior = rank({"pkg.zeta": low, "pkg.alpha": high}, {}, locations, prior={"pkg.zeta": 0.2})
+    assert [n.fqn for n in by_prior] == ["pkg.zeta", "pkg.alpha"]

@@ -169,81 +169,131 @@ def execute_mutants(
     if not request.mutants:
         raise InvalidSelectionError("a mutant run needs at least one mutant")
     started = time.monotonic()
-    results: dict[str, MutantResult] = {}
-    original: _Round | None = None
-    original_trace: SuiteTrace | None = None
-    partial_original = _Round()
-    crashed_tests: dict[str, str] = {}  # tests that killed the interpreter unmutated -> failure
-    flaky: set[str] = set()
-    selected: tuple[str, ...] | None = None
-    python_version = ""
-    current, resumes = request, 0
-    while True:
+    state = _MutantRun(request)
+    current: RunRequest | None = request
+    while current is not None:
         run = sandbox.run(current, on_record)
         if not run.probe_output:
-            if selected is None:
+            if state.selected is None:
                 raise _no_output_error(run, current)
-            _give_up(request, results, f"a resumed run wrote no probe output: {_last_line(run.log_tail)}")
+            state.give_up(f"a resumed run wrote no probe output: {_last_line(run.log_tail)}")
             break
-        lines = run.probe_output.splitlines()
-        trace, rounds = _parse(run, current), read_mutant_records(lines)
+        trace, rounds = _parse(run, current), read_mutant_records(run.probe_output.splitlines())
         first_round = rounds.get(ORIGINAL_ROUND)
-        if selected is None:
-            if first_round is None and not trace.crashed:
-                raise _nothing_ran_error(trace, run, request)
-            selected, python_version = trace.collected, trace.python_version
-        progress = False
+        state.start(trace, first_round, run)
+        original_progress = state.absorb_original(first_round, trace)
+        mutant_progress = state.absorb_mutants(rounds, trace)
+        current = state.next_request(trace, original_progress or mutant_progress)
+    return state.report(time.monotonic() - started)
+
+
+@dataclass
+class _MutantRun:
+    """What the processes of one mutant run have recorded so far, and what the next one must run."""
+
+    request: RunRequest
+    results: dict[str, MutantResult] = field(default_factory=dict)
+    original: _Round | None = None
+    original_trace: SuiteTrace | None = None
+    partial_original: _Round = field(default_factory=_Round)
+    crashed_tests: dict[str, str] = field(default_factory=dict)  # killed the interpreter unmutated -> failure
+    flaky: set[str] = field(default_factory=set)
+    selected: tuple[str, ...] | None = None
+    python_version: str = ""
+    resumes: int = 0
+
+    def start(self, trace: SuiteTrace, first_round: _Round | None, run: SandboxRun) -> None:
+        """Take the selected tests from the first process; raise when it ran nothing."""
+        if self.selected is not None:
+            return
+        if first_round is None and not trace.crashed:
+            raise _nothing_ran_error(trace, run, self.request)
+        self.selected, self.python_version = trace.collected, trace.python_version
+
+    def absorb_original(self, first_round: _Round | None, trace: SuiteTrace) -> bool:
+        """Record a process's original round (or the test it died in); whether that is new."""
         if first_round is not None and first_round.status is not None:
-            if original is None:
-                original, progress = first_round, True
-                if resumes == 0:  # a later process ran only the tests left: not the whole round
-                    original_trace = trace.model_copy(update={
-                        "crashed": False, "crashed_in": None, "crash_reason": None})
-            else:
-                flaky |= {t for t, o in first_round.outcomes.items() if original.outcomes.get(t, o) is not o}
-        elif trace.crashed_in is not None and trace.crashed_in not in crashed_tests:
-            crashed_tests[trace.crashed_in] = (
+            return self._finish_original(first_round, trace)
+        if trace.crashed_in is not None and trace.crashed_in not in self.crashed_tests:
+            self.crashed_tests[trace.crashed_in] = (
                 f"{CRASH_EXCEPTION}: the interpreter died while running this test ({trace.crash_reason})")
-            partial_original = first_round or partial_original
-            progress = True
+            self.partial_original = first_round or self.partial_original
+            return True
+        return False
+
+    def _finish_original(self, first_round: _Round, trace: SuiteTrace) -> bool:
+        """The first finished original round is kept; a later one only reveals flaky tests."""
+        if self.original is not None:
+            original = self.original
+            self.flaky |= {t for t, o in first_round.outcomes.items() if original.outcomes.get(t, o) is not o}
+            return False
+        self.original = first_round
+        if self.resumes == 0:  # a later process ran only the tests left: not the whole round
+            self.original_trace = trace.model_copy(update={
+                "crashed": False, "crashed_in": None, "crash_reason": None})
+        return True
+
+    def absorb_mutants(self, rounds: dict[str, _Round], trace: SuiteTrace) -> bool:
+        """Record the mutant rounds not seen before (unfinished ones as crashed); whether there were any."""
+        progress = False
         for mutant_id, mutant_round in rounds.items():
-            if mutant_id == ORIGINAL_ROUND or mutant_id in results:
+            if mutant_id == ORIGINAL_ROUND or mutant_id in self.results:
                 continue
             progress = True
             if mutant_round.status is None:
-                results[mutant_id] = _crashed(mutant_round, trace, mutant_id)
+                self.results[mutant_id] = _crashed(mutant_round, trace, mutant_id)
             else:
-                results[mutant_id] = _result(mutant_round)
-        pending = [m for m in request.mutants if m.id not in results]
+                self.results[mutant_id] = _result(mutant_round)
+        return progress
+
+    def next_request(self, trace: SuiteTrace, progress: bool) -> RunRequest | None:
+        """The request of the process that resumes the run; None (the rest given up) when it ends."""
+        pending = [m for m in self.request.mutants if m.id not in self.results]
         if not pending:
-            break
+            return None
+        why = self._stop_reason(trace, progress)
+        if why is not None:
+            self.give_up(why)
+            return None
+        self.resumes += 1
+        return self.request.model_copy(
+            update={"mutants": tuple(pending), "only": self._remaining(), "shard": None})
+
+    def _stop_reason(self, trace: SuiteTrace, progress: bool) -> str | None:
+        """Why no process may resume the run, or None when one may."""
         if not trace.crashed:
-            _give_up(request, results, "the probe ended without running it")
-            break
+            return "the probe ended without running it"
         if not progress:
-            _give_up(request, results, f"the interpreter died outside any test ({trace.crash_reason})")
-            break
-        remaining = tuple(t for t in selected if t not in crashed_tests)
-        if resumes >= MAX_RESUMES or not remaining:
-            why = f"{MAX_RESUMES} resumes after crashes were spent" if remaining else (
-                "every selected test kills the interpreter unmutated")
-            _give_up(request, results, why)
-            break
-        resumes += 1
-        current = request.model_copy(update={"mutants": tuple(pending), "only": remaining, "shard": None})
-    base = original or partial_original
-    crashed = dict.fromkeys(crashed_tests, TestOutcome.ERROR)
-    return MutantRunReport(
-        python_version=python_version,
-        tests=selected or (),
-        original={**base.outcomes, **crashed},
-        original_failures={**base.failures, **crashed_tests},
-        mutants={m.id: results[m.id] for m in request.mutants},
-        flaky=frozenset(flaky),
-        resumes=resumes,
-        duration_s=time.monotonic() - started,
-        original_trace=original_trace,
-    )
+            return f"the interpreter died outside any test ({trace.crash_reason})"
+        if not self._remaining():
+            return "every selected test kills the interpreter unmutated"
+        if self.resumes >= MAX_RESUMES:
+            return f"{MAX_RESUMES} resumes after crashes were spent"
+        return None
+
+    def _remaining(self) -> tuple[str, ...]:
+        """The selected tests that did not kill the interpreter unmutated."""
+        return tuple(t for t in self.selected or () if t not in self.crashed_tests)
+
+    def give_up(self, reason: str) -> None:
+        """Mark every mutant without a result ``not_run``, for ``reason``."""
+        _give_up(self.request, self.results, reason)
+
+    def report(self, duration_s: float) -> MutantRunReport:
+        """The run's report, its mutants in the request's order."""
+        base = self.original or self.partial_original
+        crashed = dict.fromkeys(self.crashed_tests, TestOutcome.ERROR)
+        return MutantRunReport(
+            python_version=self.python_version,
+            tests=self.selected or (),
+            original={**base.outcomes, **crashed},
+            original_failures={**base.failures, **self.crashed_tests},
+            mutants={m.id: self.results[m.id] for m in self.request.mutants},
+            flaky=frozenset(self.flaky),
+            resumes=self.resumes,
+            duration_s=duration_s,
+            original_trace=self.original_trace,
+        )
 
 
 def _result(mutant_round: _Round) -> MutantResult:

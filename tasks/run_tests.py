@@ -19,7 +19,7 @@ from prefect.client.schemas.objects import TaskRun
 from prefect.context import TaskRunContext
 from prefect.states import State
 
-from equisa_core.common.models import SuiteTrace
+from equisa_core.common.models import SuiteTrace, TestResult
 from equisa_core.common.probe_output import parse_probe_output
 from equisa_core.common.sandbox_policy import IsolationLevel, SandboxIsolation
 from equisa_core.common.trace_merge import combine, crash_result
@@ -118,16 +118,34 @@ def execute_request(
     first_run = sandbox.run(request, on_record)
     if not first_run.probe_output:
         raise _no_output_error(first_run, request)
-    parts = [_parse(first_run, request)]
-    crashed = []
-    current, last_run = parts[0], first_run
+    first = _parse(first_run, request)
+    parts, crashed = _resume_after_crashes(sandbox, request, on_record, first, first_run)
+    trace = combine(parts, first.collected, extra=crashed)
+    if not trace.tests and not trace.crashed and not trace.collect_errors and request.shard is not None:
+        return trace  # a shard of a suite smaller than the shard count: the flow judges the whole
+    if not trace.tests and not trace.crashed:
+        raise _nothing_ran_error(trace, first_run, request)
+    return trace
+
+
+def _resume_after_crashes(
+    sandbox: Sandbox, request: RunRequest, on_record: RecordCallback | None,
+    first: SuiteTrace, first_run: SandboxRun,
+) -> tuple[list[SuiteTrace], list[TestResult]]:
+    """The traces of the first run and of each resumed one, and the tests that killed the interpreter.
+
+    Each crashed part is stored with its crash cleared: the crash becomes one ``crash_result``.
+    """
+    parts = [first]
+    crashed: list[TestResult] = []
+    current, last_run = first, first_run
     for _ in range(MAX_RESUMES):
         # A timeout spent the run's budget; a death outside any test leaves nothing to resume.
         if not current.crashed or current.crashed_in is None or last_run.timed_out:
             break
         crashed.append(crash_result(current.crashed_in, current.crash_reason or "crashed"))
         done = {t.test_id for part in parts for t in part.tests} | {c.test_id for c in crashed}
-        remaining = tuple(t for t in parts[0].collected if t not in done)
+        remaining = tuple(t for t in first.collected if t not in done)
         parts[-1] = current.model_copy(update={"crashed": False, "crashed_in": None, "crash_reason": None})
         if not remaining:
             break
@@ -136,23 +154,23 @@ def execute_request(
             break
         current = _parse(last_run, request)
         parts.append(current)
-    trace = combine(parts, parts[0].collected, extra=crashed)
-    if not trace.tests and not trace.crashed and not trace.collect_errors and request.shard is not None:
-        return trace  # a shard of a suite smaller than the shard count: the flow judges the whole
-    if not trace.tests and not trace.crashed:
-        if trace.collect_errors:
-            first = trace.collect_errors[0]
-            more = len(trace.collect_errors) - 1
-            raise CollectionError(
-                f"the test suite does not import: {first.location}: {_last_line(first.message)}"
-                + (f" (and {more} more)" if more else "")
-            )
-        if first_run.exit_code == _PYTEST_USAGE_ERROR:
-            raise InvalidSelectionError(f"pytest rejected the selection: {_last_line(first_run.log_tail)}")
-        raise NoTestsCollectedError(
-            "no tests collected" + (f" for {' '.join(request.tests)}" if request.tests else "")
+    return parts, crashed
+
+
+def _nothing_ran_error(trace: SuiteTrace, first_run: SandboxRun, request: RunRequest) -> Exception:
+    """The error for a run in which no test ran and nothing crashed."""
+    if trace.collect_errors:
+        first = trace.collect_errors[0]
+        more = len(trace.collect_errors) - 1
+        return CollectionError(
+            f"the test suite does not import: {first.location}: {_last_line(first.message)}"
+            + (f" (and {more} more)" if more else "")
         )
-    return trace
+    if first_run.exit_code == _PYTEST_USAGE_ERROR:
+        return InvalidSelectionError(f"pytest rejected the selection: {_last_line(first_run.log_tail)}")
+    return NoTestsCollectedError(
+        "no tests collected" + (f" for {' '.join(request.tests)}" if request.tests else "")
+    )
 
 
 def _parse(run: SandboxRun, request: RunRequest) -> SuiteTrace:

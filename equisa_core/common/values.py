@@ -376,45 +376,81 @@ class _Validator:
 
     def argument(self, node: ast.expr, parameter: _Parameter, nesting: int, depth: int) -> None:
         self.nodes += 1
-        kind = parameter.kind
-        value = node.value if isinstance(node, ast.Constant) else None
-        if kind == "int":
-            ok = self.literal(node) and _literal_value(node).__class__ is int
-        elif kind == "str":
-            ok = type(value) is str
-        elif kind == "decimal":
-            number = self.literal(node) and _literal_value(node).__class__ is int
-            ok = number or (type(value) is str and "nan" not in value.lower())
-        elif kind == "float_special":
-            ok = type(value) is str and value in _FLOAT_SPECIALS
-        elif kind == "tz":
-            ok = value is None and isinstance(node, ast.Constant) or _dotted(node) in _CONSTANTS
-            if not ok and isinstance(node, ast.Call) and _dotted(node.func) == "datetime.timezone":
-                self.call(node, nesting, depth)
-                ok = True
-        elif kind == "timedelta":
-            ok = isinstance(node, ast.Call) and _dotted(node.func) == "datetime.timedelta"
-            if ok and isinstance(node, ast.Call):
-                self.call(node, nesting, depth)
-        elif kind == "set":
-            ok = isinstance(node, ast.Set)
-            if ok:
-                self.build(node, nesting, depth)
-        elif kind == "type":
-            ok = isinstance(value, str) and _TYPE_NAME.match(value) is not None and all(
-                map(_plain_name, value.replace(":", ".").split("."))
-            )
-        elif kind == "attributes":
-            ok = isinstance(node, ast.Dict) and all(
-                isinstance(key, ast.Constant) and type(key.value) is str for key in node.keys
-            )
-            if ok and isinstance(node, ast.Dict):
-                for child in node.values:
-                    self.build(child, nesting, depth + 1)
-        else:  # pragma: no cover - the table above names every kind
-            raise AssertionError(kind)
-        if not ok:
-            raise self.fail(node, f"{parameter.name} must be {_KIND_WORDS[kind]}")
+        check = _ARGUMENT_CHECKS.get(parameter.kind)
+        if check is None:  # pragma: no cover - the table names every kind
+            raise AssertionError(parameter.kind)
+        if not check(self, node, nesting, depth):
+            raise self.fail(node, f"{parameter.name} must be {_KIND_WORDS[parameter.kind]}")
+
+    # One check per parameter kind: is ``node`` a valid argument of that kind? Those whose
+    # argument nests other values validate them too.
+
+    def int_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
+        return self.literal(node) and _literal_value(node).__class__ is int
+
+    def str_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
+        return type(_constant(node)) is str
+
+    def decimal_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
+        value = _constant(node)
+        return self.int_argument(node, nesting, depth) or (type(value) is str and "nan" not in value.lower())
+
+    def float_special_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
+        value = _constant(node)
+        return type(value) is str and value in _FLOAT_SPECIALS
+
+    def tz_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
+        if _constant(node) is None and isinstance(node, ast.Constant) or _dotted(node) in _CONSTANTS:
+            return True
+        if isinstance(node, ast.Call) and _dotted(node.func) == "datetime.timezone":
+            self.call(node, nesting, depth)
+            return True
+        return False
+
+    def timedelta_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
+        if isinstance(node, ast.Call) and _dotted(node.func) == "datetime.timedelta":
+            self.call(node, nesting, depth)
+            return True
+        return False
+
+    def set_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
+        if isinstance(node, ast.Set):
+            self.build(node, nesting, depth)
+            return True
+        return False
+
+    def type_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
+        value = _constant(node)
+        return isinstance(value, str) and _TYPE_NAME.match(value) is not None and all(
+            map(_plain_name, value.replace(":", ".").split("."))
+        )
+
+    def attributes_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
+        if not (isinstance(node, ast.Dict) and all(
+            isinstance(key, ast.Constant) and type(key.value) is str for key in node.keys
+        )):
+            return False
+        for child in node.values:
+            self.build(child, nesting, depth + 1)
+        return True
+
+
+_ARGUMENT_CHECKS: dict[str, Callable[[_Validator, ast.expr, int, int], bool]] = {
+    "int": _Validator.int_argument,
+    "str": _Validator.str_argument,
+    "decimal": _Validator.decimal_argument,
+    "float_special": _Validator.float_special_argument,
+    "tz": _Validator.tz_argument,
+    "timedelta": _Validator.timedelta_argument,
+    "set": _Validator.set_argument,
+    "type": _Validator.type_argument,
+    "attributes": _Validator.attributes_argument,
+}
+
+
+def _constant(node: ast.expr) -> Any:
+    """The value of a constant node; None for any other node."""
+    return node.value if isinstance(node, ast.Constant) else None
 
 
 def _literal_value(node: ast.expr) -> Any:
@@ -489,34 +525,62 @@ def decode_value(build: str | ast.expr) -> Any:
 def _decode(node: ast.expr) -> Any:
     if _Validator.literal(node):
         return ast.literal_eval(node)
-    if isinstance(node, ast.List):
-        return [_decode(e) for e in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_decode(e) for e in node.elts)
-    if isinstance(node, ast.Set):
-        return {_decode(e) for e in node.elts}
-    if isinstance(node, ast.Dict):
-        return {_decode(k): _decode(v) for k, v in zip(_keys(node), node.values, strict=True)}
-    if isinstance(node, ast.Attribute):
-        dotted = _dotted(node) or ""
-        if dotted in _CONSTANTS:
-            return _CONSTANTS[dotted]
-        owner, _, member = dotted.rpartition(".")
-        return EnumMember(owner, member)
-    if isinstance(node, ast.Call):
-        found = object_build(node)
-        if found is not None:
-            attributes = {name: _decode(child) for name, child in found.attributes.items()}
-            attributes.update((name, _decode(child)) for name, child in found.slots.items())
-            return ObjectValue(found.type_name, attributes)
-        name = _dotted(node.func) or ""
-        make = _CALLS[name].make
-        if name == "float":
-            return _FLOAT_SPECIALS[_literal_value(node.args[0])]
-        args = [_decode(a) for a in node.args]
-        keywords = {k.arg: _decode(k.value) for k in node.keywords if k.arg is not None}
-        return make(*args, **keywords)
-    raise ProbeProtocolError(f"build not decodable: {type(node).__name__}")  # pragma: no cover
+    decode = _DECODERS.get(type(node))
+    if decode is None:  # pragma: no cover
+        raise ProbeProtocolError(f"build not decodable: {type(node).__name__}")
+    return decode(node)
+
+
+def _decode_list(node: ast.List) -> list[Any]:
+    return [_decode(e) for e in node.elts]
+
+
+def _decode_tuple(node: ast.Tuple) -> tuple[Any, ...]:
+    return tuple(_decode(e) for e in node.elts)
+
+
+def _decode_set(node: ast.Set) -> set[Any]:
+    return {_decode(e) for e in node.elts}
+
+
+def _decode_dict(node: ast.Dict) -> dict[Any, Any]:
+    return {_decode(k): _decode(v) for k, v in zip(_keys(node), node.values, strict=True)}
+
+
+def _decode_attribute(node: ast.Attribute) -> Any:
+    """A stdlib constant (``datetime.timezone.utc``) or an enum member."""
+    dotted = _dotted(node) or ""
+    if dotted in _CONSTANTS:
+        return _CONSTANTS[dotted]
+    owner, _, member = dotted.rpartition(".")
+    return EnumMember(owner, member)
+
+
+def _decode_call(node: ast.Call) -> Any:
+    """An object marker's ``ObjectValue``, a float special, or what a whitelisted constructor makes."""
+    found = object_build(node)
+    if found is not None:
+        attributes = {name: _decode(child) for name, child in found.attributes.items()}
+        attributes.update((name, _decode(child)) for name, child in found.slots.items())
+        return ObjectValue(found.type_name, attributes)
+    name = _dotted(node.func) or ""
+    make = _CALLS[name].make
+    if name == "float":
+        return _FLOAT_SPECIALS[_literal_value(node.args[0])]
+    args = [_decode(a) for a in node.args]
+    keywords = {k.arg: _decode(k.value) for k in node.keywords if k.arg is not None}
+    return make(*args, **keywords)
+
+
+#: How each kind of (non-literal) build node decodes.
+_DECODERS: dict[type[ast.expr], Callable[[Any], Any]] = {
+    ast.List: _decode_list,
+    ast.Tuple: _decode_tuple,
+    ast.Set: _decode_set,
+    ast.Dict: _decode_dict,
+    ast.Attribute: _decode_attribute,
+    ast.Call: _decode_call,
+}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -78,73 +78,117 @@ def rows_for_run(record: RunRecord) -> RunRows:
     localization = report.get("localization") if record.kind == "repair" else (
         report if record.kind == "localize" else None)
     trace = record.trace if record.trace is not None else (report if record.kind == "trace" else None)
-    tables: dict[str, list[tuple[Any, ...]]] = {name: [] for name in (
-        "runs", "test_results", "nodes", "node_scores", "inspections", "patches", "validations",
-        "llm_calls", "testgen_attempts")}
     generated: set[str] = set()
     if localization and localization.get("discovery"):
         generated = set(localization["discovery"].get("tests", ()))
-    flaky = set((trace or {}).get("flaky", ()))
-    tests: list[tuple[str, bool]] = []
-    for test in (trace or {}).get("tests", ()):
-        tests.append((test["test_id"], test["test_id"] in generated))
-        tables["test_results"].append((rid, test["test_id"], test["outcome"], test.get("duration"),
-                                       test.get("exception_type"), test["test_id"] in flaky))
-    passed, failed = _test_counts(record, trace, localization)
-    tables["runs"].append((
-        rid, repo_id(record.repository), record.kind, _status(record, localization), _mode(record),
-        _target(record, localization), (localization or {}).get("converged"),
-        (localization or {}).get("stopped_because"), _utc(record.started_at), _utc(record.finished_at),
-        _cost(record), passed, failed,
-        record.flow_run_id, record.parent_flow_run_id, record.artifacts,
-        [*report.get("problems", ()), *record.problems],
-    ))
-    scores = {n["fqn"]: n for n in (trace or {}).get("nodes", ())}
+    tests = [(t["test_id"], t["test_id"] in generated) for t in (trace or {}).get("tests", ())]
+    tables: dict[str, list[tuple[Any, ...]]] = {
+        "runs": [_run_row(record, trace, localization)],
+        "test_results": _test_result_rows(rid, trace),
+        "nodes": _node_rows(rid, trace, localization),
+        "node_scores": [], "inspections": [], "patches": [], "validations": [],
+        "llm_calls": _llm_call_rows(record),
+        "testgen_attempts": [],
+    }
     if localization:
-        ranking = [RankedNode.model_validate(n) for n in localization.get("ranking", ())]
-        for rank, node in enumerate(ranking, 1):
-            scored = scores.get(node.fqn, {})
-            tables["nodes"].append((rid, node.fqn, node.file, node.start_line, node.end_line, rank,
-                                    node.suspiciousness, scored.get("ochiai"), scored.get("dstar"),
-                                    node.confidence))
-        inspections = [InspectionRecord.model_validate(i) for i in localization.get("inspections", ())]
-        for iteration, confidences in enumerate(confidence_history(ranking, inspections)):
-            tables["node_scores"].extend((rid, iteration, f, c) for f, c in confidences.items())
-        for i in inspections:
-            tables["inspections"].append((
-                rid, i.iteration, i.target, i.strategy, _value(i.outcome), i.reflection, i.reflection_by,
-                i.prior, i.posterior, _value(i.fix_evidence), i.fix, i.mutants_tried, len(i.tests_run),
-                i.reasoning))
-        for attempt in ((localization.get("discovery") or {}).get("rounds") or ()):
-            tables["testgen_attempts"].append((
-                rid, attempt["round"], ["|".join(g) for g in attempt.get("groups", ())],
-                attempt.get("proposed"), attempt.get("kept"), list(attempt.get("dropped", ()))))
-    else:
-        for rank, node in enumerate((trace or {}).get("nodes", ()), 1):
-            tables["nodes"].append((rid, node["fqn"], node.get("file"), node.get("start_line"),
-                                    node.get("end_line"), rank, node.get("tarantula"), node.get("ochiai"),
-                                    node.get("dstar"), None))
-    if record.kind == "testgen":  # one row per attempt: the target, tests written, tests passing, dropped
-        for attempt in report.get("attempts", ()):
-            tables["testgen_attempts"].append((
-                rid, attempt["attempt"], [str(report.get("target"))], len(attempt.get("tests", ())),
-                attempt.get("tests_passed"), list((attempt.get("pipeline") or {}).get("dropped", ()))))
+        tables["node_scores"], tables["inspections"] = _inspection_rows(rid, localization)
+        tables["testgen_attempts"] = _discovery_round_rows(rid, localization)
+    if record.kind == "testgen":
+        tables["testgen_attempts"].extend(_testgen_attempt_rows(rid, report))
     if record.kind == "repair":
-        accepted = report.get("candidate") if report.get("status") == "fixed" else None
-        for evaluation in report.get("evaluations", ()):
-            chosen = evaluation["candidate"] == report.get("candidate")
-            tables["patches"].append((
-                rid, evaluation["candidate"], evaluation["status"], evaluation.get("detail", ""),
-                evaluation["candidate"] == accepted, report.get("target") if chosen else None,
-                report.get("diff") if chosen else None))
-            tables["validations"].extend((rid, evaluation["candidate"], check, result)
-                                         for check, result in evaluation.get("checks", {}).items())
-    for call in record.llm_calls:
-        tables["llm_calls"].append((rid, _utc(call.at), call.purpose, call.model, call.input_tokens,
-                                    call.output_tokens, call.cost_usd, call.latency_s, call.error))
+        tables["patches"], tables["validations"] = _patch_rows(rid, report)
     name = PurePath(record.repository).name or record.repository
     return RunRows(repository=(repo_id(record.repository), record.repository, name), tests=tuple(tests),
                    tables=tables)
+
+
+def _run_row(record: RunRecord, trace: dict[str, Any] | None,
+             localization: dict[str, Any] | None) -> tuple[Any, ...]:
+    """The run's one row in ``runs``."""
+    passed, failed = _test_counts(record, trace, localization)
+    return (
+        record.run_id, repo_id(record.repository), record.kind, _status(record, localization),
+        _mode(record), _target(record, localization), (localization or {}).get("converged"),
+        (localization or {}).get("stopped_because"), _utc(record.started_at), _utc(record.finished_at),
+        _cost(record), passed, failed,
+        record.flow_run_id, record.parent_flow_run_id, record.artifacts,
+        [*record.report.get("problems", ()), *record.problems],
+    )
+
+
+def _test_result_rows(rid: str, trace: dict[str, Any] | None) -> list[tuple[Any, ...]]:
+    """One ``test_results`` row per test of the trace."""
+    flaky = set((trace or {}).get("flaky", ()))
+    return [(rid, test["test_id"], test["outcome"], test.get("duration"), test.get("exception_type"),
+             test["test_id"] in flaky) for test in (trace or {}).get("tests", ())]
+
+
+def _node_rows(rid: str, trace: dict[str, Any] | None,
+               localization: dict[str, Any] | None) -> list[tuple[Any, ...]]:
+    """One ``nodes`` row per ranked node: the localization's ranking if any, else the trace's."""
+    if not localization:
+        return [(rid, node["fqn"], node.get("file"), node.get("start_line"), node.get("end_line"), rank,
+                 node.get("tarantula"), node.get("ochiai"), node.get("dstar"), None)
+                for rank, node in enumerate((trace or {}).get("nodes", ()), 1)]
+    scores = {n["fqn"]: n for n in (trace or {}).get("nodes", ())}
+    rows: list[tuple[Any, ...]] = []
+    for rank, ranked in enumerate(localization.get("ranking", ()), 1):
+        node = RankedNode.model_validate(ranked)
+        scored = scores.get(node.fqn, {})
+        rows.append((rid, node.fqn, node.file, node.start_line, node.end_line, rank,
+                     node.suspiciousness, scored.get("ochiai"), scored.get("dstar"), node.confidence))
+    return rows
+
+
+def _inspection_rows(rid: str, localization: dict[str, Any]
+                     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The ``node_scores`` rows (confidences after each inspection) and the ``inspections`` rows."""
+    ranking = [RankedNode.model_validate(n) for n in localization.get("ranking", ())]
+    inspections = [InspectionRecord.model_validate(i) for i in localization.get("inspections", ())]
+    node_scores = [(rid, iteration, f, c)
+                   for iteration, confidences in enumerate(confidence_history(ranking, inspections))
+                   for f, c in confidences.items()]
+    rows = [(rid, i.iteration, i.target, i.strategy, _value(i.outcome), i.reflection, i.reflection_by,
+             i.prior, i.posterior, _value(i.fix_evidence), i.fix, i.mutants_tried, len(i.tests_run),
+             i.reasoning) for i in inspections]
+    return node_scores, rows
+
+
+def _discovery_round_rows(rid: str, localization: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """One ``testgen_attempts`` row per round of the localization's test discovery."""
+    return [(rid, attempt["round"], ["|".join(g) for g in attempt.get("groups", ())],
+             attempt.get("proposed"), attempt.get("kept"), list(attempt.get("dropped", ())))
+            for attempt in ((localization.get("discovery") or {}).get("rounds") or ())]
+
+
+def _testgen_attempt_rows(rid: str, report: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """One ``testgen_attempts`` row per attempt: the target, tests written, tests passing, dropped."""
+    return [(rid, attempt["attempt"], [str(report.get("target"))], len(attempt.get("tests", ())),
+             attempt.get("tests_passed"), list((attempt.get("pipeline") or {}).get("dropped", ())))
+            for attempt in report.get("attempts", ())]
+
+
+def _patch_rows(rid: str, report: dict[str, Any]
+                ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The ``patches`` rows (one per evaluated candidate) and the ``validations`` rows (one per check)."""
+    accepted = report.get("candidate") if report.get("status") == "fixed" else None
+    patches: list[tuple[Any, ...]] = []
+    validations: list[tuple[Any, ...]] = []
+    for evaluation in report.get("evaluations", ()):
+        chosen = evaluation["candidate"] == report.get("candidate")
+        patches.append((
+            rid, evaluation["candidate"], evaluation["status"], evaluation.get("detail", ""),
+            evaluation["candidate"] == accepted, report.get("target") if chosen else None,
+            report.get("diff") if chosen else None))
+        validations.extend((rid, evaluation["candidate"], check, result)
+                           for check, result in evaluation.get("checks", {}).items())
+    return patches, validations
+
+
+def _llm_call_rows(record: RunRecord) -> list[tuple[Any, ...]]:
+    """One ``llm_calls`` row per model call of the run."""
+    return [(record.run_id, _utc(call.at), call.purpose, call.model, call.input_tokens, call.output_tokens,
+             call.cost_usd, call.latency_s, call.error) for call in record.llm_calls]
 
 
 def _utc(moment: datetime | None) -> datetime | None:

@@ -864,35 +864,64 @@ def _build_part(value: object, depth: int, budget: list[int]) -> str:
     kind = type(value)
     if value is None or kind is bool:
         return repr(value)
-    if type(value) is int:
-        if value.bit_length() > 4 * MAX_BUILD_CHARS:
-            raise _NoBuild()
-        return _spend(budget, repr(value))
-    if type(value) is float:
-        if value != value:
-            return "float('nan')"
-        if value in (_INF, -_INF):
-            return "float('inf')" if value > 0 else "float('-inf')"
-        return _spend(budget, repr(value))
-    if type(value) is complex:
-        if value != value or abs(value) == _INF:
-            raise _NoBuild()
-        return _spend(budget, repr(value))
-    if type(value) is str or type(value) is bytes:
-        if len(value) > budget[1]:
-            raise _NoBuild()
-        return _spend(budget, repr(value))
+    scalar = _SCALAR_BUILDS.get(kind)
+    if scalar is not None:
+        return scalar(value, budget)
     if kind in (list, tuple, set, frozenset, dict):
         return _build_container(value, kind, depth, budget)
+    named = _build_named(value, kind)
+    if named is not None:
+        return _spend(budget, named)
+    return _build_object(value, kind, depth, budget)
+
+
+def _build_int(value: int, budget: list[int]) -> str:
+    if value.bit_length() > 4 * MAX_BUILD_CHARS:
+        raise _NoBuild()
+    return _spend(budget, repr(value))
+
+
+def _build_float(value: float, budget: list[int]) -> str:
+    if value != value:
+        return "float('nan')"
+    if value in (_INF, -_INF):
+        return "float('inf')" if value > 0 else "float('-inf')"
+    return _spend(budget, repr(value))
+
+
+def _build_complex(value: complex, budget: list[int]) -> str:
+    if value != value or abs(value) == _INF:
+        raise _NoBuild()
+    return _spend(budget, repr(value))
+
+
+def _build_text(value: str | bytes, budget: list[int]) -> str:
+    if len(value) > budget[1]:
+        raise _NoBuild()
+    return _spend(budget, repr(value))
+
+
+#: The builds of scalars, by exact type (None and bool are their repr, at no cost).
+_SCALAR_BUILDS: dict[type, Callable[[Any, list[int]], str]] = {
+    int: _build_int,
+    float: _build_float,
+    complex: _build_complex,
+    str: _build_text,
+    bytes: _build_text,
+}
+
+
+def _build_named(value: object, kind: type) -> str | None:
+    """The build of a stdlib value or an enum member (a constructor call or a dotted name), else None."""
     stdlib = _STDLIB_BUILDS.get(kind.__name__)
     if stdlib is not None:
         module = sys.modules.get(stdlib[0])
         if module is not None and vars(module).get(kind.__name__) is kind:
-            return _spend(budget, stdlib[1](value, module))
+            return stdlib[1](value, module)
     enum = sys.modules.get("enum")
     if enum is not None and issubclass(kind, enum.Enum):  # isinstance could ask value.__class__
-        return _spend(budget, _build_enum(value, kind))
-    return _build_object(value, kind, depth, budget)
+        return _build_enum(value, kind)
+    return None
 
 
 _INF = float("inf")
@@ -1736,70 +1765,15 @@ class _MutantSwapper:
         names work), inside a function declaring the original's other free variables; free
         variables the mutant no longer uses are referenced in dead code so the closure still fits.
         """
-        import ast
-
         original = func.__code__
-        name = original.co_name
-        try:
-            tree = ast.parse(source)
-        except SyntaxError as error:
-            reason = "the mutant does not compile: %s (line %s)" % (error.msg, error.lineno)
-            raise MutantUnswappable(reason) from None
-        except ValueError as error:
-            raise MutantUnswappable("the mutant does not compile: %s" % error) from None
-        node = tree.body[0] if len(tree.body) == 1 else None
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            raise MutantUnswappable("the mutant's source must be one function definition")
-        if node.name != name:
-            raise MutantUnswappable("the mutant defines %s, not %s" % (node.name, name))
+        node = _mutant_definition(source, original.co_name)
         # Decorators stay: they make co_firstlineno the first decorator's line, as the original's
         # is, and the definition is never executed, so they are never applied.
         first = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list])
         _shift_lines(node, original.co_firstlineno - first)
-        freevars = original.co_freevars
-        if freevars:
-            last = node.body[-1]
-            pad = ast.If(test=ast.Constant(0), orelse=[], body=[ast.Expr(ast.Tuple(
-                [ast.Name(variable, ast.Load()) for variable in freevars], ast.Load()))])
-            node.body.append(ast.fix_missing_locations(ast.copy_location(pad, last)))
-        class_name = None
-        if klass is not None:
-            class_name = klass.__name__
-        elif "__class__" in freevars:
-            cell = (func.__closure__ or ())[freevars.index("__class__")]
-            class_name = getattr(cell.cell_contents, "__name__", "__equisa_class__")
-        outer = [variable for variable in freevars if variable != "__class__"]
-        lines: list[str] = []
-        indent = ""
-        if outer:
-            lines += ["def __equisa_scope__():", "    %s = None" % " = ".join(outer)]
-            indent = "    "
-        if class_name:
-            lines.append(indent + "class %s:" % class_name)
-            indent += "    "
-        lines.append(indent + "pass")
-        module = ast.parse("\n".join(lines) + "\n")
-        block, path = module.body, []
-        if outer:
-            block = _block(block[0])
-            path.append("__equisa_scope__")
-        if class_name:
-            block = _block(block[-1])
-            path.append(class_name)
-        block[-1] = node
-        try:
-            code = compile(module, original.co_filename, "exec", _future_flags(original), True)
-        except (SyntaxError, ValueError) as error:
-            raise MutantUnswappable("the mutant does not compile: %s" % error) from None
-        for wanted in path + [name]:
-            code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == wanted)
-        if code.co_freevars != freevars:
-            raise MutantUnswappable(
-                "the mutant's free variables (%s) differ from the original's (%s): a function's closure "
-                "cannot change (zero-argument super() or __class__ needs a method that has them)"
-                % (", ".join(code.co_freevars) or "none", ", ".join(freevars) or "none"))
-        if hasattr(code, "co_qualname"):
-            code = code.replace(co_qualname=original.co_qualname)
+        _reference_free_variables(node, original.co_freevars)
+        module, path = _enclosed_definition(node, original.co_freevars, _class_name(func, klass))
+        code = _compiled_mutant(module, path, original)
         defaults, kwdefaults = self._defaults(node, func, klass, original.co_filename)
         return _MutantSwap(func, code, defaults, kwdefaults, caches)
 
@@ -1832,6 +1806,108 @@ class _MutantSwapper:
                 kept = arg.arg in old_kw and _same_value(old_kw[arg.arg], computed)
                 kwdefaults[arg.arg] = old_kw[arg.arg] if kept else computed
         return tuple(new) or None, kwdefaults or None
+
+
+def _mutant_definition(source: str, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """The one function definition, named ``name``, that ``source`` must be."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        reason = "the mutant does not compile: %s (line %s)" % (error.msg, error.lineno)
+        raise MutantUnswappable(reason) from None
+    except ValueError as error:
+        raise MutantUnswappable("the mutant does not compile: %s" % error) from None
+    node = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise MutantUnswappable("the mutant's source must be one function definition")
+    if node.name != name:
+        raise MutantUnswappable("the mutant defines %s, not %s" % (node.name, name))
+    return node
+
+
+def _reference_free_variables(node: ast.FunctionDef | ast.AsyncFunctionDef,
+                              freevars: tuple[str, ...]) -> None:
+    """Append ``if 0: (v1, v2, ...)`` to the body so every free variable stays one, used or not."""
+    import ast
+
+    if not freevars:
+        return
+    last = node.body[-1]
+    pad = ast.If(test=ast.Constant(0), orelse=[], body=[ast.Expr(ast.Tuple(
+        [ast.Name(variable, ast.Load()) for variable in freevars], ast.Load()))])
+    node.body.append(ast.fix_missing_locations(ast.copy_location(pad, last)))
+
+
+def _class_name(func: types.FunctionType, klass: type | None) -> str | None:
+    """The name of the class the mutant is compiled in: the method's class, or the one the
+    original's ``__class__`` cell holds; None for a plain function."""
+    if klass is not None:
+        return klass.__name__
+    freevars = func.__code__.co_freevars
+    if "__class__" in freevars:
+        cell = (func.__closure__ or ())[freevars.index("__class__")]
+        return getattr(cell.cell_contents, "__name__", "__equisa_class__")
+    return None
+
+
+def _enclosed_definition(node: ast.FunctionDef | ast.AsyncFunctionDef, freevars: tuple[str, ...],
+                         class_name: str | None) -> tuple[ast.Module, list[str]]:
+    """A module holding ``node`` inside a function that declares the other free variables and a class
+    named ``class_name`` (each when needed), and the names of those enclosing definitions."""
+    import ast
+
+    outer = [variable for variable in freevars if variable != "__class__"]
+    lines: list[str] = []
+    indent = ""
+    if outer:
+        lines += ["def __equisa_scope__():", "    %s = None" % " = ".join(outer)]
+        indent = "    "
+    if class_name:
+        lines.append(indent + "class %s:" % class_name)
+        indent += "    "
+    lines.append(indent + "pass")
+    module = ast.parse("\n".join(lines) + "\n")
+    block, path = module.body, []
+    if outer:
+        block = _block(block[0])
+        path.append("__equisa_scope__")
+    if class_name:
+        block = _block(block[-1])
+        path.append(class_name)
+    block[-1] = node
+    return module, path
+
+
+def _compiled_mutant(module: ast.Module, path: list[str], original: types.CodeType) -> types.CodeType:
+    """The mutant's code object, found in the compiled ``module`` along ``path``; its closure must be
+    the original's."""
+    freevars = original.co_freevars
+    try:
+        code: types.CodeType = compile(module, original.co_filename, "exec", _future_flags(original), True)
+    except (SyntaxError, ValueError) as error:
+        raise MutantUnswappable("the mutant does not compile: %s" % error) from None
+    for wanted in path + [original.co_name]:
+        code = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == wanted)
+    if code.co_freevars != freevars:
+        raise MutantUnswappable(
+            "the mutant's free variables (%s) differ from the original's (%s): a function's closure "
+            "cannot change (zero-argument super() or __class__ needs a method that has them)"
+            % (", ".join(code.co_freevars) or "none", ", ".join(freevars) or "none"))
+    if hasattr(code, "co_qualname"):
+        code = code.replace(co_qualname=original.co_qualname)
+    return code
+
+
+def _spec_field(spec: Any, key: str) -> Any:
+    """A field of a mutant spec; None when absent, or when the spec is no dict."""
+    return spec.get(key) if isinstance(spec, dict) else None
+
+
+def _mutant_id(spec: Any, index: int) -> str:
+    """A mutant's id: its spec's, else ``#<index>``."""
+    return str(_spec_field(spec, "id") or "#%d" % index)
 
 
 def _block(statement: object) -> list[ast.stmt]:
@@ -2028,10 +2104,9 @@ class _MutantRunner:
         started = _time_perf()
         try:
             for index, spec in enumerate(self.specs):
-                detailed = isinstance(spec, dict) and bool(spec.get("detailed"))
+                detailed = bool(_spec_field(spec, "detailed"))
                 if self.budget is not None and not detailed and _time_perf() - started > self.budget:
-                    mutant = str(spec.get("id") or "#%d" % index) if isinstance(spec, dict) else "#%d" % index
-                    self._emit({"kind": "mutant-done", "mutant": mutant, "status": "not_run",
+                    self._emit({"kind": "mutant-done", "mutant": _mutant_id(spec, index), "status": "not_run",
                                 "reason": "the mutant rounds' budget of %gs was spent" % self.budget,
                                 "duration": 0.0})
                     continue
@@ -2043,7 +2118,30 @@ class _MutantRunner:
 
     def _mutant_round(self, spec: Any, index: int, items: list[pytest.Item], runtestprotocol: RunTestProtocol,
                       watchdog: _Watchdog | None) -> None:
-        mutant = str(spec.get("id") or "#%d" % index) if isinstance(spec, dict) else "#%d" % index
+        mutant = _mutant_id(spec, index)
+        applied = self._swap_in(spec, mutant)
+        if applied is None:
+            return
+        detailed = bool(_spec_field(spec, "detailed"))
+        fail_fast = self.fail_fast and not detailed
+        ordered, wanted = self._round_order(spec, items, detailed, fail_fast)
+        try:
+            self._begin(mutant, ordered)
+            self.detailed = detailed
+            fixes_all, stopped = self._run_round(ordered, wanted, fail_fast, runtestprotocol, watchdog)
+            fqn = _spec_field(spec, "fqn")
+            if fixes_all and not (stopped or detailed or self.timed_out) and fqn not in self.confirmed:
+                self.confirmed.add(fqn)
+                self._confirmation(ordered, items, runtestprotocol, watchdog)
+        finally:
+            self.detailed = False
+            for swap in reversed(applied):
+                swap.restore()
+        self._done(mutant)
+
+    def _swap_in(self, spec: Any, mutant: str) -> list[_MutantSwap] | None:
+        """Put the mutant's swaps in place; None (every swap undone, the round reported unswappable)
+        when one of them cannot be."""
         applied: list[_MutantSwap] = []
         try:
             for swap in self.swapper.prepare(spec):
@@ -2055,57 +2153,56 @@ class _MutantRunner:
             reason = str(error) if isinstance(error, MutantUnswappable) else (
                 "the probe could not swap it in: %s: %s" % (type(error).__name__, _tail(str(error), 300)))
             self._unswappable(mutant, reason)
-            return
-        # Fail fast: tests that passed unmutated go first, and the round stops at the first of
-        # them that fails: the mutant is then killed (for mutation scores) and neither fixes nor
-        # partly fixes anything (for localization and repair), so the rest (often the slow,
-        # failing tests) would tell nothing. Tests not run are absent from the round's records.
-        # Must fix: the tests the caller wants fixed go first, and a round in which none of them
-        # passes stops after them, since such a mutant is no fix (localization's fix evidence).
-        # A fail-fast round also stops at its first test stopped by its time limit, even one that
-        # did not pass unmutated: a mutant that hangs is killed and fixes nothing whole, and each
-        # further test it hangs in would cost the whole limit again.
-        # Detailed: an inspection patch, not a mutant: every test runs, in the selection's order,
-        # and each failure keeps its traceback and each test its output, as an ordinary run's would.
+            return None
+        return applied
+
+    def _round_order(self, spec: Any, items: list[pytest.Item], detailed: bool,
+                     fail_fast: bool) -> tuple[list[pytest.Item], list[pytest.Item]]:
+        """The tests of a round in the order they run, and those of them the caller wants fixed.
+
+        Fail fast: tests that passed unmutated go first, and the round stops at the first of
+        them that fails: the mutant is then killed (for mutation scores) and neither fixes nor
+        partly fixes anything (for localization and repair), so the rest (often the slow,
+        failing tests) would tell nothing. Tests not run are absent from the round's records.
+        Must fix: the tests the caller wants fixed go first, and a round in which none of them
+        passes stops after them, since such a mutant is no fix (localization's fix evidence).
+        A fail-fast round also stops at its first test stopped by its time limit, even one that
+        did not pass unmutated: a mutant that hangs is killed and fixes nothing whole, and each
+        further test it hangs in would cost the whole limit again.
+        Detailed: an inspection patch, not a mutant: every test runs, in the selection's order,
+        and each failure keeps its traceback and each test its output, as an ordinary run's would.
+        """
         baseline = self.probe.baseline
         ordered = items
-        only = spec.get("tests") if isinstance(spec, dict) else None
+        only = _spec_field(spec, "tests")
         if only is not None:  # the mutant's own tests, out of a selection shared by several functions
             only = set(only)
             ordered = [i for i in items if i.nodeid in only]
-        detailed = bool(spec.get("detailed")) if isinstance(spec, dict) else False
-        fail_fast = self.fail_fast and not detailed
         if fail_fast:
             ordered = sorted(ordered, key=lambda i: baseline.get(i.nodeid, ("",))[0] != "passed")
         wanted = [] if detailed else sorted((i for i in ordered if i.nodeid in self.must_fix),
                                             key=lambda i: _or_forever(baseline.get(i.nodeid, ("", None))[1]))
         if wanted:
             ordered = wanted + [i for i in ordered if i.nodeid not in self.must_fix]
-        fixed_any, fixes_all, stopped = False, bool(wanted), False
-        try:
-            self._begin(mutant, ordered)
-            self.detailed = detailed
-            for position, item in enumerate(ordered):
-                nextitem = ordered[position + 1] if position + 1 < len(ordered) else None
-                outcome = self._run_item(item, nextitem, runtestprotocol, watchdog)
-                broke = outcome != "passed" and baseline.get(item.nodeid, ("",))[0] == "passed"
-                fixed_any = fixed_any or (outcome == "passed" and item.nodeid in self.must_fix)
-                fixes_all = fixes_all and not broke and (
-                    outcome == "passed" or item.nodeid not in self.must_fix)
-                fixes_nothing = position + 1 == len(wanted) and not fixed_any
-                if ((fail_fast and (broke or self.timed_out)) or fixes_nothing) and nextitem:
-                    self._tear_down(item, watchdog)
-                    stopped = True
-                    break
-            fqn = spec.get("fqn") if isinstance(spec, dict) else None
-            if fixes_all and not (stopped or detailed or self.timed_out) and fqn not in self.confirmed:
-                self.confirmed.add(fqn)
-                self._confirmation(ordered, items, runtestprotocol, watchdog)
-        finally:
-            self.detailed = False
-            for swap in reversed(applied):
-                swap.restore()
-        self._done(mutant)
+        return ordered, wanted
+
+    def _run_round(self, ordered: list[pytest.Item], wanted: list[pytest.Item], fail_fast: bool,
+                   runtestprotocol: RunTestProtocol, watchdog: _Watchdog | None) -> tuple[bool, bool]:
+        """Run a round's tests, stopping early as ``_round_order`` says: whether the round fixed every
+        test it must fix and broke none, and whether it stopped early."""
+        baseline = self.probe.baseline
+        fixed_any, fixes_all = False, bool(wanted)
+        for position, item in enumerate(ordered):
+            nextitem = ordered[position + 1] if position + 1 < len(ordered) else None
+            outcome = self._run_item(item, nextitem, runtestprotocol, watchdog)
+            broke = outcome != "passed" and baseline.get(item.nodeid, ("",))[0] == "passed"
+            fixed_any = fixed_any or (outcome == "passed" and item.nodeid in self.must_fix)
+            fixes_all = fixes_all and not broke and (outcome == "passed" or item.nodeid not in self.must_fix)
+            fixes_nothing = position + 1 == len(wanted) and not fixed_any
+            if ((fail_fast and (broke or self.timed_out)) or fixes_nothing) and nextitem:
+                self._tear_down(item, watchdog)
+                return fixes_all, True
+        return fixes_all, False
 
     def _confirmation(self, ran: list[pytest.Item], items: list[pytest.Item],
                       runtestprotocol: RunTestProtocol, watchdog: _Watchdog | None) -> None:

@@ -371,6 +371,20 @@ def _statement_key(lines: Sequence[str], stmt: ast.stmt) -> tuple[str, int, int 
     return "".join(lines[first - 1 : stmt.end_lineno]), stmt.col_offset, stmt.end_col_offset
 
 
+def _binding_pairs(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+    """The (target, value) pairs of a statement or expression that binds its targets once the value
+    is evaluated: assignments, ``for`` (the iterable), ``with`` (the context expression), ``:=``."""
+    if isinstance(node, ast.Assign):
+        return [(target, node.value) for target in node.targets]
+    if isinstance(node, ast.AugAssign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+        return [(node.target, node.value)]
+    if isinstance(node, ast.For | ast.AsyncFor):
+        return [(node.target, node.iter)]
+    if isinstance(node, ast.With | ast.AsyncWith):
+        return [(item.optional_vars, item.context_expr) for item in node.items if item.optional_vars]
+    return []
+
+
 class _Function:
     """The parsed function with its text, its sites and the facts the operators share."""
 
@@ -501,21 +515,7 @@ class _Function:
             if isinstance(site.node, ast.Global | ast.Nonlocal)
             for name in site.node.names
         }
-        bound_at: dict[int, int] = {}  # id(Name) -> offset from which the name is bound
-        for site in self.sites:
-            node = site.node
-            pairs: list[tuple[ast.AST, ast.AST]] = []
-            if isinstance(node, ast.Assign):
-                pairs = [(target, node.value) for target in node.targets]
-            elif isinstance(node, ast.AugAssign | ast.AnnAssign | ast.NamedExpr) and node.value is not None:
-                pairs = [(node.target, node.value)]
-            elif isinstance(node, ast.For | ast.AsyncFor):
-                pairs = [(node.target, node.iter)]
-            elif isinstance(node, ast.With | ast.AsyncWith):
-                pairs = [(item.optional_vars, item.context_expr) for item in node.items if item.optional_vars]
-            for target, value in pairs:
-                end = self.span(value)[1]
-                bound_at.update((id(n), end) for n in ast.walk(target) if isinstance(n, ast.Name))
+        bound_at = self._binding_offsets()
         bindings: dict[str, list[int]] = {name: [-1] for name in self.parameters}
         for site in self.sites:
             node = site.node
@@ -527,6 +527,16 @@ class _Function:
             for name, offsets in bindings.items()
             if name not in declared and name not in _SELF_NAMES
         }
+
+    def _binding_offsets(self) -> dict[int, int]:
+        """id(Name) -> the offset from which the name is bound, for the names that an assignment,
+        ``for``, ``with`` or ``:=`` binds once its value is evaluated."""
+        bound_at: dict[int, int] = {}
+        for site in self.sites:
+            for target, value in _binding_pairs(site.node):
+                end = self.span(value)[1]
+                bound_at.update((id(n), end) for n in ast.walk(target) if isinstance(n, ast.Name))
+        return bound_at
 
     def own_lines(self, stmt: ast.stmt) -> bool:
         """Whether a statement occupies whole lines (nothing but a comment shares them)."""

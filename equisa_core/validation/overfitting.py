@@ -188,33 +188,52 @@ def _fold(node: ast.expr, *, numeric_strings: bool = False) -> object:
     arguments of constructors, ``Money("10.00")``).
     """
     if isinstance(node, ast.Constant):
-        value = node.value
-        if value is Ellipsis:
-            return _NOT_LITERAL
-        if numeric_strings and isinstance(value, str) and _NUMERIC_RE.fullmatch(value.strip()):
-            return Decimal(value.strip())
-        return value
+        return _fold_constant(node, numeric_strings)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        operand = _fold(node.operand, numeric_strings=numeric_strings)
-        if not _is_number(operand):
-            return _NOT_LITERAL
-        return -operand if isinstance(node.op, ast.USub) else +operand
+        return _fold_sign(node, numeric_strings)
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
-        values = [_fold(elt) for elt in node.elts]
-        if any(v is _NOT_LITERAL for v in values):
-            return _NOT_LITERAL
-        return frozenset(values) if isinstance(node, ast.Set) else tuple(values)
+        return _fold_collection(node)
     if isinstance(node, ast.Dict):
-        keys = [key for key in node.keys if key is not None]
-        if len(keys) != len(node.keys):  # a '**' in the display
-            return _NOT_LITERAL
-        items = [(_fold(k), _fold(v)) for k, v in zip(keys, node.values, strict=True)]
-        if any(k is _NOT_LITERAL or v is _NOT_LITERAL for k, v in items):
-            return _NOT_LITERAL
-        return frozenset(items)
+        return _fold_dict(node)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         return _fold_binary(node)
     return _NOT_LITERAL
+
+
+def _fold_constant(node: ast.Constant, numeric_strings: bool) -> object:
+    value = node.value
+    if value is Ellipsis:
+        return _NOT_LITERAL
+    if numeric_strings and isinstance(value, str) and _NUMERIC_RE.fullmatch(value.strip()):
+        return Decimal(value.strip())
+    return value
+
+
+def _fold_sign(node: ast.UnaryOp, numeric_strings: bool) -> object:
+    """A number with a unary ``-`` or ``+``."""
+    operand = _fold(node.operand, numeric_strings=numeric_strings)
+    if not _is_number(operand):
+        return _NOT_LITERAL
+    return -operand if isinstance(node.op, ast.USub) else +operand
+
+
+def _fold_collection(node: ast.Tuple | ast.List | ast.Set) -> object:
+    """A set display folds to a frozenset, a tuple or list display to a tuple."""
+    values = [_fold(elt) for elt in node.elts]
+    if any(v is _NOT_LITERAL for v in values):
+        return _NOT_LITERAL
+    return frozenset(values) if isinstance(node, ast.Set) else tuple(values)
+
+
+def _fold_dict(node: ast.Dict) -> object:
+    """A dict display folds to the frozenset of its (key, value) pairs."""
+    keys = [key for key in node.keys if key is not None]
+    if len(keys) != len(node.keys):  # a '**' in the display
+        return _NOT_LITERAL
+    items = [(_fold(k), _fold(v)) for k, v in zip(keys, node.values, strict=True)]
+    if any(k is _NOT_LITERAL or v is _NOT_LITERAL for k, v in items):
+        return _NOT_LITERAL
+    return frozenset(items)
 
 
 def _fold_binary(node: ast.BinOp) -> object:
@@ -421,37 +440,36 @@ def _shape(node: ast.expr, env: _Env, *, numeric_strings: bool = False) -> set[o
     value = _fold(node, numeric_strings=numeric_strings)
     if value is not _NOT_LITERAL:
         return set(_elements(value))
-    if isinstance(node, ast.Call) and (_is_constructor(node.func) or _is_approx(node.func)):
-        if _is_approx(node.func):
-            parts: list[ast.expr] = node.args[:1]
-        else:
-            parts = [*node.args, *(kw.value for kw in node.keywords)]
-        result: set[object] = set()
-        for part in parts:
-            if isinstance(part, ast.Starred):
-                part = part.value
-            values = _shape(part, env, numeric_strings=True)
-            if values is None:
-                return None
-            result |= values
-        return result
+    parts = _shaped_parts(node)
+    if parts is None:
+        return None
+    return _union_of_shapes(*parts, env)
+
+
+def _shaped_parts(node: ast.expr) -> tuple[list[ast.expr], bool] | None:
+    """The parts whose values a non-literal expression stands for, and whether numeric strings count
+    as numbers in them (constructor arguments); None when the expression is code."""
+    if isinstance(node, ast.Call) and _is_approx(node.func):
+        return list(node.args[:1]), True
+    if isinstance(node, ast.Call) and _is_constructor(node.func):
+        return [*node.args, *(kw.value for kw in node.keywords)], True
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
-        result = set()
-        for elt in node.elts:
-            values = _shape(elt.value if isinstance(elt, ast.Starred) else elt, env)
-            if values is None:
-                return None
-            result |= values
-        return result
+        return list(node.elts), False
     if isinstance(node, ast.Dict) and all(k is not None and _fold(k) is not _NOT_LITERAL for k in node.keys):
-        result = set()
-        for item in node.values:  # the values: keys are structure
-            values = _shape(item, env)
-            if values is None:
-                return None
-            result |= values
-        return result
+        return list(node.values), False  # the values: keys are structure
     return None
+
+
+def _union_of_shapes(parts: list[ast.expr], numeric_strings: bool, env: _Env) -> set[object] | None:
+    """The values of every part (``*x`` as ``x``), or None as soon as one part is code."""
+    result: set[object] = set()
+    for part in parts:
+        values = _shape(part.value if isinstance(part, ast.Starred) else part, env,
+                        numeric_strings=numeric_strings)
+        if values is None:
+            return None
+        result |= values
+    return result
 
 
 _CLOSE_FUNCTIONS = frozenset({"isclose", "allclose", "array_equal"})
@@ -552,42 +570,54 @@ def _parametrize_rows(decorator: ast.expr) -> list[_Row] | None:
     rows_node = decorator.args[1] if len(decorator.args) > 1 else keywords.get("argvalues")
     if names_node is None or rows_node is None:
         return None
-    names_value = _fold(names_node)
-    if isinstance(names_value, str):
-        names = [n.strip() for n in names_value.split(",") if n.strip()]
-    elif isinstance(names_value, tuple) and all(isinstance(n, str) for n in names_value):
-        names = list(names_value)
-    else:
-        return None
-    if not isinstance(rows_node, ast.List | ast.Tuple) or not names:
+    names = _argnames(names_node)
+    if names is None or not isinstance(rows_node, ast.List | ast.Tuple) or not names:
         return None
     ids_node = keywords.get("ids")
     explicit_ids = ids_node.elts if isinstance(ids_node, ast.List | ast.Tuple) else None
-    rows: list[_Row] = []
-    for index, elt in enumerate(rows_node.elts):
+    return [_parametrize_row(elt, index, names, explicit_ids) for index, elt in enumerate(rows_node.elts)]
+
+
+def _argnames(node: ast.expr) -> list[str] | None:
+    """The names of ``parametrize``'s ``argnames`` ('a, b' or ('a', 'b')), or None when unreadable."""
+    value = _fold(node)
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(",") if n.strip()]
+    if isinstance(value, tuple) and all(isinstance(n, str) for n in value):
+        return list(value)
+    return None
+
+
+def _parametrize_row(elt: ast.expr, index: int, names: list[str],
+                     explicit_ids: list[ast.expr] | None) -> _Row:
+    """Row ``index`` of a parametrize table: its values by name and its id; empty when unreadable."""
+    row_values = _row_values(elt, len(names))
+    if row_values is None:
+        return _Row({}, None)
+    parts, row_id = row_values
+    if len(parts) != len(names) or any(isinstance(p, ast.Starred) for p in parts):
+        return _Row({}, None)
+    if row_id is None and explicit_ids is not None and index < len(explicit_ids):
+        given = _fold(explicit_ids[index])
+        row_id = given if isinstance(given, str) else None
+    if row_id is None:
+        row_id = "-".join(_value_id(part, name, index) for part, name in zip(parts, names, strict=True))
+    return _Row(dict(zip(names, parts, strict=True)), row_id)
+
+
+def _row_values(elt: ast.expr, width: int) -> tuple[list[ast.expr], str | None] | None:
+    """A row's value expressions and its ``pytest.param(..., id=...)`` id, or None when unreadable."""
+    if isinstance(elt, ast.Call) and _callee_name(elt.func) == "param":
         row_id: str | None = None
-        if isinstance(elt, ast.Call) and _callee_name(elt.func) == "param":
-            parts: list[ast.expr] = list(elt.args)
-            for kw in elt.keywords:
-                if kw.arg == "id" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-                    row_id = kw.value.value
-        elif len(names) == 1:
-            parts = [elt]
-        elif isinstance(elt, ast.Tuple | ast.List):
-            parts = list(elt.elts)
-        else:
-            rows.append(_Row({}, None))
-            continue
-        if len(parts) != len(names) or any(isinstance(p, ast.Starred) for p in parts):
-            rows.append(_Row({}, None))
-            continue
-        if row_id is None and explicit_ids is not None and index < len(explicit_ids):
-            given = _fold(explicit_ids[index])
-            row_id = given if isinstance(given, str) else None
-        if row_id is None:
-            row_id = "-".join(_value_id(part, name, index) for part, name in zip(parts, names, strict=True))
-        rows.append(_Row(dict(zip(names, parts, strict=True)), row_id))
-    return rows
+        for kw in elt.keywords:
+            if kw.arg == "id" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                row_id = kw.value.value
+        return list(elt.args), row_id
+    if width == 1:
+        return [elt], None
+    if isinstance(elt, ast.Tuple | ast.List):
+        return list(elt.elts), None
+    return None
 
 
 def _value_id(node: ast.expr, argname: str, index: int) -> str:
@@ -662,8 +692,23 @@ def _analyze_test(test_id: str, source: str) -> _Facts:
     _bind_parameters(test_id, tree, env)
     _bind_locals(tree, env)
     facts = _Facts()
-    # Expected values: what the assertions compare with.
     env.used = set()
+    expected_nodes = _collect_expected(tree, env, facts)
+    used_as_expected = set(env.used)
+    env.used = set()
+    _collect_inputs(tree, env, expected_nodes, facts)
+    used_as_input = set(env.used)
+    # A parametrize argument used in neither recognizable way counts both ways.
+    for name in env.params - used_as_expected - used_as_input:
+        facts.expected |= env.values[name]
+        facts.inputs |= env.values[name]
+    facts.inputs = _with_numbers(facts.inputs)
+    return facts
+
+
+def _collect_expected(tree: ast.Module, env: _Env, facts: _Facts) -> set[int]:
+    """Add the expected values (what the assertions compare with) to ``facts``; the ids of the
+    operands they come from."""
     expected_nodes: set[int] = set()
     for node in ast.walk(tree):
         operands: Iterable[ast.expr] = ()
@@ -676,9 +721,12 @@ def _analyze_test(test_id: str, source: str) -> _Facts:
             if values is not None:
                 facts.expected |= values
                 expected_nodes.add(id(operand))
-    used_as_expected = set(env.used)
-    # Inputs: the literal arguments of every other call.
-    env.used = set()
+    return expected_nodes
+
+
+def _collect_inputs(tree: ast.Module, env: _Env, expected_nodes: set[int], facts: _Facts) -> None:
+    """Add the inputs (the literal arguments of every other call, values stored in attributes and
+    items) to ``facts``, outside expected operands and decorators."""
     decorators = {
         id(d) for n in ast.walk(tree) if isinstance(n, _FunctionNode | ast.ClassDef) for d in n.decorator_list
     }
@@ -688,29 +736,27 @@ def _analyze_test(test_id: str, source: str) -> _Facts:
         if id(node) in expected_nodes or id(node) in decorators:
             continue
         stack.extend(ast.iter_child_nodes(node))
-        if isinstance(node, ast.Call) and not _gives_no_inputs(node.func):
-            arguments = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
-            arguments += [kw.value for kw in node.keywords]
-            if isinstance(node.func, ast.Attribute):
-                arguments.append(node.func.value)
-            numeric = _is_constructor(node.func)
-            for argument in arguments:
-                values = _shape(argument, env, numeric_strings=numeric)
-                if values is not None:
-                    facts.inputs |= values
-        elif isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Attribute | ast.Subscript) for t in node.targets
-        ):
-            values = _shape(node.value, env)
+        for value, numeric in _input_expressions(node):
+            values = _shape(value, env, numeric_strings=numeric)
             if values is not None:
                 facts.inputs |= values
-    used_as_input = set(env.used)
-    # A parametrize argument used in neither recognizable way counts both ways.
-    for name in env.params - used_as_expected - used_as_input:
-        facts.expected |= env.values[name]
-        facts.inputs |= env.values[name]
-    facts.inputs = _with_numbers(facts.inputs)
-    return facts
+
+
+def _input_expressions(node: ast.AST) -> list[tuple[ast.expr, bool]]:
+    """The expressions of ``node`` that may be inputs, each with whether numeric strings count as
+    numbers in it: a call's arguments and receiver, the value assigned to an attribute or item."""
+    if isinstance(node, ast.Call) and not _gives_no_inputs(node.func):
+        arguments = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
+        arguments += [kw.value for kw in node.keywords]
+        if isinstance(node.func, ast.Attribute):
+            arguments.append(node.func.value)
+        numeric = _is_constructor(node.func)
+        return [(argument, numeric) for argument in arguments]
+    if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Attribute | ast.Subscript) for t in node.targets
+    ):
+        return [(node.value, False)]
+    return []
 
 
 def _analyze(test_sources: Mapping[str, str]) -> dict[str, _Facts]:

@@ -50,7 +50,7 @@ calibrated on the localization corpus (``bench/localization_corpus.py``):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -136,24 +136,42 @@ def classify_mutants(
     changing: list[str] = []
     for mutant_id, outcomes in mutants.items():
         ran_failing = [t for t in failing if t in outcomes]
-        if ran_failing and (
-            any(outcomes[t] in _GREEN for t in ran_failing)
-            or (original_failures is not None and failures is not None and mutant_id in failures
-                and any(not _same_failure(original_failures.get(t), failures[mutant_id].get(t))
-                        for t in ran_failing))
-        ):
+        mutant_failures = failures.get(mutant_id) if failures is not None else None
+        if _changes_a_failure(ran_failing, outcomes, original_failures, mutant_failures):
             changing.append(mutant_id)
-        if any(outcomes.get(t) not in _GREEN for t in passing):
-            continue
-        fixed = {t for t in failing if outcomes.get(t) in _GREEN}
-        if failing and fixed == failing:
+        kind = _fix_kind(failing, passing, outcomes)
+        if kind == "fixing":
             fixing.append(mutant_id)
-        elif fixed:
+        elif kind == "partial":
             partial.append(mutant_id)
     evidence = (FixEvidence.FIX_FOUND if fixing else FixEvidence.PARTIAL_FIX_FOUND if partial
                 else FixEvidence.FAILURE_CHANGED if changing else FixEvidence.NO_FIX_FOUND)
     return FixVerdict(evidence=evidence, fixing=tuple(fixing), partial=tuple(partial),
                       changing=tuple(changing), ran=len(mutants))
+
+
+def _fix_kind(failing: set[str], passing: set[str], outcomes: Mapping[str, TestOutcome]) -> str | None:
+    """"fixing" when a mutant passes every test (failing ones included), "partial" when it keeps
+    every passing test and fixes only some failing ones, else None."""
+    if any(outcomes.get(t) not in _GREEN for t in passing):
+        return None
+    fixed = {t for t in failing if outcomes.get(t) in _GREEN}
+    if failing and fixed == failing:
+        return "fixing"
+    return "partial" if fixed else None
+
+
+def _changes_a_failure(ran_failing: Sequence[str], outcomes: Mapping[str, TestOutcome],
+                       original_failures: Mapping[str, str] | None,
+                       mutant_failures: Mapping[str, str] | None) -> bool:
+    """Whether a mutant made a failing test pass, or (with both runs' failure texts) fail otherwise."""
+    if not ran_failing:
+        return False
+    if any(outcomes[t] in _GREEN for t in ran_failing):
+        return True
+    if original_failures is None or mutant_failures is None:
+        return False
+    return any(not _same_failure(original_failures.get(t), mutant_failures.get(t)) for t in ran_failing)
 
 
 def confirm_fix(

@@ -539,18 +539,7 @@ def mine_invariants(
     names = _usable_parameters(parameters)
     arguments = [_Subject(name, name, (i + 1, 0)) for i, name in enumerate(names)]
     result = _Subject(RESULT_NAME, RESULT_SUBJECT, (0, 0))
-    returning: list[tuple[_Obs, dict[str, _Obs]]] = []  # (result, arguments) of calls that returned
-    for call in calls:
-        decoded = {name: _decode(call.args[name]) for name in names if name in call.args}
-        for subject in arguments:
-            if subject.name in decoded:
-                subject.observations.append(decoded[subject.name])
-        if call.raised is not None or call.result is None:
-            continue
-        returned = _decode(call.result)
-        result.observations.append(returned)
-        returning.append((returned, decoded))
-
+    returning = _observe(calls, names, arguments, result)
     candidates: list[_Candidate] = []
     for subject in (result, *arguments):
         candidates.extend(_type_candidates(subject))
@@ -563,14 +552,40 @@ def mine_invariants(
     argument_side = [*arguments, *(s for s in attributes if not s.is_result)]
     for left in result_side:
         for right in argument_side:
-            pairs = []
-            for returned, decoded in returning:
-                row = {RESULT_NAME: returned, **decoded}
-                v, w = _value_in(left, row), _value_in(right, row)
-                if v.has_value and w.has_value:
-                    pairs.append((v.value, w.value))
-            candidates.extend(_relation_candidates(left, right, pairs))
+            candidates.extend(_relation_candidates(left, right, _value_pairs(left, right, returning)))
     return _select(candidates, limit) if limit > 0 else []
+
+
+#: One call that returned: its result and its arguments, as observed.
+_Returned = tuple[_Obs, dict[str, _Obs]]
+
+
+def _observe(calls: Sequence[RecordedCall], names: Sequence[str], arguments: Sequence[_Subject],
+             result: _Subject) -> list[_Returned]:
+    """Adds each call's observations to its subjects; returns the calls that returned a value."""
+    returning: list[_Returned] = []
+    for call in calls:
+        decoded = {name: _decode(call.args[name]) for name in names if name in call.args}
+        for subject in arguments:
+            if subject.name in decoded:
+                subject.observations.append(decoded[subject.name])
+        if call.raised is not None or call.result is None:
+            continue
+        returned = _decode(call.result)
+        result.observations.append(returned)
+        returning.append((returned, decoded))
+    return returning
+
+
+def _value_pairs(left: _Subject, right: _Subject, returning: Sequence[_Returned]) -> list[tuple[Any, Any]]:
+    """The values of ``left`` and ``right`` in the calls where both had one."""
+    pairs = []
+    for returned, decoded in returning:
+        row = {RESULT_NAME: returned, **decoded}
+        v, w = _value_in(left, row), _value_in(right, row)
+        if v.has_value and w.has_value:
+            pairs.append((v.value, w.value))
+    return pairs
 
 
 def _value_in(subject: _Subject, row: dict[str, _Obs]) -> _Obs:

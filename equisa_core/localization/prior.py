@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -182,7 +183,42 @@ def node_signals(trace: SuiteTrace,
     }
     dstars = {fqn: dstar(f, p, total_f, total_p) for fqn, (f, p) in spectrum.items()}
     top_dstar = max(dstars.values(), default=0.0) or 1.0
+    paths = _failure_paths(trace, failing)
+    raised = {t.exception_type.rsplit(".", 1)[-1] for t in failing if t.exception_type}
 
+    spans = {n.fqn: n for n in trace.nodes}
+    result: dict[str, NodeSignals] = {}
+    share = 1.0 / total_f if total_f else 0.0
+    for fqn, (f, p) in spectrum.items():
+        result[fqn] = NodeSignals(
+            ochiai=ochiai(f, p, total_f, total_p),
+            dstar=min(1.0, dstars[fqn] / top_dstar),
+            tarantula=tarantula(f, p, total_f, total_p),
+            on_stack=paths.on_stack.get(fqn, 0) * share,
+            deepest=paths.deepest.get(fqn, 0) * share,
+            near_deepest=paths.near_deepest.get(fqn, 0.0),
+            test_calls=min(1.0, paths.test_calls.get(fqn, 0) * share),
+            near_test=paths.near_test.get(fqn, 0.0),
+            failure_machinery=1.0 if is_failure_machinery(fqn, raised) else 0.0,
+            changed=1.0 if _is_changed(spans.get(fqn), changed_lines) else 0.0,
+        )
+    return result
+
+
+@dataclass
+class _FailurePaths:
+    """What the failing tests' tracebacks and calls say about each function (counts over tests)."""
+
+    on_stack: dict[str, int] = field(default_factory=dict)
+    deepest: dict[str, int] = field(default_factory=dict)
+    near_deepest: dict[str, float] = field(default_factory=dict)
+    test_calls: dict[str, int] = field(default_factory=dict)
+    near_test: dict[str, float] = field(default_factory=dict)
+
+
+def _failure_paths(trace: SuiteTrace, failing: Sequence[TestResult]) -> _FailurePaths:
+    """For each failing test: the project frames of its traceback (the deepest one, and each
+    function's call distance from it), and what the test function calls, directly and how deep."""
     by_file = _frame_nodes(trace.nodes)
     callees: dict[str, set[str]] = {}
     either: dict[str, set[str]] = {}
@@ -191,51 +227,31 @@ def node_signals(trace: SuiteTrace,
         either.setdefault(edge.caller, set()).add(edge.callee)
         either.setdefault(edge.callee, set()).add(edge.caller)
     test_nodes = {n.fqn for n in trace.nodes if n.file and is_test_file(n.file)}
-    raised = {t.exception_type.rsplit(".", 1)[-1] for t in failing if t.exception_type}
-
-    on_stack: dict[str, int] = {}
-    deepest: dict[str, int] = {}
-    near_deepest: dict[str, float] = {}
-    test_calls: dict[str, int] = {}
-    near_test: dict[str, float] = {}
+    paths = _FailurePaths()
     for test in failing:
         ran = set(test.covered)
         stack = _stack(test, by_file)
         for fqn in set(stack):
-            on_stack[fqn] = on_stack.get(fqn, 0) + 1
+            paths.on_stack[fqn] = paths.on_stack.get(fqn, 0) + 1
         if stack:
-            deepest[stack[-1]] = deepest.get(stack[-1], 0) + 1
+            paths.deepest[stack[-1]] = paths.deepest.get(stack[-1], 0) + 1
             for fqn, d in _distances([stack[-1]], either, ran).items():
-                near_deepest[fqn] = max(near_deepest.get(fqn, 0.0), 1.0 / (1 + d))
+                paths.near_deepest[fqn] = max(paths.near_deepest.get(fqn, 0.0), 1.0 / (1 + d))
         own = [fqn for fqn in ran & test_nodes]  # the test function (and helpers in test code)
         for fqn in {c for t in own for c in callees.get(t, ())}:
-            test_calls[fqn] = test_calls.get(fqn, 0) + 1
+            paths.test_calls[fqn] = paths.test_calls.get(fqn, 0) + 1
         for fqn, d in _distances(own, callees, ran).items():
             if d:
-                near_test[fqn] = max(near_test.get(fqn, 0.0), 1.0 / d)
+                paths.near_test[fqn] = max(paths.near_test.get(fqn, 0.0), 1.0 / d)
+    return paths
 
-    spans = {n.fqn: n for n in trace.nodes}
-    result: dict[str, NodeSignals] = {}
-    share = 1.0 / total_f if total_f else 0.0
-    for fqn, (f, p) in spectrum.items():
-        node = spans.get(fqn)
-        is_changed = False
-        lines = changed_lines.get(node.file) if changed_lines and node is not None and node.file else None
-        if lines and node is not None and node.start_line is not None and node.end_line is not None:
-            is_changed = any(node.start_line <= line <= node.end_line for line in lines)
-        result[fqn] = NodeSignals(
-            ochiai=ochiai(f, p, total_f, total_p),
-            dstar=min(1.0, dstars[fqn] / top_dstar),
-            tarantula=tarantula(f, p, total_f, total_p),
-            on_stack=on_stack.get(fqn, 0) * share,
-            deepest=deepest.get(fqn, 0) * share,
-            near_deepest=near_deepest.get(fqn, 0.0),
-            test_calls=min(1.0, test_calls.get(fqn, 0) * share),
-            near_test=near_test.get(fqn, 0.0),
-            failure_machinery=1.0 if is_failure_machinery(fqn, raised) else 0.0,
-            changed=1.0 if is_changed else 0.0,
-        )
-    return result
+
+def _is_changed(node: Node | None, changed_lines: Mapping[str, AbstractSet[int]] | None) -> bool:
+    """Whether a line changed since the ref lies in ``node``'s span."""
+    if not changed_lines or node is None or not node.file or node.start_line is None or node.end_line is None:
+        return False
+    start, end = node.start_line, node.end_line
+    return any(start <= line <= end for line in changed_lines.get(node.file, ()))
 
 
 def combine(signals: NodeSignals, weights: PriorWeights = DEFAULT_WEIGHTS) -> float:

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from equisa_core.common.options import TestgenOptions, default_of
 from equisa_core.errors import EXIT_OK
 
 __all__ = ["register"]
@@ -37,12 +38,15 @@ def register(commands: Any) -> None:
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="output folder (default: ./equisa-testgen, or ~/.cache/equisa/testgen/NAME when "
                         "that would be inside PATH)")
-    parser.add_argument("--max-iterations", type=_iterations, default=3, metavar="N",
-                        help="attempts in all, attempt 0 included (1-20, default 3)")
-    parser.add_argument("--coverage-target", type=_percent, default=80.0, metavar="PCT", help="default 80")
-    parser.add_argument("--mutation-target", type=_percent, default=60.0, metavar="PCT", help="default 60")
-    parser.add_argument("--max-mutants", type=_count, default=150, metavar="N",
-                        help="mutants per measurement, 0 for none (default 150)")
+    loop = TestgenOptions
+    parser.add_argument("--max-iterations", type=_iterations, default=default_of(loop, "max_iterations"),
+                        metavar="N", help="attempts in all, attempt 0 included (1-20, default %(default)s)")
+    parser.add_argument("--coverage-target", type=_percent, default=default_of(loop, "coverage_target"),
+                        metavar="PCT", help=f"default {default_of(loop, 'coverage_target'):g}")
+    parser.add_argument("--mutation-target", type=_percent, default=default_of(loop, "mutation_target"),
+                        metavar="PCT", help=f"default {default_of(loop, 'mutation_target'):g}")
+    parser.add_argument("--max-mutants", type=_count, default=default_of(loop, "max_mutants"), metavar="N",
+                        help="mutants per measurement, 0 for none (default %(default)s)")
     parser.set_defaults(handler=_testgen_command)
 
 

@@ -36,6 +36,7 @@ from equisa_core.errors import (
     exit_code_for,
 )
 from equisa_core.operations.storage import resolve_artifacts
+from flows.cli_options import add_model_options, parameters_from
 
 __all__ = ["main", "build_parser", "check_sandbox", "connect_prefect"]
 
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run_options(localize)
     _add_localize_options(localize)
+    add_model_options(localize, DiscoveryOptions, LocalizationOptions)
     localize.set_defaults(handler=_localize_command)
 
     repair = commands.add_parser(
@@ -99,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--max-validations", type=_positive_int, metavar="N",
                         default=default_of(ValidationOptions, "max_validations"),
                         help="candidates validated in full before giving up (default %(default)s)")
+    add_model_options(repair, DiscoveryOptions, LocalizationOptions, ValidationOptions)
     repair.set_defaults(handler=_repair_command)
     _register_extra_commands(commands)
     return parser
@@ -299,12 +302,7 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
     resolve_artifacts(args.artifacts)
     level = check_sandbox(args, console, TraceParameters.generated_code)
 
-    params = TraceParameters(
-        path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
-        allow_weak_sandbox=args.allow_weak_sandbox,
-        docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
-        wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, artifacts=args.artifacts, db=args.db,
-    )
+    params = TraceParameters(**{**parameters_from(args, TraceParameters), "path": str(args.path)})
     console.print(f"Tracing [bold]{args.path}[/] in the {args.sandbox} sandbox ({level})", highlight=False)
     report = _run_with_progress(console, "starting (snapshot, interpreter, Prefect)", trace_suite, params)
     if args.json:
@@ -322,8 +320,8 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """The parameters ``localize`` and ``repair`` share, from the command line."""
+def _localize_arguments(args: argparse.Namespace, model: type[BaseModel]) -> dict[str, Any]:
+    """The parameters of ``localize`` or ``repair`` (``model``), from the command line, checked."""
     from tasks.prepare import check_repository
 
     check_repository(args.path)
@@ -332,24 +330,13 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
         from tasks.git_changes import changed_lines
 
         changed_lines(args.path, args.since)  # an unknown ref fails now (exit 3), not after the trace
-    return dict(
-        path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
-        allow_weak_sandbox=args.allow_weak_sandbox,
-        docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
-        wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
-        max_iterations=args.max_iterations, screen_top=args.screen_top, screen_budget_s=args.screen_budget,
-        inspection_budget_s=args.inspection_budget, likelihoods=args.likelihoods,
-        min_expected_shift=args.min_expected_shift,
-        inspection_batch=args.inspection_batch, discovery=args.discovery,
-        testgen=args.testgen, since=args.since, discovery_top=args.discovery_top,
-        discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,
-    )
+    return {**parameters_from(args, model), "path": str(args.path)}
 
 
 def _localize_command(args: argparse.Namespace, console: Console) -> int:
     from flows.localize import LocalizeParameters, localize
 
-    params = LocalizeParameters(**_localize_arguments(args))
+    params = LocalizeParameters(**_localize_arguments(args, LocalizeParameters))
     level = check_sandbox(args, console, LocalizeParameters.generated_code)
     console.print(f"Localizing the bug in [bold]{args.path}[/] (sandbox {args.sandbox}: {level})",
                   highlight=False)
@@ -397,7 +384,7 @@ def _print_localization(report: Any, console: Console) -> None:
 def _repair_command(args: argparse.Namespace, console: Console) -> int:
     from flows.repair import RepairParameters, repair
 
-    params = RepairParameters(**_localize_arguments(args), max_validations=args.max_validations)
+    params = RepairParameters(**_localize_arguments(args, RepairParameters))
     level = check_sandbox(args, console, RepairParameters.generated_code)
     console.print(f"Repairing [bold]{args.path}[/] (sandbox {args.sandbox}: {level})", highlight=False)
     report = _run_with_progress(console, "localizing the bug, then validating patches", repair, params)

@@ -18,13 +18,16 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from equisa_core.common.options import (
     DiscoveryOptions,
+    EndpointOptions,
     LocalizationOptions,
     SandboxOptions,
+    StorageOptions,
     ValidationOptions,
     default_of,
 )
@@ -36,11 +39,15 @@ from equisa_core.errors import (
     exit_code_for,
 )
 from equisa_core.operations.storage import resolve_artifacts
-from flows.cli_options import add_model_options, parameters_from
+from flows.cli_options import add_model_options, given_options, parameters_from
 
 __all__ = ["main", "build_parser", "check_sandbox", "connect_prefect"]
 
 _TOP_NODES = 10
+#: The option models of each command that runs the suite: its settings may also come from the
+#: environment and the target's ``[tool.equisa]`` (``flows/settings.py``).
+RUN_OPTIONS: tuple[type[BaseModel], ...] = (SandboxOptions, StorageOptions)
+LOCALIZE_OPTIONS = (*RUN_OPTIONS, EndpointOptions, DiscoveryOptions, LocalizationOptions)
 #: Prefect settings for a laptop run with no server configured; the user's own settings win.
 #: (Flows run on the shared local server, see ``connect_prefect``; these serve the fallback.)
 _PREFECT_DEFAULTS = {
@@ -75,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Tarantula/Ochiai/DStar scores and ambiguity groups.",
     )
     _add_run_options(trace)
-    trace.set_defaults(handler=_trace_command)
+    trace.set_defaults(handler=_trace_command, option_models=RUN_OPTIONS)
 
     localize = commands.add_parser(
         "localize", help="find the buggy function: trace, then Bayesian inspection until 0.9",
@@ -85,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(localize)
     _add_localize_options(localize)
     add_model_options(localize, DiscoveryOptions, LocalizationOptions)
-    localize.set_defaults(handler=_localize_command)
+    localize.set_defaults(handler=_localize_command, option_models=LOCALIZE_OPTIONS)
 
     repair = commands.add_parser(
         "repair", help="find the bug and a verified patch: Discovery, Localization, Validation",
@@ -102,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                         default=default_of(ValidationOptions, "max_validations"),
                         help="candidates validated in full before giving up (default %(default)s)")
     add_model_options(repair, DiscoveryOptions, LocalizationOptions, ValidationOptions)
-    repair.set_defaults(handler=_repair_command)
+    repair.set_defaults(handler=_repair_command, option_models=(*LOCALIZE_OPTIONS, ValidationOptions))
     _register_extra_commands(commands)
     return parser
 
@@ -246,6 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (args.verbose and name == "PREFECT_LOGGING_LEVEL"):
             os.environ.setdefault(name, value)
     try:
+        if getattr(args, "option_models", None):
+            from flows.settings import apply_settings
+
+            apply_settings(args, given_options(build_parser(), argv))
         return args.handler(args, console)
     except (Exception, KeyboardInterrupt) as error:
         _print_error(error, args.debug, console)
@@ -256,7 +267,7 @@ def _print_error(error: BaseException, debug: bool, console: Console) -> None:
     """The one line a command's error ends with: its message for an ``EquisaError``, else (a bug)
     its type and text, or the whole traceback under ``--debug``."""
     if isinstance(error, EquisaError):
-        console.print(f"[bold red]equisa:[/] {error.message}", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]equisa:[/] {escape(error.message)}", highlight=False, soft_wrap=True)
     elif isinstance(error, KeyboardInterrupt):
         console.print("[bold red]equisa:[/] interrupted")
     elif debug:

@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import BaseModel, ValidationError
 
 from equisa_core.common.options import default_of
 
@@ -110,11 +110,11 @@ def _clear_defaults(parser: argparse.ArgumentParser) -> None:
 def _field_parser(model: type[BaseModel], name: str) -> Callable[[str], Any]:
     """An argparse ``type`` that checks a value as ``model``'s field ``name`` would."""
     field = model.model_fields[name]
-    checker = create_model(f"{model.__name__}_{name}", value=(field.annotation, field))
+    blank = model.model_construct()
 
     def parse(text: str) -> Any:
         try:
-            return checker.model_validate({"value": text}).value
+            return getattr(model.__pydantic_validator__.validate_assignment(blank, name, text), name)
         except ValidationError as error:
             raise argparse.ArgumentTypeError(error.errors()[0]["msg"]) from None
 

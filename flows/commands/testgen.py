@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from equisa_core.common.options import TestgenOptions, default_of
+from equisa_core.common.options import EndpointOptions, TestgenOptions, default_of
 from equisa_core.errors import EXIT_OK
 
 __all__ = ["register"]
@@ -17,7 +17,7 @@ __all__ = ["register"]
 
 def register(commands: Any) -> None:
     """Add the ``testgen`` sub-command."""
-    from flows.cli import _add_run_options, _count
+    from flows.cli import RUN_OPTIONS, _add_run_options, _count
     from flows.cli_options import add_model_options
 
     parser = commands.add_parser(
@@ -49,7 +49,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--max-mutants", type=_count, default=default_of(loop, "max_mutants"), metavar="N",
                         help="mutants per measurement, 0 for none (default %(default)s)")
     add_model_options(parser, TestgenOptions)
-    parser.set_defaults(handler=_testgen_command)
+    parser.set_defaults(handler=_testgen_command,
+                        option_models=(*RUN_OPTIONS, EndpointOptions, TestgenOptions))
 
 
 def _testgen_command(args: argparse.Namespace, console: Console) -> int:

@@ -74,6 +74,7 @@ __all__ = [
     "CloneError",
     "InvalidSelectionError",
     "RefNotFoundError",
+    "ConfigurationError",
     "WorkspaceError",
     "InterpreterError",
     "NoTestsCollectedError",
@@ -172,7 +173,8 @@ class InputError(EquisaError):
 
     exit_code = 3
     meaning = ("bad input: the path is missing or not a folder (or the URL cannot be cloned, the ref "
-               "does not exist), or pytest rejected `--tests`")
+               "does not exist), pytest rejected `--tests`, or a setting (`[tool.equisa]`, `EQUISA_*`) "
+               "is unknown or invalid")
 
 
 class RepositoryNotFoundError(InputError):
@@ -189,6 +191,11 @@ class InvalidSelectionError(InputError):
 
 class RefNotFoundError(InputError):
     """The branch, tag or commit does not exist in the repository."""
+
+
+class ConfigurationError(InputError):
+    """A setting of ``[tool.equisa]`` in the target's ``pyproject.toml``, or an ``EQUISA_*`` variable,
+    that is no option or that its option refuses (``flows/settings.py``)."""
 
 
 class TestgenTargetError(InputError):

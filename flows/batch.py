@@ -23,8 +23,9 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from equisa_core.common.options import BatchOptions
 from equisa_core.errors import EXIT_INTERNAL
 from equisa_core.operations.batch import BatchSummary, RepositoryEntry, RepositoryResult, is_remote, summarize
 from flows.repository import RepositoryRunParameters, repair_repository
@@ -38,17 +39,13 @@ __all__ = ["BatchParameters", "batch"]
 _RESULT_VERSION = "1"
 
 
-class BatchParameters(BaseModel):
+class BatchParameters(BatchOptions):
     """Parameters of a batch: the repositories file, how many run at once, where reports go."""
 
     model_config = ConfigDict(extra="forbid")
 
     repositories_file: str = Field(
         description="YAML file listing the repositories (see equisa_core.operations.batch).")
-    concurrency: int = Field(2, ge=1, le=64, description="Repositories repaired at the same time.")
-    reports_dir: str | None = Field(None, description="Folder of the JSON reports; default: EQUISA_REPORTS, "
-                                                      "else ~/.cache/equisa/reports.")
-    no_cache: bool = Field(False, description="Repair every repository again and re-run every test.")
 
 
 @task(name="snapshot-repository", retries=1, retry_delay_seconds=2, cache_policy=None)

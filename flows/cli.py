@@ -18,9 +18,19 @@ from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from equisa_core.common.options import (
+    DiscoveryOptions,
+    EndpointOptions,
+    LocalizationOptions,
+    SandboxOptions,
+    StorageOptions,
+    ValidationOptions,
+    default_of,
+)
 from equisa_core.discovery.trace_report import TraceReport
 from equisa_core.errors import (
     EXIT_OK,
@@ -28,13 +38,16 @@ from equisa_core.errors import (
     SuiteCrashedError,
     exit_code_for,
 )
-from equisa_core.localization.calibrated_likelihoods import DEFAULT_MIN_EXPECTED_SHIFT, DEFAULT_TABLE
 from equisa_core.operations.storage import resolve_artifacts
+from flows.cli_options import add_model_options, given_options, parameters_from
 
 __all__ = ["main", "build_parser", "check_sandbox", "connect_prefect"]
 
 _TOP_NODES = 10
-_DEFAULT_WALL_CLOCK_S = 1800.0
+#: The option models of each command that runs the suite: its settings may also come from the
+#: environment and the target's ``[tool.equisa]`` (``flows/settings.py``).
+RUN_OPTIONS: tuple[type[BaseModel], ...] = (SandboxOptions, StorageOptions)
+LOCALIZE_OPTIONS = (*RUN_OPTIONS, EndpointOptions, DiscoveryOptions, LocalizationOptions)
 #: Prefect settings for a laptop run with no server configured; the user's own settings win.
 #: (Flows run on the shared local server, see ``connect_prefect``; these serve the fallback.)
 _PREFECT_DEFAULTS = {
@@ -69,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Tarantula/Ochiai/DStar scores and ambiguity groups.",
     )
     _add_run_options(trace)
-    trace.set_defaults(handler=_trace_command)
+    trace.set_defaults(handler=_trace_command, option_models=RUN_OPTIONS)
 
     localize = commands.add_parser(
         "localize", help="find the buggy function: trace, then Bayesian inspection until 0.9",
@@ -78,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_run_options(localize)
     _add_localize_options(localize)
-    localize.set_defaults(handler=_localize_command)
+    add_model_options(localize, DiscoveryOptions, LocalizationOptions)
+    localize.set_defaults(handler=_localize_command, option_models=LOCALIZE_OPTIONS)
 
     repair = commands.add_parser(
         "repair", help="find the bug and a verified patch: Discovery, Localization, Validation",
@@ -91,9 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--diff", type=Path, metavar="OUT", help="write the accepted patch (a git diff) here")
     repair.add_argument("--apply", action="store_true",
                         help="write the accepted patch to PATH (refused on a dirty git tree)")
-    repair.add_argument("--max-validations", type=_positive_int, default=12, metavar="N",
-                        help="candidates validated in full before giving up (default 12)")
-    repair.set_defaults(handler=_repair_command)
+    repair.add_argument("--max-validations", type=_positive_int, metavar="N",
+                        default=default_of(ValidationOptions, "max_validations"),
+                        help="candidates validated in full before giving up (default %(default)s)")
+    add_model_options(repair, DiscoveryOptions, LocalizationOptions, ValidationOptions)
+    repair.set_defaults(handler=_repair_command, option_models=(*LOCALIZE_OPTIONS, ValidationOptions))
     _register_extra_commands(commands)
     return parser
 
@@ -122,41 +138,55 @@ def _add_localize_options(command: argparse.ArgumentParser) -> None:
     mode.add_argument("--llm", dest="llm", action="store_true", default=None,
                       help="use the model at OPENAI_BASE_URL (default: when one is configured)")
     mode.add_argument("--no-llm", dest="llm", action="store_false", help="deterministic mode only")
-    command.add_argument("--max-iterations", type=_count, default=12, metavar="N",
-                         help="inspections before giving up (default 12; 0: rank after Discovery)")
-    command.add_argument("--screen-top", type=_count, default=20, metavar="N",
+    loop = LocalizationOptions
+    command.add_argument("--max-iterations", type=_count, default=default_of(loop, "max_iterations"),
+                         metavar="N",
+                         help="inspections before giving up (default %(default)s; 0: rank after Discovery)")
+    command.add_argument("--screen-top", type=_count, default=default_of(loop, "screen_top"), metavar="N",
                          help="in deterministic mode, try the mutants of the N most suspicious functions "
-                              "together before inspecting (default 20; 0: off)")
-    command.add_argument("--screen-budget", type=_positive_float, default=15.0, metavar="SECONDS",
+                              "together before inspecting (default %(default)s; 0: off)")
+    command.add_argument("--screen-budget", type=_positive_float, default=default_of(loop, "screen_budget_s"),
+                         metavar="SECONDS",
                          help="estimated test time the screening may spend: mutants x failing tests' "
                               "durations, summed over the screened functions; also the wall-clock limit "
-                              "of each screening process's mutant rounds (default 15)")
-    command.add_argument("--inspection-batch", type=_positive_int, default=5, metavar="N",
+                              "of each screening process's mutant rounds "
+                              f"(default {_g(loop, 'screen_budget_s')})")
+    command.add_argument("--inspection-batch", type=_positive_int, metavar="N",
+                         default=default_of(loop, "inspection_batch"),
                          help="in deterministic mode, run the next N inspections together in one sandbox "
-                              "process (default 5; 1: one process per inspection)")
-    command.add_argument("--inspection-budget", type=_positive_float, default=20.0, metavar="SECONDS",
+                              "process (default %(default)s; 1: one process per inspection)")
+    command.add_argument("--inspection-budget", type=_positive_float, metavar="SECONDS",
+                         default=default_of(loop, "inspection_budget_s"),
                          help="in deterministic mode, the wall-clock limit of each inspection batch's "
-                              "mutant rounds; the mutants left are not run (default 20)")
-    command.add_argument("--likelihoods", choices=("fitted", "seed"), default=DEFAULT_TABLE,
+                              f"mutant rounds; the mutants left are not run (default "
+                              f"{_g(loop, 'inspection_budget_s')})")
+    command.add_argument("--likelihoods", choices=("fitted", "seed"), default=default_of(loop, "likelihoods"),
                          help="in deterministic mode, the likelihoods evidence counts with: fitted on the "
-                              "real-bug benchmark, or the hand-set seed table (default fitted)")
-    command.add_argument("--min-expected-shift", type=_probability, default=DEFAULT_MIN_EXPECTED_SHIFT,
-                         metavar="P", help="in deterministic mode, run a screening or inspection only when "
+                              "real-bug benchmark, or the hand-set seed table (default %(default)s)")
+    command.add_argument("--min-expected-shift", type=_probability, metavar="P",
+                         default=default_of(loop, "min_expected_shift"),
+                         help="in deterministic mode, run a screening or inspection only when "
                          "it is expected to move its function's confidence by P, and stop when none is "
-                         f"(default {DEFAULT_MIN_EXPECTED_SHIFT:g}; 0: off)")
+                         f"(default {_g(loop, 'min_expected_shift')}; 0: off)")
     command.add_argument("--since", metavar="REF",
                          help="a git ref: functions changed since it (committed or not) count as more "
                               "suspicious, as in a CI run on a pull request (default: no such signal)")
+    found = DiscoveryOptions
     command.add_argument("--discovery", dest="discovery", action=argparse.BooleanOptionalAction,
-                         default=True, help="generate tests that split ambiguity groups (default: on)")
-    command.add_argument("--discovery-top", type=_count, default=10, metavar="N",
+                         default=default_of(found, "discovery"),
+                         help="generate tests that split ambiguity groups "
+                              f"(default: {_on(found, 'discovery')})")
+    command.add_argument("--discovery-top", type=_count, metavar="N",
+                         default=default_of(found, "discovery_top"),
                          help="split only the ambiguity groups that hold one of the prior's N best "
-                              "functions (default 10; 0: every group)")
+                              "functions (default %(default)s; 0: every group)")
     command.add_argument("--testgen", dest="testgen", action=argparse.BooleanOptionalAction,
-                         default=False, help="Discovery also asks the test-generation agent for "
-                         "tests of each group (deterministic, one attempt; default: off)")
-    command.add_argument("--max-generated-tests", type=_count, default=30, metavar="N",
-                         help="generated tests Discovery may keep (default 30)")
+                         default=default_of(found, "testgen"), help="Discovery also asks the test-generation "
+                         "agent for tests of each group (deterministic, one attempt; default: "
+                         f"{_on(found, 'testgen')})")
+    command.add_argument("--max-generated-tests", type=_count, metavar="N",
+                         default=default_of(found, "discovery_max_tests"),
+                         help="generated tests Discovery may keep (default %(default)s)")
 
 
 def _add_run_options(command: argparse.ArgumentParser) -> None:
@@ -169,10 +199,11 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
     trace.add_argument("--tests", nargs="+", default=[], metavar="TEST",
                        help="pytest node ids or paths to run (default: the whole suite)")
     trace.add_argument("--json", type=Path, metavar="OUT", help="write the full report here")
-    trace.add_argument("--sandbox", choices=("local", "docker", "none"), default="local",
+    trace.add_argument("--sandbox", choices=("local", "docker", "none"),
+                       default=default_of(SandboxOptions, "sandbox"),
                        help="where tests run: local (the strongest isolation here: bubblewrap, else "
                             "util-linux namespaces), docker, or none (a plain subprocess; generated "
-                            "code runs unconfined) (default local)")
+                            "code runs unconfined) (default %(default)s)")
     trace.add_argument("--allow-weak-sandbox", action="store_true",
                        help="run generated tests, inspection patches and fixes even where the local "
                             "sandbox cannot confine file writes (default: refuse, exit 14)")
@@ -180,10 +211,12 @@ def _add_run_options(command: argparse.ArgumentParser) -> None:
     trace.add_argument("--shards", type=_positive_int, metavar="N",
                        help="parallel shards (default: the number of cores)")
     trace.add_argument("--no-cache", action="store_true", help="run again even if cached")
-    trace.add_argument("--timeout", type=float, default=_DEFAULT_WALL_CLOCK_S, metavar="SECONDS",
-                       help=f"wall-clock limit per shard (default {_DEFAULT_WALL_CLOCK_S:g})")
-    trace.add_argument("--test-timeout", type=float, default=300.0, metavar="SECONDS",
-                       help="limit per test (default 300)")
+    trace.add_argument("--timeout", type=float, default=default_of(SandboxOptions, "wall_clock_s"),
+                       metavar="SECONDS",
+                       help=f"wall-clock limit per shard (default {_g(SandboxOptions, 'wall_clock_s')})")
+    trace.add_argument("--test-timeout", type=float, default=default_of(SandboxOptions, "test_timeout_s"),
+                       metavar="SECONDS",
+                       help=f"limit per test (default {_g(SandboxOptions, 'test_timeout_s')})")
     add_storage_options(trace)
 
 
@@ -220,6 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (args.verbose and name == "PREFECT_LOGGING_LEVEL"):
             os.environ.setdefault(name, value)
     try:
+        if getattr(args, "option_models", None):
+            from flows.settings import apply_settings
+
+            apply_settings(args, given_options(build_parser(), argv))
         return args.handler(args, console)
     except (Exception, KeyboardInterrupt) as error:
         _print_error(error, args.debug, console)
@@ -230,7 +267,7 @@ def _print_error(error: BaseException, debug: bool, console: Console) -> None:
     """The one line a command's error ends with: its message for an ``EquisaError``, else (a bug)
     its type and text, or the whole traceback under ``--debug``."""
     if isinstance(error, EquisaError):
-        console.print(f"[bold red]equisa:[/] {error.message}", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]equisa:[/] {escape(error.message)}", highlight=False, soft_wrap=True)
     elif isinstance(error, KeyboardInterrupt):
         console.print("[bold red]equisa:[/] interrupted")
     elif debug:
@@ -276,12 +313,7 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
     resolve_artifacts(args.artifacts)
     level = check_sandbox(args, console, TraceParameters.generated_code)
 
-    params = TraceParameters(
-        path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
-        allow_weak_sandbox=args.allow_weak_sandbox,
-        docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
-        wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, artifacts=args.artifacts, db=args.db,
-    )
+    params = TraceParameters(**{**parameters_from(args, TraceParameters), "path": str(args.path)})
     console.print(f"Tracing [bold]{args.path}[/] in the {args.sandbox} sandbox ({level})", highlight=False)
     report = _run_with_progress(console, "starting (snapshot, interpreter, Prefect)", trace_suite, params)
     if args.json:
@@ -299,8 +331,8 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
-    """The parameters ``localize`` and ``repair`` share, from the command line."""
+def _localize_arguments(args: argparse.Namespace, model: type[BaseModel]) -> dict[str, Any]:
+    """The parameters of ``localize`` or ``repair`` (``model``), from the command line, checked."""
     from tasks.prepare import check_repository
 
     check_repository(args.path)
@@ -309,24 +341,13 @@ def _localize_arguments(args: argparse.Namespace) -> dict[str, Any]:
         from tasks.git_changes import changed_lines
 
         changed_lines(args.path, args.since)  # an unknown ref fails now (exit 3), not after the trace
-    return dict(
-        path=str(args.path), python=args.python, tests=args.tests, sandbox=args.sandbox,
-        allow_weak_sandbox=args.allow_weak_sandbox,
-        docker_image=args.docker_image, shards=args.shards, no_cache=args.no_cache,
-        wall_clock_s=args.timeout, test_timeout_s=args.test_timeout, llm=args.llm,
-        max_iterations=args.max_iterations, screen_top=args.screen_top, screen_budget_s=args.screen_budget,
-        inspection_budget_s=args.inspection_budget, likelihoods=args.likelihoods,
-        min_expected_shift=args.min_expected_shift,
-        inspection_batch=args.inspection_batch, discovery=args.discovery,
-        testgen=args.testgen, since=args.since, discovery_top=args.discovery_top,
-        discovery_max_tests=args.max_generated_tests, artifacts=args.artifacts, db=args.db,
-    )
+    return {**parameters_from(args, model), "path": str(args.path)}
 
 
 def _localize_command(args: argparse.Namespace, console: Console) -> int:
     from flows.localize import LocalizeParameters, localize
 
-    params = LocalizeParameters(**_localize_arguments(args))
+    params = LocalizeParameters(**_localize_arguments(args, LocalizeParameters))
     level = check_sandbox(args, console, LocalizeParameters.generated_code)
     console.print(f"Localizing the bug in [bold]{args.path}[/] (sandbox {args.sandbox}: {level})",
                   highlight=False)
@@ -374,7 +395,7 @@ def _print_localization(report: Any, console: Console) -> None:
 def _repair_command(args: argparse.Namespace, console: Console) -> int:
     from flows.repair import RepairParameters, repair
 
-    params = RepairParameters(**_localize_arguments(args), max_validations=args.max_validations)
+    params = RepairParameters(**_localize_arguments(args, RepairParameters))
     level = check_sandbox(args, console, RepairParameters.generated_code)
     console.print(f"Repairing [bold]{args.path}[/] (sandbox {args.sandbox}: {level})", highlight=False)
     report = _run_with_progress(console, "localizing the bug, then validating patches", repair, params)
@@ -496,6 +517,16 @@ def _without_heartbeats() -> Iterator[None]:
 def _write_json(path: Path, report: BaseModel) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def _g(model: type[BaseModel], field: str) -> str:
+    """The default of ``model``'s ``field`` as a help line shows it (``300``, ``0.05``)."""
+    return f"{default_of(model, field):g}"
+
+
+def _on(model: type[BaseModel], field: str) -> str:
+    """A switch's default as a help line shows it: ``on`` or ``off``."""
+    return "on" if default_of(model, field) else "off"
 
 
 def _count(text: str) -> int:

@@ -36,6 +36,7 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from pydantic import BaseModel, Field
 
 from equisa_core.common.models import Node, SuiteTrace
+from equisa_core.common.options import DiscoveryOptions, EndpointOptions
 from equisa_core.common.source_edit import function_source
 from equisa_core.common.trace_merge import combine
 from equisa_core.discovery import machine
@@ -61,24 +62,10 @@ __all__ = ["DiscoveryParameters", "DiscoveryResult", "discovery", "focused_reque
            "as_traced"]
 
 
-class DiscoveryParameters(TraceParameters):
-    """Parameters of the Discovery loop (those of ``trace-suite`` plus its budget)."""
+class DiscoveryParameters(TraceParameters, EndpointOptions, DiscoveryOptions):
+    """Parameters of the Discovery loop (those of ``trace-suite``, the model switch and its budget)."""
 
     generated_code: ClassVar[str | None] = "generated tests, inspection patches and fixes"
-
-    llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
-    discovery: bool = Field(True, description="Generate disambiguating tests; False: trace only.")
-    discovery_rounds: int = Field(2, ge=0, description="Generate-and-retrace rounds.")
-    discovery_max_tests: int = Field(30, ge=0, description="Generated tests kept in all.")
-    carved_per_member: int = Field(3, ge=0, description="Carved tests per group member and round.")
-    discovery_top: int = Field(
-        10, ge=0, description="Split only the ambiguity groups holding one of the prior's this many "
-        "best functions (``near_the_top``); 0: every group.")
-    testgen: bool = Field(
-        False, description="Also ask the test-generation agent (deterministic, one attempt) for "
-        "tests of each group's members; they split groups but never judge a patch. Off by default: "
-        "on examples/invoicing it made Discovery 5x slower and split no group carving left whole "
-        "(bench/README.md).")
 
 
 class DiscoveryResult(BaseModel):

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
-from pydantic import Field
 
 from equisa_core.common.models import Node
+from equisa_core.common.options import ValidationOptions
 from equisa_core.common.source_edit import replace_function
 from equisa_core.localization.fix_evidence import FixEvidence, classify_mutants
 from equisa_core.localization.selection import tests_for_node
@@ -52,15 +52,8 @@ from tasks.task_runners import FanOutTaskRunner
 __all__ = ["RepairParameters", "repair"]
 
 
-class RepairParameters(LocalizeParameters):
+class RepairParameters(LocalizeParameters, ValidationOptions):
     """Parameters of one repair run (those of ``localize`` plus the Validation budgets)."""
-
-    repair_top: int = Field(3, ge=1, description="Functions the mutation search patches, by confidence.")
-    max_mutants_per_function: int = Field(150, ge=1, description="Mutants screened per function.")
-    max_validations: int = Field(12, ge=1, description="Candidates validated in full.")
-    max_llm_fixes: int = Field(3, ge=0, description="Fixes asked of the model (each re-ask included).")
-    patcher_evaluations: int = Field(3, ge=0, description="Patches of the multi-retrieval patcher validated.")
-    max_relocalizations: int = Field(1, ge=0, description="Returns to Discovery after regressions.")
 
 
 @flow(name="repair", flow_run_name="repair {params.path}", log_prints=True,

@@ -19,6 +19,7 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.options import OutputOptions
 from equisa_core.errors import EXIT_INTERNAL, EquisaError, NothingToLocalizeError
 from equisa_core.operations.batch import RepositoryEntry, RepositoryResult, is_remote
 from equisa_core.validation.repair import RepairReport
@@ -30,14 +31,12 @@ from tasks.task_runners import FanOutTaskRunner, shared_cluster
 __all__ = ["RepositoryRunParameters", "repair_repository", "repair_parameters"]
 
 
-class RepositoryRunParameters(BaseModel):
+class RepositoryRunParameters(OutputOptions):
     """Parameters of one repository's run: the entry (as in a repositories file) and where reports go."""
 
     model_config = ConfigDict(extra="forbid")
 
     entry: RepositoryEntry
-    reports_dir: str | None = Field(None, description="Folder of the JSON reports; default: EQUISA_REPORTS, "
-                                                      "else ~/.cache/equisa/reports.")
     no_cache: bool = Field(False, description="Run every sandboxed test run again.")
 
 

@@ -31,6 +31,7 @@ from prefect import flow
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.models import TestOutcome
+from equisa_core.common.options import EndpointOptions, TestgenOptions
 from equisa_core.errors import EquisaError, NoTestsCollectedError, TestgenTargetError
 from equisa_core.testgen.assembly import merge_modules
 from equisa_core.testgen.curation import drop_redundant, find_redundant, improve_smells, rewrite_redundant
@@ -90,28 +91,17 @@ REDUNDANCY_THRESHOLD = {"local": 0.995, "endpoint": 0.95}
 _EXISTING_IN_STORE = 400
 
 
-class TestgenParameters(TraceParameters):
-    """Parameters of one testgen run."""
+class TestgenParameters(TraceParameters, EndpointOptions, TestgenOptions):
+    """Parameters of one testgen run (those of ``trace-suite``, the model switch and the loop's budget)."""
 
     __test__ = False
     generated_code: ClassVar[str | None] = "generated tests"
     target: str = Field(
         description="The file under test, relative to the repository (or absolute inside it)."
     )
-    llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
     out: str | None = Field(None, description="Folder for the generated modules, the store and the reports.")
-    max_iterations: int = Field(3, ge=1, le=20, description="Attempts in all (attempt 0 included).")
-    coverage_target: float = Field(80.0, ge=0, le=100)
-    mutation_target: float = Field(60.0, ge=0, le=100)
-    max_mutants: int = Field(150, ge=0, description="Mutants of the target file per measurement.")
-    improvement_budget: int = Field(2, ge=0, description="Smell-fixing rounds per attempt (seed 000 §8).")
-    carved_per_function: int = Field(3, ge=0, description="Carved tests per function (deterministic mode).")
-    boundary_per_function: int = Field(4, ge=0, description="Boundary tests per function per attempt.")
     focus: list[str] = Field(
         default_factory=list, description="FQNs to generate tests for; empty: the whole file."
-    )
-    measure_baseline_mutation: bool = Field(
-        False, description="Also score the repository's own tests' mutants."
     )
     specification: dict[str, str] = Field(
         default_factory=dict,

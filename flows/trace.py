@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from prefect import flow, unmapped
 from prefect.artifacts import create_table_artifact
@@ -17,6 +17,7 @@ from prefect.futures import PrefectFuture
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.models import SuiteTrace
+from equisa_core.common.options import SandboxOptions, StorageOptions
 from equisa_core.common.sandbox_policy import SandboxIsolation, require_confinement, weak_isolation_warning
 from equisa_core.common.trace_merge import combine, interleave, mark_flaky
 from equisa_core.discovery.trace_report import TraceReport, build_trace_report
@@ -35,8 +36,9 @@ __all__ = ["TraceParameters", "PreparedRun", "prepare_run", "run_suite", "submit
 MAX_FLAKY_RERUNS = 20
 
 
-class TraceParameters(BaseModel):
-    """Parameters of one traced run of a repository's suite."""
+class TraceParameters(SandboxOptions, StorageOptions):
+    """Parameters of one traced run of a repository's suite (its sandbox and storage options, plus
+    what to run)."""
 
     model_config = ConfigDict(extra="forbid")
     #: What unreviewed code the flow of these parameters runs (None: only the user's suite); such
@@ -44,23 +46,9 @@ class TraceParameters(BaseModel):
     generated_code: ClassVar[str | None] = None
 
     path: str = Field(description="The repository's root folder.")
-    python: str | None = Field(None, description="Interpreter (local) or command in the image (docker).")
     tests: list[str] = Field(default_factory=list, description="pytest paths or node ids; empty: all.")
-    sandbox: Literal["local", "docker", "none"] = Field(
-        "local", description="local: the strongest isolation this machine has; docker: a container; "
-        "none: a plain subprocess (accepts running generated code unconfined).")
-    allow_weak_sandbox: bool = Field(False, description="Run generated code even where the local sandbox "
-                                                        "cannot confine file writes.")
-    docker_image: str | None = Field(None, description="Image for the docker sandbox.")
-    shards: int | None = Field(None, ge=1, description="Parallel shards; default: the number of cores.")
-    no_cache: bool = Field(False, description="Run again even when a cached result exists.")
-    wall_clock_s: float = Field(1800.0, gt=0, description="Limit per shard run.")
-    test_timeout_s: float | None = Field(300.0, gt=0, description="Limit per test.")
     rerun_failures: bool = Field(True, description="Re-run the failing tests apart to find flaky ones.")
     progress_key: str | None = Field(None, description="Key of a registered progress callback.")
-    artifacts: str | None = Field(None, description="Artifact store: a folder or s3://bucket/prefix; "
-                                                    "None: EQUISA_ARTIFACTS, else the local default.")
-    db: str | None = Field(None, description="DuckDB history file; None: EQUISA_DB, else the default.")
 
 
 class PreparedRun(BaseModel):

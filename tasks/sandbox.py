@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from equisa_core.common.models import TestOutcome
+from equisa_core.common.options import SandboxOptions, default_of
 from equisa_core.errors import InvalidSelectionError, SandboxInfrastructureError  # the latter re-exported
 from equisa_core.probe import PROBE_MODULE, probe_file
 
@@ -93,8 +94,10 @@ class SandboxLimits(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    wall_clock_s: float = Field(1800.0, gt=0, description="Whole run; then the process group dies.")
-    test_timeout_s: float | None = Field(300.0, gt=0, description="One test; then it fails.")
+    wall_clock_s: float = Field(default_of(SandboxOptions, "wall_clock_s"), gt=0,
+                                description="Whole run; then the process group dies.")
+    test_timeout_s: float | None = Field(default_of(SandboxOptions, "test_timeout_s"), gt=0,
+                                         description="One test; then it fails.")
     memory_bytes: int = Field(4 * GIB, gt=0, description="Address space per process (RLIMIT_AS).")
     cpu_seconds: int = Field(3600, gt=0, description="CPU time per process (RLIMIT_CPU).")
     file_size_bytes: int = Field(512 * MIB, gt=0, description="Largest file written (RLIMIT_FSIZE).")

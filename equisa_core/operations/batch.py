@@ -30,6 +30,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from equisa_core.common.options import (
+    DiscoveryOptions,
+    EndpointOptions,
+    LocalizationOptions,
+    SandboxKind,
+    SandboxOptions,
+    ValidationOptions,
+    default_of,
+)
 from equisa_core.errors import RepositoriesFileError
 
 __all__ = [
@@ -60,13 +69,20 @@ class Budgets(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_iterations: int = Field(12, ge=0, description="Localization inspections before giving up.")
-    max_validations: int = Field(12, ge=1, description="Patch candidates validated in full.")
-    max_seconds: float = Field(1800.0, gt=0, description="Wall time of the localization loop.")
-    max_cost_usd: float = Field(2.0, ge=0, description="LLM spend before giving up.")
-    max_generated_tests: int = Field(30, ge=0, description="Tests Discovery may generate and keep.")
-    test_timeout_s: float = Field(300.0, gt=0, description="Limit per test.")
-    wall_clock_s: float = Field(1800.0, gt=0, description="Limit per sandboxed suite run.")
+    max_iterations: int = Field(default_of(LocalizationOptions, "max_iterations"), ge=0,
+                                description="Localization inspections before giving up.")
+    max_validations: int = Field(default_of(ValidationOptions, "max_validations"), ge=1,
+                                 description="Patch candidates validated in full.")
+    max_seconds: float = Field(default_of(LocalizationOptions, "max_seconds"), gt=0,
+                               description="Wall time of the localization loop.")
+    max_cost_usd: float = Field(default_of(LocalizationOptions, "max_cost_usd"), ge=0,
+                                description="LLM spend before giving up.")
+    max_generated_tests: int = Field(default_of(DiscoveryOptions, "discovery_max_tests"), ge=0,
+                                     description="Tests Discovery may generate and keep.")
+    test_timeout_s: float = Field(default_of(SandboxOptions, "test_timeout_s"), gt=0,
+                                  description="Limit per test.")
+    wall_clock_s: float = Field(default_of(SandboxOptions, "wall_clock_s"), gt=0,
+                                description="Limit per sandboxed suite run.")
 
 
 class RepositoryEntry(BaseModel):
@@ -83,12 +99,14 @@ class RepositoryEntry(BaseModel):
     tests: tuple[str, ...] = Field((), description="pytest paths or node ids to run; empty: the whole suite.")
     failing_tests: tuple[str, ...] = Field((), description="Tests CI saw failing (reported, and checked).")
     ci_run_url: str | None = Field(None, description="The CI run that failed, for the report.")
-    llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
-    sandbox: Literal["local", "docker", "none"] = Field(
-        "local", description="local: the strongest isolation the worker has; docker; none: a plain "
-                             "subprocess.")
-    allow_weak_sandbox: bool = Field(False, description="Repair even where the local sandbox cannot confine "
-                                                        "file writes (otherwise the run fails with exit 14).")
+    llm: bool | None = Field(default_of(EndpointOptions, "llm"),
+                             description="Use the model; None: when an endpoint is configured.")
+    sandbox: SandboxKind = Field(
+        default_of(SandboxOptions, "sandbox"),
+        description="local: the strongest isolation the worker has; docker; none: a plain subprocess.")
+    allow_weak_sandbox: bool = Field(default_of(SandboxOptions, "allow_weak_sandbox"),
+                                     description="Repair even where the local sandbox cannot confine "
+                                                 "file writes (otherwise the run fails with exit 14).")
     docker_image: str | None = None
     budgets: Budgets = Field(default_factory=Budgets)
 

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from equisa_core.common.options import BatchOptions, default_of
 from equisa_core.errors import EXIT_BATCH_FAILURES, EXIT_OK
 
 __all__ = ["register", "add_runner_options", "apply_runner_options"]
@@ -25,8 +26,8 @@ def register(commands: Any) -> None:
         "A re-run over unchanged repositories resumes from cache.",
     )
     parser.add_argument("file", type=Path, help="the repositories file (YAML; see the README)")
-    parser.add_argument("--concurrency", type=_positive_int, default=2, metavar="N",
-                        help="repositories repaired at the same time (default 2)")
+    parser.add_argument("--concurrency", type=_positive_int, default=default_of(BatchOptions, "concurrency"),
+                        metavar="N", help="repositories repaired at the same time (default %(default)s)")
     parser.add_argument("--reports", type=Path, metavar="DIR",
                         help="folder of the per-repository JSON reports (default: EQUISA_REPORTS, "
                              "else ~/.cache/equisa/reports)")

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from equisa_core.common.options import EndpointOptions, TestgenOptions, default_of
 from equisa_core.errors import EXIT_OK
 
 __all__ = ["register"]
@@ -16,7 +17,8 @@ __all__ = ["register"]
 
 def register(commands: Any) -> None:
     """Add the ``testgen`` sub-command."""
-    from flows.cli import _add_run_options, _count
+    from flows.cli import RUN_OPTIONS, _add_run_options, _count
+    from flows.cli_options import add_model_options
 
     parser = commands.add_parser(
         "testgen",
@@ -37,45 +39,32 @@ def register(commands: Any) -> None:
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="output folder (default: ./equisa-testgen, or ~/.cache/equisa/testgen/NAME when "
                         "that would be inside PATH)")
-    parser.add_argument("--max-iterations", type=_iterations, default=3, metavar="N",
-                        help="attempts in all, attempt 0 included (1-20, default 3)")
-    parser.add_argument("--coverage-target", type=_percent, default=80.0, metavar="PCT", help="default 80")
-    parser.add_argument("--mutation-target", type=_percent, default=60.0, metavar="PCT", help="default 60")
-    parser.add_argument("--max-mutants", type=_count, default=150, metavar="N",
-                        help="mutants per measurement, 0 for none (default 150)")
-    parser.set_defaults(handler=_testgen_command)
+    loop = TestgenOptions
+    parser.add_argument("--max-iterations", type=_iterations, default=default_of(loop, "max_iterations"),
+                        metavar="N", help="attempts in all, attempt 0 included (1-20, default %(default)s)")
+    parser.add_argument("--coverage-target", type=_percent, default=default_of(loop, "coverage_target"),
+                        metavar="PCT", help=f"default {default_of(loop, 'coverage_target'):g}")
+    parser.add_argument("--mutation-target", type=_percent, default=default_of(loop, "mutation_target"),
+                        metavar="PCT", help=f"default {default_of(loop, 'mutation_target'):g}")
+    parser.add_argument("--max-mutants", type=_count, default=default_of(loop, "max_mutants"), metavar="N",
+                        help="mutants per measurement, 0 for none (default %(default)s)")
+    add_model_options(parser, TestgenOptions)
+    parser.set_defaults(handler=_testgen_command,
+                        option_models=(*RUN_OPTIONS, EndpointOptions, TestgenOptions))
 
 
 def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.operations.storage import resolve_artifacts
     from flows.cli import _print_stored, _run_with_progress, _write_json, check_sandbox
+    from flows.cli_options import parameters_from
     from flows.testgen import TestgenParameters, testgen
     from tasks.prepare import check_repository
 
     check_repository(args.path)
     resolve_artifacts(args.artifacts)  # a malformed location fails now, not after the run
     out = args.out or _default_out(Path(args.path))
-    params = TestgenParameters(
-        path=str(args.path),
-        python=args.python,
-        tests=args.tests,
-        sandbox=args.sandbox,
-        allow_weak_sandbox=args.allow_weak_sandbox,
-        docker_image=args.docker_image,
-        shards=args.shards,
-        no_cache=args.no_cache,
-        wall_clock_s=args.timeout,
-        test_timeout_s=args.test_timeout,
-        target=args.target,
-        llm=args.llm,
-        out=str(out.resolve()),
-        max_iterations=args.max_iterations,
-        coverage_target=args.coverage_target,
-        mutation_target=args.mutation_target,
-        max_mutants=args.max_mutants,
-        artifacts=args.artifacts,
-        db=args.db,
-    )
+    params = TestgenParameters(**{**parameters_from(args, TestgenParameters), "path": str(args.path),
+                                  "out": str(out.resolve())})
     level = check_sandbox(args, console, TestgenParameters.generated_code)
     console.print(f"Generating tests for [bold]{args.target}[/] in {args.path} (sandbox {args.sandbox}: "
                   f"{level})", highlight=False)

@@ -1,0 +1,173 @@
+"""Every option of EQUISA's commands, one pydantic model per concern, and the one home of its default.
+
+The flows' parameter models (``TraceParameters``, ``DiscoveryParameters``, ``LocalizeParameters``,
+``RepairParameters``, ``TestgenParameters``) compose these models by inheritance, so their fields keep
+their flat names; the command line takes each option's default from here (``default_of``), and the
+batch file's ``Budgets`` do too. Pure data: nothing here reads the environment or a file.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from equisa_core.localization.calibrated_likelihoods import (
+    DEFAULT_MIN_EXPECTED_SHIFT,
+    DEFAULT_TABLE,
+    TableName,
+)
+
+__all__ = [
+    "SandboxOptions",
+    "StorageOptions",
+    "EndpointOptions",
+    "DiscoveryOptions",
+    "LocalizationOptions",
+    "ValidationOptions",
+    "TestgenOptions",
+    "BatchOptions",
+    "OutputOptions",
+    "SandboxKind",
+    "default_of",
+]
+
+SandboxKind = Literal["local", "docker", "none"]
+
+
+def default_of(model: type[BaseModel], field: str) -> Any:
+    """The default of ``model``'s ``field``: what an option that sets it defaults to."""
+    return model.model_fields[field].get_default(call_default_factory=True)
+
+
+class SandboxOptions(BaseModel):
+    """Where and how the suite runs: the interpreter, the sandbox, its shards and its time limits."""
+
+    python: str | None = Field(None, description="Interpreter (local) or command in the image (docker).")
+    sandbox: SandboxKind = Field(
+        "local", description="local: the strongest isolation this machine has; docker: a container; "
+        "none: a plain subprocess (accepts running generated code unconfined).")
+    allow_weak_sandbox: bool = Field(False, description="Run generated code even where the local sandbox "
+                                                        "cannot confine file writes.")
+    docker_image: str | None = Field(None, description="Image for the docker sandbox.")
+    shards: int | None = Field(None, ge=1, description="Parallel shards; default: the number of cores.")
+    no_cache: bool = Field(False, description="Run again even when a cached result exists.")
+    wall_clock_s: float = Field(1800.0, gt=0, description="Limit per shard run.")
+    test_timeout_s: float | None = Field(300.0, gt=0, description="Limit per test.")
+
+
+class StorageOptions(BaseModel):
+    """Where runs are recorded: the artifact store and the DuckDB history."""
+
+    artifacts: str | None = Field(None, description="Artifact store: a folder or s3://bucket/prefix; "
+                                                    "None: EQUISA_ARTIFACTS, else the local default.")
+    db: str | None = Field(None, description="DuckDB history file; None: EQUISA_DB, else the default.")
+
+
+class EndpointOptions(BaseModel):
+    """Whether the model endpoint is used (its address and key come from ``OPENAI_*``)."""
+
+    llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
+
+
+class DiscoveryOptions(BaseModel):
+    """The Discovery loop's switches and budget."""
+
+    discovery: bool = Field(True, description="Generate disambiguating tests; False: trace only.")
+    discovery_rounds: int = Field(2, ge=0, description="Generate-and-retrace rounds.")
+    discovery_max_tests: int = Field(30, ge=0, description="Generated tests kept in all.")
+    carved_per_member: int = Field(3, ge=0, description="Carved tests per group member and round.")
+    discovery_top: int = Field(
+        10, ge=0, description="Split only the ambiguity groups holding one of the prior's this many "
+        "best functions (``near_the_top``); 0: every group.")
+    testgen: bool = Field(
+        False, description="Also ask the test-generation agent (deterministic, one attempt) for "
+        "tests of each group's members; they split groups but never judge a patch. Off by default: "
+        "on examples/invoicing it made Discovery 5x slower and split no group carving left whole "
+        "(bench/README.md).")
+
+
+class LocalizationOptions(BaseModel):
+    """The Localization loop's budgets and switches."""
+
+    max_iterations: int = Field(12, ge=0, description="Inspections before giving up; 0: Discovery only.")
+    max_cost_usd: float = Field(2.0, ge=0, description="LLM spend before giving up.")
+    max_seconds: float = Field(1800.0, gt=0, description="Wall time before giving up.")
+    record_top: int = Field(15, ge=1, description="Candidates whose passing executions are recorded.")
+    max_tests_per_inspection: int = Field(
+        12, ge=1, description="Tests run per inspection: every failing test of the function, then its "
+        "fastest passing ones (their calls are recorded for its invariants, in a slowed-down run).")
+    mutation_evidence: bool | None = Field(
+        None, description="Run mutants of each inspected node (see equisa_core.localization.fix_evidence); "
+        "None: in deterministic mode only, where no model reflects.")
+    max_mutants: int = Field(40, ge=1, description="Mutants tried per inspected node.")
+    screen_top: int = Field(
+        20, ge=0, description="Candidates (by prior) whose mutants are tried together in one sandbox "
+        "process before the loop, when mutants run: a fix found there is evidence at once, so a "
+        "function far down the ranking can still be confirmed; 0: off.")
+    screen_budget_s: float = Field(
+        15.0, gt=0, description="Mutant screening's estimated cost: the failing tests' durations times "
+        "the mutants, summed over the screened functions (a mutant that fixes none stops after them); "
+        "also each screening process's wall-clock limit for its mutant rounds (the rest are not run).")
+    inspection_budget_s: float = Field(
+        20.0, gt=0, description="Wall-clock seconds for the mutant rounds of one batch of inspections "
+        "(``inspection_batch``); the mutants left then are not run, the inspection patches still are.")
+    max_stalled_inspections: int = Field(
+        5, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
+        "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
+    since: str | None = Field(
+        None, description="A git ref: functions whose lines changed since it (committed or not) are more "
+        "suspicious in the prior (``equisa_core.localization.prior``); None: no such signal.")
+    inspection_batch: int = Field(
+        5, ge=1, description="Deterministic inspections run together in one sandbox process: the selected "
+        "node and the next most confident ones (the loop counts each when it selects that node); "
+        "1: one process per inspection.")
+    likelihoods: TableName = Field(
+        DEFAULT_TABLE, description="The deterministic mode's likelihood table "
+        "(equisa_core.localization.calibrated_likelihoods): 'fitted' on the real-bug benchmark, "
+        "or 'seed' (hand-set; the LLM mode always counts with it).")
+    min_expected_shift: float = Field(
+        DEFAULT_MIN_EXPECTED_SHIFT, ge=0, description="Deterministic mode: a screening or inspection is "
+        "run only when it is expected to move its function's confidence by this much (by the fitted "
+        "frequencies of what inspections show); the loop stops when none is; 0: off.")
+
+
+class ValidationOptions(BaseModel):
+    """The Validation loop's budgets: how many functions are patched and candidates validated."""
+
+    repair_top: int = Field(3, ge=1, description="Functions the mutation search patches, by confidence.")
+    max_mutants_per_function: int = Field(150, ge=1, description="Mutants screened per function.")
+    max_validations: int = Field(12, ge=1, description="Candidates validated in full.")
+    max_llm_fixes: int = Field(3, ge=0, description="Fixes asked of the model (each re-ask included).")
+    patcher_evaluations: int = Field(3, ge=0, description="Patches of the multi-retrieval patcher validated.")
+    max_relocalizations: int = Field(1, ge=0, description="Returns to Discovery after regressions.")
+
+
+class TestgenOptions(BaseModel):
+    """The test-generation loop's budgets and targets."""
+
+    __test__ = False
+    max_iterations: int = Field(3, ge=1, le=20, description="Attempts in all (attempt 0 included).")
+    coverage_target: float = Field(80.0, ge=0, le=100, description="Line coverage to reach, in percent.")
+    mutation_target: float = Field(60.0, ge=0, le=100, description="Mutation score to reach, in percent.")
+    max_mutants: int = Field(150, ge=0, description="Mutants of the target file per measurement.")
+    improvement_budget: int = Field(2, ge=0, description="Smell-fixing rounds per attempt (seed 000 §8).")
+    carved_per_function: int = Field(3, ge=0, description="Carved tests per function (deterministic mode).")
+    boundary_per_function: int = Field(4, ge=0, description="Boundary tests per function per attempt.")
+    measure_baseline_mutation: bool = Field(
+        False, description="Also score the repository's own tests' mutants."
+    )
+
+
+class OutputOptions(BaseModel):
+    """Where a batch's per-repository reports go."""
+
+    reports_dir: str | None = Field(None, description="Folder of the JSON reports; default: EQUISA_REPORTS, "
+                                                      "else ~/.cache/equisa/reports.")
+
+
+class BatchOptions(OutputOptions):
+    """How a batch runs: how many repositories at once, and whether the cache is used."""
+
+    concurrency: int = Field(2, ge=1, le=64, description="Repositories repaired at the same time.")
+    no_cache: bool = Field(False, description="Repair every repository again and re-run every test.")

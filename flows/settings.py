@@ -1,0 +1,123 @@
+"""Where an option's value comes from: the command line, then the environment (``EQUISA_<FIELD>``),
+then ``[tool.equisa]`` in the target repository's ``pyproject.toml``, then the option model's default.
+
+pydantic-settings reads the environment and the table (``PyprojectTomlConfigSettingsSource``); the
+models are those of ``equisa_core.common.options``. A key of ``[tool.equisa]`` that is no option of
+any command, or a value an option refuses, is bad input (``ConfigurationError``, exit 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError, create_model
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    PyprojectTomlConfigSettingsSource,
+    SettingsConfigDict,
+)
+
+from equisa_core.common import options
+from equisa_core.errors import ConfigurationError
+from flows.cli_options import OPTION_FIELDS
+
+__all__ = ["ENV_PREFIX", "TABLE", "apply_settings", "configured_values", "known_settings"]
+
+ENV_PREFIX = "EQUISA_"
+#: The table of the target's ``pyproject.toml`` that holds its settings.
+TABLE = ("tool", "equisa")
+
+
+def known_settings() -> frozenset[str]:
+    """Every key ``[tool.equisa]`` may hold: the fields of every option model."""
+    models = (options.SandboxOptions, options.StorageOptions, options.EndpointOptions,
+              options.DiscoveryOptions, options.LocalizationOptions, options.ValidationOptions,
+              options.TestgenOptions)
+    return frozenset(name for model in models for name in model.model_fields)
+
+
+def configured_values(models: Iterable[type[BaseModel]], repository: Path) -> dict[str, Any]:
+    """The values the environment and ``repository``'s ``[tool.equisa]`` give the fields of
+    ``models`` (the environment wins); fields neither sets are left out."""
+    pyproject = repository / "pyproject.toml"
+    settings = _settings_class(tuple(models), pyproject)
+    table = _table(settings, pyproject)
+    unknown = sorted(set(table) - known_settings())
+    if unknown:
+        raise ConfigurationError(f"{pyproject}: [tool.equisa] has no setting {', '.join(unknown)} "
+                                 "(see README.md, Options)")
+    try:
+        values = settings()
+    except ValidationError as error:
+        raise ConfigurationError(f"invalid setting: {_describe(error, pyproject)}") from None
+    return values.model_dump(include=values.model_fields_set)
+
+
+def apply_settings(args: argparse.Namespace, given: Iterable[str]) -> None:
+    """Fill the options of ``args`` the user did not write (``given``: the ``dest`` of those they did)
+    from the environment and the target's ``[tool.equisa]``; commands with no target are left alone.
+
+    A command's parser names the option models its options set (``set_defaults(option_models=...)``).
+    """
+    models = getattr(args, "option_models", None)
+    if not models or getattr(args, "path", None) is None:
+        return
+    dests = {field: dest for dest, field in OPTION_FIELDS.items()}
+    written = set(given)
+    for field, value in configured_values(models, Path(args.path)).items():
+        dest = dests.get(field, field)
+        if dest not in written and hasattr(args, dest):
+            setattr(args, dest, value)
+
+
+def _settings_class(models: tuple[type[BaseModel], ...], pyproject: Path) -> type[BaseSettings]:
+    """A settings class with the fields of ``models``, read from the environment, then ``pyproject``."""
+    fields: dict[str, Any] = {name: (field.annotation, field) for model in models
+                              for name, field in model.model_fields.items()}
+
+    class _Sources(BaseSettings):
+        model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, pyproject_toml_table_header=TABLE,
+                                          extra="ignore")
+
+        @classmethod
+        def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (EnvSettingsSource(settings_cls),
+                    PyprojectTomlConfigSettingsSource(settings_cls, toml_file=pyproject))
+
+    return create_model("EquisaSettings", __base__=_Sources, **fields)
+
+
+def _table(settings: type[BaseSettings], pyproject: Path) -> dict[str, Any]:
+    """``[tool.equisa]`` of ``pyproject`` (empty when the file or the table is missing)."""
+    if not pyproject.is_file():
+        return {}
+    try:
+        table = PyprojectTomlConfigSettingsSource(settings, toml_file=pyproject).toml_data
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigurationError(f"{pyproject} is not valid TOML: {error}") from None
+    if not isinstance(table, dict):
+        raise ConfigurationError(f"{pyproject}: [tool.equisa] must be a table")
+    return table
+
+
+def _describe(error: ValidationError, pyproject: Path) -> str:
+    """``EQUISA_SANDBOX: Input should be 'local', 'docker' or 'none' (got 'vm')``, one per bad value,
+    each named where it was set: the variable when it is set, else the key of ``[tool.equisa]``."""
+    described = []
+    for item in error.errors():
+        name = str(item["loc"][0]) if item["loc"] else "?"
+        variable = f"{ENV_PREFIX}{name.upper()}"
+        where = variable if variable in os.environ else f"{name} in {pyproject}'s [tool.equisa]"
+        described.append(f"{where}: {item['msg']} (got {item['input']!r})")
+    return "; ".join(described)

@@ -1,0 +1,148 @@
+"""Where an option's value comes from: the command line, then ``EQUISA_*``, then ``[tool.equisa]`` in
+the target's ``pyproject.toml``, then the default (``flows/settings.py``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from equisa_core.common.options import LocalizationOptions, SandboxOptions, default_of
+from equisa_core.errors import ConfigurationError
+from flows.cli import build_parser
+from flows.cli_options import given_options
+from flows.settings import apply_settings, known_settings
+from tests.conftest import FIXTURES
+
+EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _repository(folder: Path, table: str) -> Path:
+    """A target repository on disk whose pyproject.toml holds ``table`` under ``[tool.equisa]``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pyproject.toml").write_text(f'[project]\nname = "target"\n\n[tool.equisa]\n{table}\n')
+    return folder
+
+
+def _options(argv: list[str]):
+    """``argv`` parsed as ``main`` does: the command line, then the environment and the target's table."""
+    args = build_parser().parse_args(argv)
+    apply_settings(args, given_options(build_parser(), argv))
+    return args
+
+
+@pytest.fixture
+def no_equisa_variables(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No ``EQUISA_<option>`` variable of the test's own environment reaches the settings."""
+    for name in known_settings():
+        monkeypatch.delenv(f"EQUISA_{name.upper()}", raising=False)
+    return monkeypatch
+
+
+def test_the_command_line_wins_over_the_environment_over_the_table_over_the_default(
+        tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch) -> None:
+    repo = _repository(tmp_path / "repo", "max_iterations = 4\nscreen_top = 7\nmax_seconds = 60\n"
+                                          "test_timeout_s = 9.5\n")
+    no_equisa_variables.setenv("EQUISA_SCREEN_TOP", "3")
+    no_equisa_variables.setenv("EQUISA_MAX_SECONDS", "90")
+    args = _options(["localize", str(repo), "--max-seconds", "120"])
+    assert args.max_iterations == 4  # the table only
+    assert args.screen_top == 3  # the environment over the table
+    assert args.max_seconds == 120  # the command line over both
+    assert args.test_timeout == 9.5  # an option spelt otherwise (--test-timeout) is set all the same
+    assert args.inspection_batch == default_of(LocalizationOptions, "inspection_batch")  # set by none
+
+
+def test_an_option_written_with_its_default_value_still_wins(tmp_path: Path,
+                                                             no_equisa_variables: pytest.MonkeyPatch) -> None:
+    repo = _repository(tmp_path / "repo", 'sandbox = "none"\n')
+    default = default_of(SandboxOptions, "sandbox")
+    assert _options(["trace", str(repo), "--sandbox", default]).sandbox == default
+    assert _options(["trace", str(repo)]).sandbox == "none"
+
+
+def test_without_settings_every_option_keeps_its_default(tmp_path: Path,
+                                                         no_equisa_variables: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "target"\n')
+    argv = ["repair", str(tmp_path)]
+    assert vars(_options(argv)) == vars(build_parser().parse_args(argv))
+
+
+def test_a_key_for_another_command_is_no_error(tmp_path: Path,
+                                               no_equisa_variables: pytest.MonkeyPatch) -> None:
+    repo = _repository(tmp_path / "repo", "coverage_target = 90\nmax_validations = 3\n")
+    localize = _options(["localize", str(repo)])
+    assert localize.max_iterations == default_of(LocalizationOptions, "max_iterations")
+    assert _options(["testgen", str(repo), "--target", "m.py"]).coverage_target == 90
+
+
+@pytest.mark.parametrize(("table", "variable", "named"), [
+    ("max_iteration = 4", None, "max_iteration"),
+    ("max_iterations = -1", None, "max_iterations"),
+    ('sandbox = "vm"', None, "sandbox"),
+    ("", ("EQUISA_SCREEN_BUDGET_S", "soon"), "EQUISA_SCREEN_BUDGET_S"),
+])
+def test_an_unknown_key_or_a_bad_value_is_bad_input(tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch,
+                                                    table: str, variable: tuple[str, str] | None,
+                                                    named: str) -> None:
+    repo = _repository(tmp_path / "repo", table)
+    if variable:
+        no_equisa_variables.setenv(*variable)
+    with pytest.raises(ConfigurationError) as raised:
+        _options(["localize", str(repo)])
+    assert named in raised.value.message
+    assert raised.value.exit_code == 3
+
+
+def test_the_readmes_example_table_is_valid(tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch) -> None:
+    example = re.search(r"```toml\n# PATH/pyproject.toml\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert example, "README.md's Options section shows a [tool.equisa] table"
+    (tmp_path / "pyproject.toml").write_text(example.group(1))
+    args = _options(["repair", str(tmp_path)])
+    assert (args.test_timeout, args.timeout, args.max_generated_tests) == (60, 900, 10)
+
+
+# --- the real command ------------------------------------------------------------------------------
+
+
+def _trace_hangs(tmp_path: Path, env: dict[str, str], table: str, *options: str) -> tuple[int, str, Path]:
+    """``equisa trace`` over a copy of the fixture whose test hangs, with ``table`` as its settings."""
+    repo = tmp_path / "hangs"
+    shutil.copytree(FIXTURES / "hangs", repo)
+    _repository(repo, table)
+    out = tmp_path / "report.json"
+    done = subprocess.run([EQUISA, "trace", str(repo), "--json", str(out), *options], capture_output=True,
+                          text=True, env=env, timeout=600)
+    return done.returncode, done.stderr, out
+
+
+def _hanging_outcome(report: Path) -> tuple[str, str | None]:
+    data = json.loads(report.read_text())
+    hanging = next(t for t in data["tests"] if t["test_id"].endswith("test_hangs"))
+    return hanging["outcome"], hanging["exception_type"]
+
+
+def test_the_targets_table_sets_the_per_test_limit(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    code, printed, out = _trace_hangs(tmp_path, cli_env, "test_timeout_s = 2")
+    assert code == 0, printed
+    assert _hanging_outcome(out) == ("failed", "equisa_probe.TestTimeout")
+
+
+def test_the_environment_wins_over_the_targets_table(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    env = {**cli_env, "EQUISA_TEST_TIMEOUT_S": "2"}
+    code, printed, out = _trace_hangs(tmp_path, env, "test_timeout_s = 600\nwall_clock_s = 900")
+    assert code == 0, printed
+    assert _hanging_outcome(out) == ("failed", "equisa_probe.TestTimeout")
+
+
+def test_the_command_exits_3_naming_an_unknown_key(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    code, printed, out = _trace_hangs(tmp_path, cli_env, "test_timeout = 2")
+    assert code == ConfigurationError.exit_code == 3
+    assert "[tool.equisa] has no setting test_timeout" in printed
+    assert not out.exists()

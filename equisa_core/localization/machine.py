@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.loop import Verdict
 from equisa_core.common.models import Node
+from equisa_core.common.options import LocalizationOptions, default_of
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.rules import DiscoveryReport
 from equisa_core.localization.bayes import (
@@ -154,11 +155,13 @@ class LocalizationSettings(_Frozen):
     mutants: bool = Field(True, description="Whether inspections (or screening) run mutants.")
     screen_top: int = Field(0, ge=0, description="Functions whose mutants are screened; 0: no screening.")
     screen_first: bool = Field(False, description="Screen on the suite as traced, before Discovery.")
-    max_iterations: int = Field(12, ge=0)
-    max_cost_usd: float = 2.0
-    max_seconds: float = 1800.0
-    max_stalled_inspections: int = Field(5, ge=1)
-    record_top: int = Field(15, ge=1)
+    # The budgets default to the options' defaults (one home: ``equisa_core.common.options``); the
+    # switches above default to off, so a machine made by hand does only what it is told to.
+    max_iterations: int = Field(default_of(LocalizationOptions, "max_iterations"), ge=0)
+    max_cost_usd: float = Field(default_of(LocalizationOptions, "max_cost_usd"), ge=0)
+    max_seconds: float = Field(default_of(LocalizationOptions, "max_seconds"), gt=0)
+    max_stalled_inspections: int = Field(default_of(LocalizationOptions, "max_stalled_inspections"), ge=1)
+    record_top: int = Field(default_of(LocalizationOptions, "record_top"), ge=1)
     inspection_batch: int = Field(1, ge=1, description="Inspections run ahead together; 1: none.")
 
     @property

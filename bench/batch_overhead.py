@@ -52,6 +52,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from unittest import mock
 
 from rich.console import Console
 from rich.table import Table
@@ -92,7 +93,7 @@ class SandboxClock:
                     clock.seconds += time.perf_counter() - start
                     clock.runs += 1
 
-        LocalSandbox.run = timed  # type: ignore[method-assign]
+        mock.patch.object(LocalSandbox, "run", timed).start()  # for the rest of the process
 
     def reset(self) -> tuple[float, int]:
         with self._lock:

@@ -389,7 +389,7 @@ def fit(bugs: Sequence[Bug], min_count: int = 10) -> dict[str, dict]:
 def table_of(fitted: Mapping[str, Mapping]) -> dict[str, tuple[float, float]]:
     """The pairs a replay uses from a fit: only the fitted kinds (the others keep each record's
     seed pair, which for a value finding depends on its shares)."""
-    return {kind: tuple(row["pair"]) for kind, row in fitted.items() if row["fitted"]}  # type: ignore[misc]
+    return {kind: tuple(row["pair"]) for kind, row in fitted.items() if row["fitted"]}
 
 
 def cross_validated(bugs: Sequence[Bug], min_count: int = 10) -> dict[str, dict[str, dict]]:

@@ -49,6 +49,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -63,6 +64,9 @@ from tracing_overhead import finish_report  # noqa: E402
 DEFAULT_OUT = REPO / "bench" / "results" / "oneshot_startup.json"
 UV = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
 PYTHON = str(REPO / ".venv" / "bin" / "python")
+
+#: ``pstats.Stats``'s table: (file, line, function) -> (primitive calls, calls, own s, cumulative s, callers).
+RawStats = dict[tuple[str, int, str], tuple[int, int, float, float, dict[Any, Any]]]
 
 
 def clean_environment(root: Path) -> dict[str, str]:
@@ -126,6 +130,12 @@ def import_costs(env: dict[str, str], example: str, top: int = 20) -> list[dict]
     return [{"module": "(all imports)", "depth": 0, "self_ms": 0, "cumulative_ms": round(total, 1)}, *shallow]
 
 
+def raw_stats(stats: pstats.Stats) -> RawStats:
+    """The table ``stats`` keeps in its ``stats`` attribute (pstats's own format; typeshed leaves it out)."""
+    table: RawStats = vars(stats)["stats"]
+    return table
+
+
 def profile_costs(env: dict[str, str], example: str, folder: Path, top: int = 30) -> dict:
     """cProfile of a warm ``equisa localize`` in-process: wall time and the top functions."""
     out = folder / "localize.prof"
@@ -134,8 +144,8 @@ def profile_costs(env: dict[str, str], example: str, folder: Path, top: int = 30
                     "--no-llm"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.perf_counter() - started
     stats = pstats.Stats(str(out))
-    rows = []
-    for (file, line, function), (_, calls, own, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+    rows: list[dict[str, Any]] = []
+    for (file, line, function), (_, calls, own, cumulative, _) in raw_stats(stats).items():
         rows.append({"function": f"{Path(file).name}:{line}({function})", "calls": calls,
                      "own_s": round(own, 3), "cumulative_s": round(cumulative, 3)})
     rows.sort(key=lambda r: -r["cumulative_s"])

@@ -33,6 +33,7 @@ from equisa_core.validation.mutation import Mutant, mutate_function
 from flows.discovery import DiscoveryResult, focused_request
 from flows.localize_parameters import LocalizeParameters
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
+from tasks.llm import LLMConfig
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
 from tasks.run_tests import run_tests
 
@@ -41,7 +42,7 @@ __all__ = ["inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "muta
 
 
 def inspect_node(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
-                 calls: Sequence[RecordedCall], use_llm: bool, config: object | None,
+                 calls: Sequence[RecordedCall], use_llm: bool, config: LLMConfig | None,
                  problems: list[str], use_mutants: bool, candidates: frozenset[str],
                  screened: bool = False) -> InspectionResult:
     """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants
@@ -334,14 +335,14 @@ def unpatched_outcomes(trace: SuiteTrace, tests: Sequence[str], report: MutantRu
 
 
 def _llm_inspection_patch(
-    config: object, target: str, source: str, problems: list[str]
+    config: LLMConfig, target: str, source: str, problems: list[str]
 ) -> tuple[str | None, float]:
     from equisa_core.localization.prompts import render_inspection_patch
     from tasks.llm import LLMError, ask_for_function
 
     qualname = target.rsplit(".", 1)[-1]
     try:
-        answer = ask_for_function(config, render_inspection_patch(target, source), source,  # type: ignore[arg-type]
+        answer = ask_for_function(config, render_inspection_patch(target, source), source,
                                   _source_qualname(source, qualname), "inspection-patch")
     except LLMError as error:
         problems.append(f"inspection patch for {target}: {error.message}; used the deterministic one")
@@ -356,7 +357,7 @@ def _source_qualname(source: str, fallback: str) -> str:
     return getattr(first, "name", fallback)
 
 
-def _llm_reflection(config: object, target: str, source: str, patch: str, run: SuiteTrace,
+def _llm_reflection(config: LLMConfig, target: str, source: str, patch: str, run: SuiteTrace,
                     problems: list[str]) -> tuple[str | None, str, float]:
     from equisa_core.common.llm_text import parse_reflection_label
     from equisa_core.localization.prompts import render_reflection
@@ -371,7 +372,7 @@ def _llm_reflection(config: object, target: str, source: str, patch: str, run: S
     )
     execution = f"Exit Code: {1 if failing else 0}\n{result}"
     try:
-        answer = call_llm(config, render_reflection(target, source, patch, execution), "reflection")  # type: ignore[arg-type]
+        answer = call_llm(config, render_reflection(target, source, patch, execution), "reflection")
     except LLMError as error:
         problems.append(f"reflection on {target}: {error.message}; left neutral")
         return None, "", 0.0

@@ -43,8 +43,8 @@ from equisa_core.validation.repair import RepairReport, repair_status
 from flows.discovery import DiscoveryResult, focused_request
 from flows.localize import LocalizeParameters, run_localization
 from flows.validation import ValidationContext, test_sources, validate_candidate
-from tasks.inspection import qualname_of, read_function, unreadable_because
-from tasks.llm import choose_llm_mode
+from tasks.inspection import file_of, qualname_of, read_function, unreadable_because
+from tasks.llm import LLMConfig, choose_llm_mode
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
 from tasks.record import record_finished_run
 from tasks.task_runners import FanOutTaskRunner
@@ -115,7 +115,7 @@ class _Round:
         self.validated = 0
 
 
-def _localized(params: RepairParameters, step: machine.Localize, config: object | None) -> _Round:
+def _localized(params: RepairParameters, step: machine.Localize, config: LLMConfig | None) -> _Round:
     """Discovery and Localization with the step's extra test budget."""
     current: LocalizeParameters = params
     if step.extra_rounds or step.extra_tests:
@@ -127,7 +127,7 @@ def _localized(params: RepairParameters, step: machine.Localize, config: object 
     return _Round(found, localization, _context(found, localization, params, config))
 
 
-def _observe(step: machine.RepairStep, round_: _Round, params: RepairParameters, config: object | None,
+def _observe(step: machine.RepairStep, round_: _Round, params: RepairParameters, config: LLMConfig | None,
              ) -> list[machine.RepairObservation]:
     """Run one step (find the targets, ask a generator, validate a candidate): what it observed."""
     match step:
@@ -176,24 +176,24 @@ def _find_targets(step: machine.FindTargets, found: DiscoveryResult) -> machine.
     return machine.TargetsFound(targets=tuple(targets), unreadable=tuple(unreadable))
 
 
-def _generator(step: machine.Generate, round_: _Round, params: RepairParameters, config: object | None,
+def _generator(step: machine.Generate, round_: _Round, params: RepairParameters, config: LLMConfig | None,
                ) -> Generated:
     """The candidates of the step's generator, one at a time, each with the count screened to find it."""
     found, localization, ctx, targets = round_.found, round_.localization, round_.ctx, step.targets
     match step.generator:
-        case "llm-fix":
+        case "llm-fix" if config is not None:  # the machine asks for the model's generators only in LLM mode
             return _llm_fixes(targets[0], found, localization, ctx, params, config, round_.notes)
-        case "patcher":
+        case "patcher" if config is not None:
             return _patcher(targets[0], found, localization, ctx, params, config, round_.notes)
         case "confirmed":
             return _confirmed_fixes(targets, found, localization, ctx)
         case "mutation":
             return _mutation_search(targets, found, ctx, params)
-    raise AssertionError(f"unknown generator {step.generator!r}")
+    raise AssertionError(f"unknown generator {step.generator!r}, or one of the model's without the model")
 
 
 def _context(found: DiscoveryResult, localization: LocalizationReport, params: RepairParameters,
-             config: object | None) -> ValidationContext:
+             config: LLMConfig | None) -> ValidationContext:
     trace = found.trace
     nodes = {n.fqn: n for n in trace.nodes}
     return ValidationContext(
@@ -207,7 +207,7 @@ Generated = Iterator[tuple[PatchCandidate | None, int]]
 
 def _file_with(found: DiscoveryResult, node: Node, function: str) -> dict[str, str]:
     text, _ = read_function(found.prepared.workspace.root, node)
-    return {node.file: replace_function(text, qualname_of(node), function)}  # type: ignore[dict-item]
+    return {file_of(node): replace_function(text, qualname_of(node), function)}
 
 
 def _confirmed_fixes(targets: Sequence[str], found: DiscoveryResult, localization: LocalizationReport,
@@ -267,7 +267,7 @@ def _mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: Valida
 
 
 def _llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
-               params: RepairParameters, config: object, problems: list[str]) -> Generated:
+               params: RepairParameters, config: LLMConfig, problems: list[str]) -> Generated:
     """The model's minimal fix (seed 000 prompt), re-asked with each rejection's reason."""
     from equisa_core.localization.prompts import render_patch
     from tasks.llm import LLMError, ask_for_function
@@ -280,14 +280,14 @@ def _llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRe
     messages = render_patch(target, source, f"{reflection}\n\nFailing tests:\n{failures}".strip())
     for attempt in range(1, params.max_llm_fixes + 1):
         try:
-            answer = ask_for_function(config, messages, text, qualname_of(node), "patch")  # type: ignore[arg-type]
+            answer = ask_for_function(config, messages, text, qualname_of(node), "patch")
         except LLMError as error:
             problems.append(f"LLM fix of {target}: {error.message}")
             return
         candidate = PatchCandidate(
             id=f"llm-fix-{attempt}", generator="llm-fix", target=target,
             description=f"{target}: the model's fix",
-            files={node.file: replace_function(text, qualname_of(node), answer.source)},  # type: ignore[dict-item]
+            files={file_of(node): replace_function(text, qualname_of(node), answer.source)},
             cost_usd=sum(c.cost_usd or 0.0 for c in answer.calls),
         )
         yield candidate, 0
@@ -300,7 +300,7 @@ def _llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRe
 
 
 def _patcher(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
-             params: RepairParameters, config: object, problems: list[str]) -> Generated:
+             params: RepairParameters, config: LLMConfig, problems: list[str]) -> Generated:
     """The multi-retrieval patcher (seed 004): it retrieves code and proposes patches; each one that
     applies and compiles is validated here, and the verdict is what it hears back."""
     from tasks.patcher import PatcherIssue, run_patcher
@@ -322,7 +322,7 @@ def _patcher(target: str, found: DiscoveryResult, localization: LocalizationRepo
         return verdict
 
     proposed: list[PatchCandidate] = []
-    result = run_patcher(config, issue, found.prepared.workspace.root, evaluate,  # type: ignore[arg-type]
+    result = run_patcher(config, issue, found.prepared.workspace.root, evaluate,
                          max_evaluations=params.patcher_evaluations, id_prefix="patcher")
     ctx.cost_usd += result.cost_usd
     if result.error:

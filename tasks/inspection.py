@@ -18,6 +18,7 @@ from equisa_core.localization.invariants import mine_invariants
 from equisa_core.localization.signals import Signals, heartbeat, parse_signals
 
 __all__ = [
+    "file_of",
     "qualname_of",
     "read_function",
     "unreadable_because",
@@ -27,15 +28,20 @@ __all__ = [
 ]
 
 
+def file_of(node: Node) -> str:
+    """``node``'s file, relative to the repository root; ValueError when the node has none."""
+    if node.file is None:
+        raise ValueError(f"{node.fqn} has no file")
+    return node.file
+
+
 def qualname_of(node: Node) -> str:
     """The qualified name of ``node`` inside its module (its FQN minus the module path).
 
     The module is the longest tail of the file's dotted path that starts the FQN, which also
     covers ``src/`` layouts (``src/pkg/mod.py`` holds ``pkg.mod.f``).
     """
-    if node.file is None:
-        raise ValueError(f"{node.fqn} has no file")
-    parts = node.file.removesuffix(".py").split("/")
+    parts = file_of(node).removesuffix(".py").split("/")
     if parts[-1] == "__init__":
         parts = parts[:-1]
     for start in range(len(parts)):
@@ -47,7 +53,7 @@ def qualname_of(node: Node) -> str:
 
 def read_function(workspace: Path, node: Node) -> tuple[str, str]:
     """The file's text and the function's own source (dedented)."""
-    with open(workspace / node.file, encoding="utf-8", newline="") as handle:  # type: ignore[operator]
+    with open(workspace / file_of(node), encoding="utf-8", newline="") as handle:
         text = handle.read()  # line endings kept: patches splice this text
     return text, function_source(text, qualname_of(node))
 
@@ -84,7 +90,7 @@ def overlay_for(workspace: Path, node: Node, new_function: str) -> tuple[dict[st
     patched = replace_function(text, qualname, new_function)
     where = find_function(patched, qualname)
     moved = node.model_copy(update={"start_line": where.start_line, "end_line": where.end_line})
-    return {node.file: patched}, moved  # type: ignore[dict-item]
+    return {file_of(node): patched}, moved
 
 
 def observe(target: Node, tests: Sequence[TestResult]) -> Signals:

@@ -18,8 +18,9 @@ cost seconds per flow run. No scheduler of EQUISA's own: Prefect and Dask/Ray do
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -60,8 +61,9 @@ def runner_choice(env: Mapping[str, str] | None = None) -> RunnerChoice:
     kind = (env.get(RUNNER_ENV) or "threads").strip().lower()
     workers = (env.get(WORKERS_ENV) or "").strip()
     try:
-        return RunnerChoice(kind=kind, address=(env.get(ADDRESS_ENV) or "").strip() or None,  # type: ignore[arg-type]
-                            workers=int(workers) if workers else None)
+        address = (env.get(ADDRESS_ENV) or "").strip() or None
+        return RunnerChoice.model_validate(
+            {"kind": kind, "address": address, "workers": int(workers) if workers else None})
     except (ValidationError, ValueError):
         raise TaskRunnerError(
             f"{RUNNER_ENV}={kind!r} {WORKERS_ENV}={workers!r}: the runner must be threads, dask or ray "
@@ -78,17 +80,18 @@ def build_task_runner(choice: RunnerChoice) -> TaskRunner:
         if choice.address:
             return DaskTaskRunner(address=choice.address)
         return DaskTaskRunner(cluster_kwargs=_local_cluster_kwargs(choice.workers))
-    try:
-        from prefect_ray import RayTaskRunner  # type: ignore[import-not-found]
-    except ImportError:
+    try:  # imported by name: prefect-ray is an optional extra, often absent where mypy runs
+        ray_runner: Callable[..., TaskRunner] = importlib.import_module("prefect_ray").RayTaskRunner
+    except (ImportError, AttributeError):
         raise TaskRunnerError("the ray task runner needs prefect-ray: `uv pip install prefect-ray` "
                               "(or choose threads or dask)") from None
-    return RayTaskRunner(address=choice.address) if choice.address else RayTaskRunner()
+    return ray_runner(address=choice.address) if choice.address else ray_runner()
 
 
 class FanOutTaskRunner(ThreadPoolTaskRunner):
     """A flow's task runner that becomes, for each flow run, the runner ``runner_choice`` selects."""
 
+    # Prefect types duplicate() as returning the same class; this runner becomes another one on purpose.
     def duplicate(self) -> TaskRunner:  # type: ignore[override]
         """Prefect calls this once per flow run; the environment decides what it gets."""
         return build_task_runner(runner_choice())

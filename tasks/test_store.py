@@ -78,13 +78,19 @@ class TestStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _aggregate(self, query: str) -> int:
+        """The integer an aggregate query gives (such a query always returns one row)."""
+        row = self.db.execute(query).fetchone()
+        assert row is not None, f"no row from {query!r}"
+        return int(row[0])
+
     def count(self) -> int:
         """Tests stored."""
-        return int(self.db.execute("SELECT count(*) FROM tests").fetchone()[0])  # type: ignore[index]
+        return self._aggregate("SELECT count(*) FROM tests")
 
     def add(self, origin: str, items: Sequence[tuple[str, str]], vectors: Sequence[Sequence[float]]) -> None:
         """Store (name, code) items with their embeddings."""
-        start = int(self.db.execute("SELECT coalesce(max(id), 0) FROM tests").fetchone()[0])  # type: ignore[index]
+        start = self._aggregate("SELECT coalesce(max(id), 0) FROM tests")
         rows = [
             (start + i + 1, origin, name, code, list(vector), len(vector))
             for i, ((name, code), vector) in enumerate(zip(items, vectors, strict=True))

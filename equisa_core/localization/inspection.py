@@ -262,12 +262,10 @@ class _Returns(ast.NodeTransformer):
     def __init__(self, checks: Sequence[ast.stmt]) -> None:
         self.checks = checks
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+    def _nested_scope(self, node: ast.AST) -> ast.AST:
         return node  # a nested scope: its returns are not the target's
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
-    visit_ClassDef = visit_FunctionDef  # type: ignore[assignment]
-    visit_Lambda = visit_FunctionDef  # type: ignore[assignment]
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = _nested_scope
 
     def visit_Return(self, node: ast.Return) -> ast.AST | list[ast.stmt]:
         if node.value is None:

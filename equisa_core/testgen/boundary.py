@@ -43,8 +43,8 @@ MAX_DRIVERS_PER_TEST = 24
 _HELPER = "_equisa_call"
 
 
-def _decimal_text(node: ast.AST) -> str | None:
-    """The string argument of ``Decimal('...')`` / ``decimal.Decimal('...')``, else None."""
+def _decimal_call(node: ast.AST) -> ast.Call | None:
+    """``node`` when it is a ``Decimal('...')`` / ``decimal.Decimal('...')`` call, else None."""
     if (
         isinstance(node, ast.Call)
         and len(node.args) == 1
@@ -55,8 +55,17 @@ def _decimal_text(node: ast.AST) -> str | None:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name == "Decimal":
-            return node.args[0].value
+            return node
     return None
+
+
+def _decimal_text(node: ast.AST) -> str | None:
+    """The string argument of ``Decimal('...')`` / ``decimal.Decimal('...')``, else None."""
+    call = _decimal_call(node)
+    if call is None:
+        return None
+    argument = call.args[0]
+    return argument.value if isinstance(argument, ast.Constant) and isinstance(argument.value, str) else None
 
 
 def _number(node: ast.AST) -> Decimal | None:
@@ -114,11 +123,11 @@ def boundary_values(
 
 def _render(original: ast.AST, value: Decimal) -> ast.expr:
     """``value`` in the form of ``original``: an int/float literal or a ``Decimal('...')`` call."""
-    text = _decimal_text(original)
-    if text is not None:
-        replaced = copy.deepcopy(original)
-        replaced.args[0] = ast.Constant(value=str(value))  # type: ignore[attr-defined]
-        return replaced  # type: ignore[return-value]
+    call = _decimal_call(original)
+    if call is not None:
+        replaced = copy.deepcopy(call)
+        replaced.args[0] = ast.Constant(value=str(value))
+        return replaced
     literal = (
         int(value)
         if value == value.to_integral_value() and "." not in _source_number(original)

@@ -420,10 +420,11 @@ def _outcome_of(call: RecordedCall, test: TestResult, target: _Target) -> tuple[
     literal = _literal(call.result.literal)
     if literal is not None:
         return ("result", literal)
-    node = _parsed(call.result.build)
-    if node is None or not _assertable(node):
+    build = call.result.build
+    node = _parsed(build)
+    if build is None or node is None or not _assertable(node):
         return None
-    return ("result", call.result.build)  # type: ignore[return-value]
+    return ("result", build)
 
 
 def _is_nan(node: ast.expr) -> bool:
@@ -596,7 +597,9 @@ def _carve_one(
         return None
     result = _local("result", builder.namespace.taken.keys() | locals_)
     expectation = _expectation_lines(candidate.outcome, call_expression, result, exception, emitter)
-    body = setup + expectation  # type: ignore[operator]
+    if expectation is None:  # never, as the first call above: only the local's name differs
+        return None
+    body = setup + expectation
     source = " ".join(candidate.test.test_id.split())
     lines = [
         f"def {name}():",

@@ -74,12 +74,14 @@ def _tests(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncF
                     yield f"{node.name}.{item.name}", item
 
 
-def _own_nodes(function: ast.AST) -> Iterator[ast.AST]:
-    """Nodes of the test's body, not of functions or classes defined inside it."""
+def _own_nodes(function: ast.AST) -> Iterator[ast.stmt | ast.expr]:
+    """Statements and expressions of the test's body (the nodes a smell is reported at, each with a
+    line), not of functions or classes defined inside it."""
     stack = list(ast.iter_child_nodes(function))
     while stack:
         node = stack.pop()
-        yield node
+        if isinstance(node, ast.stmt | ast.expr):
+            yield node
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             stack.extend(ast.iter_child_nodes(node))
 
@@ -171,7 +173,7 @@ def detect_smells(source: str) -> list[Smell]:
                         Smell(
                             test=name,
                             kind="redundant_assertion",
-                            line=node.lineno,  # type: ignore[attr-defined]
+                            line=node.lineno,
                             detail=f"cannot fail: {ast.unparse(node)[:80]}",
                         )
                     )
@@ -180,7 +182,7 @@ def detect_smells(source: str) -> list[Smell]:
                     Smell(
                         test=name,
                         kind="sleepy_test",
-                        line=node.lineno,  # type: ignore[attr-defined]
+                        line=node.lineno,
                         detail=ast.unparse(node)[:80],
                     )
                 )

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from equisa_core.common.models import TestOutcome
@@ -52,8 +54,9 @@ def test_likelihoods_are_read_only_and_point_the_right_way():
         assert buggy > innocent
     buggy, innocent = FixEvidence.NO_FIX_FOUND.likelihoods
     assert buggy < innocent
+    read_only: Any = FIX_LIKELIHOODS  # the write a read-only mapping refuses at run time
     with pytest.raises(TypeError):
-        FIX_LIKELIHOODS[FixEvidence.FIX_FOUND] = (1.0, 0.0)  # type: ignore[index]
+        read_only[FixEvidence.FIX_FOUND] = (1.0, 0.0)
 
 
 def test_a_fix_then_its_confirmation_converge_from_a_typical_prior():

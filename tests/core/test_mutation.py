@@ -8,6 +8,7 @@ import colorsys
 import inspect
 import textwrap
 from types import ModuleType
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -354,9 +355,10 @@ def test_decorators_docstring_signature_and_annotations_are_untouched() -> None:
         lines = mutant.source.splitlines()
         assert lines[:4] == GUARDED.splitlines()[:4]
         assert header(mutant.source) == header(GUARDED)
-        body = ast.parse(mutant.source).body[0].body  # type: ignore[attr-defined]
-        assert ast.get_docstring(ast.parse(mutant.source).body[0]) == "Docstring 1 > 0 and True."  # type: ignore[arg-type]
-        annotations = [s.annotation for s in body if isinstance(s, ast.AnnAssign)]
+        function = ast.parse(mutant.source).body[0]
+        assert isinstance(function, ast.FunctionDef)
+        assert ast.get_docstring(function) == "Docstring 1 > 0 and True."
+        annotations = [s.annotation for s in function.body if isinstance(s, ast.AnnAssign)]
         assert {ast.unparse(a) for a in annotations} <= {"tuple[int, int]"}
 
 
@@ -511,8 +513,9 @@ def test_the_whole_list_for_a_small_function_with_edit_sizes() -> None:
 
 def test_mutants_are_frozen() -> None:
     mutant = mutate_function(APPLIES, FQN)[0]
+    frozen: Any = mutant  # the assignment a frozen model refuses at run time
     with pytest.raises(ValidationError):
-        mutant.line = 3  # type: ignore[misc]
+        frozen.line = 3
 
 
 # --- bad input -------------------------------------------------------------------------------------
@@ -580,7 +583,10 @@ def test_every_mutant_of_a_real_function_is_valid(qualname: str, source: str, st
         tree = ast.parse(mutant.source)
         assert len(tree.body) == 1
         assert header(mutant.source) == header(source)
-        assert ast.get_docstring(tree.body[0]) == ast.get_docstring(original.body[0])  # type: ignore[arg-type]
+        mutated, unmutated = tree.body[0], original.body[0]
+        assert isinstance(mutated, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        assert isinstance(unmutated, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        assert ast.get_docstring(mutated) == ast.get_docstring(unmutated)
         dump = ast.dump(tree)
         assert dump not in dumps
         dumps.add(dump)

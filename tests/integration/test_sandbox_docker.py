@@ -16,7 +16,7 @@ import pytest
 from equisa_core.common.models import SuiteTrace, TestOutcome
 from equisa_core.common.probe_output import parse_probe_output
 from tasks.sandbox import GIB, RunRequest, Sandbox, SandboxInfrastructureError, SandboxLimits, SandboxRun
-from tasks.sandbox_docker import RUN_LABEL, DockerSandbox
+from tasks.sandbox_docker import RUN_LABEL, DockerSandbox, Transfer
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.integration
@@ -50,14 +50,14 @@ def leftover_containers(client: docker.DockerClient) -> list[str]:
 
 def run_in_docker(client: docker.DockerClient, workspace: Path, overlay: dict[str, str] | None = None,
                   tests: tuple[str, ...] = (), limits: SandboxLimits | None = None,
-                  env: dict[str, str] | None = None, transfer: str = "auto",
+                  env: dict[str, str] | None = None, transfer: Transfer = "auto",
                   ) -> tuple[SandboxRun, SuiteTrace]:
     request = RunRequest(
         workspace=workspace, workspace_digest="test", interpreter="python3",
         overlay=overlay or {}, tests=tests, env=env or {},
         limits=limits or SandboxLimits(wall_clock_s=120),
     )
-    run = DockerSandbox(client=client, transfer=transfer).run(request)  # type: ignore[arg-type]
+    run = DockerSandbox(client=client, transfer=transfer).run(request)
     return run, parse_probe_output(run.probe_output.splitlines())
 
 

@@ -376,10 +376,10 @@ def test_local_work_tree_at_a_ref_and_local_bare_repository(history: dict[str, s
 # -- errors -------------------------------------------------------------------------------------
 
 
-def _one_line(error: pytest.ExceptionInfo[BaseException]) -> str:
+def _one_line(error: pytest.ExceptionInfo[InputError]) -> str:
     message = str(error.value)
     assert "\n" not in message and message
-    assert error.value.exit_code == InputError.exit_code  # type: ignore[attr-defined]
+    assert error.value.exit_code == InputError.exit_code
     return message
 
 

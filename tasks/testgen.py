@@ -224,7 +224,7 @@ def coverage_request(
     env = {
         **base.env,
         "PYTEST_PLUGINS": PLUGIN_MODULE,
-        "EQUISA_COVERAGE_TARGET": target,
+        "EQUISA_MEASURED_FILE": target,
         "EQUISA_COVERAGE_PATH": _equisa_site_packages(),
     }
     return base.model_copy(
@@ -248,7 +248,7 @@ def execute_coverage(
 ) -> CoverageResult:
     """Run ``request`` (from ``coverage_request``) once in a sandbox and read the coverage record."""
     run = make_sandbox(backend, docker_image).run(request)
-    target = request.env["EQUISA_COVERAGE_TARGET"]
+    target = request.env["EQUISA_MEASURED_FILE"]
     lines = run.probe_output.splitlines()
     try:
         trace = parse_probe_output(lines)

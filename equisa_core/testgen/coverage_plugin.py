@@ -3,7 +3,7 @@
 ``tasks/testgen.py`` writes this file into the run's repository copy as ``equisa_testgen_cov.py``
 and loads it with ``PYTEST_PLUGINS=equisa_testgen_cov`` (pytest imports it while it starts, before
 any conftest, so module-level lines of the target count). It measures, with coverage.py, branch
-coverage of the file named by ``EQUISA_COVERAGE_TARGET`` (relative to the working directory, the
+coverage of the file named by ``EQUISA_MEASURED_FILE`` (relative to the working directory, the
 repository copy), with one dynamic context per test (its node id), and at the end appends one
 record to the probe's output file (``--equisa-out``), the only file the host reads back::
 
@@ -47,9 +47,9 @@ coverage, _IMPORT_ERROR = _import_coverage()
 
 #: The per-file parts of coverage.py's JSON report that the host reads.
 _KEPT = ("summary", "executed_lines", "missing_lines", "executed_branches", "missing_branches", "contexts")
-_TARGET = os.path.abspath(os.environ.get("EQUISA_COVERAGE_TARGET", ""))
+_TARGET = os.path.abspath(os.environ.get("EQUISA_MEASURED_FILE", ""))
 _COV = None
-if coverage is not None and os.environ.get("EQUISA_COVERAGE_TARGET"):
+if coverage is not None and os.environ.get("EQUISA_MEASURED_FILE"):
     _COV = coverage.Coverage(branch=True, include=[_TARGET], data_file=None, config_file=False)
     _COV.set_option("json:show_contexts", True)
     _COV.start()

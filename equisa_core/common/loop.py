@@ -21,7 +21,14 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Verdict", "replay"]
+__all__ = ["Frozen", "Verdict", "replay"]
+
+
+class Frozen(BaseModel):
+    """The base of every state, step and observation: immutable, and strict about its fields (a
+    misspelt field is an error, not silently dropped), so a replayed run cannot drift."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class Verdict(BaseModel):

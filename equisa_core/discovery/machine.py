@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from equisa_core.common.loop import Verdict
+from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import CollectError, TestOutcome, TestResult
 from equisa_core.discovery.rules import (
     DiscoveryBudget,
@@ -43,25 +43,22 @@ __all__ = [
 Group = tuple[str, ...]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-
-class Proposal(_Frozen):
+class Proposal(Frozen):
     """One generated test module and the group its tests are to split."""
 
     group: Group
     source: str
 
 
-class ScoreSuite(_Frozen):
+class ScoreSuite(Frozen):
     """Add the checked tests ``add`` to the suite's trace; then its ambiguity groups and prior."""
 
     kind: Literal["score-suite"] = "score-suite"
     add: tuple[str, ...] = ()
 
 
-class ProposeTests(_Frozen):
+class ProposeTests(Frozen):
     """Generate tests splitting ``groups`` (modules numbered from ``first_index``), beside ``overlay``."""
 
     kind: Literal["propose-tests"] = "propose-tests"
@@ -70,7 +67,7 @@ class ProposeTests(_Frozen):
     overlay: dict[str, str]
 
 
-class CheckTests(_Frozen):
+class CheckTests(Frozen):
     """Run the proposed modules, traced, beside ``overlay``."""
 
     kind: Literal["check-tests"] = "check-tests"
@@ -81,7 +78,7 @@ class CheckTests(_Frozen):
 DiscoveryStep = Annotated[ScoreSuite | ProposeTests | CheckTests, Field(discriminator="kind")]
 
 
-class Scored(_Frozen):
+class Scored(Frozen):
     """The suite's ambiguity groups and the prior's scores of its functions."""
 
     kind: Literal["scored"] = "scored"
@@ -89,7 +86,7 @@ class Scored(_Frozen):
     prior: dict[str, float]
 
 
-class Proposed(_Frozen):
+class Proposed(Frozen):
     """The generated modules (path -> proposal), what the model charged, and the problems met."""
 
     kind: Literal["proposed"] = "proposed"
@@ -98,7 +95,7 @@ class Proposed(_Frozen):
     problems: tuple[str, ...] = ()
 
 
-class Checked(_Frozen):
+class Checked(Frozen):
     """The check run's results, or why not one proposed module imports (``collection_error``)."""
 
     kind: Literal["checked"] = "checked"
@@ -110,7 +107,7 @@ class Checked(_Frozen):
 DiscoveryObservation = Annotated[Scored | Proposed | Checked, Field(discriminator="kind")]
 
 
-class DiscoveryState(_Frozen):
+class DiscoveryState(Frozen):
     """Where the Discovery loop stands."""
 
     budget: DiscoveryBudget

@@ -41,6 +41,7 @@ import builtins
 import copy
 from collections.abc import Iterator, Sequence
 
+from equisa_core.common.bindings import names_bound_in
 from equisa_core.errors import SourceEditError
 from equisa_core.localization.invariants import RESULT_NAME, Invariant, InvariantKind
 from equisa_core.localization.signals import heartbeat
@@ -103,27 +104,6 @@ def _parameters(function: _FunctionNode) -> list[str]:
     return [a.arg for a in every]
 
 
-def _bound_names(function: _FunctionNode) -> set[str]:
-    """Every name bound anywhere in the function, nested scopes included (an over-approximation)."""
-    bound = {function.name, *_parameters(function)}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            bound.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.alias):
-            bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            bound.add(node.rest)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            bound.update(node.names)
-    return bound
-
-
 def _rebound(function: _FunctionNode, name: str) -> bool:
     """Whether the function may assign or delete ``name`` (nested scopes included, to be safe)."""
     return any(
@@ -166,7 +146,7 @@ def _may_mutate(function: _FunctionNode, name: str) -> bool:
     as a possible change.
     """
     parents = _parents(function)
-    shadowed = _bound_names(function)
+    shadowed = {function.name, *names_bound_in(function)}
     for node in ast.walk(function):
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
             return True
@@ -303,7 +283,7 @@ def build_inspection_patch(function_source: str, fqn: str, invariants: Sequence[
     """
     module, function = _parse_function(function_source)
     parameters = _parameters(function)
-    shadowed = _bound_names(function)
+    shadowed = {function.name, *names_bound_in(function)}
     generator = _is_generator(function)
 
     entry: list[tuple[Invariant, ast.expr]] = []

@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from equisa_core.common.loop import Verdict
+from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import Node
 from equisa_core.common.options import LocalizationOptions, default_of
 from equisa_core.common.sandbox_policy import SandboxIsolation
@@ -90,14 +90,11 @@ MAX_INSPECTIONS_PER_NODE = 3
 _NEWS = (FixEvidence.FIX_FOUND, FixEvidence.PARTIAL_FIX_FOUND, FixEvidence.FIX_CONFIRMED)
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
 
 # --- what the driver brings in ------------------------------------------------------------------
 
 
-class InspectionResult(_Frozen):
+class InspectionResult(Frozen):
     """What one inspection (or fix confirmation) saw, before the Bayesian update."""
 
     strategy: str
@@ -115,7 +112,7 @@ class InspectionResult(_Frozen):
     batch: int = 1
 
 
-class Evidence(_Frozen):
+class Evidence(Frozen):
     """Fix evidence gathered outside the loop's inspections (mutant screening, a confirmation
     before Discovery), counted again on whichever priors the loop starts from."""
 
@@ -131,7 +128,7 @@ class Evidence(_Frozen):
     fix_source: str | None = None
 
 
-class Suite(_Frozen):
+class Suite(Frozen):
     """A traced suite as the loop needs it: its functions, their scores and prior signals, and what
     the report says about it."""
 
@@ -146,7 +143,7 @@ class Suite(_Frozen):
     cost_usd: float = Field(0.0, description="LLM spend so far (Discovery's).")
 
 
-class LocalizationSettings(_Frozen):
+class LocalizationSettings(Frozen):
     """The decision parameters of one run."""
 
     mode: Literal["llm", "deterministic"] = "deterministic"
@@ -173,7 +170,7 @@ class LocalizationSettings(_Frozen):
 Stage = Literal["start", "screening", "screened", "discovered"]
 
 
-class LocalizationState(_Frozen):
+class LocalizationState(Frozen):
     """Everything the loop's decisions depend on; JSON-serializable."""
 
     settings: LocalizationSettings
@@ -199,7 +196,7 @@ class LocalizationState(_Frozen):
 # --- steps: what to run next ----------------------------------------------------------------------
 
 
-class Discover(_Frozen):
+class Discover(Frozen):
     """Trace the suite (``trace_only``: as it is, the flaky re-run apart; else Discovery amplifies it),
     or, with ``not_needed``, keep the suite as traced with that reason in its Discovery report."""
 
@@ -208,13 +205,13 @@ class Discover(_Frozen):
     not_needed: str | None = None
 
 
-class MarkFlaky(_Frozen):
+class MarkFlaky(Frozen):
     """Re-run the failing tests apart and mark the flaky ones (answered by ``Traced``)."""
 
     kind: Literal["mark-flaky"] = "mark-flaky"
 
 
-class ScreenMutants(_Frozen):
+class ScreenMutants(Frozen):
     """Try the mutants of ``functions`` (most likely first; the driver keeps those its time budget
     fits) in one go on the suite as traced (answered by ``Screened``)."""
 
@@ -222,7 +219,7 @@ class ScreenMutants(_Frozen):
     functions: tuple[str, ...]
 
 
-class ConfirmFix(_Frozen):
+class ConfirmFix(Frozen):
     """Run ``target`` with its fix through the whole suite (answered by ``Inspected``)."""
 
     kind: Literal["confirm-fix"] = "confirm-fix"
@@ -233,14 +230,14 @@ class ConfirmFix(_Frozen):
                            "have run the suite with it already.")
 
 
-class RecordCalls(_Frozen):
+class RecordCalls(Frozen):
     """Record the passing executions of ``functions`` (answered by ``ValuesCompared``)."""
 
     kind: Literal["record-calls"] = "record-calls"
     functions: tuple[str, ...]
 
 
-class Inspect(_Frozen):
+class Inspect(Frozen):
     """Inspect ``target``; with ``batch``, run those inspections ahead in one process first
     (answered by ``Inspected``)."""
 
@@ -256,14 +253,14 @@ LocalizationStep = Annotated[Discover | MarkFlaky | ScreenMutants | ConfirmFix |
 # --- observations: what the steps saw --------------------------------------------------------------
 
 
-class Traced(_Frozen):
+class Traced(Frozen):
     """A suite (re)traced: the loop starts again from its priors."""
 
     kind: Literal["traced"] = "traced"
     suite: Suite
 
 
-class Screened(_Frozen):
+class Screened(Frozen):
     """What mutant screening showed."""
 
     kind: Literal["screened"] = "screened"
@@ -272,14 +269,14 @@ class Screened(_Frozen):
     problems: tuple[str, ...] = ()
 
 
-class ValuesCompared(_Frozen):
+class ValuesCompared(Frozen):
     """The value comparison's findings on the recorded calls."""
 
     kind: Literal["values-compared"] = "values-compared"
     findings: dict[str, ValueFinding] = Field(default_factory=dict)
 
 
-class Inspected(_Frozen):
+class Inspected(Frozen):
     """What inspecting (or confirming the fix of) ``target`` saw: ``seen``, or ``error`` when the
     inspection could not be made; ``ahead``: inspections run in the same batch."""
 

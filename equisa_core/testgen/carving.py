@@ -713,7 +713,7 @@ def _import_sort_key(statement: str) -> tuple[int, str]:
     return (statement.startswith("from "), statement)
 
 
-def _bound_names(statement: str) -> dict[str, str]:
+def _import_bindings(statement: str) -> dict[str, str]:
     """Name -> what it is bound to, for one import statement."""
     node = ast.parse(statement).body[0]
     bound: dict[str, str] = {}
@@ -741,7 +741,7 @@ def carved_module(tests: Sequence[CarvedTest]) -> str:
     statements = sorted({s for t in tests for s in (*t.imports, "import inspect")}, key=_import_sort_key)
     bindings: dict[str, str] = {}
     for statement in statements:
-        for name, meaning in _bound_names(statement).items():
+        for name, meaning in _import_bindings(statement).items():
             if bindings.setdefault(name, meaning) != meaning:
                 raise ValueError(f"carved tests import two different things as {name!r}")
     header = (

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from equisa_core.common.loop import Verdict
+from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import TestOutcome, TestResult
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.generated_tests import is_testgen_test, pinned_note, split_testgen_tests
@@ -34,32 +34,29 @@ __all__ = [
 ]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-
-class RunSuite(_Frozen):
+class RunSuite(Frozen):
     """Run ``tests`` (the whole suite, flaky tests left out) with the candidate's files."""
 
     kind: Literal["run-suite"] = "run-suite"
     tests: tuple[str, ...]
 
 
-class ReadFunctions(_Frozen):
+class ReadFunctions(Frozen):
     """Read the target's original and patched source (for the overfitting detectors)."""
 
     kind: Literal["read-functions"] = "read-functions"
     target: str | None
 
 
-class RunCarvedTests(_Frozen):
+class RunCarvedTests(Frozen):
     """Run the tests carved from passing executions of ``target`` on the patched program."""
 
     kind: Literal["run-carved-tests"] = "run-carved-tests"
     target: str
 
 
-class RunNovelTests(_Frozen):
+class RunNovelTests(Frozen):
     """Run the model's novel-input tests of ``target`` on the patched program."""
 
     kind: Literal["run-novel-tests"] = "run-novel-tests"
@@ -69,14 +66,14 @@ class RunNovelTests(_Frozen):
 CheckStep = Annotated[RunSuite | ReadFunctions | RunCarvedTests | RunNovelTests, Field(discriminator="kind")]
 
 
-class SuiteRan(_Frozen):
+class SuiteRan(Frozen):
     """The suite's results with the candidate applied."""
 
     kind: Literal["suite-ran"] = "suite-ran"
     tests: tuple[TestResult, ...]
 
 
-class FunctionsRead(_Frozen):
+class FunctionsRead(Frozen):
     """The target's original and patched source; None when the patch names no single function."""
 
     kind: Literal["functions-read"] = "functions-read"
@@ -84,14 +81,14 @@ class FunctionsRead(_Frozen):
     patched: str | None = None
 
 
-class CarvedTestsRan(_Frozen):
+class CarvedTestsRan(Frozen):
     """The carved tests' results; None when no passing execution could be carved."""
 
     kind: Literal["carved-tests-ran"] = "carved-tests-ran"
     tests: tuple[TestResult, ...] | None
 
 
-class NovelTestsRan(_Frozen):
+class NovelTestsRan(Frozen):
     """The novel-input tests' results; None when the model gave no usable tests."""
 
     kind: Literal["novel-tests-ran"] = "novel-tests-ran"
@@ -108,7 +105,7 @@ class CheckVerdict(Verdict):
     evaluation: PatchEvaluation
 
 
-class CheckState(_Frozen):
+class CheckState(Frozen):
     """Where one candidate's validation stands."""
 
     candidate: str = Field(description="The candidate's id.")

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from equisa_core.common.loop import Verdict
+from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import Node
 from equisa_core.localization.selection import is_test_file, is_valid_node
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
@@ -41,11 +41,8 @@ GeneratorName = Literal["llm-fix", "patcher", "confirmed", "mutation"]
 EXTRA_TESTS_PER_RELOCALIZATION = 15
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
-
-class RepairBudget(_Frozen):
+class RepairBudget(Frozen):
     """What the repair loop may spend, and which generators it may ask."""
 
     repair_top: int = Field(3, ge=1, description="Functions the mutation search patches, by confidence.")
@@ -55,7 +52,7 @@ class RepairBudget(_Frozen):
     patcher: bool = Field(default=False, description="Ask the multi-retrieval patcher.")
 
 
-class Localize(_Frozen):
+class Localize(Frozen):
     """Run Discovery and Localization, with Discovery's budgets raised by the extras."""
 
     kind: Literal["localize"] = "localize"
@@ -63,7 +60,7 @@ class Localize(_Frozen):
     extra_tests: int = 0
 
 
-class FindTargets(_Frozen):
+class FindTargets(Frozen):
     """The first ``top`` functions of ``ranked`` whose source can be read (for patching)."""
 
     kind: Literal["find-targets"] = "find-targets"
@@ -71,7 +68,7 @@ class FindTargets(_Frozen):
     top: int
 
 
-class Generate(_Frozen):
+class Generate(Frozen):
     """The next candidate of ``generator`` for ``targets`` (the first one, for the model's generators)."""
 
     kind: Literal["generate"] = "generate"
@@ -79,7 +76,7 @@ class Generate(_Frozen):
     targets: tuple[str, ...]
 
 
-class Validate(_Frozen):
+class Validate(Frozen):
     """Validate ``candidate`` in full."""
 
     kind: Literal["validate"] = "validate"
@@ -89,14 +86,14 @@ class Validate(_Frozen):
 RepairStep = Annotated[Localize | FindTargets | Generate | Validate, Field(discriminator="kind")]
 
 
-class Localized(_Frozen):
+class Localized(Frozen):
     """Localization's ranking, limited to the functions a patch may change (``patchable_functions``)."""
 
     kind: Literal["localized"] = "localized"
     patchable: tuple[str, ...]
 
 
-class TargetsFound(_Frozen):
+class TargetsFound(Frozen):
     """The functions to patch, and why others of the ranking could not be read."""
 
     kind: Literal["targets-found"] = "targets-found"
@@ -104,7 +101,7 @@ class TargetsFound(_Frozen):
     unreadable: tuple[tuple[str, str], ...] = ()
 
 
-class Generated(_Frozen):
+class Generated(Frozen):
     """One answer of a generator: a candidate (or None) and the candidates screened to find it."""
 
     kind: Literal["generated"] = "generated"
@@ -112,21 +109,21 @@ class Generated(_Frozen):
     screened: int = 0
 
 
-class Exhausted(_Frozen):
+class Exhausted(Frozen):
     """The generator has no candidate left this round."""
 
     kind: Literal["exhausted"] = "exhausted"
     generator: GeneratorName
 
 
-class Validated(_Frozen):
+class Validated(Frozen):
     """The pending candidate's evaluation."""
 
     kind: Literal["validated"] = "validated"
     evaluation: PatchEvaluation
 
 
-class Noted(_Frozen):
+class Noted(Frozen):
     """Problems met on the way (``once``: those already noted are left out)."""
 
     kind: Literal["noted"] = "noted"
@@ -138,7 +135,7 @@ RepairObservation = Annotated[Localized | TargetsFound | Generated | Exhausted |
                               Field(discriminator="kind")]
 
 
-class RepairState(_Frozen):
+class RepairState(Frozen):
     """Where a repair run stands."""
 
     budget: RepairBudget

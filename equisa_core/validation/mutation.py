@@ -60,6 +60,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.bindings import names_bound_in
 from equisa_core.errors import InvalidReplacementError
 
 __all__ = ["Mutant", "OPERATORS", "mutate_function"]
@@ -413,7 +414,7 @@ class _Function:
         self.docstring = _docstring(node)
         self.sites = self._walk()
         self.parameters = _arg_names(node.args)
-        self.bound = self._bound_names()
+        self.bound = names_bound_in(node)  # every name it may bind: to spot shadowed builtins
         self.bindings = self._local_bindings()
 
     # positions
@@ -479,25 +480,6 @@ class _Function:
                     children.append(_Site(value, node, name, None, shadow))
             stack.extend(reversed(children))
         return sites
-
-    def _bound_names(self) -> set[str]:
-        """Every name the function may bind anywhere (an over-approximation, to spot shadowed builtins)."""
-        bound = set(self.parameters)
-        for node in ast.walk(self.node):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                bound.add(node.id)
-            elif (
-                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                and node is not self.node
-            ):
-                bound.add(node.name)
-            elif isinstance(node, ast.alias):
-                bound.add((node.asname or node.name).split(".")[0])
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                bound.add(node.name)
-            elif isinstance(node, ast.arg):
-                bound.add(node.arg)
-        return bound
 
     def _local_bindings(self) -> dict[str, list[int]]:
         """Local variables (parameters and assigned names) with the offsets from which they are bound.

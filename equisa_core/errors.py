@@ -296,7 +296,7 @@ class SandboxInfrastructureError(EquisaError):
 class LLMError(EquisaError):
     """An LLM step failed.
 
-    ``calls`` holds the records (``tasks.llm.LLMCall``) of the calls made before the failure, so
+    ``calls`` holds the records (``equisa_core.common.cost.LLMCall``) of the calls made before the failure, so
     their tokens and cost are still accounted for; the task layer fills it in.
     """
 

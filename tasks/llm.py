@@ -28,7 +28,8 @@ Caching
     The cache key is the prompt hash (``equisa_core.localization.prompts.prompt_hash``), the
     endpoint, both models, temperature, top_p and the logprobs setting (``LLMConfig.cache_key``).
     Only completed answers are cached (Prefect never caches a failed run); a cache hit is marked
-    ``cached=True`` by ``ask_for_function`` and costs nothing in a ``CostLedger``.
+    ``cached=True`` by ``ask_for_function`` and costs nothing in a ``CostLedger``
+    (``equisa_core.common.cost``).
 
 ``ask_for_function`` asks for one function, cleans the answer (``strip_code_fences``), validates it
 (``validate_function_answer``: parses, one function, same signature) and re-asks with the rejection
@@ -46,7 +47,6 @@ import hashlib
 import json
 import math
 import os
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -60,6 +60,7 @@ from prefect.tasks import exponential_backoff
 from prefect.utilities.math import lower_clamp_multiple
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from equisa_core.common.cost import LLMCall
 from equisa_core.common.llm_text import (
     InvalidAnswerError,
     LLMError,
@@ -74,6 +75,7 @@ from equisa_core.localization.prompts import prompt_hash
 from tasks.llm_calls import note_llm_call
 
 __all__ = [
+    "failed_call",
     "RETRY_CEILING",
     "MAX_RETRY_AFTER_S",
     "DEFAULT_MODEL",
@@ -81,11 +83,8 @@ __all__ = [
     "DEFAULT_PRICES",
     "ModelPrice",
     "LLMConfig",
-    "LLMCall",
     "LLMAnswer",
     "FunctionAnswer",
-    "LedgerTotals",
-    "CostLedger",
     "llm_available",
     "choose_llm_mode",
     "call_llm",
@@ -262,28 +261,6 @@ def choose_llm_mode(wanted: bool | None) -> tuple[bool, LLMConfig | None, list[s
         return False, None, [f"LLM mode unavailable ({error}); ran deterministically"]
 
 
-class LLMCall(BaseModel):
-    """The record of one LLM call (all its attempts), answered or failed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    purpose: str = Field(description="What the call was for, e.g. 'inspection-patch'.")
-    model: str = Field(description="The model that answered (or, for a failure, was asked last).")
-    prompt_hash: str = Field(description="prompt_hash() of the messages sent.")
-    input_tokens: int | None = Field(default=None, description="Prompt tokens; None if not reported.")
-    output_tokens: int | None = Field(default=None, description="Completion tokens; None if not reported.")
-    cost_usd: float | None = Field(default=None, description="From the price table; None if unknown.")
-    latency_s: float = Field(default=0.0, ge=0, description="Seconds the answering request took.")
-    attempts: int = Field(default=1, ge=1, description="Requests made, the answering one included.")
-    fell_back: bool = Field(default=False, description="The backup model answered (or was asked last).")
-    cached: bool = Field(default=False, description="Served from Prefect's cache: nothing was spent.")
-    mean_entropy: float | None = Field(
-        default=None, description="Mean token entropy (nats) from logprobs, when they were asked for."
-    )
-    finish_reason: str | None = Field(default=None, description="The endpoint's finish reason.")
-    error: str | None = Field(default=None, description="Why the call failed; None when it answered.")
-
-
 class LLMAnswer(BaseModel):
     """A model's answer text and the record of the call."""
 
@@ -305,63 +282,6 @@ class FunctionAnswer(BaseModel):
     def reasks(self) -> int:
         """How many times the model had to be asked again."""
         return len(self.calls) - 1
-
-
-class LedgerTotals(BaseModel):
-    """Sums over the calls a ledger has seen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    calls: int = 0
-    failed_calls: int = 0
-    cached_calls: int = 0
-    unpriced_calls: int = Field(default=0, description="Answered calls with no price or no usage.")
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-
-class CostLedger:
-    """Thread-safe running totals of tokens and USD over LLM calls.
-
-    A cached call is counted but costs nothing; a failed call is counted with what it reported.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._totals = LedgerTotals()
-
-    def add(self, call: LLMCall) -> None:
-        """Account for one call."""
-        with self._lock:
-            t = self._totals
-            update: dict[str, Any] = {"calls": t.calls + 1}
-            if call.error is not None:
-                update["failed_calls"] = t.failed_calls + 1
-            if call.cached:
-                update["cached_calls"] = t.cached_calls + 1
-            else:
-                update["input_tokens"] = t.input_tokens + (call.input_tokens or 0)
-                update["output_tokens"] = t.output_tokens + (call.output_tokens or 0)
-                update["cost_usd"] = t.cost_usd + (call.cost_usd or 0.0)
-                if call.error is None and call.cost_usd is None:
-                    update["unpriced_calls"] = t.unpriced_calls + 1
-            self._totals = t.model_copy(update=update)
-
-    def extend(self, calls: Sequence[LLMCall]) -> None:
-        """Account for several calls."""
-        for call in calls:
-            self.add(call)
-
-    def totals(self) -> LedgerTotals:
-        """A consistent snapshot of the totals."""
-        with self._lock:
-            return self._totals
-
-    @property
-    def cost_usd(self) -> float:
-        """USD spent so far."""
-        return self.totals().cost_usd
 
 
 # --- one request ---------------------------------------------------------------------------------
@@ -475,6 +395,7 @@ def _request(
         fell_back=model != config.model,
         mean_entropy=mean_token_entropy(alternatives) if alternatives else None,
         finish_reason=choice.finish_reason,
+        at=datetime.now(UTC),
     )
     note_llm_call(call)  # for the run's history (tasks/llm_calls.py)
     return LLMAnswer(text=choice.message.content or "", call=call)
@@ -560,7 +481,7 @@ def llm_task(config: LLMConfig) -> Task[..., LLMAnswer]:
 # --- asking for a function -----------------------------------------------------------------------
 
 
-def _failed_call(
+def failed_call(
     exc: LLMError, config: LLMConfig, messages: Sequence[Mapping[str, str]], purpose: str
 ) -> LLMCall:
     """The record of a call that got no answer."""
@@ -573,6 +494,7 @@ def _failed_call(
         attempts=attempts,
         fell_back=model != config.model,
         error=f"{type(exc).__name__}: {exc.message}",
+        at=datetime.now(UTC),
     )
 
 
@@ -599,16 +521,14 @@ def ask_for_function(
     original_source: str,
     qualname: str,
     purpose: str,
-    *,
-    ledger: CostLedger | None = None,
 ) -> FunctionAnswer:
     """Ask for a new version of ``qualname`` (in ``original_source``) until one is valid.
 
     Each answer is cleaned (``strip_code_fences``) and validated (``validate_function_answer``);
     a rejected answer is handed back with the reason (``render_reask``), at most
-    ``config.max_reasks`` times. Every call is recorded in ``ledger`` when given. Raises
-    InvalidAnswerError after the last rejected answer, or the LLMError of a call that got no
-    answer; either carries all the calls made in ``calls``.
+    ``config.max_reasks`` times. The answer carries every call made (``calls``); so does the
+    InvalidAnswerError raised after the last rejected answer, or the LLMError of a call that got
+    no answer.
     """
     llm = llm_task(config)
     conversation = [dict(m) for m in messages]
@@ -620,15 +540,11 @@ def ask_for_function(
         try:
             answer = _ask(llm, config, conversation, label)
         except LLMError as exc:
-            failed = _failed_call(exc, config, conversation, label)
+            failed = failed_call(exc, config, conversation, label)
             calls.append(failed)
-            if ledger is not None:
-                ledger.add(failed)
             exc.calls = tuple(calls)
             raise
         calls.append(answer.call)
-        if ledger is not None:
-            ledger.add(answer.call)
         answer_text = answer.text
         try:
             source = validate_function_answer(strip_code_fences(answer.text), original_source, qualname)

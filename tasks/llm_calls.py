@@ -35,7 +35,7 @@ def _current_flow_run_id() -> str | None:
 
 
 def note_llm_call(call: Any) -> None:
-    """Keep one answered call (a ``tasks.llm.LLMCall``) under the current flow run."""
+    """Keep one answered call (a ``equisa_core.common.cost.LLMCall``) under the current flow run."""
     flow_run_id = _current_flow_run_id()
     if flow_run_id is None:
         return

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.cost import LLMCall
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.patch_format import build_patch_candidate, has_patches
 from equisa_core.validation.prompts import (
@@ -59,11 +60,10 @@ from equisa_core.validation.retrieval import (
     python_grep,
     retrieve,
 )
-from tasks.llm import CostLedger, LLMCall, LLMConfig, LLMError, llm_task
+from tasks.llm import LLMConfig, LLMError, failed_call, llm_task
 
 # The task layer's own helpers for one call (cache-hit marking, the record of a failed call).
 from tasks.llm import _ask as ask_llm
-from tasks.llm import _failed_call as failed_call
 
 __all__ = [
     "PatchAction",
@@ -233,7 +233,6 @@ def run_patcher(
     max_turns: int = 12,
     search: SearchFn | None = None,
     limits: RetrievalLimits | None = None,
-    ledger: CostLedger | None = None,
     id_prefix: str = "patcher",
     allow_test_edits: bool = False,
 ) -> PatcherResult:
@@ -244,7 +243,7 @@ def run_patcher(
     ``max_turns`` times. Candidate ids are ``{id_prefix}-1``, ``{id_prefix}-2``, ... in the order
     patches are proposed; each candidate's ``cost_usd`` is what the calls since the previous
     proposal cost. ``search`` is the grep engine (``default_search()`` when None), ``limits``
-    bound each retrieval round, ``ledger`` (when given) sees every call. A model call that fails
+    bound each retrieval round; the result carries every call (``calls``). A model call that fails
     for good ends the run with ``stop_reason="llm_error"``; exceptions from ``evaluate`` propagate.
     """
     if max_evaluations < 1 or max_turns < 1:
@@ -264,11 +263,8 @@ def run_patcher(
     def account(call: LLMCall) -> None:
         nonlocal cost_since_proposal
         result.calls.append(call)
-        if ledger is not None:
-            ledger.add(call)
-        if not call.cached:
-            result.cost_usd += call.cost_usd or 0.0
-            cost_since_proposal += call.cost_usd or 0.0
+        result.cost_usd += call.spent_usd
+        cost_since_proposal += call.spent_usd
 
     for number in range(1, max_turns + 1):
         purpose = f"patcher {action.value.lower()} {number}"

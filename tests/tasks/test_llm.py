@@ -22,14 +22,13 @@ from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 from prefect.testing.utilities import prefect_test_harness
 from pydantic import ValidationError
 
+from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.localization.prompts import prompt_hash, render_patch
 from tasks import llm as llm_module
 from tasks.llm import (
-    CostLedger,
     FunctionAnswer,
     InvalidAnswerError,
     LLMAnswer,
-    LLMCall,
     LLMConfig,
     LLMRequestError,
     LLMUnavailableError,
@@ -238,8 +237,6 @@ def test_thirty_percent_of_requests_failing_at_random_all_calls_complete(scripte
 
     scripted_llm.respond_with(respond)
     config = make_config(scripted_llm, timeout_s=1.5)
-    ledger = CostLedger()
-
     def body() -> list[LLMAnswer]:
         task = llm_task(config)
         futures = [
@@ -248,8 +245,7 @@ def test_thirty_percent_of_requests_failing_at_random_all_calls_complete(scripte
         return [f.result() for f in futures]
 
     answers = in_flow(body)
-    for answer in answers:
-        ledger.add(answer.call)
+    ledger = CostLedger().plus(answer.call for answer in answers)
 
     assert [a.text for a in answers] == [f"answer to question {i}" for i in range(20)]
     failures = len(scripted_llm.requests) - 20
@@ -266,16 +262,15 @@ def test_thirty_percent_of_requests_failing_at_random_all_calls_complete(scripte
 def test_an_answer_is_cached_by_prompt_model_and_temperature(scripted_llm):
     scripted_llm.respond_with(lambda r: Reply(FIXED))
     config = make_config(scripted_llm)
-    ledger = CostLedger()
-
     def body() -> list[FunctionAnswer]:
-        first = ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch", ledger=ledger)
-        again = ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch", ledger=ledger)
+        first = ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch")
+        again = ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch")
         hotter = config.model_copy(update={"temperature": 0.7})
-        other = ask_for_function(hotter, fix_prompt(), ORIGINAL, "add", "patch", ledger=ledger)
+        other = ask_for_function(hotter, fix_prompt(), ORIGINAL, "add", "patch")
         return [first, again, other]
 
     first, again, other = in_flow(body)
+    ledger = CostLedger().plus(call for answer in (first, again, other) for call in answer.calls)
     assert [a.calls[0].cached for a in (first, again, other)] == [False, True, False]
     assert len(scripted_llm.requests) == 2
     assert scripted_llm.requests[1].body["temperature"] == 0.7
@@ -307,8 +302,8 @@ def test_a_changed_signature_is_sent_back_with_the_reason(scripted_llm):
     bad = "def add(a, b, c=0):\n    return a + b + c\n"
     scripted_llm.enqueue(Reply(bad), Reply("```python\n" + FIXED + "```"))
     config = make_config(scripted_llm)
-    ledger = CostLedger()
-    result = in_flow(lambda: ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch", ledger=ledger))
+    result = in_flow(lambda: ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch"))
+    ledger = CostLedger().plus(result.calls)
 
     assert result.source == FIXED and result.reasks == 1
     assert [c.purpose for c in result.calls] == ["patch", "patch re-ask 1"]
@@ -322,9 +317,9 @@ def test_a_changed_signature_is_sent_back_with_the_reason(scripted_llm):
 def test_nonsense_forever_ends_in_a_typed_error_after_the_reasks(scripted_llm):
     scripted_llm.respond_with(lambda r: Reply("I am sorry, I cannot help with that."))
     config = make_config(scripted_llm, max_reasks=2)
-    ledger = CostLedger()
     with pytest.raises(InvalidAnswerError, match="no usable function 'add' in 3 answer") as info:
-        in_flow(lambda: ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch", ledger=ledger))
+        in_flow(lambda: ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch"))
+    ledger = CostLedger().plus(info.value.calls)
     assert info.value.exit_code == 13
     assert len(info.value.calls) == 3 and len(scripted_llm.requests) == 3
     assert [len(r.messages) for r in scripted_llm.requests] == [1, 3, 5]
@@ -334,9 +329,9 @@ def test_nonsense_forever_ends_in_a_typed_error_after_the_reasks(scripted_llm):
 def test_a_call_without_answer_is_recorded_on_the_error(scripted_llm):
     scripted_llm.respond_with(lambda r: Fault.server_error(500))
     config = make_config(scripted_llm, max_retries=2)
-    ledger = CostLedger()
     with pytest.raises(LLMUnavailableError) as info:
-        in_flow(lambda: ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch", ledger=ledger))
+        in_flow(lambda: ask_for_function(config, fix_prompt(), ORIGINAL, "add", "patch"))
+    ledger = CostLedger().plus(info.value.calls)
     [call] = info.value.calls
     assert call.error is not None and "HTTP 500" in call.error
     assert (call.model, call.fell_back, call.attempts) == (BACKUP, True, 3)
@@ -409,27 +404,20 @@ def test_the_cache_key_covers_prompt_model_and_sampling():
     assert base.model_copy(update={"max_reasks": 9, "timeout_s": 1.0}).cache_key("h") == key
 
 
-def test_the_ledger_is_thread_safe():
-    ledger = CostLedger()
+def test_the_ledger_counts_cached_failed_and_unpriced_calls_and_charges_only_paid_ones():
     call = LLMCall(purpose="p", model="m", prompt_hash="h", input_tokens=3, output_tokens=2, cost_usd=0.001)
     cached = call.model_copy(update={"cached": True})
     failed = LLMCall(purpose="p", model="m", prompt_hash="h", error="LLMUnavailableError: down")
     unpriced = call.model_copy(update={"cost_usd": None})
-
-    def work() -> None:
-        for _ in range(250):
-            ledger.extend([call, cached, failed, unpriced])
-
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    ledger = CostLedger()
+    for _ in range(250):
+        ledger = ledger.plus([call, cached, failed, unpriced])
     totals = ledger.totals()
-    assert (totals.calls, totals.cached_calls) == (8000, 2000)
-    assert (totals.failed_calls, totals.unpriced_calls) == (2000, 2000)
-    assert (totals.input_tokens, totals.output_tokens) == (2000 * 6, 2000 * 4)
-    assert ledger.cost_usd == pytest.approx(2000 * 0.001)
+    assert (totals.calls, totals.cached_calls) == (1000, 250)
+    assert (totals.failed_calls, totals.unpriced_calls) == (250, 250)
+    assert (totals.input_tokens, totals.output_tokens) == (500 * 3, 500 * 2)
+    assert ledger.usd == pytest.approx(0.25) and len(ledger.paid_calls) == 750
+    assert CostLedger.model_validate_json(ledger.model_dump_json()) == ledger
 
 
 @pytest.mark.parametrize("name", llm_module.__all__)

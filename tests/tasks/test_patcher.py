@@ -16,11 +16,12 @@ import pytest
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 from prefect.testing.utilities import prefect_test_harness
 
+from equisa_core.common.cost import CostLedger
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.prompts import NO_ACTION_MESSAGE, QUERIES_IGNORED_NOTE
 from equisa_core.validation.retrieval import python_grep
 from tasks import patcher as patcher_module
-from tasks.llm import CostLedger, LLMConfig
+from tasks.llm import LLMConfig
 from tasks.patcher import (
     PatchAction,
     PatcherIssue,
@@ -159,8 +160,7 @@ def test_grep_file_range_wrong_patch_stale_patch_then_the_fix(prefect_server, sc
         Reply(RIGHT_PATCH),
     )
     judge = Judge()
-    ledger = CostLedger()
-    result = in_flow(lambda: run_patcher(make_config(scripted_llm), ISSUE, repo, judge, ledger=ledger,
+    result = in_flow(lambda: run_patcher(make_config(scripted_llm), ISSUE, repo, judge,
                                          search=python_grep))
 
     assert result.stop_reason == "sound" and result.error is None
@@ -208,7 +208,8 @@ def test_grep_file_range_wrong_patch_stale_patch_then_the_fix(prefect_server, sc
     assert len(result.messages) == 10 and result.messages[-1] == {"role": "assistant", "content": RIGHT_PATCH}
     assert scripted_llm.requests[-1].messages == result.messages[:-1]
     # cost: five calls on the primary model; each candidate carries the calls since the last proposal
-    assert result.cost_usd == pytest.approx(5 * PRIMARY_CALL) == pytest.approx(ledger.cost_usd)
+    assert result.cost_usd == pytest.approx(5 * PRIMARY_CALL)
+    assert result.cost_usd == pytest.approx(CostLedger().plus(result.calls).usd)
     assert result.candidates[0].cost_usd == pytest.approx(3 * PRIMARY_CALL)
     assert result.accepted.cost_usd == pytest.approx(PRIMARY_CALL)
     assert [c.purpose for c in result.calls] == [

@@ -23,13 +23,25 @@ from equisa_core.testgen.prompts import render_redundant_rewrite, render_smell_c
 from equisa_core.testgen.report import PipelineNotes
 from equisa_core.testgen.smells import detect_smells, fix_smells
 
-__all__ = ["Ask", "Redundant", "drop_redundant", "find_redundant", "improve_smells", "rewrite_redundant"]
+__all__ = [
+    "REDUNDANCY_THRESHOLD",
+    "Ask",
+    "Redundant",
+    "drop_redundant",
+    "find_redundant",
+    "improve_smells",
+    "rewrite_redundant",
+]
 
 #: (messages, purpose) -> the model's answer, or None when it gave none.
 Ask = Callable[[list[dict[str, str]], str], str | None]
 #: (test name, the similar stored test's code, cosine similarity)
 Redundant = tuple[str, str, float]
 
+#: Cosine similarity above which a new test counts as redundant with a stored one. The local
+#: embedding is lexical (two tests differing in one literal score about 0.96), so it flags only
+#: near-identical text; an endpoint's semantic embedding uses the usual 0.95.
+REDUNDANCY_THRESHOLD = {"local": 0.995, "endpoint": 0.95}
 #: Redundant tests the model is asked to rewrite, per attempt.
 MAX_REWRITES = 3
 #: Lines of the critic's answer kept.

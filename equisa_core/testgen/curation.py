@@ -1,8 +1,9 @@
 """The seed 000 §8 pipeline's decisions: redundant tests, and test smells fixed within a budget.
 
-No I/O here: the similarity search (the DuckDB store) and the model calls belong to the driver,
-which passes the nearest stored test of each new test, and an ``ask`` function (messages,
-purpose) -> the answer's text or None (LLM mode only; None in deterministic mode).
+No I/O here: the similarity search (the DuckDB store) and the model calls belong to the step
+runners (``tasks/testgen_steps.py``), which pass the nearest stored test of each new test, and an
+``ask`` function (messages, purpose) -> the answer's text or None (LLM mode only; None in
+deterministic mode).
 
 - ``find_redundant``: the new tests whose nearest stored test is at least as similar as the
   threshold;

@@ -1,8 +1,9 @@
 """The seed 000 §8 pipeline's decisions: redundant tests, and test smells fixed within a budget.
 
-No I/O here: the similarity search (the DuckDB store) and the model calls belong to the driver,
-which passes the nearest stored test of each new test, and an ``ask`` function (messages,
-purpose) -> the answer's text or None (LLM mode only; None in deterministic mode).
+No I/O here: the similarity search (the DuckDB store) and the model calls belong to the step
+runners (``tasks/testgen_steps.py``), which pass the nearest stored test of each new test, and an
+``ask`` function (messages, purpose) -> the answer's text or None (LLM mode only; None in
+deterministic mode).
 
 - ``find_redundant``: the new tests whose nearest stored test is at least as similar as the
   threshold;
@@ -23,13 +24,25 @@ from equisa_core.testgen.prompts import render_redundant_rewrite, render_smell_c
 from equisa_core.testgen.report import PipelineNotes
 from equisa_core.testgen.smells import detect_smells, fix_smells
 
-__all__ = ["Ask", "Redundant", "drop_redundant", "find_redundant", "improve_smells", "rewrite_redundant"]
+__all__ = [
+    "REDUNDANCY_THRESHOLD",
+    "Ask",
+    "Redundant",
+    "drop_redundant",
+    "find_redundant",
+    "improve_smells",
+    "rewrite_redundant",
+]
 
 #: (messages, purpose) -> the model's answer, or None when it gave none.
 Ask = Callable[[list[dict[str, str]], str], str | None]
 #: (test name, the similar stored test's code, cosine similarity)
 Redundant = tuple[str, str, float]
 
+#: Cosine similarity above which a new test counts as redundant with a stored one. The local
+#: embedding is lexical (two tests differing in one literal score about 0.96), so it flags only
+#: near-identical text; an endpoint's semantic embedding uses the usual 0.95.
+REDUNDANCY_THRESHOLD = {"local": 0.995, "endpoint": 0.95}
 #: Redundant tests the model is asked to rewrite, per attempt.
 MAX_REWRITES = 3
 #: Lines of the critic's answer kept.

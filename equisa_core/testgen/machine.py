@@ -82,6 +82,17 @@ class CallRecord(BaseModel):
     cached: bool = Field(default=False, description="Served from the cache: nothing was spent.")
     mean_entropy: float | None = None
 
+    @classmethod
+    def of(cls, call: object) -> CallRecord:
+        """The record of one of the model's calls (any object with those attributes, ``tasks.llm``'s
+        call records among them; a missing attribute reads as unknown)."""
+        return cls(
+            purpose=getattr(call, "purpose", ""),
+            cost_usd=getattr(call, "cost_usd", None),
+            cached=bool(getattr(call, "cached", False)),
+            mean_entropy=getattr(call, "mean_entropy", None),
+        )
+
 
 class TestRun(BaseModel):
     """One test of a measured run."""

@@ -1,19 +1,26 @@
-"""The seed 000 §8 pipeline in LLM mode against the scripted server: redundancy rewrite, smell critic
-and the bounded fix loop, the store; and the same module in deterministic mode."""
+"""The seed 000 §8 pipeline's step runners (``tasks.testgen_steps``) in LLM mode against the scripted
+server: redundancy rewrite, smell critic and the bounded fix loop, the store; and the same module in
+deterministic mode."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+from prefect.testing.utilities import prefect_test_harness
 
 from equisa_core.testgen.machine import Dedupe, FixSmells
 from equisa_core.testgen.modules import list_tests
 from equisa_core.testgen.report import PipelineNotes
-from flows.testgen import TestgenParameters, _Context, _dedupe, _fix_smells
+from flows.testgen import TestgenParameters
 from flows.trace import PreparedRun
 from tasks.llm import LLMConfig
 from tasks.run_tests import sandbox_isolation
 from tasks.sandbox import RunRequest
 from tasks.test_store import TestStore
+from tasks.testgen_context import TestgenContext
+from tasks.testgen_steps import dedupe, fix_smells
 from tasks.workspace import Workspace
 from tests.scripted_llm_server import RecordedRequest, Reply
 
@@ -47,16 +54,23 @@ def test_roulette():
 """
 
 
-def pipeline(ctx: _Context, store: TestStore, source: str, calls: list) -> tuple[str, PipelineNotes]:
+@pytest.fixture(scope="module")
+def prefect_server() -> Iterator[None]:
+    """One temporary Prefect server and database (the model's calls are Prefect tasks)."""
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def pipeline(ctx: TestgenContext, store: TestStore, source: str, calls: list) -> tuple[str, PipelineNotes]:
     """The §8 steps the machine asks for on a new module: similarity, then smells."""
-    deduped = _dedupe(ctx, store, Dedupe(attempt=0, source=source, tests=list_tests(source),
+    deduped = dedupe(ctx, store, Dedupe(attempt=0, source=source, tests=list_tests(source),
                                          notes=PipelineNotes()), calls)
-    fixed = _fix_smells(ctx, store, FixSmells(attempt=0, source=deduped.source, budget=2,
+    fixed = fix_smells(ctx, store, FixSmells(attempt=0, source=deduped.source, budget=2,
                                               notes=deduped.notes), calls)
     return fixed.source, fixed.notes
 
 
-def context(tmp_path: Path, llm: bool, base_url: str = "") -> _Context:
+def context(tmp_path: Path, llm: bool, base_url: str = "") -> TestgenContext:
     workspace = Workspace(root=tmp_path, digest="d", source=str(tmp_path), ref=None, files=0, bytes=0)
     base = RunRequest(workspace=tmp_path, workspace_digest="d", interpreter="python3")
     prepared = PreparedRun(repo=tmp_path, workspace=workspace, interpreter_version="3", base=base,
@@ -69,7 +83,7 @@ def context(tmp_path: Path, llm: bool, base_url: str = "") -> _Context:
     )
     from equisa_core.testgen.framework import FrameworkChoice
 
-    return _Context(
+    return TestgenContext(
         prepared=prepared,
         params=params,
         target="shop.py",
@@ -84,7 +98,7 @@ def context(tmp_path: Path, llm: bool, base_url: str = "") -> _Context:
 
 
 def test_llm_pipeline_rewrites_the_redundant_test_and_fixes_smells_within_the_budget(
-    tmp_path, prefect_api_url, scripted_llm
+    tmp_path, prefect_server, scripted_llm
 ):
     critic_answers = iter(["test_roulette: assertion roulette: four bare asserts", "NO SMELLS"])
 

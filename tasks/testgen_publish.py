@@ -1,0 +1,43 @@
+"""What a testgen run writes and says: each finished attempt's module, ``attempt.json`` and
+progress line (``publish_attempt``), and at the end the best module and ``report.json`` in the
+output folder (``publish_outputs``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from equisa_core.testgen.machine import TestgenState
+from equisa_core.testgen.report import TestgenReport
+from tasks.run_tests import report_progress
+from tasks.testgen_context import TestgenContext
+
+__all__ = ["publish_attempt", "publish_outputs"]
+
+
+def publish_attempt(ctx: TestgenContext, state: TestgenState) -> None:
+    """The finished attempt's module and ``attempt.json`` in ``--out``, and its progress line."""
+    entry = state.attempts[-1]
+    module_file = Path(entry.module)
+    module_file.parent.mkdir(parents=True, exist_ok=True)
+    module_file.write_text(state.source, encoding="utf-8")
+    (module_file.parent / "attempt.json").write_text(
+        json.dumps(entry.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8"
+    )
+    mutation = entry.mutation_score if entry.mutation_score is not None else "-"
+    line = (
+        f"attempt {entry.attempt}: {len(entry.tests)} tests, coverage {entry.critique.coverage:.2f}%, "
+        f"mutation {mutation}, {entry.decision} ({entry.decision_reason})"
+    )
+    print(line)
+    report_progress(ctx.params.progress_key, {"kind": "note", "text": line})
+
+
+def publish_outputs(ctx: TestgenContext, state: TestgenState, report: TestgenReport) -> None:
+    """The best module (when there is one; the report names it) and ``report.json`` in ``--out``."""
+    if state.best_attempt is not None:
+        final = ctx.out / Path(ctx.module_path).name
+        final.write_text(state.best_source, encoding="utf-8")
+        report.output = str(final)
+    (ctx.out / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")

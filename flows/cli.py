@@ -14,7 +14,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -30,8 +30,10 @@ from equisa_core.common.options import (
 )
 from equisa_core.errors import EXIT_OK, EquisaError, SuiteCrashedError, exit_code_for
 from equisa_core.operations.storage import resolve_artifacts
-from equisa_core.report import console as shown
 from tasks.cli_options import Option, add_model_options, given_options, parameters_from
+
+if TYPE_CHECKING:
+    from equisa_core.report.console import Printed
 
 __all__ = ["main", "build_parser", "add_run_options", "run_flow", "show", "write_json", "RUN_OPTIONS"]
 
@@ -159,7 +161,7 @@ def _print_error(error: BaseException, debug: bool, console: Console) -> None:
         )
 
 
-def show(console: Console, printed: Iterable[shown.Printed]) -> None:
+def show(console: Console, printed: Iterable[Printed]) -> None:
     """Print what ``equisa_core.report.console`` made of a report."""
     for item in printed:
         console.print(item.content, highlight=item.highlight, soft_wrap=item.soft_wrap)
@@ -169,6 +171,7 @@ def connect_prefect(console: Console) -> None:
     """Before a command's first flow run: use the configured Prefect API, else the shared local
     server (started on first use, ``flows/prefect_server.py``) and print its UI's address once,
     else Prefect's temporary server, with one warning line when the shared one could not start."""
+    from equisa_core.report.console import duration
     from flows.prefect_server import connect
 
     with console.status("connecting to the local Prefect server"):
@@ -177,7 +180,7 @@ def connect_prefect(console: Console) -> None:
         console.print(f"[yellow]warning:[/] {connection.problem}; this run uses a temporary Prefect "
                       "server", highlight=False, soft_wrap=True)
     elif connection.kind == "shared":
-        started = f" (local server started; it stops after {shown.duration(connection.idle_s)} unused)"
+        started = f" (local server started; it stops after {duration(connection.idle_s)} unused)"
         console.print(f"Prefect UI: {connection.ui_url}{started if connection.started else ''}",
                       highlight=False, soft_wrap=True)
 
@@ -218,6 +221,7 @@ def write_json(path: Path | None, report: BaseModel) -> None:
 
 
 def _trace_command(args: argparse.Namespace, console: Console) -> int:
+    from equisa_core.report import console as shown
     from flows.trace import TraceParameters, trace_suite
 
     report = run_flow(args, console, TraceParameters,
@@ -237,6 +241,7 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def _localize_command(args: argparse.Namespace, console: Console) -> int:
+    from equisa_core.report import console as shown
     from flows.localize import LocalizeParameters, localize
 
     report = run_flow(args, console, LocalizeParameters,
@@ -251,6 +256,7 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def _repair_command(args: argparse.Namespace, console: Console) -> int:
+    from equisa_core.report import console as shown
     from flows.repair import RepairParameters, repair
 
     report = run_flow(args, console, RepairParameters,

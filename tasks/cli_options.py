@@ -35,6 +35,7 @@ __all__ = [
     "SPELLING",
     "add_model_options",
     "field_of",
+    "field_type",
     "given_options",
     "option_fields",
     "parameters_from",
@@ -199,7 +200,7 @@ def _add_field_option(parser: argparse.ArgumentParser, model: type[BaseModel], n
     elif choices:
         parser.add_argument(flag, dest=dest, choices=choices, default=default, help=help_text)
     else:
-        parser.add_argument(flag, dest=dest, type=_field_parser(model, name), default=default,
+        parser.add_argument(flag, dest=dest, type=field_type(model, name), default=default,
                             metavar=option.metavar or _metavar(name, field.annotation), help=help_text)
 
 
@@ -242,7 +243,7 @@ def _choices(annotation: Any) -> tuple[str, ...]:
     return ()
 
 
-def _field_parser(model: type[BaseModel], name: str) -> Callable[[str], Any]:
+def field_type(model: type[BaseModel], name: str) -> Callable[[str], Any]:
     """An argparse ``type`` that checks a value as ``model``'s field ``name`` would."""
     field = model.model_fields[name]
     blank = model.model_construct()

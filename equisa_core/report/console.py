@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import RenderableType
-from rich.syntax import Syntax
 from rich.table import Table
 
 from equisa_core.discovery.trace_report import TraceReport
@@ -138,6 +137,8 @@ def repair_summary(report: RepairReport) -> list[Printed]:
             table.add_row(check, result)
         printed.append(Printed(table))
     if report.diff:
+        from rich.syntax import Syntax
+
         printed.append(Printed(Syntax(report.diff, "diff", theme="ansi_dark", background_color="default")))
     shown = report.localization.problems if report.localization is not None else ()
     return printed + [note(problem) for problem in report.problems

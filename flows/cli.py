@@ -9,6 +9,7 @@ Options come from the option models (``tasks/cli_options.py``), what is printed 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import traceback
@@ -29,7 +30,6 @@ from equisa_core.common.options import (
     ValidationOptions,
 )
 from equisa_core.errors import EXIT_OK, EquisaError, SuiteCrashedError, exit_code_for
-from equisa_core.operations.storage import resolve_artifacts
 from tasks.cli_options import Option, add_model_options, given_options, parameters_from
 
 if TYPE_CHECKING:
@@ -187,24 +187,15 @@ def connect_prefect(console: Console) -> None:
 
 def run_flow(args: argparse.Namespace, console: Console, model: type[BaseModel], header: Callable[[str], str],
              label: str, flow: Callable[[Any], Any], **values: Any) -> Any:
-    """Check PATH, ``--artifacts``, ``--since`` and the sandbox (before Prefect starts), print ``header``
-    of the isolation level; return the report of ``flow`` run on ``model``'s parameters under a spinner."""
-    from equisa_core.common.sandbox_policy import require_confinement, weak_isolation_warning
-    from tasks.prepare import check_repository
+    """Check the command line before Prefect starts (``tasks.prepare.preflight``), print ``header`` of
+    the sandbox's isolation level; return the report of ``flow`` run on ``model``'s parameters."""
+    from equisa_core.common.sandbox_policy import weak_isolation_warning
+    from tasks.prepare import preflight
     from tasks.progress import run_with_progress
-    from tasks.run_tests import sandbox_isolation
 
-    check_repository(args.path)
-    resolve_artifacts(args.artifacts)  # a malformed location fails now, not after the run
-    if getattr(args, "since", None):
-        from tasks.git_changes import changed_lines
-
-        changed_lines(args.path, args.since)  # an unknown ref fails now (exit 3), not after the trace
+    isolation = preflight(args.path, args.artifacts, getattr(args, "since", None), args.sandbox,
+                          args.allow_weak_sandbox, getattr(model, "generated_code", None))
     params = model(**{**parameters_from(args, model), "path": str(args.path), **values})
-    isolation = sandbox_isolation(args.sandbox, args.allow_weak_sandbox)
-    generated_code = getattr(model, "generated_code", None)
-    if generated_code:
-        require_confinement(isolation, generated_code)
     warning = weak_isolation_warning(isolation)
     if warning and not args.verbose:  # with --verbose the flow's own log line says it
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
@@ -213,11 +204,14 @@ def run_flow(args: argparse.Namespace, console: Console, model: type[BaseModel],
     return run_with_progress(console, label, flow, params)
 
 
-def write_json(path: Path | None, report: BaseModel) -> None:
-    """Write ``report`` to ``path`` (``--json``), unless None."""
+def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any) -> None:
+    """Write ``data`` (a report, or plain data with ``json.dumps``' options ``dumps``) to ``path``
+    (``--json``), unless None."""
     if path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        text = (data.model_dump_json(indent=2) if isinstance(data, BaseModel)
+                else json.dumps(data, indent=2, **dumps))
+        path.write_text(text + "\n", encoding="utf-8")
 
 
 def _trace_command(args: argparse.Namespace, console: Console) -> int:

@@ -40,7 +40,7 @@ def register(commands: Any) -> None:
 def _batch_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import batch_summary
     from flows.batch import BatchParameters, batch
-    from flows.cli import show
+    from flows.cli import show, write_json
     from tasks.batch_io import check_sandboxes, load_repositories
     from tasks.task_runners import choose_runner, shared_cluster
 
@@ -58,9 +58,7 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
                           highlight=False)
         with console.status("repairing (watch each repository in the Prefect UI)"):
             summary = batch(params)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_json(args.json, summary)
     show(console, batch_summary(summary))
     if args.json:
         console.print(f"Summary written to {args.json}")

@@ -10,7 +10,6 @@ spool for the next attempt; later runs that reach the same store or history also
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +37,11 @@ def register(commands: Any) -> None:
 
 def _flush_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import flush_summary
-    from flows.cli import show
+    from flows.cli import show, write_json
     from tasks.flush import flush_everything
 
     result = flush_everything(args.artifacts, args.db)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.json, result)
     show(console, flush_summary(result))
     failures = [r for r in [*result["artifacts"], *result["history"]] if r["error"]]
     return failures[0]["exit_code"] if failures else EXIT_OK

@@ -8,7 +8,6 @@ same answers as JSON.
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,7 @@ def register(commands: Any) -> None:
 
 def _history_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import history_summary
-    from flows.cli import show
+    from flows.cli import show, write_json
     from tasks.history_answers import history_answers
 
     for name in ("limit", "days", "min_blamed"):
@@ -53,9 +52,7 @@ def _history_command(args: argparse.Namespace, console: Console) -> int:
         raise InputError(f"{args.repository} is not a folder")
     db = resolve_db(args.db)
     answers = history_answers(db, args.repository, args.limit, args.days, args.min_blamed)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(answers, indent=2, default=_plain) + "\n", encoding="utf-8")
+    write_json(args.json, answers, default=_plain)
     show(console, history_summary(answers, db.exists()))
     if args.json:
         console.print(f"Answers written to {args.json}")

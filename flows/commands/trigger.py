@@ -7,7 +7,6 @@ Prefect server's events API (``tasks/ci_trigger.py``); exit code 53 when it did 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +44,12 @@ def register(commands: Any) -> None:
 
 
 def _trigger_command(args: argparse.Namespace, console: Console) -> int:
+    from flows.cli import write_json
     from tasks.ci_trigger import trigger_repair
 
     api_url, event = trigger_repair(args.api_url, args.repository, args.ref, args.failing_tests,
                                     args.ci_run_url, args.llm, args.timeout)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(event, indent=2) + "\n", encoding="utf-8")
+    write_json(args.json, event)
     payload = event["payload"]
     console.print(f"Posted {event['event']} for [bold]{payload['repository']}[/]"
                   + (f" at {payload['ref']}" if payload["ref"] else "")

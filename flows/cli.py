@@ -19,16 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 from rich.console import Console
-from rich.markup import escape
 
-from equisa_core.common.options import (
-    DiscoveryOptions,
-    EndpointOptions,
-    LocalizationOptions,
-    SandboxOptions,
-    StorageOptions,
-    ValidationOptions,
-)
+from equisa_core.common import options
 from equisa_core.errors import EXIT_OK, EquisaError, SuiteCrashedError, exit_code_for
 from tasks.cli_options import Option, add_model_options, given_options, parameters_from
 
@@ -39,8 +31,9 @@ __all__ = ["main", "build_parser", "add_run_options", "run_flow", "show", "write
 
 #: The option models of each command that runs the suite: its settings may also come from the
 #: environment and the target's ``[tool.equisa]`` (``tasks/settings.py``).
-RUN_OPTIONS: tuple[type[BaseModel], ...] = (SandboxOptions, StorageOptions)
-LOCALIZE_OPTIONS = (*RUN_OPTIONS, EndpointOptions, DiscoveryOptions, LocalizationOptions)
+RUN_OPTIONS: tuple[type[BaseModel], ...] = (options.SandboxOptions, options.StorageOptions)
+LOCALIZE_OPTIONS = (*RUN_OPTIONS, options.EndpointOptions, options.DiscoveryOptions,
+                    options.LocalizationOptions)
 #: Prefect settings for a laptop run with no server configured; the user's own settings win.
 #: (Flows run on the shared local server, see ``connect_prefect``; these serve the fallback.)
 _PREFECT_DEFAULTS = {
@@ -94,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--diff", type=Path, metavar="OUT", help="write the accepted patch (a git diff) here")
     repair.add_argument("--apply", action="store_true",
                         help="write the accepted patch to PATH (refused on a dirty git tree)")
-    add_run_options(repair, *LOCALIZE_OPTIONS[2:], ValidationOptions)
-    repair.set_defaults(handler=_repair_command, option_models=(*LOCALIZE_OPTIONS, ValidationOptions))
+    add_run_options(repair, *LOCALIZE_OPTIONS[2:], options.ValidationOptions)
+    repair.set_defaults(handler=_repair_command, option_models=(*LOCALIZE_OPTIONS, options.ValidationOptions))
     _register_extra_commands(commands)
     return parser
 
@@ -146,19 +139,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_error(error: BaseException, debug: bool, console: Console) -> None:
-    """The one line a command's error ends with: its message for an ``EquisaError``, else (a bug)
-    its type and text, or the whole traceback under ``--debug``."""
-    if isinstance(error, EquisaError):
-        console.print(f"[bold red]equisa:[/] {escape(error.message)}", highlight=False, soft_wrap=True)
-    elif isinstance(error, KeyboardInterrupt):
-        console.print("[bold red]equisa:[/] interrupted")
-    elif debug:
+    """The one line a command's error ends with (``error_line``), or a bug's traceback under ``--debug``."""
+    from equisa_core.report.console import error_line
+
+    if debug and not isinstance(error, EquisaError | KeyboardInterrupt):
         traceback.print_exception(error)
     else:
-        console.print(
-            f"[bold red]equisa: internal error:[/] {type(error).__name__}: {error} "
-            "(run with --debug for the traceback)", highlight=False, soft_wrap=True,
-        )
+        show(console, [error_line(error)])
 
 
 def show(console: Console, printed: Iterable[Printed]) -> None:

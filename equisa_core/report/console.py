@@ -11,9 +11,11 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import RenderableType
+from rich.markup import escape
 from rich.table import Table
 
 from equisa_core.discovery.trace_report import TraceReport
+from equisa_core.errors import EquisaError
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.operations.batch import BatchSummary
 from equisa_core.testgen.report import TestgenReport
@@ -24,6 +26,7 @@ __all__ = [
     "TOP_NODES",
     "batch_summary",
     "duration",
+    "error_line",
     "flush_summary",
     "history_summary",
     "line",
@@ -56,6 +59,17 @@ def line(markup: str, soft_wrap: bool | None = None) -> Printed:
 def note(problem: str) -> Printed:
     """``note: ...``: something that went wrong but did not stop the run."""
     return line(f"[yellow]note:[/] {problem}", soft_wrap=True)
+
+
+def error_line(error: BaseException) -> Printed:
+    """The one line a command's error ends with: its message for an ``EquisaError``, else (a bug)
+    its type and text."""
+    if isinstance(error, EquisaError):
+        return line(f"[bold red]equisa:[/] {escape(error.message)}", soft_wrap=True)
+    if isinstance(error, KeyboardInterrupt):
+        return Printed("[bold red]equisa:[/] interrupted")
+    return line(f"[bold red]equisa: internal error:[/] {type(error).__name__}: {error} "
+                "(run with --debug for the traceback)", soft_wrap=True)
 
 
 def duration(seconds: float) -> str:

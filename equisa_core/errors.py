@@ -195,7 +195,7 @@ class RefNotFoundError(InputError):
 
 class ConfigurationError(InputError):
     """A setting of ``[tool.equisa]`` in the target's ``pyproject.toml``, or an ``EQUISA_*`` variable,
-    that is no option or that its option refuses (``flows/settings.py``)."""
+    that is no option or that its option refuses (``tasks/settings.py``)."""
 
 
 class TestgenTargetError(InputError):

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from equisa_core.errors import RepositoriesFileError
 from equisa_core.operations.batch import RepositoryEntry, parse_repositories
 
-__all__ = ["read_repositories", "load_repositories", "write_report", "default_reports_dir"]
+__all__ = ["read_repositories", "load_repositories", "write_report", "default_reports_dir", "check_sandboxes"]
 
 
 def load_repositories(path: Path) -> list[RepositoryEntry]:
@@ -59,3 +59,15 @@ def write_report(folder: str, name: str, report: BaseModel) -> str:
     partial.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     partial.replace(target)
     return str(target)
+
+
+def check_sandboxes(entries: list[RepositoryEntry]) -> None:
+    """Stop before any work (exit 14) when a repository would run generated code where this
+    machine's sandbox cannot confine file writes and its entry does not accept that."""
+    from equisa_core.common.sandbox_policy import require_confinement
+    from tasks.run_tests import sandbox_isolation
+
+    refused = [e.label for e in entries if e.sandbox == "local" and not e.allow_weak_sandbox]
+    if refused:
+        require_confinement(sandbox_isolation("local"), f"generated code for {', '.join(refused)}",
+                            remedy="allow_weak_sandbox: true in an entry runs its repair anyway")

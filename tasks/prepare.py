@@ -7,11 +7,12 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.errors import RepositoryNotFoundError
 from tasks.interpreter import Interpreter, resolve_interpreter
 from tasks.workspace import Workspace, WorkspaceError, snapshot
 
-__all__ = ["check_repository", "snapshot_workspace", "check_interpreter"]
+__all__ = ["check_repository", "preflight", "snapshot_workspace", "check_interpreter"]
 
 
 def check_repository(path: Path) -> Path:
@@ -21,6 +22,27 @@ def check_repository(path: Path) -> Path:
     if not path.is_dir():
         raise RepositoryNotFoundError(f"repository path {path} is not a directory")
     return path.resolve()
+
+
+def preflight(path: Path, artifacts: str | None, since: str | None, sandbox: str, allow_weak_sandbox: bool,
+              generated_code: str | None) -> SandboxIsolation:
+    """A command's checks before Prefect starts: the repository exists, the artifact location parses,
+    ``since`` names a ref (exit 3) and ``sandbox`` may run ``generated_code`` (the code a run executes
+    untrusted, if any). Returns the sandbox's isolation."""
+    from equisa_core.common.sandbox_policy import require_confinement
+    from equisa_core.operations.storage import resolve_artifacts
+    from tasks.run_tests import sandbox_isolation
+
+    check_repository(path)
+    resolve_artifacts(artifacts)
+    if since:
+        from tasks.git_changes import changed_lines
+
+        changed_lines(path, since)
+    isolation = sandbox_isolation(sandbox, allow_weak_sandbox)
+    if generated_code:
+        require_confinement(isolation, generated_code)
+    return isolation
 
 
 def _workspace_fault(task: object, task_run: object, state: object) -> bool:

@@ -33,6 +33,7 @@ __all__ = [
     "RunnerChoice",
     "FanOutTaskRunner",
     "runner_choice",
+    "choose_runner",
     "build_task_runner",
     "shared_cluster",
     "RUNNER_ENV",
@@ -68,6 +69,15 @@ def runner_choice(env: Mapping[str, str] | None = None) -> RunnerChoice:
         raise TaskRunnerError(
             f"{RUNNER_ENV}={kind!r} {WORKERS_ENV}={workers!r}: the runner must be threads, dask or ray "
             "and the workers a positive number") from None
+
+
+def choose_runner(kind: str | None, address: str | None, workers: int | None) -> RunnerChoice:
+    """Put the choice of a command line (``--task-runner`` and friends; None: not given) into the
+    environment every flow run reads; bad values fail here, before Prefect starts."""
+    for name, value in ((RUNNER_ENV, kind), (ADDRESS_ENV, address), (WORKERS_ENV, workers)):
+        if value is not None:
+            os.environ[name] = str(value)
+    return runner_choice()
 
 
 def build_task_runner(choice: RunnerChoice) -> TaskRunner:

@@ -1,23 +1,19 @@
 """``equisa deploy``: make the work pool if it is missing, then ``prefect deploy --all`` EQUISA's deployments.
 
-It is a convenience over the two documented Prefect commands (README, "Deployments"); it runs
-Prefect's own CLI for the deploy itself, so ``deployments/prefect.yaml`` means the same either way.
+It is a convenience over the two documented Prefect commands (README, "Deployments"); the work is
+in ``tasks/deploy.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from equisa_core.errors import EXIT_OK, DeployError
+from equisa_core.errors import EXIT_OK
 
-__all__ = ["register", "project_root", "ensure_work_pool"]
+__all__ = ["register"]
 
 
 def register(commands: Any) -> None:
@@ -36,52 +32,14 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=_deploy_command)
 
 
-def project_root() -> Path:
-    """EQUISA's folder: the one that holds ``deployments/prefect.yaml`` and the flows' entrypoints."""
-    return Path(__file__).resolve().parents[2]
-
-
-def ensure_work_pool(name: str, pool_type: str) -> bool:
-    """Create the work pool ``name`` unless it exists; returns whether it was created."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import WorkPoolCreate
-    from prefect.exceptions import ObjectNotFound
-
-    with get_client(sync_client=True) as client:
-        try:
-            pool = client.read_work_pool(name)
-        except ObjectNotFound:
-            client.create_work_pool(WorkPoolCreate(name=name, type=pool_type))
-            return True
-        if pool.type != pool_type:
-            raise DeployError(f"work pool {name} exists with type {pool.type}, not {pool_type}")
-        return False
-
-
 def _deploy_command(args: argparse.Namespace, console: Console) -> int:
-    from prefect.settings import get_current_settings
+    from tasks.deploy import checked_spec, deploy, work_pool
 
-    if not get_current_settings().api.url:
-        raise DeployError("no Prefect server: set PREFECT_API_URL to the server to deploy to")
-    root = project_root()
-    spec = root / "deployments" / "prefect.yaml"
-    if not spec.is_file():
-        raise DeployError(f"{spec} is missing")
-    try:
-        created = ensure_work_pool(args.pool, args.pool_type)
-    except DeployError:
-        raise
-    except Exception as error:
-        raise DeployError(f"could not read or create work pool {args.pool}: {error}") from None
+    spec = checked_spec()
+    created = work_pool(args.pool, args.pool_type)
     console.print(f"Work pool {args.pool} ({args.pool_type}) " + ("created" if created else "exists"),
                   highlight=False)
-    which = [f"--name={n}" for n in args.name] or ["--all"]
-    command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", *which, "--prefect-file", str(spec),
-               "--pool", args.pool]
-    done = subprocess.run(command, cwd=root, env=dict(os.environ), capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-12:]
-        raise DeployError("prefect deploy failed:\n" + "\n".join(tail))
+    deploy(spec, args.pool, args.name)
     console.print(f"Deployed {', '.join(args.name) or 'every deployment'} of {spec} to pool {args.pool}; "
                   f"start workers with: prefect worker start --pool {args.pool}", highlight=False,
                   soft_wrap=True)

@@ -1,22 +1,16 @@
-"""``equisa report RUN_ID``: the HTML report of a recorded run, fetched from wherever it was stored.
-
-The run is looked up in the history (its kind, repository and artifact folder), its
-``report.json`` is read from the store (or from the spool if it was never uploaded), and the HTML
-is rendered again locally. Exit 44 when no recorded run has that id.
-"""
+"""``equisa report RUN_ID``: the HTML report of a recorded run, fetched from wherever it was stored
+(``tasks/run_report.py``). Exit 44 when no recorded run has that id."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from equisa_core.errors import EXIT_OK, RunNotFoundError
-from equisa_core.operations.storage import parse_location, resolve_db, run_key
-from equisa_core.report import render_report
+from equisa_core.errors import EXIT_OK
+from equisa_core.operations.storage import resolve_db
 
 __all__ = ["register"]
 
@@ -36,20 +30,9 @@ def register(commands: Any) -> None:
 
 
 def _report_command(args: argparse.Namespace, console: Console) -> int:
-    from tasks.artifacts import ArtifactStore
-    from tasks.history import query
+    from tasks.run_report import recorded_report_html
 
-    db = resolve_db(args.db)
-    rows = query(db, "SELECT r.kind, r.artifacts, p.path FROM runs r JOIN repositories p USING (repo_id) "
-                     "WHERE r.run_id = ?", [args.run_id])
-    if not rows or not rows[0]["artifacts"]:
-        raise RunNotFoundError(f"no recorded run {args.run_id!r} in {db}")
-    folder = str(rows[0]["artifacts"])
-    suffix = f"/runs/{args.run_id}"
-    root = folder[: -len(suffix)] if folder.endswith(suffix) else folder
-    store = ArtifactStore(parse_location(root))
-    report = json.loads(store.get(run_key(args.run_id, "report.json")))
-    html = render_report(rows[0]["kind"], report, run_id=args.run_id, repository=rows[0]["path"])
+    html = recorded_report_html(resolve_db(args.db), args.run_id)
     out = args.output or Path(f"equisa-{args.run_id}.html")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")

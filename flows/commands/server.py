@@ -8,7 +8,6 @@ These sub-commands show it, start it ahead of a series of runs, and end it.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -38,49 +37,30 @@ def register(commands: Any) -> None:
 
 
 def _server_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.prefect_server import server_options
+    from flows.cli import write_json
+    from flows.prefect_server import ensure_server, server_options, server_status, stop_server
 
     options = server_options()
-    return {"status": _status, "start": _start, "stop": _stop}[args.action](args, options, console)
-
-
-def _status(args: argparse.Namespace, options: Any, console: Console) -> int:
-    from flows.prefect_server import server_status
-
-    status = server_status(options)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(status.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
-    state = status.state
-    if state is None or not status.running:
-        console.print(f"No shared Prefect server is running (folder {status.folder}).", highlight=False)
-        return EXIT_OK
-    idle = time.time() - status.last_used if status.last_used else 0.0
-    users = f"{len(status.clients)} command(s) using it" if status.clients else \
-        f"idle {idle:.0f} s of {state.idle_s:g} s"
-    console.print(
-        f"Prefect UI: {state.url} · {'healthy' if status.healthy else 'NOT answering'} · pid {state.pid} · "
-        f"Prefect {state.prefect_version} · {users} · log {status.log}", highlight=False, soft_wrap=True,
-    )
-    return EXIT_OK
-
-
-def _start(args: argparse.Namespace, options: Any, console: Console) -> int:
-    from flows.prefect_server import ensure_server
-
-    with console.status("starting the local Prefect server"):
-        state, started = ensure_server(options.model_copy(update={"mode": "shared"}))
-    console.print(f"Prefect UI: {state.url} ({'started' if started else 'already running'}, "
-                  f"pid {state.pid}, stops after {state.idle_s:g} s unused)", highlight=False)
-    return EXIT_OK
-
-
-def _stop(args: argparse.Namespace, options: Any, console: Console) -> int:
-    from flows.prefect_server import stop_server
-
-    state = stop_server(options)
-    if state is None:
-        console.print("No shared Prefect server was running.", highlight=False)
+    if args.action == "start":
+        with console.status("starting the local Prefect server"):
+            state, started = ensure_server(options.model_copy(update={"mode": "shared"}))
+        console.print(f"Prefect UI: {state.url} ({'started' if started else 'already running'}, "
+                      f"pid {state.pid}, stops after {state.idle_s:g} s unused)", highlight=False)
+    elif args.action == "stop":
+        stopped = stop_server(options)
+        console.print("No shared Prefect server was running." if stopped is None else f"Stopped the shared "
+                      f"Prefect server at {stopped.url} (pid {stopped.pid}).", highlight=False)
     else:
-        console.print(f"Stopped the shared Prefect server at {state.url} (pid {state.pid}).", highlight=False)
+        status = server_status(options)
+        write_json(args.json, status.model_dump(mode="json"))
+        if status.state is None or not status.running:
+            console.print(f"No shared Prefect server is running (folder {status.folder}).", highlight=False)
+            return EXIT_OK
+        state, idle = status.state, time.time() - status.last_used if status.last_used else 0.0
+        users = f"{len(status.clients)} command(s) using it" if status.clients else \
+            f"idle {idle:.0f} s of {state.idle_s:g} s"
+        health = "healthy" if status.healthy else "NOT answering"
+        version = state.prefect_version
+        console.print(f"Prefect UI: {state.url} · {health} · pid {state.pid} · Prefect {version} · {users} · "
+                      f"log {status.log}", highlight=False, soft_wrap=True)
     return EXIT_OK

@@ -181,14 +181,14 @@ def test_a_one_shot_commands_flow_runs_send_no_heartbeats_unless_the_user_config
     from prefect import flow
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
 
-    from flows.cli import _without_heartbeats
+    from tasks.progress import without_heartbeats
 
     @flow
     def frequency() -> int | None:
         return get_current_settings().flows.heartbeat_frequency
 
     assert frequency() is not None  # Prefect's default: on
-    with _without_heartbeats():
+    with without_heartbeats():
         assert frequency() is None
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}), _without_heartbeats():
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: 60}), without_heartbeats():
         assert frequency() == 60  # as the user's environment or profile set it

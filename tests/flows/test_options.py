@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from equisa_core.common.options import default_of
 from flows.batch import BatchParameters
 from flows.cli import build_parser
-from flows.cli_options import option_fields, parameters_from
+from tasks.cli_options import option_fields, parameters_from
 from flows.localize import LocalizeParameters
 from flows.repair import RepairParameters
 from flows.testgen import TestgenParameters

@@ -202,7 +202,7 @@ def test_an_empty_file_from_an_older_equisa_is_migrated_when_read(tmp_path):
 
 
 def test_history_answers_what_a_maintainer_asks(tmp_path):
-    from flows.commands.history import history_answers
+    from tasks.history_answers import history_answers
 
     db = tmp_path / "history.duckdb"
     a, b = tmp_path / "repo-a", tmp_path / "repo-b"

@@ -1,8 +1,8 @@
 """Where an option's value comes from: the command line, then the environment (``EQUISA_<FIELD>``),
 then ``[tool.equisa]`` in the target repository's ``pyproject.toml``, then the option model's default.
 
-pydantic-settings reads the environment and the table (``PyprojectTomlConfigSettingsSource``); the
-models are those of ``equisa_core.common.options``. A key of ``[tool.equisa]`` that is no option of
+pydantic-settings reads the environment and the table (read once, given to an ``InitSettingsSource``);
+the models are those of ``equisa_core.common.options``. A key of ``[tool.equisa]`` that is no option of
 any command, or a value an option refuses, is bad input (``ConfigurationError``, exit 3).
 """
 
@@ -19,14 +19,14 @@ from pydantic import BaseModel, ValidationError, create_model
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
-    PyprojectTomlConfigSettingsSource,
     SettingsConfigDict,
 )
 
 from equisa_core.common import options
 from equisa_core.errors import ConfigurationError
-from flows.cli_options import OPTION_FIELDS
+from tasks.cli_options import OPTION_FIELDS
 
 __all__ = ["ENV_PREFIX", "TABLE", "apply_settings", "configured_values", "known_settings"]
 
@@ -47,8 +47,8 @@ def configured_values(models: Iterable[type[BaseModel]], repository: Path) -> di
     """The values the environment and ``repository``'s ``[tool.equisa]`` give the fields of
     ``models`` (the environment wins); fields neither sets are left out."""
     pyproject = repository / "pyproject.toml"
-    settings = _settings_class(tuple(models), pyproject)
-    table = _table(settings, pyproject)
+    table = _table(pyproject)
+    settings = _settings_class(tuple(models), table)
     unknown = sorted(set(table) - known_settings())
     if unknown:
         raise ConfigurationError(f"{pyproject}: [tool.equisa] has no setting {', '.join(unknown)} "
@@ -77,14 +77,13 @@ def apply_settings(args: argparse.Namespace, given: Iterable[str]) -> None:
             setattr(args, dest, value)
 
 
-def _settings_class(models: tuple[type[BaseModel], ...], pyproject: Path) -> type[BaseSettings]:
-    """A settings class with the fields of ``models``, read from the environment, then ``pyproject``."""
+def _settings_class(models: tuple[type[BaseModel], ...], table: dict[str, Any]) -> type[BaseSettings]:
+    """A settings class with the fields of ``models``, read from the environment, then ``table``."""
     fields: dict[str, Any] = {name: (field.annotation, field) for model in models
                               for name, field in model.model_fields.items()}
 
     class _Sources(BaseSettings):
-        model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, pyproject_toml_table_header=TABLE,
-                                          extra="ignore")
+        model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
         @classmethod
         def settings_customise_sources(
@@ -92,20 +91,21 @@ def _settings_class(models: tuple[type[BaseModel], ...], pyproject: Path) -> typ
             env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return (EnvSettingsSource(settings_cls),
-                    PyprojectTomlConfigSettingsSource(settings_cls, toml_file=pyproject))
+            return (EnvSettingsSource(settings_cls), InitSettingsSource(settings_cls, init_kwargs=table))
 
     return create_model("EquisaSettings", __base__=_Sources, **fields)
 
 
-def _table(settings: type[BaseSettings], pyproject: Path) -> dict[str, Any]:
+def _table(pyproject: Path) -> dict[str, Any]:
     """``[tool.equisa]`` of ``pyproject`` (empty when the file or the table is missing)."""
     if not pyproject.is_file():
         return {}
     try:
-        table = PyprojectTomlConfigSettingsSource(settings, toml_file=pyproject).toml_data
+        table: Any = tomllib.loads(pyproject.read_bytes().decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigurationError(f"{pyproject} is not valid TOML: {error}") from None
+    for key in TABLE:
+        table = table.get(key, {}) if isinstance(table, dict) else None
     if not isinstance(table, dict):
         raise ConfigurationError(f"{pyproject}: [tool.equisa] must be a table")
     return table

@@ -1,0 +1,276 @@
+"""The command line's options and the option models (``equisa_core.common.options``), kept as one.
+
+Every option that sets a field of an option model is made from that field by ``add_model_options``:
+its default is the field's and its value is checked against the field's type and bounds (a bad one
+is a usage error, exit 2). ``SPELLING`` holds how an option is spelt where it is not ``--field-name``
+with the field's description as its help: its flag, its metavar, its help line. ``parameters_from``
+reads a parsed command line back into field values; ``given_options`` tells which options were written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import types
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from equisa_core.common.options import (
+    BatchOptions,
+    DiscoveryOptions,
+    EndpointOptions,
+    LocalizationOptions,
+    SandboxOptions,
+    StorageOptions,
+    TestgenOptions,
+    ValidationOptions,
+    default_of,
+)
+
+__all__ = [
+    "OPTION_FIELDS",
+    "Option",
+    "SPELLING",
+    "add_model_options",
+    "field_of",
+    "field_type",
+    "given_options",
+    "option_fields",
+    "parameters_from",
+]
+
+
+@dataclass(frozen=True)
+class Option:
+    """How the option of a field is spelt: ``help`` (``{default}`` is the field's default as help lines
+    show it), ``flag`` (default ``--field-name``), ``metavar``; ``switch``: a plain ``store_true`` flag
+    rather than ``--x/--no-x``; ``off_help``: ``--x`` and ``--no-x`` as two exclusive flags (default None)."""
+
+    help: str
+    flag: str | None = None
+    metavar: str | None = None
+    switch: bool = False
+    off_help: str | None = None
+
+
+#: The options spelt otherwise than the field's ``--field-name`` and description, by model and field.
+SPELLING: dict[type[BaseModel], dict[str, Option]] = {
+    SandboxOptions: {
+        "python": Option("interpreter that runs the suite (default: the repository's .venv, else "
+                         "EQUISA's own)", metavar="INTERPRETER"),
+        "sandbox": Option("where tests run: local (the strongest isolation here: bubblewrap, else "
+                          "util-linux namespaces), docker, or none (a plain subprocess; generated code "
+                          "runs unconfined) (default {default})"),
+        "allow_weak_sandbox": Option("run generated tests, inspection patches and fixes even where the "
+                                     "local sandbox cannot confine file writes (default: refuse, exit 14)",
+                                     switch=True),
+        "docker_image": Option("image for --sandbox docker", metavar="IMAGE"),
+        "shards": Option("parallel shards (default: the number of cores)", metavar="N"),
+        "no_cache": Option("run again even if cached", switch=True),
+        "wall_clock_s": Option("wall-clock limit per shard (default {default})", flag="--timeout",
+                               metavar="SECONDS"),
+        "test_timeout_s": Option("limit per test (default {default})", flag="--test-timeout",
+                                 metavar="SECONDS"),
+    },
+    StorageOptions: {
+        "artifacts": Option("artifact store (default: EQUISA_ARTIFACTS, else "
+                            "~/.local/share/equisa/artifacts)", metavar="FOLDER|s3://BUCKET/PREFIX"),
+        "db": Option("DuckDB history (default: EQUISA_DB, else ~/.local/share/equisa/history.duckdb)",
+                     metavar="FILE"),
+    },
+    EndpointOptions: {
+        "llm": Option("use the model at OPENAI_BASE_URL (default: when one is configured)",
+                      off_help="deterministic mode only"),
+    },
+    DiscoveryOptions: {
+        "discovery": Option("generate tests that split ambiguity groups (default: {default})"),
+        "discovery_max_tests": Option("generated tests Discovery may keep (default {default})",
+                                      flag="--max-generated-tests", metavar="N"),
+        "discovery_top": Option("split only the ambiguity groups that hold one of the prior's N best "
+                                "functions (default {default}; 0: every group)", metavar="N"),
+        "testgen": Option("Discovery also asks the test-generation agent for tests of each group "
+                          "(deterministic, one attempt; default: {default})"),
+    },
+    LocalizationOptions: {
+        "max_iterations": Option("inspections before giving up (default {default}; 0: rank after "
+                                 "Discovery)", metavar="N"),
+        "screen_top": Option("in deterministic mode, try the mutants of the N most suspicious functions "
+                             "together before inspecting (default {default}; 0: off)", metavar="N"),
+        "screen_budget_s": Option(
+            "estimated test time the screening may spend: mutants x failing tests' durations, summed over "
+            "the screened functions; also the wall-clock limit of each screening process's mutant rounds "
+            "(default {default})", flag="--screen-budget", metavar="SECONDS"),
+        "inspection_batch": Option("in deterministic mode, run the next N inspections together in one "
+                                   "sandbox process (default {default}; 1: one process per inspection)",
+                                   metavar="N"),
+        "inspection_budget_s": Option(
+            "in deterministic mode, the wall-clock limit of each inspection batch's mutant rounds; the "
+            "mutants left are not run (default {default})", flag="--inspection-budget", metavar="SECONDS"),
+        "likelihoods": Option("in deterministic mode, the likelihoods evidence counts with: fitted on the "
+                              "real-bug benchmark, or the hand-set seed table (default {default})"),
+        "min_expected_shift": Option(
+            "in deterministic mode, run a screening or inspection only when it is expected to move its "
+            "function's confidence by P, and stop when none is (default {default}; 0: off)", metavar="P"),
+        "since": Option("a git ref: functions changed since it (committed or not) count as more "
+                        "suspicious, as in a CI run on a pull request (default: no such signal)",
+                        metavar="REF"),
+    },
+    ValidationOptions: {
+        "max_validations": Option("candidates validated in full before giving up (default {default})",
+                                  metavar="N"),
+    },
+    TestgenOptions: {
+        "max_iterations": Option("attempts in all, attempt 0 included (1-20, default {default})",
+                                 metavar="N"),
+        "coverage_target": Option("default {default}", metavar="PCT"),
+        "mutation_target": Option("default {default}", metavar="PCT"),
+        "max_mutants": Option("mutants per measurement, 0 for none (default {default})", metavar="N"),
+    },
+    BatchOptions: {
+        "concurrency": Option("repositories repaired at the same time (default {default})", metavar="N"),
+        "reports_dir": Option("folder of the per-repository JSON reports (default: EQUISA_REPORTS, else "
+                              "~/.cache/equisa/reports)", flag="--reports", metavar="DIR"),
+        "no_cache": Option("repair every repository again", switch=True),
+    },
+}
+
+#: Options whose ``dest`` differs from the field they set: ``--timeout`` sets ``wall_clock_s``, ...
+OPTION_FIELDS: dict[str, str] = {
+    **{option.flag[2:].replace("-", "_"): field for spelt in SPELLING.values()
+       for field, option in spelt.items() if option.flag},
+    "file": "repositories_file",
+}
+
+
+def field_of(dest: str) -> str:
+    """The model field an option's ``dest`` sets."""
+    return OPTION_FIELDS.get(dest, dest)
+
+
+def option_fields(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    """The options (and positionals) of ``parser`` by the field each sets; of two options that set one
+    field (``--llm``, ``--no-llm``), the first, whose default argparse keeps."""
+    found: dict[str, argparse.Action] = {}
+    for action in parser._actions:
+        if action.dest not in (argparse.SUPPRESS, "help"):
+            found.setdefault(field_of(action.dest), action)
+    return found
+
+
+def add_model_options(parser: argparse.ArgumentParser, *models: type[BaseModel],
+                      spelling: Mapping[str, Option] | None = None) -> None:
+    """Add an option for every field of ``models`` that no option of ``parser`` sets yet.
+
+    Its default is the field's, its value is checked against the field's type and bounds; its flag,
+    metavar and help come from ``spelling`` (this command's own), else ``SPELLING``, else the field:
+    ``--field-name`` with the field's description.
+    """
+    taken = set(option_fields(parser))
+    for model in models:
+        for name in model.model_fields:
+            if name not in taken:
+                taken.add(name)
+                option = (spelling or {}).get(name) or SPELLING.get(model, {}).get(name)
+                _add_field_option(parser, model, name, option)
+
+
+def _add_field_option(parser: argparse.ArgumentParser, model: type[BaseModel], name: str,
+                      option: Option | None) -> None:
+    """The option of ``model``'s field ``name``, spelt as ``option`` says (None: from the field)."""
+    field = model.model_fields[name]
+    default = default_of(model, name)
+    if option is None:
+        described = (field.description or name).rstrip(".")
+        option = Option(f"{described[:1].lower()}{described[1:]} (default: {{default}})")
+    flag = option.flag or "--" + name.replace("_", "-")
+    dest = flag[2:].replace("-", "_")
+    help_text = option.help.replace("{default}", _shown(default))
+    choices = _choices(field.annotation)
+    if option.off_help is not None:
+        pair = parser.add_mutually_exclusive_group()
+        pair.add_argument(flag, dest=dest, action="store_true", default=default, help=help_text)
+        pair.add_argument("--no-" + flag[2:], dest=dest, action="store_false", help=option.off_help)
+    elif option.switch:
+        parser.add_argument(flag, dest=dest, action="store_true", help=help_text)
+    elif field.annotation in (bool, bool | None):
+        parser.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=default,
+                            help=help_text)
+    elif choices:
+        parser.add_argument(flag, dest=dest, choices=choices, default=default, help=help_text)
+    else:
+        parser.add_argument(flag, dest=dest, type=field_type(model, name), default=default,
+                            metavar=option.metavar or _metavar(name, field.annotation), help=help_text)
+
+
+def parameters_from(args: argparse.Namespace, model: type[BaseModel],
+                    given: Iterable[str] | None = None) -> dict[str, Any]:
+    """The values of ``model``'s fields on the command line ``args``, by field name.
+
+    ``given``: only the options with these ``dest`` (those the user wrote); None: every option.
+    """
+    chosen = set(given) if given is not None else None
+    return {field_of(dest): value for dest, value in vars(args).items()
+            if field_of(dest) in model.model_fields and (chosen is None or dest in chosen)}
+
+
+def given_options(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:
+    """The ``dest`` of the options ``argv`` writes (not those left to their defaults).
+
+    ``parser`` (a fresh one: its defaults are cleared) parses ``argv`` again with no defaults.
+    """
+    _clear_defaults(parser)
+    return set(vars(parser.parse_args(argv)))
+
+
+def _clear_defaults(parser: argparse.ArgumentParser) -> None:
+    """No option of ``parser`` or of its sub-commands has a default any more."""
+    parser._defaults.clear()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                _clear_defaults(command)
+
+
+def _choices(annotation: Any) -> tuple[str, ...]:
+    """The values of a ``Literal`` of strings (also inside ``| None``); empty for any other type."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        return tuple(c for arg in get_args(annotation) for c in _choices(arg))
+    if get_origin(annotation) is Literal:
+        return tuple(str(value) for value in get_args(annotation))
+    return ()
+
+
+def field_type(model: type[BaseModel], name: str) -> Callable[[str], Any]:
+    """An argparse ``type`` that checks a value as ``model``'s field ``name`` would."""
+    field = model.model_fields[name]
+    blank = model.model_construct()
+
+    def parse(text: str) -> Any:
+        try:
+            return getattr(model.__pydantic_validator__.validate_assignment(blank, name, text), name)
+        except ValidationError as error:
+            raise argparse.ArgumentTypeError(error.errors()[0]["msg"]) from None
+
+    parse.__name__ = getattr(field.annotation, "__name__", name)
+    return parse
+
+
+def _metavar(name: str, annotation: Any) -> str:
+    """How a generated option's value is shown: ``SECONDS``, ``USD``, ``N`` or ``VALUE``."""
+    if name.endswith(("_s", "_seconds")):
+        return "SECONDS"
+    if name.endswith("_usd"):
+        return "USD"
+    return "N" if annotation is int else "VALUE"
+
+
+def _shown(default: Any) -> str:
+    """A default as a help line shows it: ``300``, ``on``/``off``, ``none``."""
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if isinstance(default, float):
+        return f"{default:g}"
+    return "none" if default is None else str(default)

@@ -281,9 +281,9 @@ def _print_error(error: BaseException, debug: bool, console: Console) -> None:
 
 def connect_prefect(console: Console) -> None:
     """Before a command's first flow run: use the configured Prefect API, else the shared local
-    server (started on first use, ``flows/prefect_server.py``) and print its UI's address once,
+    server (started on first use, ``tasks/prefect_server.py``) and print its UI's address once,
     else Prefect's temporary server, with one warning line when the shared one could not start."""
-    from flows.prefect_server import connect
+    from tasks.prefect_server import connect
 
     with console.status("connecting to the local Prefect server"):
         connection = connect()

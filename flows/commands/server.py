@@ -1,7 +1,7 @@
 """``equisa server status|start|stop``: the shared local Prefect server that flow commands use.
 
 Commands that run flows start it on first use when no Prefect API is configured (see
-``flows/prefect_server.py``); it stops itself after ``EQUISA_PREFECT_IDLE_S`` seconds unused.
+``tasks/prefect_server.py``); it stops itself after ``EQUISA_PREFECT_IDLE_S`` seconds unused.
 These sub-commands show it, start it ahead of a series of runs, and end it.
 """
 
@@ -38,14 +38,14 @@ def register(commands: Any) -> None:
 
 
 def _server_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.prefect_server import server_options
+    from tasks.prefect_server import server_options
 
     options = server_options()
     return {"status": _status, "start": _start, "stop": _stop}[args.action](args, options, console)
 
 
 def _status(args: argparse.Namespace, options: Any, console: Console) -> int:
-    from flows.prefect_server import server_status
+    from tasks.prefect_server import server_status
 
     status = server_status(options)
     if args.json:
@@ -66,7 +66,7 @@ def _status(args: argparse.Namespace, options: Any, console: Console) -> int:
 
 
 def _start(args: argparse.Namespace, options: Any, console: Console) -> int:
-    from flows.prefect_server import ensure_server
+    from tasks.prefect_server import ensure_server
 
     with console.status("starting the local Prefect server"):
         state, started = ensure_server(options.model_copy(update={"mode": "shared"}))
@@ -76,7 +76,7 @@ def _start(args: argparse.Namespace, options: Any, console: Console) -> int:
 
 
 def _stop(args: argparse.Namespace, options: Any, console: Console) -> int:
-    from flows.prefect_server import stop_server
+    from tasks.prefect_server import stop_server
 
     state = stop_server(options)
     if state is None:

@@ -306,7 +306,8 @@ def _duration(seconds: float) -> str:
 
 
 def _trace_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.trace import TraceParameters, trace_suite
+    from flows.trace import trace_suite
+    from tasks.parameters import TraceParameters
     from tasks.prepare import check_repository
 
     check_repository(args.path)  # fail fast, before Prefect starts
@@ -345,7 +346,8 @@ def _localize_arguments(args: argparse.Namespace, model: type[BaseModel]) -> dic
 
 
 def _localize_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.localize import LocalizeParameters, localize
+    from flows.localize import localize
+    from tasks.parameters import LocalizeParameters
 
     params = LocalizeParameters(**_localize_arguments(args, LocalizeParameters))
     level = check_sandbox(args, console, LocalizeParameters.generated_code)
@@ -393,7 +395,8 @@ def _print_localization(report: Any, console: Console) -> None:
 
 
 def _repair_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.repair import RepairParameters, repair
+    from flows.repair import repair
+    from tasks.parameters import RepairParameters
 
     params = RepairParameters(**_localize_arguments(args, RepairParameters))
     level = check_sandbox(args, console, RepairParameters.generated_code)

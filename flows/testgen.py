@@ -68,7 +68,8 @@ from equisa_core.testgen.mutation_plan import select_mutants
 from equisa_core.testgen.prompts import render_enhancer, render_generator
 from equisa_core.testgen.report import CoverageFigures, TestgenReport
 from equisa_core.validation.generated_tests import testgen_module_path
-from flows.trace import PreparedRun, TraceParameters, prepare_run
+from tasks.parameters import TraceParameters
+from tasks.prepared_run import PreparedRun, prepare_run
 from tasks.record import record_finished_run
 from tasks.run_tests import report_progress
 from tasks.test_store import TestStore, embed_texts

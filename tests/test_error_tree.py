@@ -46,7 +46,7 @@ INTERNAL_SIGNALS = {
     # Translated into PrefectServerError by tasks.prefect_server; the watchdog suppresses it.
     "tasks.prefect_watchdog.LockTimeout",
     # Carries a failed repository's result through Prefect's Failed state to the batch summary.
-    "flows.batch.RepositoryFailed",
+    "tasks.batch_results.RepositoryFailed",
 }
 
 

@@ -60,8 +60,9 @@ def apply_runner_options(args: argparse.Namespace) -> None:
 
 
 def _batch_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.batch import BatchParameters, batch
+    from flows.batch import batch
     from tasks.batch_io import load_repositories
+    from tasks.parameters import BatchParameters
     from tasks.task_runners import shared_cluster
 
     apply_runner_options(args)

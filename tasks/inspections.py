@@ -30,11 +30,12 @@ from equisa_core.localization.selection import tests_for_node
 from equisa_core.localization.signals import Signals
 from equisa_core.validation.generated_tests import without_testgen
 from equisa_core.validation.mutation import Mutant, mutate_function
-from flows.discovery import DiscoveryResult, focused_request
-from flows.localize_parameters import LocalizeParameters
+from tasks.discovery_suite import DiscoveryResult
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
 from tasks.llm import LLMConfig
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.parameters import LocalizeParameters
+from tasks.prepared_run import focused_request
 from tasks.run_tests import run_tests
 
 __all__ = ["inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "mutant_specs",

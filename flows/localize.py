@@ -19,12 +19,10 @@ from prefect import flow
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
 
 from equisa_core.common.models import RecordedCall
-from equisa_core.errors import EquisaError, WeakSandboxError
 from equisa_core.localization.machine import (
     ConfirmFix,
     Discover,
     Inspect,
-    Inspected,
     LocalizationObservation,
     LocalizationState,
     LocalizationStep,
@@ -39,19 +37,17 @@ from equisa_core.localization.machine import (
     record,
     report,
 )
-from equisa_core.localization.selection import is_test_file
 from equisa_core.localization.steps import LocalizationReport
 from flows.discovery import discovery
 from tasks.discovery_suite import DiscoveryResult, as_traced, trace_only
 from tasks.git_changes import changed_lines
-from tasks.inspections import inspect_batch, inspect_node
+from tasks.inspections import inspect_step
 from tasks.llm import choose_llm_mode
 from tasks.localization_steps import (
     Recording,
     Screening,
-    confirm_fix_on_suite,
+    confirm_step,
     print_records,
-    screened_suite_run,
     screening_evidence,
     submit_recording,
     submit_screening,
@@ -222,18 +218,8 @@ class _Driver:
 
         def confirmed() -> LocalizationObservation:
             assert self.found is not None and self.state.suite is not None
-            ran = screened_suite_run(self.screening, step.target, step.fix_source) if step.screened else None
-            try:
-                seen = confirm_fix_on_suite(step.target, self.state.suite.nodes[step.target], self.found,
-                                            self.params, step.fix, step.fix_source, ran=ran)
-            except WeakSandboxError:
-                raise  # a policy, not a failure of this node
-            except EquisaError as error:
-                if step.screened:
-                    raise
-                return Inspected(target=step.target, error=error.message)
-            return Inspected(target=step.target, seen=seen, seconds=round(time.monotonic() - started, 3),
-                             elapsed_s=self._elapsed())
+            return confirm_step(step, self.state.suite, self.found, self.params, self.screening, started,
+                                self._elapsed)
         return confirmed
 
     def _record_calls(self, step: RecordCalls) -> Callable[[], LocalizationObservation]:
@@ -248,31 +234,11 @@ class _Driver:
         return compared
 
     def _inspect(self, step: Inspect) -> Callable[[], LocalizationObservation]:
-        return lambda: self._inspected(step, time.monotonic())
-
-    def _inspected(self, step: Inspect, started: float) -> Inspected:
-        """Inspect ``step.target`` (after its batch, run ahead together in one sandbox process)."""
-        assert self.found is not None and self.state.suite is not None
-        nodes, target = self.state.suite.nodes, step.target
-        screened = self.state.screened or frozenset()
-        mutants = self.state.settings.mutants
-        candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
-        problems: list[str] = []
-        ahead = {}
-        try:
-            if step.batch:
-                ahead = inspect_batch(step.batch, nodes, self.found, self.params, self.calls, mutants,
-                                      candidates, screened)
-            # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
-            seen = ahead.get(target) or inspect_node(
-                target, nodes[target], self.found, self.params, self.calls.get(target, []), self.use_llm,
-                self.config, problems, mutants, candidates, target in screened)
-        except WeakSandboxError:
-            raise  # a policy, not a failure of this node
-        except EquisaError as error:  # one node that cannot be inspected never ends the run
-            return Inspected(target=target, error=error.message, ahead=ahead, problems=tuple(problems))
-        return Inspected(target=target, seen=seen, ahead=ahead, problems=tuple(problems),
-                         seconds=round(time.monotonic() - started, 3), elapsed_s=self._elapsed())
+        def inspected() -> LocalizationObservation:
+            assert self.found is not None
+            return inspect_step(step, self.state, self.found, self.params, self.calls, self.use_llm,
+                                self.config, self._elapsed)
+        return inspected
 
     def _announce_prior(self) -> None:
         """The first answer, as soon as the trace (and the flaky re-run) are in: the prior's best

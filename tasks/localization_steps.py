@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +21,14 @@ from prefect.futures import PrefectFuture
 from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
 from equisa_core.discovery.environment_failures import environment_failures
 from equisa_core.discovery.trace_report import build_trace_report
-from equisa_core.errors import EnvironmentFailureError, EquisaError, NothingToLocalizeError
+from equisa_core.errors import EnvironmentFailureError, EquisaError, NothingToLocalizeError, WeakSandboxError
 from equisa_core.localization.fix_evidence import FixEvidence, confirm_fix
 from equisa_core.localization.machine import (
     FIX_CONFIRMATION,
     SCREENING,
+    ConfirmFix,
     Evidence,
+    Inspected,
     InspectionResult,
     Screened,
     Suite,
@@ -54,7 +56,7 @@ from tasks.run_tests import run_tests
 
 __all__ = ["MIN_TEST_SECONDS", "Recording", "Screening", "suite_of", "own_packages", "submit_recording",
            "record_calls", "value_findings", "submit_screening", "screening_evidence", "screened_suite_run",
-           "confirm_fix_on_suite", "even_shares", "suite_problems",
+           "confirm_fix_on_suite", "confirm_step", "even_shares", "suite_problems",
            "print_records"]
 
 #: A test's least cost in a mutant round (swapping the code in, fixtures, the report).
@@ -381,6 +383,24 @@ def confirm_fix_on_suite(target: str, node: Node, found: DiscoveryResult, params
         signals=observe(moved, tests), decision=None, decision_by="mutants", reasoning=reasoning,
         cost_usd=0.0, fix_evidence=evidence, fix=fix, fix_source=fix_source,
     )
+
+
+def confirm_step(step: ConfirmFix, suite: Suite, found: DiscoveryResult, params: LocalizeParameters,
+                 screening: Screening | None, started: float, elapsed: Callable[[], float]) -> Inspected:
+    """The ``ConfirmFix`` step's observation: the fix run on the whole suite (the screening's run when
+    it covered the suite); a node whose fix cannot be run is an error of that node, unless screened."""
+    ran = screened_suite_run(screening, step.target, step.fix_source) if step.screened else None
+    try:
+        seen = confirm_fix_on_suite(step.target, suite.nodes[step.target], found, params, step.fix,
+                                    step.fix_source, ran=ran)
+    except WeakSandboxError:
+        raise  # a policy, not a failure of this node
+    except EquisaError as error:
+        if step.screened:
+            raise
+        return Inspected(target=step.target, error=error.message)
+    return Inspected(target=step.target, seen=seen, seconds=round(time.monotonic() - started, 3),
+                     elapsed_s=elapsed())
 
 
 def suite_problems(found: DiscoveryResult, llm_problems: Sequence[str]) -> list[str]:

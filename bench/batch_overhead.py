@@ -159,10 +159,10 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace, scratch: Path, console: Console) -> dict:
     from prefect.testing.utilities import prefect_test_harness
 
-    from flows.batch import BatchParameters, batch
+    from flows.batch import batch
     from flows.repair import repair
-    from flows.repository import repair_parameters
     from tasks.batch_io import load_repositories
+    from tasks.parameters import BatchParameters, repair_parameters
 
     uv = shutil.which("uv") or "uv"
     environment = tracing_environment(uv)

@@ -1000,7 +1000,9 @@ def bench_cache(project: Path, tiny: Path, python: str, repeats: int, console: C
     from prefect.settings import get_current_settings
     from prefect.testing.utilities import prefect_test_harness
 
-    from flows.trace import MAX_FLAKY_RERUNS, TraceParameters, trace_suite
+    from flows.trace import trace_suite
+    from tasks.parameters import TraceParameters
+    from tasks.prepared_run import MAX_FLAKY_RERUNS
 
     out: dict = {"shards": os.cpu_count() or 1, "parameters": {}}
     started = time.perf_counter()

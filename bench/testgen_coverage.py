@@ -183,7 +183,7 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
     from prefect import flow
 
     from flows.testgen import TestgenParameters, generate_tests, measure_tests
-    from flows.trace import prepare_run
+    from tasks.prepared_run import prepare_run
 
     row: dict = {
         "id": module.id,

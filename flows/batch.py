@@ -21,42 +21,19 @@ from pathlib import Path
 from prefect import flow, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import INPUTS, TASK_SOURCE
-from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
-from pydantic import ConfigDict, Field
 
-from equisa_core.common.options import BatchOptions
-from equisa_core.errors import EXIT_INTERNAL
-from equisa_core.operations.batch import BatchSummary, RepositoryEntry, RepositoryResult, is_remote, summarize
-from flows.repository import RepositoryRunParameters, repair_repository
+from equisa_core.operations.batch import BatchSummary, RepositoryEntry, RepositoryResult, summarize
+from flows.repository import repair_repository
 from tasks.batch_io import default_reports_dir, read_repositories
-from tasks.prepare import snapshot_workspace
+from tasks.batch_results import RepositoryFailed, result_of, snapshot_digest
+from tasks.parameters import BatchParameters, RepositoryRunParameters
 from tasks.task_runners import shared_cluster
 
-__all__ = ["BatchParameters", "batch"]
+__all__ = ["batch"]
 
 #: Part of ``resume-or-repair``'s cache key: bump it when what a cached result means changes.
 _RESULT_VERSION = "1"
-
-
-class BatchParameters(BatchOptions):
-    """Parameters of a batch: the repositories file, how many run at once, where reports go."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    repositories_file: str = Field(
-        description="YAML file listing the repositories (see equisa_core.operations.batch).")
-
-
-@task(name="snapshot-repository", retries=1, retry_delay_seconds=2, cache_policy=None)
-def snapshot_digest(entry: RepositoryEntry) -> str:
-    """The content digest of the repository as the repair will see it (the resume cache's key)."""
-    if is_remote(entry.source) or entry.ref:
-        return snapshot_workspace.fn(entry.source, entry.ref).digest
-    path = Path(entry.source)
-    if not path.is_dir():  # reported by the repository's own run; here it only must not match a cache
-        return f"missing:{time.time_ns()}"
-    return snapshot_workspace.fn(entry.source).digest
 
 
 @task(name="resume-or-repair", task_run_name="repair {entry.source}",
@@ -72,14 +49,6 @@ def repair_one(entry: RepositoryEntry, digest: str, reports_dir: str, no_cache: 
     if state.is_failed():
         raise RepositoryFailed(result)
     return result
-
-
-class RepositoryFailed(Exception):
-    """A repository's run failed; carries its result so the summary shows what happened."""
-
-    def __init__(self, result: RepositoryResult) -> None:
-        super().__init__(result.error or "failed")
-        self.result = result
 
 
 @flow(name="batch", flow_run_name="batch {params.repositories_file}", log_prints=True)
@@ -98,26 +67,10 @@ def batch(params: BatchParameters) -> BatchSummary:
         results = []
         for entry, future in zip(entries, futures, strict=True):
             future.wait()
-            results.append(_result(entry, future.state))
+            results.append(result_of(entry, future.state))
     summary = summarize(results, round(time.monotonic() - started, 3), reports)
     counts = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in summary.counts.items() if n)
     create_table_artifact(table=summary.table_rows(), key="batch-summary",
                           description=f"{len(results)} repositories: {counts}")
     print(f"batch done in {summary.seconds:.1f}s: {counts}")
     return summary
-
-
-def _result(entry: RepositoryEntry, state: State) -> RepositoryResult:
-    """The repository's result from its task's final state; a crash becomes an ``error`` row."""
-    try:
-        value = state.result(raise_on_failure=False)
-    except Exception as error:  # the result itself is unreadable (lost storage, say)
-        value = error
-    if isinstance(value, RepositoryResult):
-        return value
-    if isinstance(value, RepositoryFailed):
-        return value.result
-    reason = f"{type(value).__name__}: {value}" if isinstance(value, BaseException) else (
-        state.message or f"ended {state.type.value.lower()}")
-    return RepositoryResult(name=entry.label, source=entry.source, ref=entry.ref, status="error",
-                            error=reason, exit_code=EXIT_INTERNAL)

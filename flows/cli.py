@@ -156,10 +156,10 @@ def show(console: Console, printed: Iterable[Printed]) -> None:
 
 def connect_prefect(console: Console) -> None:
     """Before a command's first flow run: use the configured Prefect API, else the shared local
-    server (started on first use, ``flows/prefect_server.py``) and print its UI's address once,
+    server (started on first use, ``tasks/prefect_server.py``) and print its UI's address once,
     else Prefect's temporary server, with one warning line when the shared one could not start."""
     from equisa_core.report.console import duration
-    from flows.prefect_server import connect
+    from tasks.prefect_server import connect
 
     with console.status("connecting to the local Prefect server"):
         connection = connect()
@@ -203,7 +203,8 @@ def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any
 
 def _trace_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report import console as shown
-    from flows.trace import TraceParameters, trace_suite
+    from flows.trace import trace_suite
+    from tasks.parameters import TraceParameters
 
     report = run_flow(args, console, TraceParameters,
                       lambda level: f"Tracing [bold]{args.path}[/] in the {args.sandbox} sandbox ({level})",
@@ -223,7 +224,8 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
 
 def _localize_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report import console as shown
-    from flows.localize import LocalizeParameters, localize
+    from flows.localize import localize
+    from tasks.parameters import LocalizeParameters
 
     report = run_flow(args, console, LocalizeParameters,
                       lambda level: f"Localizing the bug in [bold]{args.path}[/] (sandbox {args.sandbox}: "
@@ -238,7 +240,8 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
 
 def _repair_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report import console as shown
-    from flows.repair import RepairParameters, repair
+    from flows.repair import repair
+    from tasks.parameters import RepairParameters
 
     report = run_flow(args, console, RepairParameters,
                       lambda level: f"Repairing [bold]{args.path}[/] (sandbox {args.sandbox}: {level})",

@@ -1,7 +1,7 @@
 """The ``localize`` flow: the driver of the Localization loop (``equisa_core.localization.machine``).
 
 It builds the machine's first state from the parameters, asks it for steps, runs each one
-(``flows.localization_steps``, ``flows.inspections``: the steps given together side by side, the
+(``tasks.localization_steps``, ``tasks.inspections``: the steps given together side by side, the
 inspections batched into few sandbox processes), feeds what they saw back with ``record``, and
 stops on ``verdict``; it publishes the progress and the artifacts. Every decision (what to screen,
 which node to inspect, when to stop) is the machine's.
@@ -19,14 +19,11 @@ from prefect import flow
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
 
 from equisa_core.common.models import RecordedCall
-from equisa_core.errors import EquisaError, WeakSandboxError
 from equisa_core.localization.machine import (
     ConfirmFix,
     Discover,
     Inspect,
-    Inspected,
     LocalizationObservation,
-    LocalizationSettings,
     LocalizationState,
     LocalizationStep,
     MarkFlaky,
@@ -40,33 +37,31 @@ from equisa_core.localization.machine import (
     record,
     report,
 )
-from equisa_core.localization.selection import is_test_file
-from equisa_core.localization.steps import InspectionRecord, LocalizationReport
-from flows.discovery import DiscoveryParameters, DiscoveryResult, as_traced, discovery, trace_only
-from flows.inspections import inspect_batch, inspect_node
-from flows.localization_steps import (
+from equisa_core.localization.steps import LocalizationReport
+from flows.discovery import discovery
+from tasks.discovery_suite import DiscoveryResult, as_traced, trace_only
+from tasks.git_changes import changed_lines
+from tasks.inspections import inspect_step
+from tasks.llm import choose_llm_mode
+from tasks.localization_steps import (
     Recording,
     Screening,
-    confirm_fix_on_suite,
-    even_shares,
-    own_packages,
-    screened_suite_run,
+    confirm_step,
+    print_records,
     screening_evidence,
     submit_recording,
     submit_screening,
     suite_of,
+    suite_problems,
     value_findings,
 )
-from flows.localize_parameters import LocalizeParameters
-from flows.trace import submit_flaky_rerun, with_flaky
-from tasks.git_changes import changed_lines
-from tasks.llm import choose_llm_mode
+from tasks.parameters import DiscoveryParameters, LocalizeParameters, settings_for
+from tasks.prepared_run import submit_flaky_rerun, with_flaky
 from tasks.record import record_finished_run
 from tasks.run_tests import report_progress
 from tasks.task_runners import FanOutTaskRunner
 
-__all__ = ["LocalizeParameters", "LocalizationRun", "localize", "run_localization", "drive_localization",
-           "settings_for", "even_shares", "own_packages"]
+__all__ = ["LocalizationRun", "localize", "run_localization", "drive_localization"]
 
 #: Functions the first answer names (``_Driver._announce_prior``).
 FIRST_ANSWER_TOP = 3
@@ -102,22 +97,6 @@ class LocalizationRun:
 def drive_localization(params: LocalizeParameters) -> LocalizationRun:
     """Run the Localization loop on ``params.path`` until the machine gives its verdict."""
     return _Driver(params).drive()
-
-
-def settings_for(params: LocalizeParameters, use_llm: bool, batching: bool) -> LocalizationSettings:
-    """The machine's settings for ``params`` (in LLM mode: the seed's likelihoods, no stopping rule;
-    mutants by default in deterministic mode only; ``batching``: inspections may run ahead)."""
-    mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
-    screening = bool(mutants and params.screen_top and params.max_iterations)
-    return LocalizationSettings(
-        mode="llm" if use_llm else "deterministic", likelihoods="seed" if use_llm else params.likelihoods,
-        min_expected_shift=0.0 if use_llm else params.min_expected_shift, mutants=mutants,
-        screen_top=params.screen_top if screening else 0, screen_first=screening and params.discovery,
-        max_iterations=params.max_iterations, max_cost_usd=params.max_cost_usd,
-        max_seconds=params.max_seconds,
-        max_stalled_inspections=params.max_stalled_inspections, record_top=params.record_top,
-        inspection_batch=params.inspection_batch if batching else 1,
-    )
 
 
 @dataclass
@@ -177,7 +156,7 @@ class _Driver:
         self.observations.append(observation)
         self.state = record(self.state, observation)
         rebased = isinstance(observation, Traced)
-        _print_records(self.state.history[0 if rebased else len(before.history):], before.iterations)
+        print_records(self.state.history[0 if rebased else len(before.history):], before.iterations)
         if rebased and before.stage == "screening":
             self._announce_prior()
         if self.state.stage == "discovered" and self.progress is None:
@@ -196,12 +175,6 @@ class _Driver:
     def _elapsed(self) -> float:
         return time.monotonic() - self.started
 
-    def _problems(self, found: DiscoveryResult) -> list[str]:
-        """The suite's problems, the model's, and the test modules that do not collect."""
-        problems = [*found.problems, *(p for p in self.llm_problems if p not in found.problems)]
-        return problems + [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
-                           for e in found.trace.collect_errors]
-
     def _discover(self, step: Discover) -> Callable[[], LocalizationObservation]:
         def traced() -> LocalizationObservation:
             if step.trace_only:  # the flaky re-run comes apart (``MarkFlaky``)
@@ -212,7 +185,8 @@ class _Driver:
                     update={"enabled": True, "stopped_because": step.not_needed})})
             else:
                 self.found = discovery(self.discovery_params)
-            return Traced(suite=suite_of(self.found, self.changed, self._problems(self.found)))
+            problems = suite_problems(self.found, self.llm_problems)
+            return Traced(suite=suite_of(self.found, self.changed, problems))
         return traced
 
     def _mark_flaky(self, step: MarkFlaky) -> Callable[[], LocalizationObservation]:
@@ -244,18 +218,8 @@ class _Driver:
 
         def confirmed() -> LocalizationObservation:
             assert self.found is not None and self.state.suite is not None
-            ran = screened_suite_run(self.screening, step.target, step.fix_source) if step.screened else None
-            try:
-                seen = confirm_fix_on_suite(step.target, self.state.suite.nodes[step.target], self.found,
-                                            self.params, step.fix, step.fix_source, ran=ran)
-            except WeakSandboxError:
-                raise  # a policy, not a failure of this node
-            except EquisaError as error:
-                if step.screened:
-                    raise
-                return Inspected(target=step.target, error=error.message)
-            return Inspected(target=step.target, seen=seen, seconds=round(time.monotonic() - started, 3),
-                             elapsed_s=self._elapsed())
+            return confirm_step(step, self.state.suite, self.found, self.params, self.screening, started,
+                                self._elapsed)
         return confirmed
 
     def _record_calls(self, step: RecordCalls) -> Callable[[], LocalizationObservation]:
@@ -270,31 +234,11 @@ class _Driver:
         return compared
 
     def _inspect(self, step: Inspect) -> Callable[[], LocalizationObservation]:
-        return lambda: self._inspected(step, time.monotonic())
-
-    def _inspected(self, step: Inspect, started: float) -> Inspected:
-        """Inspect ``step.target`` (after its batch, run ahead together in one sandbox process)."""
-        assert self.found is not None and self.state.suite is not None
-        nodes, target = self.state.suite.nodes, step.target
-        screened = self.state.screened or frozenset()
-        mutants = self.state.settings.mutants
-        candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
-        problems: list[str] = []
-        ahead = {}
-        try:
-            if step.batch:
-                ahead = inspect_batch(step.batch, nodes, self.found, self.params, self.calls, mutants,
-                                      candidates, screened)
-            # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
-            seen = ahead.get(target) or inspect_node(
-                target, nodes[target], self.found, self.params, self.calls.get(target, []), self.use_llm,
-                self.config, problems, mutants, candidates, target in screened)
-        except WeakSandboxError:
-            raise  # a policy, not a failure of this node
-        except EquisaError as error:  # one node that cannot be inspected never ends the run
-            return Inspected(target=target, error=error.message, ahead=ahead, problems=tuple(problems))
-        return Inspected(target=target, seen=seen, ahead=ahead, problems=tuple(problems),
-                         seconds=round(time.monotonic() - started, 3), elapsed_s=self._elapsed())
+        def inspected() -> LocalizationObservation:
+            assert self.found is not None
+            return inspect_step(step, self.state, self.found, self.params, self.calls, self.use_llm,
+                                self.config, self._elapsed)
+        return inspected
 
     def _announce_prior(self) -> None:
         """The first answer, as soon as the trace (and the flaky re-run) are in: the prior's best
@@ -309,18 +253,6 @@ class _Driver:
                 "text": f"First answer, from the trace and the prior alone: {listed}; now checking it"})
 
 
-def _print_records(records: tuple[InspectionRecord, ...], iterations: int) -> None:
-    """One log line per record: evidence from outside the loop by its strategy, inspections by number."""
-    for item in records:
-        if item.signals is None:
-            said = item.fix_evidence.value if item.fix_evidence is not None else "value comparison"
-            print(f"[{item.strategy}] {item.target}: {said} -> {item.posterior:.3f}")
-            continue
-        iterations += 1
-        said = " + ".join(str(e.value) for e in (item.outcome, item.fix_evidence) if e is not None)
-        print(f"[{iterations}] {item.target}: {said} -> {item.posterior:.3f}")
-
-
 def _publish_ranking(report: LocalizationReport) -> None:
     """The Prefect table artifact of the top 10."""
     create_table_artifact(
@@ -328,8 +260,3 @@ def _publish_ranking(report: LocalizationReport) -> None:
         description=f"{report.mode} localization: {'converged' if report.converged else 'not converged'}"
                     f" ({report.stopped_because})",
     )
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"

@@ -17,40 +17,18 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
-from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.common.options import OutputOptions
 from equisa_core.errors import EXIT_INTERNAL, EquisaError, NothingToLocalizeError
-from equisa_core.operations.batch import RepositoryEntry, RepositoryResult, is_remote
+from equisa_core.operations.batch import RepositoryResult, is_remote
 from equisa_core.validation.repair import RepairReport
-from flows.repair import RepairParameters, repair
+from flows.repair import repair
 from tasks.batch_io import default_reports_dir, write_report
+from tasks.batch_results import FullReport, result_fields
+from tasks.parameters import RepositoryRunParameters, repair_parameters
 from tasks.prepare import snapshot_workspace
 from tasks.task_runners import FanOutTaskRunner, shared_cluster
 
-__all__ = ["RepositoryRunParameters", "repair_repository", "repair_parameters"]
-
-
-class RepositoryRunParameters(OutputOptions):
-    """Parameters of one repository's run: the entry (as in a repositories file) and where reports go."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    entry: RepositoryEntry
-    no_cache: bool = Field(False, description="Run every sandboxed test run again.")
-
-
-def repair_parameters(entry: RepositoryEntry, path: str, no_cache: bool = False) -> RepairParameters:
-    """The ``repair`` flow's parameters for ``entry``, checked out at ``path``."""
-    b = entry.budgets
-    return RepairParameters(
-        path=path, python=entry.python, tests=list(entry.tests), sandbox=entry.sandbox,
-        allow_weak_sandbox=entry.allow_weak_sandbox, docker_image=entry.docker_image, no_cache=no_cache,
-        wall_clock_s=b.wall_clock_s,
-        test_timeout_s=b.test_timeout_s, llm=entry.llm, max_iterations=b.max_iterations,
-        max_seconds=b.max_seconds, max_cost_usd=b.max_cost_usd, discovery_max_tests=b.max_generated_tests,
-        max_validations=b.max_validations,
-    )
+__all__ = ["repair_repository"]
 
 
 @flow(name="repair-repository", flow_run_name="repair-repository {params.entry.source}", log_prints=True,
@@ -74,7 +52,7 @@ def _run(params: RepositoryRunParameters) -> State:
         if is_remote(entry.source) or entry.ref:
             path = str(snapshot_workspace(entry.source, entry.ref).root)
         report = repair(repair_parameters(entry, path, params.no_cache))
-        result = RepositoryResult(**base, **_from_report(report, entry))
+        result = RepositoryResult(**base, **result_fields(report, entry))
     except NothingToLocalizeError as error:
         result = RepositoryResult(**base, status="nothing_to_fix", error=error.message,
                                   exit_code=error.exit_code)
@@ -85,32 +63,13 @@ def _run(params: RepositoryRunParameters) -> State:
                                   exit_code=EXIT_INTERNAL)
     result = result.model_copy(update={"seconds": round(time.monotonic() - started, 3)})
     saved = write_report(str(reports / (run_id or "local")), entry.label,
-                         _FullReport(result=result, repair=report))
+                         FullReport(result=result, repair=report))
     result = result.model_copy(update={"report_path": saved})
     _publish(result)
     print(f"{entry.label}: {result.status}" + (f" ({result.error})" if result.error else ""))
     if result.status == "error":
         return Failed(message=f"{entry.label}: {result.error}", data=result)
     return Completed(message=f"{entry.label}: {result.status}", data=result)
-
-
-class _FullReport(BaseModel):
-    """The JSON report of one repository: the summary row and the whole repair report."""
-
-    result: RepositoryResult
-    repair: RepairReport | None
-
-
-def _from_report(report: RepairReport, entry: RepositoryEntry) -> dict:
-    failing = report.localization.tests.failed if report.localization is not None else 0
-    problems = list(report.problems)
-    if entry.failing_tests and failing != len(entry.failing_tests):
-        problems.append(f"CI reported {len(entry.failing_tests)} failing test(s); this run saw {failing} "
-                        "fail (a flaky test, a different environment, or a selection that differs)")
-    return dict(status=report.status, target=report.target, diff=report.diff, failing_tests=failing,
-                candidates_tried=report.candidates_tried,
-                exit_code=report.exit_code,
-                problems=tuple(problems))
 
 
 def _publish(result: RepositoryResult) -> None:

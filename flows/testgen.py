@@ -40,7 +40,8 @@ from equisa_core.testgen.machine import (
     record,
 )
 from equisa_core.testgen.report import TestgenReport
-from flows.trace import PreparedRun, TraceParameters, prepare_run
+from tasks.parameters import TraceParameters
+from tasks.prepared_run import PreparedRun, prepare_run
 from tasks.record import record_finished_run
 from tasks.test_store import TestStore
 from tasks.testgen import CoverageResult, MutationResult

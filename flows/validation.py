@@ -25,80 +25,22 @@ the workspace copy (never the user's tree). A candidate is accepted (``SOUND``) 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from equisa_core.common.models import Node, SuiteTrace, TestOutcome, TestResult
-from equisa_core.common.source_edit import function_source
 from equisa_core.errors import EquisaError
-from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
 from equisa_core.validation import checks
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
-from equisa_core.validation.generated_tests import is_testgen_test
-from flows.discovery import DiscoveryResult, focused_request, narrowed
-from tasks.inspection import qualname_of
-from tasks.run_tests import run_tests
+from tasks.prepared_run import focused_request, narrowed
+from tasks.validation_checks import (
+    CARVED_CHECK_PATH,
+    NOVEL_CHECK_PATH,
+    ValidationContext,
+    carved_check_module,
+    functions_of,
+    run_module,
+    run_request,
+)
 
-__all__ = ["ValidationContext", "validate_candidate", "test_sources"]
-
-CARVED_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_carved.py"
-NOVEL_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_novel.py"
-
-
-class ValidationContext(BaseModel):
-    """What every candidate of one repair run is judged against."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    found: DiscoveryResult
-    sandbox: Literal["local", "docker", "none"] = "local"
-    docker_image: str | None = None
-    no_cache: bool = False
-    nodes: dict[str, Node]
-    failing_sources: dict[str, str] = Field(default_factory=dict, description="Failing test id -> source.")
-    llm_config: object | None = None
-    carved: dict[str, str | None] = Field(default_factory=dict, description="Target -> carved module.")
-    novel: dict[str, str | None] = Field(default_factory=dict, description="Target -> model's test module.")
-    problems: list[str] = Field(default_factory=list)
-    cost_usd: float = 0.0
-    verdicts: dict[str, PatchEvaluation] = Field(default_factory=dict, description="Candidate id -> verdict.")
-
-    @property
-    def failing(self) -> set[str]:
-        return self.found.trace.failed_tests()
-
-    @property
-    def passing(self) -> set[str]:
-        trace = self.found.trace
-        return trace.passed_tests() - trace.flaky
-
-
-def test_sources(found: DiscoveryResult, test_ids: Sequence[str]) -> dict[str, str]:
-    """Test id -> the test function's source, for the tests whose source can be found."""
-    root = found.prepared.workspace.root
-    sources: dict[str, str] = {}
-    for test_id in test_ids:
-        path, _, rest = test_id.partition("::")
-        qualname = ".".join(part.split("[", 1)[0] for part in rest.split("::") if part)
-        text = found.overlay.get(path)
-        try:
-            text = text if text is not None else (root / path).read_text(encoding="utf-8")
-            sources[test_id] = function_source(text, qualname)
-        except (OSError, UnicodeDecodeError, EquisaError, SyntaxError):
-            continue
-    return sources
-
-
-test_sources.__dict__["__test__"] = False  # not a pytest test (pytest reads the attribute)
-
-
-def _run(ctx: ValidationContext, request) -> SuiteTrace:
-    prepared = ctx.found.prepared
-    return run_tests.with_options(refresh_cache=ctx.no_cache or None)(
-        request, backend=ctx.sandbox, interpreter_version=prepared.interpreter_version,
-        docker_image=ctx.docker_image)
+__all__ = ["validate_candidate"]
 
 
 def validate_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> PatchEvaluation:
@@ -126,66 +68,20 @@ def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationC
     match step:
         case checks.RunSuite():
             overlay = {**found.overlay, **candidate.files}
-            run = _run(ctx, focused_request(found.prepared, step.tests, overlay, trace=False))
+            run = run_request(ctx, focused_request(found.prepared, step.tests, overlay, trace=False))
             return checks.SuiteRan(tests=run.tests)
         case checks.ReadFunctions():
-            pair = _functions(candidate, ctx)
+            pair = functions_of(candidate, ctx)
             return checks.FunctionsRead(original=pair[0], patched=pair[1]) if pair else checks.FunctionsRead()
         case checks.RunCarvedTests():
-            module = _carved_module(step.target, ctx)
-            tests = None if module is None else _run_module(ctx, candidate, CARVED_CHECK_PATH, module)
+            module = carved_check_module(step.target, ctx)
+            tests = None if module is None else run_module(ctx, candidate, CARVED_CHECK_PATH, module)
             return checks.CarvedTestsRan(tests=tests)
         case checks.RunNovelTests():
             module = _novel_module(step.target, ctx)
-            tests = None if module is None else _run_module(ctx, candidate, NOVEL_CHECK_PATH, module)
+            tests = None if module is None else run_module(ctx, candidate, NOVEL_CHECK_PATH, module)
             return checks.NovelTestsRan(tests=tests)
     raise AssertionError(f"unknown check step {step!r}")
-
-
-def _run_module(ctx: ValidationContext, candidate: PatchCandidate, path: str, module: str,
-                ) -> tuple[TestResult, ...]:
-    """The results of the test module ``module``, placed at ``path``, on the patched program."""
-    overlay = {**ctx.found.overlay, **candidate.files, path: module}
-    return _run(ctx, ctx.found.prepared.base.model_copy(update={
-        "overlay": overlay, "tests": (path,), "only": None, "trace": False})).tests
-
-
-def _functions(candidate: PatchCandidate, ctx: ValidationContext) -> tuple[str, str] | None:
-    """The target's original and patched source, when the candidate names one target."""
-    node = ctx.nodes.get(candidate.target or "")
-    if node is None or not node.file or node.file not in candidate.files:
-        return None
-    root = ctx.found.prepared.workspace.root
-    try:
-        original = function_source((root / node.file).read_text(encoding="utf-8"), qualname_of(node))
-        patched = function_source(candidate.files[node.file], qualname_of(node))
-    except (OSError, EquisaError, SyntaxError):
-        return None
-    return original, patched
-
-
-def _carved_module(target: str, ctx: ValidationContext) -> str | None:
-    """Tests carved from passing executions of ``target`` on the original code, that pass there."""
-    if target in ctx.carved:
-        return ctx.carved[target]
-    trace = ctx.found.trace
-    coverage = trace.coverage()
-    passing = sorted(t for t in coverage.get(target, set()) & ctx.passing if not is_testgen_test(t))
-    module = None
-    if passing:
-        recorded = _run(ctx, focused_request(ctx.found.prepared, passing, ctx.found.overlay,
-                                             record=(target,), trace=False))
-        carved = carve_tests(recorded, [target], ctx.nodes, max_per_member=6)
-        if carved:
-            source = carved_module(carved)
-            overlay = {**ctx.found.overlay, CARVED_CHECK_PATH: source}
-            check = _run(ctx, ctx.found.prepared.base.model_copy(update={
-                "overlay": overlay, "tests": (CARVED_CHECK_PATH,), "only": None, "trace": False}))
-            passed = {r.test_id.split("::")[-1] for r in check.tests if r.outcome is TestOutcome.PASSED}
-            good = [t for t in carved if t.name in passed]
-            module = carved_module(good) if good else None
-    ctx.carved[target] = module
-    return module
 
 
 def _novel_module(target: str, ctx: ValidationContext) -> str | None:

@@ -43,10 +43,10 @@ INTERNAL_SIGNALS = {
     "equisa_core.common.values._Unwritable",
     # Caught in build_patch_candidate and turned into a PatchEvaluation the model is told about.
     "equisa_core.validation.patch_format.PatchRejectedError",
-    # Translated into PrefectServerError by flows.prefect_server; the watchdog suppresses it.
-    "flows.prefect_watchdog.LockTimeout",
+    # Translated into PrefectServerError by tasks.prefect_server; the watchdog suppresses it.
+    "tasks.prefect_watchdog.LockTimeout",
     # Carries a failed repository's result through Prefect's Failed state to the batch summary.
-    "flows.batch.RepositoryFailed",
+    "tasks.batch_results.RepositoryFailed",
 }
 
 

@@ -1,7 +1,7 @@
 """``equisa server status|start|stop``: the shared local Prefect server that flow commands use.
 
 Commands that run flows start it on first use when no Prefect API is configured (see
-``flows/prefect_server.py``); it stops itself after ``EQUISA_PREFECT_IDLE_S`` seconds unused.
+``tasks/prefect_server.py``); it stops itself after ``EQUISA_PREFECT_IDLE_S`` seconds unused.
 These sub-commands show it, start it ahead of a series of runs, and end it.
 """
 
@@ -38,7 +38,7 @@ def register(commands: Any) -> None:
 
 def _server_command(args: argparse.Namespace, console: Console) -> int:
     from flows.cli import write_json
-    from flows.prefect_server import ensure_server, server_options, server_status, stop_server
+    from tasks.prefect_server import ensure_server, server_options, server_status, stop_server
 
     options = server_options()
     if args.action == "start":

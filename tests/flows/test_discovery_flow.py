@@ -96,10 +96,10 @@ def test_llm_tests_join_the_suite_failing_assertions_included(tmp_path, cli_env,
 
 
 def test_proposals_that_do_not_import_are_dropped_and_discovery_goes_on(monkeypatch):
-    """When not one proposed module imports (the run collects nothing), ``_check`` reports the
+    """When not one proposed module imports (the run collects nothing), ``check_tests`` reports the
     collection error and the Discovery machine keeps nothing and says why, instead of ending the
     localization with the collection error (exit 6)."""
-    import flows.discovery as discovery_flow
+    import tasks.discovery_proposals as proposals_module
     from equisa_core.discovery import machine
     from equisa_core.discovery.rules import DiscoveryBudget
     from equisa_core.errors import CollectionError
@@ -110,12 +110,12 @@ def test_proposals_that_do_not_import_are_dropped_and_discovery_goes_on(monkeypa
     def no_module_imports(prepared, params, request):
         raise CollectionError(message)
 
-    monkeypatch.setattr(discovery_flow, "_run", no_module_imports)
+    monkeypatch.setattr(proposals_module, "_run", no_module_imports)
     base = RunRequest(workspace=Path("."), workspace_digest="d", interpreter="python")
     proposals = {carved: machine.Proposal(group=("a", "b"), source="def test_x():\n    pass\n")}
     prepared = SimpleNamespace(base=base)
-    observation, checked = discovery_flow._check(prepared, None, machine.CheckTests(proposals=proposals,
-                                                                                    overlay={}))
+    step = machine.CheckTests(proposals=proposals, overlay={})
+    observation, checked = proposals_module.check_tests(prepared, None, step)
     assert checked is None and observation.collection_error == message
     state = machine.DiscoveryState(budget=DiscoveryBudget(), scored=True, targets=(("a", "b"),),
                                    proposals=proposals)

@@ -15,10 +15,13 @@ from equisa_core.testgen.modules import keep_tests
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.generated_tests import TESTGEN_MODULE_PREFIX, is_testgen_test
 from equisa_core.validation.repair import RepairReport
-from flows.discovery import DiscoveryParameters, DiscoveryResult, discovery
+from flows.discovery import discovery
 from flows.testgen import GeneratedTests, TestgenParameters, generate_tests
-from flows.validation import ValidationContext, test_sources, validate_candidate
+from flows.validation import validate_candidate
+from tasks.discovery_suite import DiscoveryResult
+from tasks.parameters import DiscoveryParameters
 from tasks.run_tests import run_tests
+from tasks.validation_checks import ValidationContext, test_sources
 from tests.flows.test_localize import BUGGY, INVOICING
 from tests.flows.test_repair import CORRECT, repair
 from tests.integration.test_probe import tree_digest

@@ -18,7 +18,9 @@ from equisa_core.localization.bayes import CLAMP_LOW
 from equisa_core.localization.machine import LocalizationObservation, LocalizationState, record
 from equisa_core.localization.machine import report as report_of
 from equisa_core.localization.steps import LocalizationReport
-from flows.localize import LocalizationRun, LocalizeParameters, drive_localization, even_shares
+from flows.localize import LocalizationRun, drive_localization
+from tasks.localization_steps import even_shares
+from tasks.parameters import LocalizeParameters
 from tasks.task_runners import FanOutTaskRunner
 from tests.conftest import FIXTURES, small_repo, venv_with_pytest
 from tests.integration.test_probe import tree_digest

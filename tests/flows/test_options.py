@@ -9,13 +9,10 @@ import pytest
 from pydantic import BaseModel
 
 from equisa_core.common.options import default_of
-from flows.batch import BatchParameters
 from flows.cli import build_parser
-from tasks.cli_options import option_fields, parameters_from
-from flows.localize import LocalizeParameters
-from flows.repair import RepairParameters
 from flows.testgen import TestgenParameters
-from flows.trace import TraceParameters
+from tasks.cli_options import option_fields, parameters_from
+from tasks.parameters import BatchParameters, LocalizeParameters, RepairParameters, TraceParameters
 
 #: Each command that runs a flow, and the parameters it builds from its options.
 COMMANDS: dict[str, type[BaseModel]] = {

@@ -1,4 +1,4 @@
-"""The shared local Prefect server (``flows/prefect_server.py``): real servers, real ``equisa``
+"""The shared local Prefect server (``tasks/prefect_server.py``): real servers, real ``equisa``
 subprocesses, each test in its own temporary data folder and Prefect home.
 
 Every server here is started by the test (through ``equisa``) in ``tmp_path`` and stopped at the
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from flows.prefect_server import ServerState, server_options, stop_server
-from flows.prefect_watchdog import STATE_FILE, acquire_lease, group_alive, process_marker
+from tasks.prefect_server import ServerState, server_options, stop_server
+from tasks.prefect_watchdog import STATE_FILE, acquire_lease, group_alive, process_marker
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.integration
@@ -74,7 +74,7 @@ def watchdogs(data_folder: Path) -> list[int]:
                 cmdline = (proc / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"flows.prefect_watchdog" in cmdline and str(data_folder).encode() in cmdline:
+            if b"tasks.prefect_watchdog" in cmdline and str(data_folder).encode() in cmdline:
                 found.append(int(proc.name))
     return found
 

@@ -12,8 +12,8 @@ from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
 from equisa_core.validation.repair import RepairReport
-from tasks.history_answers import history_answers
 from tasks.history import query
+from tasks.history_answers import history_answers
 from tasks.llm import LLMConfig, ModelPrice, call_llm
 from tasks.record import record_finished_run
 from tests.scripted_llm_server import Reply

@@ -13,6 +13,7 @@ import flows.repair as repair_flow
 from equisa_core.common.loop import replay
 from equisa_core.validation import machine
 from equisa_core.validation.repair import repair_status
+from tasks.parameters import RepairParameters
 from tests.conftest import small_repo
 from tests.flows.test_localize import INVOICING
 
@@ -48,7 +49,7 @@ def test_a_repair_runs_observations_replay_to_its_verdict_and_report(example, tm
 
     monkeypatch.setattr(repair_flow, "record", watched)
     with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
-        report = repair_flow.repair(repair_flow.RepairParameters(path=str(path), llm=False))
+        report = repair_flow.repair(RepairParameters(path=str(path), llm=False))
     assert report.status == ("fixed" if example == "invoicing" else "not_fixed")
 
     start, final = fed[0][0], fed[-1][2]

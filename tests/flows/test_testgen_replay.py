@@ -11,7 +11,7 @@ from equisa_core.common.loop import replay
 from equisa_core.testgen.machine import OBSERVATIONS, TestgenState, initial_state, record, verdict
 from equisa_core.testgen.report import TestgenReport
 from flows.testgen import GeneratedTests, TestgenParameters, generate_tests
-from flows.trace import prepare_run
+from tasks.prepared_run import prepare_run
 from tests.flows.test_testgen_cli import INVOICING, TARGET
 
 

@@ -14,8 +14,8 @@ from equisa_core.testgen.machine import Dedupe, FixSmells
 from equisa_core.testgen.modules import list_tests
 from equisa_core.testgen.report import PipelineNotes
 from flows.testgen import TestgenParameters
-from flows.trace import PreparedRun
 from tasks.llm import LLMConfig
+from tasks.prepared_run import PreparedRun
 from tasks.run_tests import sandbox_isolation
 from tasks.sandbox import RunRequest
 from tasks.test_store import TestStore

@@ -1,6 +1,7 @@
 """How the Localization loop's steps run (``equisa_core.localization.machine``), apart from the
-inspections themselves (``flows.inspections``): the suite's priors, mutant screening, recording
-calls and comparing their values, confirming a fix on the whole suite.
+inspections themselves (``tasks.inspections``): the suite's priors, mutant screening, recording
+calls and comparing their values, confirming a fix on the whole suite; and the log lines of the
+loop's records.
 
 Each function here does I/O (sandbox runs, reading the repository) and returns what it saw as the
 machine's observation data; no decision of the loop is made here.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,24 +21,27 @@ from prefect.futures import PrefectFuture
 from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
 from equisa_core.discovery.environment_failures import environment_failures
 from equisa_core.discovery.trace_report import build_trace_report
-from equisa_core.errors import EnvironmentFailureError, EquisaError, NothingToLocalizeError
+from equisa_core.errors import EnvironmentFailureError, EquisaError, NothingToLocalizeError, WeakSandboxError
 from equisa_core.localization.fix_evidence import FixEvidence, confirm_fix
 from equisa_core.localization.machine import (
     FIX_CONFIRMATION,
     SCREENING,
+    ConfirmFix,
     Evidence,
+    Inspected,
     InspectionResult,
     Screened,
     Suite,
 )
 from equisa_core.localization.prior import node_signals
 from equisa_core.localization.selection import is_test_file, is_valid_node, tests_for_node
-from equisa_core.localization.steps import TestCounts
+from equisa_core.localization.steps import InspectionRecord, TestCounts
 from equisa_core.localization.value_evidence import ValueFinding, compare_values
 from equisa_core.validation.generated_tests import without_testgen
 from equisa_core.validation.mutation import Mutant
-from flows.discovery import DiscoveryResult, focused_request
-from flows.inspections import (
+from tasks.discovery_suite import DiscoveryResult
+from tasks.inspection import observe, overlay_for, read_function
+from tasks.inspections import (
     fix_evidence_of,
     mutant_specs,
     node_mutants,
@@ -45,14 +49,15 @@ from flows.inspections import (
     suite_run_of,
     unpatched_outcomes,
 )
-from flows.localize_parameters import LocalizeParameters
-from tasks.inspection import observe, overlay_for, read_function
 from tasks.mutants import MutantRunReport
+from tasks.parameters import LocalizeParameters
+from tasks.prepared_run import focused_request
 from tasks.run_tests import run_tests
 
 __all__ = ["MIN_TEST_SECONDS", "Recording", "Screening", "suite_of", "own_packages", "submit_recording",
            "record_calls", "value_findings", "submit_screening", "screening_evidence", "screened_suite_run",
-           "confirm_fix_on_suite", "even_shares"]
+           "confirm_fix_on_suite", "confirm_step", "even_shares", "suite_problems",
+           "print_records"]
 
 #: A test's least cost in a mutant round (swapping the code in, fixtures, the report).
 MIN_TEST_SECONDS = 0.005
@@ -349,7 +354,7 @@ def confirm_fix_on_suite(target: str, node: Node, found: DiscoveryResult, params
     """Run the fix found by the target's mutants against the whole amplified suite.
 
     ``ran``: outcomes of a mutant process that already ran the fix through the suite (see
-    ``flows.inspections.submit_rounds``). When it covers the suite and confirms the fix, no run is
+    ``tasks.inspections.submit_rounds``). When it covers the suite and confirms the fix, no run is
     made; otherwise the fix runs in a process of its own, as a fresh run would see it (tests broken
     there may owe it to the mutants that ran before in that process).
     """
@@ -378,3 +383,45 @@ def confirm_fix_on_suite(target: str, node: Node, found: DiscoveryResult, params
         signals=observe(moved, tests), decision=None, decision_by="mutants", reasoning=reasoning,
         cost_usd=0.0, fix_evidence=evidence, fix=fix, fix_source=fix_source,
     )
+
+
+def confirm_step(step: ConfirmFix, suite: Suite, found: DiscoveryResult, params: LocalizeParameters,
+                 screening: Screening | None, started: float, elapsed: Callable[[], float]) -> Inspected:
+    """The ``ConfirmFix`` step's observation: the fix run on the whole suite (the screening's run when
+    it covered the suite); a node whose fix cannot be run is an error of that node, unless screened."""
+    ran = screened_suite_run(screening, step.target, step.fix_source) if step.screened else None
+    try:
+        seen = confirm_fix_on_suite(step.target, suite.nodes[step.target], found, params, step.fix,
+                                    step.fix_source, ran=ran)
+    except WeakSandboxError:
+        raise  # a policy, not a failure of this node
+    except EquisaError as error:
+        if step.screened:
+            raise
+        return Inspected(target=step.target, error=error.message)
+    return Inspected(target=step.target, seen=seen, seconds=round(time.monotonic() - started, 3),
+                     elapsed_s=elapsed())
+
+
+def suite_problems(found: DiscoveryResult, llm_problems: Sequence[str]) -> list[str]:
+    """The suite's problems, the model's, and the test modules that do not collect."""
+    problems = [*found.problems, *(p for p in llm_problems if p not in found.problems)]
+    return problems + [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
+                       for e in found.trace.collect_errors]
+
+
+def print_records(records: tuple[InspectionRecord, ...], iterations: int) -> None:
+    """One log line per record: evidence from outside the loop by its strategy, inspections by number."""
+    for item in records:
+        if item.signals is None:
+            said = item.fix_evidence.value if item.fix_evidence is not None else "value comparison"
+            print(f"[{item.strategy}] {item.target}: {said} -> {item.posterior:.3f}")
+            continue
+        iterations += 1
+        said = " + ".join(str(e.value) for e in (item.outcome, item.fix_evidence) if e is not None)
+        print(f"[{iterations}] {item.target}: {said} -> {item.posterior:.3f}")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"

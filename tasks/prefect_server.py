@@ -10,7 +10,7 @@ configured, commands that run flows use one local server instead::
       └─ shared (the default), under the folder's lock:
            a healthy server recorded in server.json ──▶ reuse it (no start-up cost)
            none, or a stale record ──▶ clean it, start ``prefect server start --host 127.0.0.1
-             --port N`` under the watchdog (``flows/prefect_watchdog.py``), wait for /api/health
+             --port N`` under the watchdog (``tasks/prefect_watchdog.py``), wait for /api/health
            then: lease for this command, PREFECT_API_URL for this process
       on failure (port taken, start-up timeout): Prefect's temporary server, and a ``problem``
 
@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.errors import InputError, PrefectServerError
 from equisa_core.operations.storage import _data_home  # the one definition of EQUISA's data folder
-from flows.prefect_watchdog import (
+from tasks.prefect_watchdog import (
     LOG_FILE,
     STATE_FILE,
     LockTimeout,
@@ -87,7 +87,7 @@ DEFAULT_IDLE_S = 1800.0
 #: A fresh server takes ~8 s on an idle 2-core machine, much longer on a busy one.
 DEFAULT_STARTUP_S = 120.0
 HOST = "127.0.0.1"
-#: Where ``python -m flows.prefect_watchdog`` imports from (the folder that holds ``flows``).
+#: Where ``python -m tasks.prefect_watchdog`` imports from (the folder that holds ``tasks``).
 _PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 #: Seconds a server gets to end after SIGTERM before its group is killed.
 _STOP_WAIT_S = 20.0
@@ -270,7 +270,7 @@ def _start(options: ServerOptions) -> ServerState:
     folder = options.folder
     port = options.port or _free_port()
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
-    watchdog = [sys.executable, "-m", "flows.prefect_watchdog", "--folder", str(folder),
+    watchdog = [sys.executable, "-m", "tasks.prefect_watchdog", "--folder", str(folder),
                 "--idle", repr(options.idle_s), "--", *command]
     (folder / "home").mkdir(parents=True, exist_ok=True)
     with open(folder / LOG_FILE, "wb") as log:

@@ -1,6 +1,6 @@
 """The shared Prefect server's watchdog, and the files it shares with ``equisa`` commands.
 
-``flows/prefect_server.py`` starts ``python -m flows.prefect_watchdog --folder F --idle S -- CMD``
+``tasks/prefect_server.py`` starts ``python -m tasks.prefect_watchdog --folder F --idle S -- CMD``
 as a detached session leader; the watchdog runs ``CMD`` (``prefect server start ...``) in its own
 process group and stops it when the server has been idle for ``S`` seconds, or when the server
 exits on its own. ``equisa server stop`` ends the whole group with one signal.
@@ -245,8 +245,8 @@ def supervise(folder: Path, idle_s: float, command: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m flows.prefect_watchdog --folder F --idle S -- COMMAND...``"""
-    parser = argparse.ArgumentParser(prog="python -m flows.prefect_watchdog", description=__doc__)
+    """``python -m tasks.prefect_watchdog --folder F --idle S -- COMMAND...``"""
+    parser = argparse.ArgumentParser(prog="python -m tasks.prefect_watchdog", description=__doc__)
     parser.add_argument("--folder", type=Path, required=True)
     parser.add_argument("--idle", type=float, required=True, metavar="SECONDS")
     parser.add_argument("command", nargs=argparse.REMAINDER)

@@ -15,30 +15,60 @@ could not serve.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from prefect.futures import PrefectFuture
 
 from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcome
-from equisa_core.errors import EquisaError
+from equisa_core.errors import EquisaError, WeakSandboxError
 from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
 from equisa_core.localization.fix_evidence import classify_mutants
-from equisa_core.localization.machine import InspectionResult
+from equisa_core.localization.machine import Inspect, Inspected, InspectionResult, LocalizationState
 from equisa_core.localization.reflection import reflect
-from equisa_core.localization.selection import tests_for_node
+from equisa_core.localization.selection import is_test_file, tests_for_node
 from equisa_core.localization.signals import Signals
 from equisa_core.validation.generated_tests import without_testgen
 from equisa_core.validation.mutation import Mutant, mutate_function
-from flows.discovery import DiscoveryResult, focused_request
-from flows.localize_parameters import LocalizeParameters
+from tasks.discovery_suite import DiscoveryResult
 from tasks.inspection import deterministic_inspection, observe, overlay_for, read_function
 from tasks.llm import LLMConfig
 from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.parameters import LocalizeParameters
+from tasks.prepared_run import focused_request
 from tasks.run_tests import run_tests
 
-__all__ = ["inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "mutant_specs",
+__all__ = ["inspect_step", "inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "mutant_specs",
            "node_mutants", "run_rounds", "submit_rounds", "suite_run_of", "unpatched_outcomes"]
+
+
+def inspect_step(step: Inspect, state: LocalizationState, found: DiscoveryResult, params: LocalizeParameters,
+                 calls: Mapping[str, Sequence[RecordedCall]], use_llm: bool, config: LLMConfig | None,
+                 elapsed: Callable[[], float]) -> Inspected:
+    """The ``Inspect`` step's observation: ``step.target`` inspected, after its batch, run ahead
+    together in one sandbox process; a node that cannot be inspected is an error of that node."""
+    started = time.monotonic()
+    assert state.suite is not None
+    nodes, target = state.suite.nodes, step.target
+    screened = state.screened or frozenset()
+    mutants = state.settings.mutants
+    candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
+    problems: list[str] = []
+    ahead = {}
+    try:
+        if step.batch:
+            ahead = inspect_batch(step.batch, nodes, found, params, calls, mutants, candidates, screened)
+        # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
+        seen = ahead.get(target) or inspect_node(
+            target, nodes[target], found, params, calls.get(target, []), use_llm, config, problems, mutants,
+            candidates, target in screened)
+    except WeakSandboxError:
+        raise  # a policy, not a failure of this node
+    except EquisaError as error:  # one node that cannot be inspected never ends the run
+        return Inspected(target=target, error=error.message, ahead=ahead, problems=tuple(problems))
+    return Inspected(target=target, seen=seen, ahead=ahead, problems=tuple(problems),
+                     seconds=round(time.monotonic() - started, 3), elapsed_s=elapsed())
 
 
 def inspect_node(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,

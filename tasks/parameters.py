@@ -1,0 +1,106 @@
+"""The parameters of the flows that run a repository's suite: trace, Discovery, localize, repair,
+one repository of a batch, and a batch.
+
+Each composes the option models of ``equisa_core.common.options`` (the flows' parameters and the
+CLI's options share one definition) and adds what its flow runs on. A module of its own so that
+the tasks that run the loops' steps and the flows that drive them import them without importing
+each other. ``settings_for`` gives the Localization machine's settings for a run's parameters.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import ConfigDict, Field
+
+from equisa_core.common.options import (
+    BatchOptions,
+    DiscoveryOptions,
+    EndpointOptions,
+    LocalizationOptions,
+    OutputOptions,
+    SandboxOptions,
+    StorageOptions,
+    ValidationOptions,
+)
+from equisa_core.localization.machine import LocalizationSettings
+from equisa_core.operations.batch import RepositoryEntry
+
+__all__ = ["TraceParameters", "DiscoveryParameters", "LocalizeParameters", "RepairParameters",
+           "RepositoryRunParameters", "BatchParameters", "repair_parameters", "settings_for"]
+
+
+class TraceParameters(SandboxOptions, StorageOptions):
+    """Parameters of one traced run of a repository's suite (its sandbox and storage options, plus
+    what to run)."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: What unreviewed code the flow of these parameters runs (None: only the user's suite); such
+    #: code needs a sandbox that confines files (``equisa_core.common.sandbox_policy``).
+    generated_code: ClassVar[str | None] = None
+
+    path: str = Field(description="The repository's root folder.")
+    tests: list[str] = Field(default_factory=list, description="pytest paths or node ids; empty: all.")
+    rerun_failures: bool = Field(True, description="Re-run the failing tests apart to find flaky ones.")
+    progress_key: str | None = Field(None, description="Key of a registered progress callback.")
+
+
+class DiscoveryParameters(TraceParameters, EndpointOptions, DiscoveryOptions):
+    """Parameters of the Discovery loop (those of ``trace-suite``, the model switch and its budget)."""
+
+    generated_code: ClassVar[str | None] = "generated tests, inspection patches and fixes"
+
+
+class LocalizeParameters(DiscoveryParameters, LocalizationOptions):
+    """Parameters of one localization run (those of ``discovery`` plus the loop's budgets)."""
+
+
+class RepairParameters(LocalizeParameters, ValidationOptions):
+    """Parameters of one repair run (those of ``localize`` plus the Validation budgets)."""
+
+
+class RepositoryRunParameters(OutputOptions):
+    """Parameters of one repository's run: the entry (as in a repositories file) and where reports go."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entry: RepositoryEntry
+    no_cache: bool = Field(False, description="Run every sandboxed test run again.")
+
+
+class BatchParameters(BatchOptions):
+    """Parameters of a batch: the repositories file, how many run at once, where reports go."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repositories_file: str = Field(
+        description="YAML file listing the repositories (see equisa_core.operations.batch).")
+
+
+def repair_parameters(entry: RepositoryEntry, path: str, no_cache: bool = False) -> RepairParameters:
+    """The ``repair`` flow's parameters for ``entry``, checked out at ``path``."""
+    b = entry.budgets
+    return RepairParameters(
+        path=path, python=entry.python, tests=list(entry.tests), sandbox=entry.sandbox,
+        allow_weak_sandbox=entry.allow_weak_sandbox, docker_image=entry.docker_image, no_cache=no_cache,
+        wall_clock_s=b.wall_clock_s,
+        test_timeout_s=b.test_timeout_s, llm=entry.llm, max_iterations=b.max_iterations,
+        max_seconds=b.max_seconds, max_cost_usd=b.max_cost_usd, discovery_max_tests=b.max_generated_tests,
+        max_validations=b.max_validations,
+    )
+
+
+def settings_for(params: LocalizeParameters, use_llm: bool, batching: bool) -> LocalizationSettings:
+    """The machine's settings for ``params`` (in LLM mode: the seed's likelihoods, no stopping rule;
+    mutants by default in deterministic mode only; ``batching``: inspections may run ahead)."""
+    mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
+    screening = bool(mutants and params.screen_top and params.max_iterations)
+    return LocalizationSettings(
+        mode="llm" if use_llm else "deterministic", likelihoods="seed" if use_llm else params.likelihoods,
+        min_expected_shift=0.0 if use_llm else params.min_expected_shift, mutants=mutants,
+        screen_top=params.screen_top if screening else 0, screen_first=screening and params.discovery,
+        max_iterations=params.max_iterations, max_cost_usd=params.max_cost_usd,
+        max_seconds=params.max_seconds,
+        max_stalled_inspections=params.max_stalled_inspections, record_top=params.record_top,
+        inspection_batch=params.inspection_batch if batching else 1,
+    )

@@ -1,0 +1,154 @@
+"""A prepared run of a repository's suite: the checked, snapshotted repository and its base request,
+the suite traced over sandboxed shards with its flaky tests marked, and requests narrowed to a few
+of its tests.
+
+Plain functions that submit or call Prefect tasks (``run-tests``), called from a flow run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from prefect import unmapped
+from prefect.futures import PrefectFuture
+from pydantic import BaseModel, ConfigDict
+
+from equisa_core.common.models import SuiteTrace
+from equisa_core.common.sandbox_policy import SandboxIsolation, require_confinement, weak_isolation_warning
+from equisa_core.common.trace_merge import combine, interleave, mark_flaky
+from equisa_core.errors import NoTestsCollectedError
+from equisa_core.testgen.carving import GENERATED_TESTS_DIR
+from tasks.parameters import TraceParameters
+from tasks.prepare import check_interpreter, check_repository, snapshot_workspace
+from tasks.run_tests import run_tests, sandbox_isolation
+from tasks.sandbox import RunRequest, SandboxLimits
+from tasks.workspace import Workspace
+
+__all__ = ["PreparedRun", "prepare_run", "run_suite", "submit_flaky_rerun", "with_flaky", "focused_request",
+           "narrowed", "MAX_FLAKY_RERUNS"]
+
+#: Failing tests re-run alone to tell flaky ones apart; more than this are not re-run.
+MAX_FLAKY_RERUNS = 20
+
+
+class PreparedRun(BaseModel):
+    """What every run of one repository shares: its folder, snapshot, interpreter and base request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo: Path
+    workspace: Workspace
+    interpreter_version: str
+    base: RunRequest
+    sandbox: SandboxIsolation
+
+
+def prepare_run(params: TraceParameters) -> PreparedRun:
+    """Check the repository and the sandbox's isolation, snapshot the repository and check the
+    interpreter (tasks), then the base request.
+
+    Raises ``WeakSandboxError`` when the flow runs generated code and files would not be confined
+    (unless the parameters accept it); otherwise weak isolation is logged once.
+    """
+    isolation = sandbox_isolation(params.sandbox, params.allow_weak_sandbox)
+    if params.generated_code:
+        require_confinement(isolation, params.generated_code)
+    warning = weak_isolation_warning(isolation)
+    if warning:
+        _run_logger().warning(warning)
+    repo = check_repository(Path(params.path))
+    workspace = snapshot_workspace(str(repo))
+    if params.sandbox != "docker":
+        interpreter = check_interpreter(repo, params.python)
+        command, version = interpreter.path, interpreter.version
+    else:
+        command, version = params.python or "python3", f"image:{params.docker_image or 'default'}"
+    limits = SandboxLimits(wall_clock_s=params.wall_clock_s, test_timeout_s=params.test_timeout_s)
+    base = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, tests=tuple(params.tests),
+                      interpreter=command, limits=limits, allow_weak_isolation=isolation.weak_allowed)
+    return PreparedRun(repo=repo, workspace=workspace, interpreter_version=version, base=base,
+                       sandbox=isolation)
+
+
+def _run_logger() -> logging.Logger | logging.LoggerAdapter:
+    """The flow run's logger (its lines reach the Prefect UI), or this module's outside a flow run."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)
+
+
+def run_suite(prepared: PreparedRun, params: TraceParameters) -> SuiteTrace:
+    """Fan the suite out over shards (mapped ``run-tests`` tasks), merge, and mark flaky tests."""
+    base, version = prepared.base, prepared.interpreter_version
+    shards = params.shards or os.cpu_count() or 1
+    requests = [base] if shards == 1 else [
+        base.model_copy(update={"shard": (index, shards)}) for index in range(shards)
+    ]
+    runner = run_tests.with_options(refresh_cache=params.no_cache or None)
+    common = {"backend": unmapped(params.sandbox), "interpreter_version": unmapped(version),
+              "docker_image": unmapped(params.docker_image), "progress_key": unmapped(params.progress_key)}
+    parts: list[SuiteTrace] = runner.map(requests, **common).result()
+    trace = combine(parts, interleave([part.collected for part in parts]))
+    if not trace.tests and not trace.crashed:
+        raise NoTestsCollectedError(
+            "no tests collected" + (f" for {' '.join(params.tests)}" if params.tests else ""))
+    if params.rerun_failures:
+        trace = with_flaky(trace, submit_flaky_rerun(prepared, params, trace))
+    return trace
+
+
+def submit_flaky_rerun(prepared: PreparedRun, params: TraceParameters, trace: SuiteTrace,
+                       ) -> PrefectFuture[SuiteTrace] | None:
+    """The failing tests run again in one process, apart from the rest of the suite (a future, so
+    other work may run meanwhile; None when no test failed): a test that passes there failed by
+    chance or because of what other tests left behind. (One process per test would also catch
+    failures caused by another failing test, at the price of a sandbox and the project's imports
+    per test: seconds each on projects that import slowly.)"""
+    failing = sorted(trace.failed_tests())
+    if not failing:
+        return None
+    again = prepared.base.model_copy(update={"only": tuple(failing[:MAX_FLAKY_RERUNS]), "trace": False})
+    runner = run_tests.with_options(refresh_cache=params.no_cache or None)
+    return runner.submit(again, backend=params.sandbox, interpreter_version=prepared.interpreter_version,
+                         docker_image=params.docker_image)
+
+
+def with_flaky(trace: SuiteTrace, rerun: PrefectFuture[SuiteTrace] | None) -> SuiteTrace:
+    """``trace`` with the tests that passed in ``rerun`` (``submit_flaky_rerun``) marked flaky."""
+    if rerun is None:
+        return trace
+    again: SuiteTrace = rerun.result()
+    return mark_flaky(trace, {t.test_id for t in again.tests if t.outcome == "passed"})
+
+
+def focused_request(prepared: PreparedRun, only: Sequence[str], overlay: Mapping[str, str], **update: object):
+    """The base request narrowed to the tests ``only`` names: pytest collects just their files.
+
+    Collecting only the files involved is faster, and it is how generated tests (which live in the
+    overlay, maybe outside the project's configured test paths) are found. When a test's file is
+    not a path of the workspace or the overlay (a rootdir elsewhere), the base selection stays.
+    """
+    files = sorted({test_id.split("::", 1)[0] for test_id in only})
+    root = prepared.workspace.root
+    located = all((root / f).is_file() or f in overlay for f in files)
+    tests = tuple(files) if files and located else prepared.base.tests
+    return prepared.base.model_copy(update={
+        "overlay": dict(overlay), "only": tuple(only) or None, "tests": tests, **update})
+
+
+def narrowed(prepared: PreparedRun, test_ids: Sequence[str]) -> PreparedRun:
+    """``prepared`` whose base request runs only the suite's own tests among ``test_ids`` (what the
+    test-generation agent's baseline needs: the tests that execute its focus), or ``prepared`` as
+    it is when none is left or a test's file is not a path of the workspace (a rootdir elsewhere)."""
+    root = prepared.workspace.root
+    own = sorted(t for t in test_ids if not t.startswith(GENERATED_TESTS_DIR + "/"))
+    if not own or not all((root / t.split("::", 1)[0]).is_file() for t in own):
+        return prepared
+    return prepared.model_copy(update={"base": prepared.base.model_copy(update={"tests": tuple(own)})})

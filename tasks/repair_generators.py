@@ -1,0 +1,187 @@
+"""The repair's patch generators (``equisa_core.validation.machine``'s ``Generate`` step) and the
+targets they patch: fixes the Localization loop confirmed, the one-edit mutation search (screened
+in sandboxes), the model's minimal fix re-asked with each rejection's reason, and the
+multi-retrieval patcher (``tasks.patcher``). Each is a Python generator of candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from equisa_core.common.models import Node
+from equisa_core.common.source_edit import replace_function
+from equisa_core.localization.fix_evidence import FixEvidence, classify_mutants
+from equisa_core.localization.selection import tests_for_node
+from equisa_core.localization.steps import LocalizationReport
+from equisa_core.validation import machine
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.validation.generated_tests import without_testgen
+from equisa_core.validation.mutation import mutate_function
+from tasks.discovery_suite import DiscoveryResult
+from tasks.inspection import file_of, qualname_of, read_function, unreadable_because
+from tasks.llm import LLMConfig
+from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.parameters import RepairParameters
+from tasks.prepared_run import focused_request
+from tasks.validation_checks import ValidationContext
+
+__all__ = ["Generated", "Validate", "find_targets", "confirmed_fixes", "mutation_search", "llm_fixes",
+           "patcher"]
+
+
+def find_targets(step: machine.FindTargets, found: DiscoveryResult) -> machine.TargetsFound:
+    """The first ``step.top`` functions of the ranking whose definition can be read."""
+    nodes = {n.fqn: n for n in found.trace.nodes}
+    targets: list[str] = []
+    unreadable: list[tuple[str, str]] = []
+    for fqn in step.ranked:
+        if len(targets) == step.top:
+            break
+        why = unreadable_because(found.prepared.workspace.root, nodes[fqn])
+        if why is None:
+            targets.append(fqn)
+        else:
+            unreadable.append((fqn, why))
+    return machine.TargetsFound(targets=tuple(targets), unreadable=tuple(unreadable))
+
+
+#: A generator's candidates, one at a time, each with the count of mutants screened to find it.
+Generated = Iterator[tuple[PatchCandidate | None, int]]
+#: Judges a candidate against the context (the flow's ``validate_candidate``).
+Validate = Callable[[PatchCandidate, ValidationContext], PatchEvaluation]
+
+
+def _file_with(found: DiscoveryResult, node: Node, function: str) -> dict[str, str]:
+    text, _ = read_function(found.prepared.workspace.root, node)
+    return {file_of(node): replace_function(text, qualname_of(node), function)}
+
+
+def confirmed_fixes(targets: Sequence[str], found: DiscoveryResult, localization: LocalizationReport,
+                    ctx: ValidationContext) -> Generated:
+    """Fixes the Localization loop already ran on the whole suite."""
+    seen: set[str] = set()
+    for record in localization.inspections:
+        if (record.fix_evidence is FixEvidence.FIX_CONFIRMED and record.target in targets
+                and record.fix_source and record.target not in seen):
+            seen.add(record.target)
+            node = ctx.nodes[record.target]
+            yield PatchCandidate(
+                id=f"confirmed-{len(seen)}", generator="mutation", target=record.target,
+                description=f"{record.target}: {record.fix}",
+                files=_file_with(found, node, record.fix_source),
+            ), 0
+
+
+def mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: ValidationContext,
+                    params: RepairParameters) -> Generated:
+    """One-edit mutants of each target that fix its tests, screened in parallel, smallest edit first."""
+    screens = []
+    for target in targets:
+        node = ctx.nodes[target]
+        _, source = read_function(found.prepared.workspace.root, node)
+        mutants = mutate_function(source, target, start_line=node.start_line or 1,
+                                  max_mutants=params.max_mutants_per_function)
+        selection = tests_for_node(target, found.trace, max_tests=params.max_tests_per_inspection)
+        if not mutants or not node.file or not selection.test_ids:
+            continue
+        specs = tuple(MutantSpec(id=f"m{i}", fqn=target, file=node.file, source=m.source)
+                      for i, m in enumerate(mutants))
+        request = focused_request(found.prepared, selection.test_ids, found.overlay, mutants=specs,
+                                  mutants_fail_fast=True, trace=False)
+        future = run_mutants.submit(request, backend=params.sandbox, docker_image=params.docker_image,
+                                    interpreter_version=found.prepared.interpreter_version)
+        screens.append((target, node, mutants, future))
+    seen_sources: set[str] = set()
+    for target, node, mutants, future in screens:
+        report: MutantRunReport = future.result()
+        ran = {i: r.outcomes for i, r in report.mutants.items() if r.status in ("ran", "timeout")}
+        # Testgen tests assert the buggy behaviour: they may not veto a fixing mutant.
+        original = without_testgen({t: o for t, o in report.original.items() if t not in report.flaky})
+        verdict = classify_mutants(original, {i: without_testgen(o) for i, o in ran.items()})
+        fixing = machine.mutation_order(verdict.fixing, [m.edit_size for m in mutants])
+        yield None, verdict.ran
+        for mutant_id in fixing:
+            mutant = mutants[int(mutant_id[1:])]
+            if mutant.source in seen_sources:
+                continue
+            seen_sources.add(mutant.source)
+            yield PatchCandidate(
+                id=f"mutation-{target.rsplit('.', 1)[-1]}-{mutant_id}", generator="mutation", target=target,
+                description=f"{target}: {mutant.description}", files=_file_with(found, node, mutant.source),
+                edit_size=mutant.edit_size, operator=mutant.operator,
+            ), 0
+
+
+def llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
+              params: RepairParameters, config: LLMConfig, problems: list[str]) -> Generated:
+    """The model's minimal fix (seed 000 prompt), re-asked with each rejection's reason."""
+    from equisa_core.localization.prompts import render_patch
+    from tasks.llm import LLMError, ask_for_function
+
+    node = ctx.nodes[target]
+    text, source = read_function(found.prepared.workspace.root, node)
+    reflection = _reflection(localization, target)
+    failures = "\n".join(f"{t.test_id}: {t.exception_type}: {t.message}" for t in found.trace.tests
+                         if t.test_id in found.trace.failed_tests())[:4000]
+    messages = render_patch(target, source, f"{reflection}\n\nFailing tests:\n{failures}".strip())
+    for attempt in range(1, params.max_llm_fixes + 1):
+        try:
+            answer = ask_for_function(config, messages, text, qualname_of(node), "patch")
+        except LLMError as error:
+            problems.append(f"LLM fix of {target}: {error.message}")
+            return
+        candidate = PatchCandidate(
+            id=f"llm-fix-{attempt}", generator="llm-fix", target=target,
+            description=f"{target}: the model's fix",
+            files={file_of(node): replace_function(text, qualname_of(node), answer.source)},
+            cost_usd=sum(c.cost_usd or 0.0 for c in answer.calls),
+        )
+        yield candidate, 0
+        verdict = _last_verdict(ctx, candidate.id)
+        if verdict is None or verdict.status is PatchStatus.SOUND:
+            return
+        messages = [*messages, {"role": "assistant", "content": answer.source},
+                    {"role": "user", "content": f"The fix was rejected ({verdict.status.value}): "
+                                                f"{verdict.detail}\nReply with ONLY the corrected function."}]
+
+
+def patcher(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
+            params: RepairParameters, config: LLMConfig, problems: list[str], validate: Validate,
+            ) -> Generated:
+    """The multi-retrieval patcher (seed 004): it retrieves code and proposes patches; each one that
+    applies and compiles is validated here (``validate``), and the verdict is what it hears back."""
+    from tasks.patcher import PatcherIssue, run_patcher
+
+    node = ctx.nodes[target]
+    _, source = read_function(found.prepared.workspace.root, node)
+    failing = sorted(found.trace.failed_tests())
+    output = "\n".join(f"{t.test_id}: {t.exception_type}: {t.message}\n" + "\n".join(
+        f'  File "{f.file}", line {f.line}, in {f.function}' for f in t.traceback)
+        for t in found.trace.tests if t.test_id in failing)
+    reflection = _reflection(localization, target)
+    issue = PatcherIssue(target=target, target_file=node.file, source=source, failing_tests=tuple(failing),
+                         test_output=output, reflection=reflection)
+
+    def evaluate(candidate: PatchCandidate) -> PatchEvaluation:
+        verdict = validate(candidate, ctx)
+        ctx.verdicts[candidate.id] = verdict
+        proposed.append(candidate)
+        return verdict
+
+    proposed: list[PatchCandidate] = []
+    result = run_patcher(config, issue, found.prepared.workspace.root, evaluate,
+                         max_evaluations=params.patcher_evaluations, id_prefix="patcher")
+    ctx.cost_usd += result.cost_usd
+    if result.error:
+        problems.append(f"patcher: {result.error}")
+    for candidate in proposed:
+        yield candidate, 0
+
+
+def _reflection(localization: LocalizationReport, target: str) -> str:
+    """What the Localization loop concluded about ``target``, one reasoning per inspection."""
+    return "\n".join(r.reasoning for r in localization.inspections if r.target == target and r.reasoning)
+
+
+def _last_verdict(ctx: ValidationContext, candidate_id: str) -> PatchEvaluation | None:
+    return ctx.verdicts.get(candidate_id)

@@ -1,0 +1,145 @@
+"""The checks of Validation (``equisa_core.validation.checks``) that run in a sandbox or read code:
+the context every candidate of a repair round is judged against, the patched suite and test
+modules run on the patched program, the target's original and patched source, and the tests
+carved from passing executions of the target (made once per target).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from equisa_core.common.models import Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.source_edit import function_source
+from equisa_core.errors import EquisaError
+from equisa_core.localization.steps import LocalizationReport
+from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
+from equisa_core.validation.generated_tests import is_testgen_test
+from tasks.discovery_suite import DiscoveryResult
+from tasks.inspection import qualname_of
+from tasks.llm import LLMConfig
+from tasks.parameters import RepairParameters
+from tasks.prepared_run import focused_request
+from tasks.run_tests import run_tests
+
+__all__ = ["ValidationContext", "validation_context", "test_sources", "run_request", "run_module",
+           "functions_of", "carved_check_module", "CARVED_CHECK_PATH", "NOVEL_CHECK_PATH"]
+
+CARVED_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_carved.py"
+NOVEL_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_novel.py"
+
+
+class ValidationContext(BaseModel):
+    """What every candidate of one repair run is judged against."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    found: DiscoveryResult
+    sandbox: Literal["local", "docker", "none"] = "local"
+    docker_image: str | None = None
+    no_cache: bool = False
+    nodes: dict[str, Node]
+    failing_sources: dict[str, str] = Field(default_factory=dict, description="Failing test id -> source.")
+    llm_config: object | None = None
+    carved: dict[str, str | None] = Field(default_factory=dict, description="Target -> carved module.")
+    novel: dict[str, str | None] = Field(default_factory=dict, description="Target -> model's test module.")
+    problems: list[str] = Field(default_factory=list)
+    cost_usd: float = 0.0
+    verdicts: dict[str, PatchEvaluation] = Field(default_factory=dict, description="Candidate id -> verdict.")
+
+    @property
+    def failing(self) -> set[str]:
+        return self.found.trace.failed_tests()
+
+    @property
+    def passing(self) -> set[str]:
+        trace = self.found.trace
+        return trace.passed_tests() - trace.flaky
+
+
+def test_sources(found: DiscoveryResult, test_ids: Sequence[str]) -> dict[str, str]:
+    """Test id -> the test function's source, for the tests whose source can be found."""
+    root = found.prepared.workspace.root
+    sources: dict[str, str] = {}
+    for test_id in test_ids:
+        path, _, rest = test_id.partition("::")
+        qualname = ".".join(part.split("[", 1)[0] for part in rest.split("::") if part)
+        text = found.overlay.get(path)
+        try:
+            text = text if text is not None else (root / path).read_text(encoding="utf-8")
+            sources[test_id] = function_source(text, qualname)
+        except (OSError, UnicodeDecodeError, EquisaError, SyntaxError):
+            continue
+    return sources
+
+
+test_sources.__dict__["__test__"] = False  # not a pytest test (pytest reads the attribute)
+
+
+def run_request(ctx: ValidationContext, request) -> SuiteTrace:
+    """The cached ``run-tests`` task on ``request``, in the context's sandbox."""
+    prepared = ctx.found.prepared
+    return run_tests.with_options(refresh_cache=ctx.no_cache or None)(
+        request, backend=ctx.sandbox, interpreter_version=prepared.interpreter_version,
+        docker_image=ctx.docker_image)
+
+
+def validation_context(found: DiscoveryResult, localization: LocalizationReport, params: RepairParameters,
+                       config: LLMConfig | None) -> ValidationContext:
+    """What every candidate of one repair round is judged against: the round's suite, the sandbox,
+    the failing tests' sources, the model (None: deterministic mode)."""
+    trace = found.trace
+    nodes = {n.fqn: n for n in trace.nodes}
+    return ValidationContext(
+        found=found, sandbox=params.sandbox, docker_image=params.docker_image, no_cache=params.no_cache,
+        nodes=nodes, failing_sources=test_sources(found, sorted(trace.failed_tests())), llm_config=config,
+    )
+
+
+def run_module(ctx: ValidationContext, candidate: PatchCandidate, path: str, module: str,
+               ) -> tuple[TestResult, ...]:
+    """The results of the test module ``module``, placed at ``path``, on the patched program."""
+    overlay = {**ctx.found.overlay, **candidate.files, path: module}
+    return run_request(ctx, ctx.found.prepared.base.model_copy(update={
+        "overlay": overlay, "tests": (path,), "only": None, "trace": False})).tests
+
+
+def functions_of(candidate: PatchCandidate, ctx: ValidationContext) -> tuple[str, str] | None:
+    """The target's original and patched source, when the candidate names one target."""
+    node = ctx.nodes.get(candidate.target or "")
+    if node is None or not node.file or node.file not in candidate.files:
+        return None
+    root = ctx.found.prepared.workspace.root
+    try:
+        original = function_source((root / node.file).read_text(encoding="utf-8"), qualname_of(node))
+        patched = function_source(candidate.files[node.file], qualname_of(node))
+    except (OSError, EquisaError, SyntaxError):
+        return None
+    return original, patched
+
+
+def carved_check_module(target: str, ctx: ValidationContext) -> str | None:
+    """Tests carved from passing executions of ``target`` on the original code, that pass there."""
+    if target in ctx.carved:
+        return ctx.carved[target]
+    trace = ctx.found.trace
+    coverage = trace.coverage()
+    passing = sorted(t for t in coverage.get(target, set()) & ctx.passing if not is_testgen_test(t))
+    module = None
+    if passing:
+        recorded = run_request(ctx, focused_request(ctx.found.prepared, passing, ctx.found.overlay,
+                                                    record=(target,), trace=False))
+        carved = carve_tests(recorded, [target], ctx.nodes, max_per_member=6)
+        if carved:
+            source = carved_module(carved)
+            overlay = {**ctx.found.overlay, CARVED_CHECK_PATH: source}
+            check = run_request(ctx, ctx.found.prepared.base.model_copy(update={
+                "overlay": overlay, "tests": (CARVED_CHECK_PATH,), "only": None, "trace": False}))
+            passed = {r.test_id.split("::")[-1] for r in check.tests if r.outcome is TestOutcome.PASSED}
+            good = [t for t in carved if t.name in passed]
+            module = carved_module(good) if good else None
+    ctx.carved[target] = module
+    return module

@@ -128,8 +128,9 @@ class LocalizationOptions(BaseModel):
         "or 'seed' (hand-set; the LLM mode always counts with it).")
     min_expected_shift: float = Field(
         DEFAULT_MIN_EXPECTED_SHIFT, ge=0, le=1,
-        description="Deterministic mode: a screening or inspection is run only when it is expected to move its function's confidence by this much (by the fitted "
-        "frequencies of what inspections show); the loop stops when none is; 0: off.")
+        description="Deterministic mode: a screening or inspection is run only when it is expected to "
+        "move its function's confidence by this much (by the fitted frequencies of what inspections "
+        "show); the loop stops when none is; 0: off.")
 
 
 class ValidationOptions(BaseModel):

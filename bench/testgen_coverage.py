@@ -313,9 +313,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pynguin", action="store_true")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    from flows.cli import _PREFECT_DEFAULTS  # the settings `equisa` uses: embedded server, slow start allowed
+    from tasks.cli_run import (
+        PREFECT_DEFAULTS,  # the settings `equisa` uses: embedded server, slow start allowed
+    )
 
-    for name, value in _PREFECT_DEFAULTS.items():
+    for name, value in PREFECT_DEFAULTS.items():
         os.environ.setdefault(name, value)
     console = Console()
     started = time.perf_counter()

@@ -3,47 +3,28 @@
 Exit codes: ``main`` turns the error that ends a command into its code (``exit_code_for``); the
 codes and their meanings are those of ``equisa_core.errors`` (README.md's table is generated from it).
 Options come from the option models (``tasks/cli_options.py``), what is printed from
-``equisa_core/report/console.py``.
+``equisa_core/report/console.py``; running a flow, printing and writing JSON are ``tasks/cli_run.py``'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import BaseModel
 from rich.console import Console
 
 from equisa_core.common import options
-from equisa_core.errors import EXIT_OK, EquisaError, SuiteCrashedError, exit_code_for
-from tasks.cli_options import Option, add_model_options, given_options, parameters_from
+from equisa_core.errors import EXIT_OK, SuiteCrashedError, exit_code_for
+from tasks.cli_options import RUN_OPTIONS, add_run_options, given_options
+from tasks.cli_run import print_error, run_flow, set_prefect_defaults, show, write_json
 
-if TYPE_CHECKING:
-    from equisa_core.report.console import Printed
+__all__ = ["main", "build_parser"]
 
-__all__ = ["main", "build_parser", "add_run_options", "run_flow", "show", "write_json", "RUN_OPTIONS"]
-
-#: The option models of each command that runs the suite: its settings may also come from the
-#: environment and the target's ``[tool.equisa]`` (``tasks/settings.py``).
-RUN_OPTIONS: tuple[type[BaseModel], ...] = (options.SandboxOptions, options.StorageOptions)
 LOCALIZE_OPTIONS = (*RUN_OPTIONS, options.EndpointOptions, options.DiscoveryOptions,
                     options.LocalizationOptions)
-#: Prefect settings for a laptop run with no server configured; the user's own settings win.
-#: (Flows run on the shared local server, see ``connect_prefect``; these serve the fallback.)
-_PREFECT_DEFAULTS = {
-    # The embedded (ephemeral) server can take a while to start on a busy 2-core machine.
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    # Failures reach the user as one line from EQUISA; Prefect's own logs (with tracebacks)
-    # stay in the Prefect UI unless --verbose.
-    "PREFECT_LOGGING_LEVEL": "CRITICAL",
-}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,24 +90,11 @@ def _register_extra_commands(commands: Any) -> None:
             importlib.import_module(f"{package.__name__}.{module_info.name}").register(commands)
 
 
-def add_run_options(command: argparse.ArgumentParser, *models: type[BaseModel],
-                    spelling: Mapping[str, Option] | None = None) -> None:
-    """PATH, ``--tests``, ``--json`` and the options of ``RUN_OPTIONS`` and ``models`` (``spelling``: as
-    ``add_model_options``)."""
-    command.add_argument("path", type=Path, help="the repository's root folder")
-    command.add_argument("--tests", nargs="+", default=[], metavar="TEST",
-                         help="pytest node ids or paths to run (default: the whole suite)")
-    command.add_argument("--json", type=Path, metavar="OUT", help="write the full report here")
-    add_model_options(command, *RUN_OPTIONS, *models, spelling=spelling)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``equisa`` console script; returns the process exit code."""
     args = build_parser().parse_args(argv)
     console = Console(stderr=True)
-    for name, value in _PREFECT_DEFAULTS.items():
-        if not (args.verbose and name == "PREFECT_LOGGING_LEVEL"):
-            os.environ.setdefault(name, value)
+    set_prefect_defaults(args.verbose)
     try:
         if getattr(args, "option_models", None):
             from tasks.settings import apply_settings
@@ -134,71 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             apply_settings(args, given_options(build_parser(), argv))
         return args.handler(args, console)
     except (Exception, KeyboardInterrupt) as error:
-        _print_error(error, args.debug, console)
+        print_error(error, args.debug, console)
         return exit_code_for(error)
-
-
-def _print_error(error: BaseException, debug: bool, console: Console) -> None:
-    """The one line a command's error ends with (``error_line``), or a bug's traceback under ``--debug``."""
-    from equisa_core.report.console import error_line
-
-    if debug and not isinstance(error, EquisaError | KeyboardInterrupt):
-        traceback.print_exception(error)
-    else:
-        show(console, [error_line(error)])
-
-
-def show(console: Console, printed: Iterable[Printed]) -> None:
-    """Print what ``equisa_core.report.console`` made of a report."""
-    for item in printed:
-        console.print(item.content, highlight=item.highlight, soft_wrap=item.soft_wrap)
-
-
-def connect_prefect(console: Console) -> None:
-    """Before a command's first flow run: use the configured Prefect API, else the shared local
-    server (started on first use, ``tasks/prefect_server.py``) and print its UI's address once,
-    else Prefect's temporary server, with one warning line when the shared one could not start."""
-    from equisa_core.report.console import duration
-    from tasks.prefect_server import connect
-
-    with console.status("connecting to the local Prefect server"):
-        connection = connect()
-    if connection.problem:
-        console.print(f"[yellow]warning:[/] {connection.problem}; this run uses a temporary Prefect "
-                      "server", highlight=False, soft_wrap=True)
-    elif connection.kind == "shared":
-        started = f" (local server started; it stops after {duration(connection.idle_s)} unused)"
-        console.print(f"Prefect UI: {connection.ui_url}{started if connection.started else ''}",
-                      highlight=False, soft_wrap=True)
-
-
-def run_flow(args: argparse.Namespace, console: Console, model: type[BaseModel], header: Callable[[str], str],
-             label: str, flow: Callable[[Any], Any], **values: Any) -> Any:
-    """Check the command line before Prefect starts (``tasks.prepare.preflight``), print ``header`` of
-    the sandbox's isolation level; return the report of ``flow`` run on ``model``'s parameters."""
-    from equisa_core.common.sandbox_policy import weak_isolation_warning
-    from tasks.prepare import preflight
-    from tasks.progress import run_with_progress
-
-    isolation = preflight(args.path, args.artifacts, getattr(args, "since", None), args.sandbox,
-                          args.allow_weak_sandbox, getattr(model, "generated_code", None))
-    params = model(**{**parameters_from(args, model), "path": str(args.path), **values})
-    warning = weak_isolation_warning(isolation)
-    if warning and not args.verbose:  # with --verbose the flow's own log line says it
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    console.print(header(isolation.level.value), highlight=False)
-    connect_prefect(console)
-    return run_with_progress(console, label, flow, params)
-
-
-def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any) -> None:
-    """Write ``data`` (a report, or plain data with ``json.dumps``' options ``dumps``) to ``path``
-    (``--json``), unless None."""
-    if path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = (data.model_dump_json(indent=2) if isinstance(data, BaseModel)
-                else json.dumps(data, indent=2, **dumps))
-        path.write_text(text + "\n", encoding="utf-8")
 
 
 def _trace_command(args: argparse.Namespace, console: Console) -> int:

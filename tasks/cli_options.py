@@ -13,6 +13,7 @@ import argparse
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -32,14 +33,20 @@ from equisa_core.common.options import (
 __all__ = [
     "OPTION_FIELDS",
     "Option",
+    "RUN_OPTIONS",
     "SPELLING",
     "add_model_options",
+    "add_run_options",
     "field_of",
     "field_type",
     "given_options",
     "option_fields",
     "parameters_from",
 ]
+
+#: The option models of each command that runs the suite: its settings may also come from the
+#: environment and the target's ``[tool.equisa]`` (``tasks/settings.py``).
+RUN_OPTIONS: tuple[type[BaseModel], ...] = (SandboxOptions, StorageOptions)
 
 
 @dataclass(frozen=True)
@@ -174,6 +181,17 @@ def add_model_options(parser: argparse.ArgumentParser, *models: type[BaseModel],
                 taken.add(name)
                 option = (spelling or {}).get(name) or SPELLING.get(model, {}).get(name)
                 _add_field_option(parser, model, name, option)
+
+
+def add_run_options(command: argparse.ArgumentParser, *models: type[BaseModel],
+                    spelling: Mapping[str, Option] | None = None) -> None:
+    """PATH, ``--tests``, ``--json`` and the options of ``RUN_OPTIONS`` and ``models`` (``spelling``: as
+    ``add_model_options``)."""
+    command.add_argument("path", type=Path, help="the repository's root folder")
+    command.add_argument("--tests", nargs="+", default=[], metavar="TEST",
+                         help="pytest node ids or paths to run (default: the whole suite)")
+    command.add_argument("--json", type=Path, metavar="OUT", help="write the full report here")
+    add_model_options(command, *RUN_OPTIONS, *models, spelling=spelling)
 
 
 def _add_field_option(parser: argparse.ArgumentParser, model: type[BaseModel], name: str,

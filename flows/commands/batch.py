@@ -40,8 +40,8 @@ def register(commands: Any) -> None:
 def _batch_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import batch_summary
     from flows.batch import batch
-    from flows.cli import show, write_json
     from tasks.batch_io import check_sandboxes, load_repositories
+    from tasks.cli_run import show, write_json
     from tasks.parameters import BatchParameters
     from tasks.task_runners import choose_runner, shared_cluster
 

@@ -37,7 +37,7 @@ def register(commands: Any) -> None:
 
 def _flush_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import flush_summary
-    from flows.cli import show, write_json
+    from tasks.cli_run import show, write_json
     from tasks.flush import flush_everything
 
     result = flush_everything(args.artifacts, args.db)

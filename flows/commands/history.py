@@ -42,7 +42,7 @@ def register(commands: Any) -> None:
 
 def _history_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import history_summary
-    from flows.cli import show, write_json
+    from tasks.cli_run import show, write_json
     from tasks.history_answers import history_answers
 
     for name in ("limit", "days", "min_blamed"):

@@ -37,7 +37,7 @@ def register(commands: Any) -> None:
 
 
 def _server_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.cli import write_json
+    from tasks.cli_run import write_json
     from tasks.prefect_server import ensure_server, server_options, server_status, stop_server
 
     options = server_options()

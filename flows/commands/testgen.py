@@ -10,15 +10,13 @@ from rich.console import Console
 
 from equisa_core.common.options import EndpointOptions, TestgenOptions
 from equisa_core.errors import EXIT_OK
-from tasks.cli_options import Option
+from tasks.cli_options import RUN_OPTIONS, Option, add_run_options
 
 __all__ = ["register"]
 
 
 def register(commands: Any) -> None:
     """Add the ``testgen`` sub-command."""
-    from flows.cli import RUN_OPTIONS, add_run_options
-
     parser = commands.add_parser(
         "testgen",
         help="generate tests for one file: coverage and mutation feedback, reliability levels",
@@ -39,8 +37,8 @@ def register(commands: Any) -> None:
 
 def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import stored, testgen_summary
-    from flows.cli import run_flow, show, write_json
     from flows.testgen import TestgenParameters, testgen
+    from tasks.cli_run import run_flow, show, write_json
 
     out = args.out or _default_out(Path(args.path))
     report = run_flow(args, console, TestgenParameters,

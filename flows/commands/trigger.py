@@ -44,8 +44,8 @@ def register(commands: Any) -> None:
 
 
 def _trigger_command(args: argparse.Namespace, console: Console) -> int:
-    from flows.cli import write_json
     from tasks.ci_trigger import trigger_repair
+    from tasks.cli_run import write_json
 
     api_url, event = trigger_repair(args.api_url, args.repository, args.ref, args.failing_tests,
                                     args.ci_run_url, args.llm, args.timeout)

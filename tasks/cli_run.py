@@ -1,0 +1,109 @@
+"""The command line's run plumbing: Prefect's settings and server for a command's flow runs, a flow
+run from a parsed command line, and how a command's results leave it (printed, written as JSON).
+
+``flows/cli.py`` and ``flows/commands/`` parse, call these and the flows, and print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from equisa_core.errors import EquisaError
+from tasks.cli_options import parameters_from
+
+if TYPE_CHECKING:
+    from equisa_core.report.console import Printed
+
+__all__ = ["PREFECT_DEFAULTS", "connect_prefect", "print_error", "run_flow", "set_prefect_defaults", "show",
+           "write_json"]
+
+#: Prefect settings for a laptop run with no server configured; the user's own settings win.
+#: (Flows run on the shared local server, see ``connect_prefect``; these serve the fallback.)
+PREFECT_DEFAULTS = {
+    # The embedded (ephemeral) server can take a while to start on a busy 2-core machine.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # Failures reach the user as one line from EQUISA; Prefect's own logs (with tracebacks)
+    # stay in the Prefect UI unless --verbose.
+    "PREFECT_LOGGING_LEVEL": "CRITICAL",
+}
+
+
+def set_prefect_defaults(verbose: bool) -> None:
+    """``PREFECT_DEFAULTS`` in the environment where the user set nothing (Prefect's logs: not with
+    ``--verbose``)."""
+    for name, value in PREFECT_DEFAULTS.items():
+        if not (verbose and name == "PREFECT_LOGGING_LEVEL"):
+            os.environ.setdefault(name, value)
+
+
+def print_error(error: BaseException, debug: bool, console: Console) -> None:
+    """The one line a command's error ends with (``error_line``), or a bug's traceback under ``--debug``."""
+    from equisa_core.report.console import error_line
+
+    if debug and not isinstance(error, EquisaError | KeyboardInterrupt):
+        traceback.print_exception(error)
+    else:
+        show(console, [error_line(error)])
+
+
+def show(console: Console, printed: Iterable[Printed]) -> None:
+    """Print what ``equisa_core.report.console`` made of a report."""
+    for item in printed:
+        console.print(item.content, highlight=item.highlight, soft_wrap=item.soft_wrap)
+
+
+def connect_prefect(console: Console) -> None:
+    """Before a command's first flow run: use the configured Prefect API, else the shared local
+    server (started on first use, ``tasks/prefect_server.py``) and print its UI's address once,
+    else Prefect's temporary server, with one warning line when the shared one could not start."""
+    from equisa_core.report.console import duration
+    from tasks.prefect_server import connect
+
+    with console.status("connecting to the local Prefect server"):
+        connection = connect()
+    if connection.problem:
+        console.print(f"[yellow]warning:[/] {connection.problem}; this run uses a temporary Prefect "
+                      "server", highlight=False, soft_wrap=True)
+    elif connection.kind == "shared":
+        started = f" (local server started; it stops after {duration(connection.idle_s)} unused)"
+        console.print(f"Prefect UI: {connection.ui_url}{started if connection.started else ''}",
+                      highlight=False, soft_wrap=True)
+
+
+def run_flow(args: argparse.Namespace, console: Console, model: type[BaseModel], header: Callable[[str], str],
+             label: str, flow: Callable[[Any], Any], **values: Any) -> Any:
+    """Check the command line before Prefect starts (``tasks.prepare.preflight``), print ``header`` of
+    the sandbox's isolation level; return the report of ``flow`` run on ``model``'s parameters."""
+    from equisa_core.common.sandbox_policy import weak_isolation_warning
+    from tasks.prepare import preflight
+    from tasks.progress import run_with_progress
+
+    isolation = preflight(args.path, args.artifacts, getattr(args, "since", None), args.sandbox,
+                          args.allow_weak_sandbox, getattr(model, "generated_code", None))
+    params = model(**{**parameters_from(args, model), "path": str(args.path), **values})
+    warning = weak_isolation_warning(isolation)
+    if warning and not args.verbose:  # with --verbose the flow's own log line says it
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+    console.print(header(isolation.level.value), highlight=False)
+    connect_prefect(console)
+    return run_with_progress(console, label, flow, params)
+
+
+def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any) -> None:
+    """Write ``data`` (a report, or plain data with ``json.dumps``' options ``dumps``) to ``path``
+    (``--json``), unless None."""
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = (data.model_dump_json(indent=2) if isinstance(data, BaseModel)
+                else json.dumps(data, indent=2, **dumps))
+        path.write_text(text + "\n", encoding="utf-8")

@@ -9,7 +9,7 @@ Run from the repository root::
 For each module (``MODULES``: two of ``examples/invoicing`` and four of the localization corpus's
 packages, whose sdists ``bench/localization_corpus.py`` downloads and checks into
 ``~/.cache/equisa-bench``; run that first, or ``--prepare`` does it here), three test suites are
-measured the same way, by EQUISA's runner (``flows.testgen.measure_tests``: coverage.py branch
+measured the same way, by EQUISA's runner (``tasks.testgen_setup.measure_tests``: coverage.py branch
 coverage of the module, and the mutation score over the same ``--max-mutants`` mutants of the
 shared engine, each run against only the tests that cover it, in the local sandbox):
 
@@ -182,8 +182,10 @@ def run_pynguin(python: Path, module: Module, seconds: int, work: Path) -> tuple
 def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: str, console: Console) -> dict:
     from prefect import flow
 
-    from flows.testgen import TestgenParameters, generate_tests, measure_tests
+    from flows.testgen import generate_tests
+    from tasks.parameters import TestgenParameters
     from tasks.prepared_run import prepare_run
+    from tasks.testgen_setup import measure_tests
 
     row: dict = {
         "id": module.id,

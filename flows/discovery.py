@@ -35,7 +35,7 @@ from equisa_core.localization.prior import node_signals, prior_scores
 from tasks.discovery_proposals import TestgenCall, check_tests, propose_tests
 from tasks.discovery_suite import DiscoveryResult, groups_of, merged, traced
 from tasks.llm import choose_llm_mode
-from tasks.parameters import DiscoveryParameters, TraceParameters
+from tasks.parameters import DiscoveryParameters, TestgenParameters, TraceParameters
 from tasks.prepared_run import PreparedRun
 from tasks.task_runners import FanOutTaskRunner
 
@@ -103,7 +103,7 @@ def _testgen(params: DiscoveryParameters) -> TestgenCall:
 
     def generate(focused: PreparedRun, file: str, members: list[str], stem: str, out: str,
                  ) -> tuple[str | None, str | None]:
-        from flows.testgen import TestgenParameters, generate_tests
+        from flows.testgen import generate_tests
 
         shared = params.model_dump(include=set(TraceParameters.model_fields) - {"progress_key"})
         settings = TestgenParameters(  # no progress key: Discovery's own spinner stays as it is

@@ -13,84 +13,31 @@ report (``tasks.testgen_publish``).
 ``generate_tests`` is the interface other flows can call: it takes a prepared run (the snapshot and
 interpreter Discovery and Validation already have), a target file and optionally the functions to
 focus on, and returns the report and the generated module (an overlay path and its text);
-``measure_tests`` measures any test module the same way. Discovery calls it (deterministic, one
-attempt, no mutants) for tests that split ambiguity groups; since those tests assert the code's
-current behaviour, they are splitting evidence only (``equisa_core.validation.generated_tests``: Validation
-never counts them as regressions). Validation calls it in LLM mode with ``specification`` (the
-failing tests' sources: the intended behaviour) for novel-input tests, the model being the oracle.
+``tasks.testgen_setup.measure_tests`` measures any test module the same way. Discovery calls it
+(deterministic, one attempt, no mutants) for tests that split ambiguity groups; since those tests
+assert the code's current behaviour, they are splitting evidence only
+(``equisa_core.validation.generated_tests``: Validation never counts them as regressions).
+Validation calls it in LLM mode with ``specification`` (the failing tests' sources: the intended
+behaviour) for novel-input tests, the model being the oracle.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any, ClassVar
-
 from prefect import flow
-from pydantic import BaseModel, ConfigDict, Field
 
-import tasks.testgen_steps as runners
-from equisa_core.common.options import EndpointOptions, TestgenOptions
-from equisa_core.testgen.machine import (
-    CallRecord,
-    TestgenState,
-    TestgenStep,
-    initial_state,
-    next_steps,
-    record,
-)
+from equisa_core.testgen.machine import TestgenState, initial_state, next_steps, record
 from equisa_core.testgen.report import TestgenReport
-from tasks.parameters import TraceParameters
+from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun, prepare_run
 from tasks.record import record_finished_run
 from tasks.test_store import TestStore
-from tasks.testgen import CoverageResult, MutationResult
 from tasks.testgen_context import TestgenContext
-from tasks.testgen_measure import measure, mutation
-from tasks.testgen_publish import publish_attempt, publish_outputs
-from tasks.testgen_setup import (
-    baseline,
-    build_context,
-    machine_setup,
-    measuring_context,
-    seed_store,
-    start_report,
-)
+from tasks.testgen_measure import mutation
+from tasks.testgen_publish import GeneratedTests, publish_attempt, publish_outputs
+from tasks.testgen_setup import baseline, build_context, machine_setup, seed_store, start_report
+from tasks.testgen_steps import run_step
 
-__all__ = ["TestgenParameters", "GeneratedTests", "generate_tests", "measure_tests", "testgen"]
-
-
-class TestgenParameters(TraceParameters, EndpointOptions, TestgenOptions):
-    """Parameters of one testgen run (those of ``trace-suite``, the model switch and the loop's budget)."""
-
-    __test__ = False
-    generated_code: ClassVar[str | None] = "generated tests"
-    target: str = Field(
-        description="The file under test, relative to the repository (or absolute inside it)."
-    )
-    out: str | None = Field(None, description="Folder for the generated modules, the store and the reports.")
-    focus: list[str] = Field(
-        default_factory=list, description="FQNs to generate tests for; empty: the whole file."
-    )
-    specification: dict[str, str] = Field(
-        default_factory=dict,
-        description="Test id -> source of tests that show the intended behaviour (LLM mode: given to "
-        "the generator as the specification; its tests then assert that behaviour, so they may fail "
-        "on the current code and are kept all the same).",
-    )
-    module_stem: str | None = Field(
-        None, description="Name of the generated module (test_testgen_<stem>.py); default: the target's."
-    )
-
-
-class GeneratedTests(BaseModel):
-    """What ``generate_tests`` returns: the report and the best module (workspace path and text)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    report: TestgenReport
-    path: str | None = None
-    source: str | None = None
+__all__ = ["generate_tests", "testgen"]
 
 
 @flow(name="testgen", flow_run_name="testgen {params.target}", log_prints=True)
@@ -128,37 +75,7 @@ def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> Generate
     return GeneratedTests(report=report, path=path, source=source)
 
 
-def measure_tests(
-    prepared: PreparedRun,
-    params: TestgenParameters,
-    module_path: str | None = None,
-    source: str | None = None,
-) -> tuple[CoverageResult, MutationResult]:
-    """Branch coverage and mutation score on ``params.target`` of one test module (written at
-    ``module_path`` in the workspace copy), or of the repository's own tests when none is given.
-
-    The same measurement the loop makes, for benchmarks and for callers that bring their own tests.
-    """
-    ctx = measuring_context(prepared, params, module_path)
-    overlay = {module_path: source} if module_path and source is not None else {}
-    tests = [module_path] if module_path else list(prepared.base.tests)
-    coverage = measure(ctx, overlay, tests)
-    return coverage, mutation(ctx, overlay, coverage)
-
-
 # --- the driver -----------------------------------------------------------------------------------
-
-#: The task-layer runner of each kind of step (``tasks.testgen_steps``).
-_RUNNERS: dict[str, Callable[..., Any]] = {
-    "generate": runners.generate,
-    "enhance": runners.enhance,
-    "dedupe": runners.dedupe,
-    "fix_smells": runners.fix_smells,
-    "analyse": runners.analyse,
-    "measure": runners.measure_step,
-    "run_mutants": runners.run_mutants,
-    "store": runners.store_tests,
-}
 
 
 def _drive(ctx: TestgenContext, store: TestStore, state: TestgenState) -> TestgenState:
@@ -166,20 +83,7 @@ def _drive(ctx: TestgenContext, store: TestStore, state: TestgenState) -> Testge
     while steps := next_steps(state):
         for step in steps:
             done = len(state.attempts)
-            state = record(state, _run_step(ctx, store, step))
+            state = record(state, run_step(ctx, store, step))
             if len(state.attempts) > done:
                 publish_attempt(ctx, state)
     return state
-
-
-def _run_step(ctx: TestgenContext, store: TestStore, step: TestgenStep) -> Any:
-    """The observation of one step, with the time it took, its model calls and its problems."""
-    started, known_problems, calls = time.monotonic(), len(ctx.problems), []
-    observation = _RUNNERS[step.kind](ctx, store, step, calls)
-    return observation.model_copy(
-        update={
-            "seconds": round(time.monotonic() - started, 3),
-            "calls": tuple(CallRecord.of(c) for c in calls),
-            "problems": tuple(ctx.problems[known_problems:]),
-        }
-    )

@@ -29,6 +29,7 @@ import tempfile
 from equisa_core.errors import EquisaError
 from equisa_core.validation import checks
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
+from tasks.parameters import TestgenParameters
 from tasks.prepared_run import focused_request, narrowed
 from tasks.validation_checks import (
     CARVED_CHECK_PATH,
@@ -90,7 +91,7 @@ def _novel_module(target: str, ctx: ValidationContext) -> str | None:
     specification of the intended behaviour (the model is the oracle, not the buggy code)."""
     if target in ctx.novel:
         return ctx.novel[target]
-    from flows.testgen import TestgenParameters, generate_tests
+    from flows.testgen import generate_tests
 
     node = ctx.nodes[target]
     prepared = ctx.found.prepared

@@ -1,5 +1,5 @@
 """The parameters of the flows that run a repository's suite: trace, Discovery, localize, repair,
-one repository of a batch, and a batch.
+testgen, one repository of a batch, and a batch.
 
 Each composes the option models of ``equisa_core.common.options`` (the flows' parameters and the
 CLI's options share one definition) and adds what its flow runs on. A module of its own so that
@@ -21,13 +21,15 @@ from equisa_core.common.options import (
     OutputOptions,
     SandboxOptions,
     StorageOptions,
+    TestgenOptions,
     ValidationOptions,
 )
 from equisa_core.localization.machine import LocalizationSettings
 from equisa_core.operations.batch import RepositoryEntry
 
 __all__ = ["TraceParameters", "DiscoveryParameters", "LocalizeParameters", "RepairParameters",
-           "RepositoryRunParameters", "BatchParameters", "repair_parameters", "settings_for"]
+           "TestgenParameters", "RepositoryRunParameters", "BatchParameters", "repair_parameters",
+           "settings_for"]
 
 
 class TraceParameters(SandboxOptions, StorageOptions):
@@ -57,6 +59,29 @@ class LocalizeParameters(DiscoveryParameters, LocalizationOptions):
 
 class RepairParameters(LocalizeParameters, ValidationOptions):
     """Parameters of one repair run (those of ``localize`` plus the Validation budgets)."""
+
+
+class TestgenParameters(TraceParameters, EndpointOptions, TestgenOptions):
+    """Parameters of one testgen run (those of ``trace-suite``, the model switch and the loop's budget)."""
+
+    __test__ = False
+    generated_code: ClassVar[str | None] = "generated tests"
+    target: str = Field(
+        description="The file under test, relative to the repository (or absolute inside it)."
+    )
+    out: str | None = Field(None, description="Folder for the generated modules, the store and the reports.")
+    focus: list[str] = Field(
+        default_factory=list, description="FQNs to generate tests for; empty: the whole file."
+    )
+    specification: dict[str, str] = Field(
+        default_factory=dict,
+        description="Test id -> source of tests that show the intended behaviour (LLM mode: given to "
+        "the generator as the specification; its tests then assert that behaviour, so they may fail "
+        "on the current code and are kept all the same).",
+    )
+    module_stem: str | None = Field(
+        None, description="Name of the generated module (test_testgen_<stem>.py); default: the target's."
+    )
 
 
 class RepositoryRunParameters(OutputOptions):

@@ -1,6 +1,6 @@
 """What a testgen run writes and says: each finished attempt's module, ``attempt.json`` and
 progress line (``publish_attempt``), and at the end the best module and ``report.json`` in the
-output folder (``publish_outputs``).
+output folder (``publish_outputs``); and what the run returns (``GeneratedTests``).
 """
 
 from __future__ import annotations
@@ -8,12 +8,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from equisa_core.testgen.machine import TestgenState
 from equisa_core.testgen.report import TestgenReport
 from tasks.run_tests import report_progress
 from tasks.testgen_context import TestgenContext
 
-__all__ = ["publish_attempt", "publish_outputs"]
+__all__ = ["GeneratedTests", "publish_attempt", "publish_outputs"]
+
+
+class GeneratedTests(BaseModel):
+    """What ``generate_tests`` returns: the report and the best module (workspace path and text)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    report: TestgenReport
+    path: str | None = None
+    source: str | None = None
 
 
 def publish_attempt(ctx: TestgenContext, state: TestgenState) -> None:

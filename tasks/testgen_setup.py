@@ -1,7 +1,8 @@
 """How a testgen run is set up: the checked target (``check_target``), the mode and the framework
 (``build_context``, or ``measuring_context`` for measuring a given module), the baseline coverage
 of the repository's own tests (``baseline``), the store of those tests (``seed_store``), the start
-of the report (``start_report``) and what the state machine reads of it all (``machine_setup``).
+of the report (``start_report``) and what the state machine reads of it all (``machine_setup``);
+and ``measure_tests``, the loop's measurement of any test module, for benchmarks and other callers.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from equisa_core.testgen.modules import list_tests
 from equisa_core.testgen.report import TestgenReport
 from equisa_core.validation.generated_tests import testgen_module_path
 from tasks.test_store import TestStore, embed_texts
-from tasks.testgen import CoverageResult
+from tasks.testgen import CoverageResult, MutationResult
 from tasks.testgen_context import (
     PreparedRepository,
     TestgenContext,
@@ -23,7 +24,7 @@ from tasks.testgen_context import (
     embedding_config,
     stage,
 )
-from tasks.testgen_measure import figures, measure, measurement
+from tasks.testgen_measure import figures, measure, measurement, mutation
 
 __all__ = [
     "baseline",
@@ -31,6 +32,7 @@ __all__ = [
     "check_target",
     "framework_files",
     "machine_setup",
+    "measure_tests",
     "measuring_context",
     "seed_store",
     "start_report",
@@ -206,3 +208,21 @@ def seed_store(store: TestStore, ctx: TestgenContext) -> None:
     if problem:
         ctx.problems.append(problem)
     store.add("existing", items, vectors)
+
+
+def measure_tests(
+    prepared: PreparedRepository,
+    params: TestgenRunParameters,
+    module_path: str | None = None,
+    source: str | None = None,
+) -> tuple[CoverageResult, MutationResult]:
+    """Branch coverage and mutation score on ``params.target`` of one test module (written at
+    ``module_path`` in the workspace copy), or of the repository's own tests when none is given.
+
+    The same measurement the loop makes, for benchmarks and for callers that bring their own tests.
+    """
+    ctx = measuring_context(prepared, params, module_path)
+    overlay = {module_path: source} if module_path and source is not None else {}
+    tests = [module_path] if module_path else list(prepared.base.tests)
+    coverage = measure(ctx, overlay, tests)
+    return coverage, mutation(ctx, overlay, coverage)

@@ -7,11 +7,15 @@ step and the list the model's calls go to, and returning the step's observation.
 - ``dedupe`` and ``fix_smells``: the seed 000 §8 redundancy check and smell fixes;
 - ``analyse``: static analysis; ``measure_step``: branch coverage in the sandbox;
   ``run_mutants``: the mutation score; ``store_tests``: the passing tests join the store.
+
+``run_step`` runs a step with its runner and adds the time it took, its model calls and its problems.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from equisa_core.errors import EquisaError
 from equisa_core.testgen.assembly import merge_modules
@@ -25,6 +29,7 @@ from equisa_core.testgen.curation import (
 from equisa_core.testgen.machine import (
     Analyse,
     Analysed,
+    CallRecord,
     Dedupe,
     Deduped,
     Enhance,
@@ -38,6 +43,7 @@ from equisa_core.testgen.machine import (
     SmellsFixed,
     Store,
     Stored,
+    TestgenStep,
 )
 from equisa_core.testgen.prompts import render_enhancer
 from tasks.test_store import TestStore, embed_texts
@@ -55,6 +61,7 @@ __all__ = [
     "generate",
     "measure_step",
     "run_mutants",
+    "run_step",
     "store_tests",
 ]
 
@@ -203,3 +210,29 @@ def store_tests(ctx: TestgenContext, store: TestStore, step: Store, calls: list)
     vectors, _, _ = embed_texts([code for _, code in step.tests], embedding_config(ctx))
     store.add("generated", list(step.tests), vectors)
     return Stored(count=len(step.tests))
+
+
+#: The runner of each kind of step.
+_RUNNERS: dict[str, Callable[..., Any]] = {
+    "generate": generate,
+    "enhance": enhance,
+    "dedupe": dedupe,
+    "fix_smells": fix_smells,
+    "analyse": analyse,
+    "measure": measure_step,
+    "run_mutants": run_mutants,
+    "store": store_tests,
+}
+
+
+def run_step(ctx: TestgenContext, store: TestStore, step: TestgenStep) -> Any:
+    """The observation of one step (its runner's), with the time it took, its model calls and its problems."""
+    started, known_problems, calls = time.monotonic(), len(ctx.problems), []
+    observation = _RUNNERS[step.kind](ctx, store, step, calls)
+    return observation.model_copy(
+        update={
+            "seconds": round(time.monotonic() - started, 3),
+            "calls": tuple(CallRecord.of(c) for c in calls),
+            "problems": tuple(ctx.problems[known_problems:]),
+        }
+    )

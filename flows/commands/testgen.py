@@ -37,8 +37,9 @@ def register(commands: Any) -> None:
 
 def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import stored, testgen_summary
-    from flows.testgen import TestgenParameters, testgen
+    from flows.testgen import testgen
     from tasks.cli_run import run_flow, show, write_json
+    from tasks.parameters import TestgenParameters
 
     out = args.out or _default_out(Path(args.path))
     report = run_flow(args, console, TestgenParameters,

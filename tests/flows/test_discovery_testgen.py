@@ -16,11 +16,12 @@ from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, P
 from equisa_core.validation.generated_tests import TESTGEN_MODULE_PREFIX, is_testgen_test
 from equisa_core.validation.repair import RepairReport
 from flows.discovery import discovery
-from flows.testgen import GeneratedTests, TestgenParameters, generate_tests
+from flows.testgen import generate_tests
 from flows.validation import validate_candidate
 from tasks.discovery_suite import DiscoveryResult
-from tasks.parameters import DiscoveryParameters
+from tasks.parameters import DiscoveryParameters, TestgenParameters
 from tasks.run_tests import run_tests
+from tasks.testgen_publish import GeneratedTests
 from tasks.validation_checks import ValidationContext, test_sources
 from tests.flows.test_localize import BUGGY, INVOICING
 from tests.flows.test_repair import CORRECT, repair

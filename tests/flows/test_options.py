@@ -10,9 +10,14 @@ from pydantic import BaseModel
 
 from equisa_core.common.options import default_of
 from flows.cli import build_parser
-from flows.testgen import TestgenParameters
 from tasks.cli_options import option_fields, parameters_from
-from tasks.parameters import BatchParameters, LocalizeParameters, RepairParameters, TraceParameters
+from tasks.parameters import (
+    BatchParameters,
+    LocalizeParameters,
+    RepairParameters,
+    TestgenParameters,
+    TraceParameters,
+)
 
 #: Each command that runs a flow, and the parameters it builds from its options.
 COMMANDS: dict[str, type[BaseModel]] = {

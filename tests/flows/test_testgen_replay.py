@@ -10,8 +10,10 @@ import flows.testgen as driver
 from equisa_core.common.loop import replay
 from equisa_core.testgen.machine import OBSERVATIONS, TestgenState, initial_state, record, verdict
 from equisa_core.testgen.report import TestgenReport
-from flows.testgen import GeneratedTests, TestgenParameters, generate_tests
+from flows.testgen import generate_tests
+from tasks.parameters import TestgenParameters
 from tasks.prepared_run import prepare_run
+from tasks.testgen_publish import GeneratedTests
 from tests.flows.test_testgen_cli import INVOICING, TARGET
 
 

@@ -13,8 +13,8 @@ from prefect.testing.utilities import prefect_test_harness
 from equisa_core.testgen.machine import Dedupe, FixSmells
 from equisa_core.testgen.modules import list_tests
 from equisa_core.testgen.report import PipelineNotes
-from flows.testgen import TestgenParameters
 from tasks.llm import LLMConfig
+from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun
 from tasks.run_tests import sandbox_isolation
 from tasks.sandbox import RunRequest

@@ -1,15 +1,14 @@
 """The ``localize`` flow: the driver of the Localization loop (``equisa_core.localization.machine``).
 
-It builds the machine's first state from the parameters, asks it for steps, runs each one
-(``tasks.localization_steps``, ``tasks.inspections``: the steps given together side by side, the
-inspections batched into few sandbox processes), feeds what they saw back with ``record``, and
-stops on ``verdict``; it publishes the progress and the artifacts. Every decision (what to screen,
-which node to inspect, when to stop) is the machine's.
+It builds the machine's first state from the parameters, asks it for steps, runs each one with its
+runner (``tasks.localization_run``, over ``tasks.localization_steps`` and ``tasks.inspections``: the
+steps given together side by side, the inspections batched into few sandbox processes), feeds
+what they saw back with ``record``, and stops on ``verdict``; it publishes the progress and the
+artifacts. Every decision (what to screen, which node to inspect, when to stop) is the machine's.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
@@ -18,7 +17,6 @@ from uuid import UUID
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
 
-from equisa_core.common.models import RecordedCall
 from equisa_core.localization.machine import (
     ConfirmFix,
     Discover,
@@ -30,7 +28,6 @@ from equisa_core.localization.machine import (
     RecordCalls,
     ScreenMutants,
     Traced,
-    ValuesCompared,
     initial_state,
     leaders,
     next_steps,
@@ -39,24 +36,10 @@ from equisa_core.localization.machine import (
 )
 from equisa_core.localization.steps import LocalizationReport
 from flows.discovery import discovery
-from tasks.discovery_suite import DiscoveryResult, as_traced, trace_only
-from tasks.git_changes import changed_lines
-from tasks.inspections import inspect_step
-from tasks.llm import choose_llm_mode
-from tasks.localization_steps import (
-    Recording,
-    Screening,
-    confirm_step,
-    print_records,
-    screening_evidence,
-    submit_recording,
-    submit_screening,
-    suite_of,
-    suite_problems,
-    value_findings,
-)
-from tasks.parameters import DiscoveryParameters, LocalizeParameters, settings_for
-from tasks.prepared_run import submit_flaky_rerun, with_flaky
+from tasks.discovery_suite import DiscoveryResult
+from tasks.localization_run import Collect, LocalizationSteps
+from tasks.localization_steps import print_records
+from tasks.parameters import LocalizeParameters
 from tasks.record import record_finished_run
 from tasks.run_tests import report_progress
 from tasks.task_runners import FanOutTaskRunner
@@ -101,26 +84,15 @@ def drive_localization(params: LocalizeParameters) -> LocalizationRun:
 
 @dataclass
 class _Driver:
-    """One run: the machine's state, and the runs under way its steps started."""
+    """One run: the machine's state, and its step runners (``tasks.localization_run``)."""
 
     params: LocalizeParameters
-    started: float = field(default_factory=time.monotonic)
     observations: list[LocalizationObservation] = field(default_factory=list)
-    found: DiscoveryResult | None = None
-    screening: Screening | None = None
-    recording: Recording | None = None
-    calls: dict[str, list[RecordedCall]] = field(default_factory=dict)
     progress: UUID | None = None
 
     def __post_init__(self) -> None:
-        params = self.params
-        shared = set(DiscoveryParameters.model_fields)
-        self.discovery_params = DiscoveryParameters(**params.model_dump(include=shared))
-        self.plain_params = self.discovery_params.model_copy(update={"discovery": False})
-        self.use_llm, self.config, self.llm_problems = choose_llm_mode(params.llm)
-        self.changed = changed_lines(params.path, params.since) if params.since else None
-        batching = not (self.use_llm and self.config is not None) and params.inspection_batch > 1
-        self.state = initial_state(settings_for(params, self.use_llm, batching))
+        self.steps = LocalizationSteps(self.params, lambda: self.state, discovery)
+        self.state = initial_state(self.steps.settings())
 
     def drive(self) -> LocalizationRun:
         """Steps out, observations in, until the verdict."""
@@ -130,24 +102,25 @@ class _Driver:
                 for collect in [self._start(step) for step in steps]:
                     self._record(collect())
             except BaseException:
-                self._wait_for_runs()  # none is left running when the run fails
+                self.steps.wait_for_runs()  # none is left running when the run fails
                 raise
         if self.progress is not None:
             update_progress_artifact(self.progress, 100.0)
         final = report(self.state)
         _publish_ranking(final)
-        assert self.found is not None
-        found = self.found
+        assert self.steps.found is not None
+        found = self.steps.found
         if self.state.stage == "screened":  # settled before Discovery, whose report says so
             found = found.model_copy(update={"report": final.discovery})
         return LocalizationRun(found=found, report=final, initial=initial,
                                observations=tuple(self.observations))
 
-    def _start(self, step: LocalizationStep) -> Callable[[], LocalizationObservation]:
+    def _start(self, step: LocalizationStep) -> Collect:
         """Start ``step``'s runs; the function returned waits for them and says what they saw."""
-        starts: dict[type, Callable[..., Callable[[], LocalizationObservation]]] = {
-            Discover: self._discover, MarkFlaky: self._mark_flaky, ScreenMutants: self._screen,
-            ConfirmFix: self._confirm, RecordCalls: self._record_calls, Inspect: self._inspect,
+        run = self.steps
+        starts: dict[type, Callable[..., Collect]] = {
+            Discover: run.start_discover, MarkFlaky: run.start_mark_flaky, ScreenMutants: run.start_screen,
+            ConfirmFix: run.start_confirm, RecordCalls: run.start_record_calls, Inspect: run.start_inspect,
         }
         return starts[type(step)](step)
 
@@ -166,79 +139,6 @@ class _Driver:
         if self.progress is not None and self.state.iterations > before.iterations:
             update_progress_artifact(self.progress,
                                      100.0 * self.state.iterations / self.params.max_iterations)  # percent
-
-    def _wait_for_runs(self) -> None:
-        for running in (self.screening, self.recording):
-            if running is not None:
-                running.wait()
-
-    def _elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def _discover(self, step: Discover) -> Callable[[], LocalizationObservation]:
-        def traced() -> LocalizationObservation:
-            if step.trace_only:  # the flaky re-run comes apart (``MarkFlaky``)
-                self.found = trace_only(self.plain_params.model_copy(update={"rerun_failures": False}))
-                return Traced(suite=suite_of(self.found, self.changed, self.found.problems))
-            if step.not_needed is not None and self.found is not None:
-                self.found = self.found.model_copy(update={"report": self.found.report.model_copy(
-                    update={"enabled": True, "stopped_because": step.not_needed})})
-            else:
-                self.found = discovery(self.discovery_params)
-            problems = suite_problems(self.found, self.llm_problems)
-            return Traced(suite=suite_of(self.found, self.changed, problems))
-        return traced
-
-    def _mark_flaky(self, step: MarkFlaky) -> Callable[[], LocalizationObservation]:
-        assert self.found is not None
-        rerun = submit_flaky_rerun(self.found.prepared, self.plain_params, self.found.trace) \
-            if self.plain_params.rerun_failures else None
-
-        def marked() -> LocalizationObservation:
-            assert self.found is not None and self.state.suite is not None
-            trace = with_flaky(self.found.trace, rerun)
-            if trace.flaky == self.found.trace.flaky:  # the suite and its priors are as they were
-                return Traced(suite=self.state.suite)
-            self.found = as_traced(self.found, trace, self.plain_params)
-            return Traced(suite=suite_of(self.found, self.changed, self.found.problems))
-        return marked
-
-    def _screen(self, step: ScreenMutants) -> Callable[[], LocalizationObservation]:
-        assert self.found is not None and self.state.suite is not None
-        screening = submit_screening(self.found, self.params, step.functions, self.state.suite.nodes)
-        self.screening = screening
-
-        def screened() -> LocalizationObservation:
-            assert self.found is not None
-            return screening_evidence(self.found, screening)
-        return screened
-
-    def _confirm(self, step: ConfirmFix) -> Callable[[], LocalizationObservation]:
-        started = time.monotonic()
-
-        def confirmed() -> LocalizationObservation:
-            assert self.found is not None and self.state.suite is not None
-            return confirm_step(step, self.state.suite, self.found, self.params, self.screening, started,
-                                self._elapsed)
-        return confirmed
-
-    def _record_calls(self, step: RecordCalls) -> Callable[[], LocalizationObservation]:
-        assert self.found is not None
-        recording = submit_recording(self.found, self.params, step.functions)
-        self.recording = recording
-
-        def compared() -> LocalizationObservation:
-            assert self.found is not None
-            self.calls = recording.calls()
-            return ValuesCompared(findings=value_findings(self.found, recording))
-        return compared
-
-    def _inspect(self, step: Inspect) -> Callable[[], LocalizationObservation]:
-        def inspected() -> LocalizationObservation:
-            assert self.found is not None
-            return inspect_step(step, self.state, self.found, self.params, self.calls, self.use_llm,
-                                self.config, self._elapsed)
-        return inspected
 
     def _announce_prior(self) -> None:
         """The first answer, as soon as the trace (and the flaky re-run) are in: the prior's best

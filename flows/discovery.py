@@ -32,12 +32,13 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from equisa_core.discovery import machine
 from equisa_core.discovery.rules import DiscoveryBudget, DiscoveryRound, group_sizes
 from equisa_core.localization.prior import node_signals, prior_scores
-from tasks.discovery_proposals import TestgenCall, check_tests, propose_tests
+from tasks.discovery_proposals import check_tests, propose_tests, testgen_call
 from tasks.discovery_suite import DiscoveryResult, groups_of, merged, traced
 from tasks.llm import choose_llm_mode
-from tasks.parameters import DiscoveryParameters, TestgenParameters, TraceParameters
+from tasks.parameters import DiscoveryParameters, TestgenParameters
 from tasks.prepared_run import PreparedRun
 from tasks.task_runners import FanOutTaskRunner
+from tasks.testgen_publish import GeneratedTests
 
 __all__ = ["discovery"]
 
@@ -73,7 +74,8 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
                 observation: machine.DiscoveryObservation = machine.Scored(
                     groups=tuple(tuple(sorted(g)) for g in groups), prior=prior_scores(node_signals(trace)))
             case machine.ProposeTests():
-                observation = propose_tests(prepared, params, trace, step, use_llm, config, _testgen(params))
+                observation = propose_tests(prepared, params, trace, step, use_llm, config,
+                                            testgen_call(params, _generate_tests))
             case machine.CheckTests():
                 observation, checked = check_tests(prepared, params, step)
         state = machine.record(state, observation)
@@ -97,18 +99,8 @@ def _announce(done: DiscoveryRound, testgen: bool) -> None:
           + (f" (testgen: {done.testgen_kept} of {done.testgen_proposed} kept)" if testgen else ""))
 
 
-def _testgen(params: DiscoveryParameters) -> TestgenCall:
-    """The test-generation agent (``flows.testgen.generate_tests``) as Discovery calls it: focused
-    on a group's members in one file, deterministic, one attempt, no mutants."""
+def _generate_tests(prepared: PreparedRun, params: TestgenParameters) -> GeneratedTests:
+    """``flows.testgen.generate_tests``, imported when Discovery first calls it."""
+    from flows.testgen import generate_tests
 
-    def generate(focused: PreparedRun, file: str, members: list[str], stem: str, out: str,
-                 ) -> tuple[str | None, str | None]:
-        from flows.testgen import generate_tests
-
-        shared = params.model_dump(include=set(TraceParameters.model_fields) - {"progress_key"})
-        settings = TestgenParameters(  # no progress key: Discovery's own spinner stays as it is
-            **shared, target=file, focus=members, llm=False, max_iterations=1, max_mutants=0, out=out,
-            module_stem=stem)
-        made = generate_tests(focused, settings)
-        return made.path, made.source
-    return generate
+    return generate_tests(prepared, params)

@@ -24,28 +24,19 @@ budget, a fresh localization, and the functions whose fixes regressed are not pa
 from __future__ import annotations
 
 from prefect import flow
-from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+from prefect.artifacts import create_markdown_artifact, update_progress_artifact
 
-from equisa_core.localization.steps import LocalizationReport
 from equisa_core.validation import machine
 from equisa_core.validation.repair import RepairReport
 from flows.localize import run_localization
 from flows.validation import validate_candidate
-from tasks.discovery_suite import DiscoveryResult
 from tasks.llm import LLMConfig, choose_llm_mode
 from tasks.parameters import LocalizeParameters, RepairParameters
 from tasks.record import record_finished_run
-from tasks.repair_generators import (
-    Generated,
-    confirmed_fixes,
-    find_targets,
-    llm_fixes,
-    mutation_search,
-    patcher,
-)
+from tasks.repair_generators import RepairRound, find_targets
 from tasks.repair_report import repair_report
 from tasks.task_runners import FanOutTaskRunner
-from tasks.validation_checks import ValidationContext, validation_context
+from tasks.validation_checks import validation_context
 
 __all__ = ["repair"]
 
@@ -66,7 +57,7 @@ def repair(params: RepairParameters) -> RepairReport:
         patcher=bool(llm is not None and params.patcher_evaluations)))
     state = record(state, machine.Noted(problems=tuple(problems)))
     cost = 0.0
-    round_: _Round | None = None
+    round_: RepairRound | None = None
     while steps := machine.next_steps(state):
         step = steps[0]
         if isinstance(step, machine.Localize):
@@ -98,19 +89,7 @@ def record(state: machine.RepairState, observation: machine.RepairObservation) -
     return machine.record(state, observation)
 
 
-class _Round:
-    """One localization's results and what its generators and validations share."""
-
-    def __init__(self, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext):
-        self.found, self.localization, self.ctx = found, localization, ctx
-        self.progress = create_progress_artifact(0.0, key="validation-progress",
-                                                 description="Validation: candidates validated / budget (%)")
-        self.generators: dict[str, Generated] = {}
-        self.notes: list[str] = []  # problems the generators met, not yet recorded
-        self.validated = 0
-
-
-def _localized(params: RepairParameters, step: machine.Localize, config: LLMConfig | None) -> _Round:
+def _localized(params: RepairParameters, step: machine.Localize, config: LLMConfig | None) -> RepairRound:
     """Discovery and Localization with the step's extra test budget."""
     current: LocalizeParameters = params
     if step.extra_rounds or step.extra_tests:
@@ -119,11 +98,11 @@ def _localized(params: RepairParameters, step: machine.Localize, config: LLMConf
             "discovery_max_tests": params.discovery_max_tests + step.extra_tests,
         })
     found, localization = run_localization(current)
-    return _Round(found, localization, validation_context(found, localization, params, config))
+    return RepairRound(found, localization, validation_context(found, localization, params, config))
 
 
-def _observe(step: machine.RepairStep, round_: _Round, params: RepairParameters, config: LLMConfig | None,
-             ) -> list[machine.RepairObservation]:
+def _observe(step: machine.RepairStep, round_: RepairRound, params: RepairParameters,
+             config: LLMConfig | None) -> list[machine.RepairObservation]:
     """Run one step (find the targets, ask a generator, validate a candidate): what it observed."""
     match step:
         case machine.FindTargets():
@@ -131,13 +110,13 @@ def _observe(step: machine.RepairStep, round_: _Round, params: RepairParameters,
         case machine.Generate():
             generated = round_.generators.get(step.generator)
             if generated is None:
-                generated = _generator(step, round_, params, config)
+                generated = round_.generator(step, params, config, validate_candidate)
                 round_.generators[step.generator] = generated
             try:
                 candidate, screened = next(generated)
             except StopIteration:
-                return [*_noted(round_), machine.Exhausted(generator=step.generator)]
-            return [*_noted(round_), machine.Generated(candidate=candidate, screened=screened)]
+                return [*round_.noted(), machine.Exhausted(generator=step.generator)]
+            return [*round_.noted(), machine.Generated(candidate=candidate, screened=screened)]
         case machine.Validate():
             candidate, ctx = step.candidate, round_.ctx
             evaluation = ctx.verdicts.get(candidate.id) or validate_candidate(candidate, ctx)
@@ -147,29 +126,6 @@ def _observe(step: machine.RepairStep, round_: _Round, params: RepairParameters,
             print(f"{candidate.id}: {evaluation.status.value} ({candidate.description})")
             return [machine.Validated(evaluation=evaluation)]
     raise AssertionError(f"unexpected repair step {step!r}")
-
-
-def _noted(round_: _Round) -> list[machine.RepairObservation]:
-    """The problems the generators met since last asked (they note them on the round)."""
-    new, round_.notes = list(round_.notes), []
-    return [machine.Noted(problems=tuple(new))] if new else []
-
-
-def _generator(step: machine.Generate, round_: _Round, params: RepairParameters, config: LLMConfig | None,
-               ) -> Generated:
-    """The candidates of the step's generator, one at a time, each with the count screened to find it."""
-    found, localization, ctx, targets = round_.found, round_.localization, round_.ctx, step.targets
-    match step.generator:
-        case "llm-fix" if config is not None:  # the machine asks for the model's generators only in LLM mode
-            return llm_fixes(targets[0], found, localization, ctx, params, config, round_.notes)
-        case "patcher" if config is not None:
-            return patcher(targets[0], found, localization, ctx, params, config, round_.notes,
-                           validate_candidate)
-        case "confirmed":
-            return confirmed_fixes(targets, found, localization, ctx)
-        case "mutation":
-            return mutation_search(targets, found, ctx, params)
-    raise AssertionError(f"unknown generator {step.generator!r}, or one of the model's without the model")
 
 
 def _publish(report: RepairReport) -> None:

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 from prefect import flow
-from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
 
@@ -23,7 +22,7 @@ from equisa_core.operations.batch import RepositoryResult, is_remote
 from equisa_core.validation.repair import RepairReport
 from flows.repair import repair
 from tasks.batch_io import default_reports_dir, write_report
-from tasks.batch_results import FullReport, result_fields
+from tasks.batch_results import FullReport, publish_result, result_fields
 from tasks.parameters import RepositoryRunParameters, repair_parameters
 from tasks.prepare import snapshot_workspace
 from tasks.task_runners import FanOutTaskRunner, shared_cluster
@@ -65,27 +64,8 @@ def _run(params: RepositoryRunParameters) -> State:
     saved = write_report(str(reports / (run_id or "local")), entry.label,
                          FullReport(result=result, repair=report))
     result = result.model_copy(update={"report_path": saved})
-    _publish(result)
+    publish_result(result)
     print(f"{entry.label}: {result.status}" + (f" ({result.error})" if result.error else ""))
     if result.status == "error":
         return Failed(message=f"{entry.label}: {result.error}", data=result)
     return Completed(message=f"{entry.label}: {result.status}", data=result)
-
-
-def _publish(result: RepositoryResult) -> None:
-    lines = [f"## {result.name}: **{result.status}**", "",
-             f"- source: `{result.source}`" + (f" at `{result.ref}`" if result.ref else "")]
-    if result.ci_run_url:
-        lines.append(f"- CI run: {result.ci_run_url}")
-    if result.ci_failing_tests:
-        lines.append(f"- failing in CI: {', '.join(f'`{t}`' for t in result.ci_failing_tests)}")
-    if result.target:
-        lines.append(f"- target: `{result.target}`")
-    if result.error:
-        lines.append(f"- error: {result.error}")
-    if result.report_path:
-        lines.append(f"- report: `{result.report_path}`")
-    if result.diff:
-        lines += ["", "```diff", result.diff.rstrip(), "```"]
-    create_markdown_artifact(markdown="\n".join(lines) + "\n", key="repository-result",
-                             description=f"{result.name}: {result.status}")

@@ -24,19 +24,18 @@ the workspace copy (never the user's tree). A candidate is accepted (``SOUND``) 
 
 from __future__ import annotations
 
-import tempfile
-
-from equisa_core.errors import EquisaError
 from equisa_core.validation import checks
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
 from tasks.parameters import TestgenParameters
-from tasks.prepared_run import focused_request, narrowed
+from tasks.prepared_run import PreparedRun, focused_request
+from tasks.testgen_publish import GeneratedTests
 from tasks.validation_checks import (
     CARVED_CHECK_PATH,
     NOVEL_CHECK_PATH,
     ValidationContext,
     carved_check_module,
     functions_of,
+    novel_module,
     run_module,
     run_request,
 )
@@ -79,38 +78,14 @@ def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationC
             tests = None if module is None else run_module(ctx, candidate, CARVED_CHECK_PATH, module)
             return checks.CarvedTestsRan(tests=tests)
         case checks.RunNovelTests():
-            module = _novel_module(step.target, ctx)
+            module = novel_module(step.target, ctx, _generate_tests)
             tests = None if module is None else run_module(ctx, candidate, NOVEL_CHECK_PATH, module)
             return checks.NovelTestsRan(tests=tests)
     raise AssertionError(f"unknown check step {step!r}")
 
 
-def _novel_module(target: str, ctx: ValidationContext) -> str | None:
-    """Novel-input tests of ``target`` (made once per target and cached) by the test-generation agent:
-    LLM mode, one attempt, no mutants, focused on ``target``, with the failing tests' sources as the
-    specification of the intended behaviour (the model is the oracle, not the buggy code)."""
-    if target in ctx.novel:
-        return ctx.novel[target]
+def _generate_tests(prepared: PreparedRun, params: TestgenParameters) -> GeneratedTests:
+    """``flows.testgen.generate_tests``, imported when Validation first calls it."""
     from flows.testgen import generate_tests
 
-    node = ctx.nodes[target]
-    prepared = ctx.found.prepared
-    covering = sorted(ctx.found.trace.coverage().get(target, set()))
-    module = None
-    with tempfile.TemporaryDirectory(prefix="equisa-novel-input-tests-") as out:
-        params = TestgenParameters(
-            path=str(prepared.repo), target=node.file or "", focus=[target], llm=True, max_iterations=1,
-            max_mutants=0, improvement_budget=0, specification=ctx.failing_sources, out=out,
-            sandbox=ctx.sandbox, docker_image=ctx.docker_image, no_cache=ctx.no_cache,
-            module_stem="novel_input")
-        try:
-            made = generate_tests(narrowed(prepared, covering), params)
-        except EquisaError as error:
-            ctx.problems.append(f"novel-input tests for {target}: {error.message}")
-        else:
-            ctx.cost_usd += made.report.cost_usd
-            ctx.problems.extend(f"novel-input tests for {target}: {p}" for p in made.report.problems
-                                if f"novel-input tests for {target}: {p}" not in ctx.problems)
-            module = made.source if made.report.mode == "llm" else None
-    ctx.novel[target] = module
-    return module
+    return generate_tests(prepared, params)

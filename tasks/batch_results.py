@@ -1,6 +1,6 @@
 """A batch's per-repository results: the snapshot digest that keys the resume cache, a repository's
-result read from its run's final state (a crash becomes an ``error`` row), and the JSON report
-written per repository.
+result read from its run's final state (a crash becomes an ``error`` row), the JSON report
+written per repository, and its markdown artifact (``publish_result``).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from prefect import task
+from prefect.artifacts import create_markdown_artifact
 from prefect.states import State
 from pydantic import BaseModel
 
@@ -17,7 +18,8 @@ from equisa_core.operations.batch import RepositoryEntry, RepositoryResult, is_r
 from equisa_core.validation.repair import RepairReport
 from tasks.prepare import snapshot_workspace
 
-__all__ = ["snapshot_digest", "RepositoryFailed", "result_of", "FullReport", "result_fields"]
+__all__ = ["snapshot_digest", "RepositoryFailed", "result_of", "FullReport", "result_fields",
+           "publish_result"]
 
 
 @task(name="snapshot-repository", retries=1, retry_delay_seconds=2, cache_policy=None)
@@ -73,3 +75,23 @@ def result_fields(report: RepairReport, entry: RepositoryEntry) -> dict:
                 candidates_tried=report.candidates_tried,
                 exit_code=report.exit_code,
                 problems=tuple(problems))
+
+
+def publish_result(result: RepositoryResult) -> None:
+    """The Prefect markdown artifact of one repository's result."""
+    lines = [f"## {result.name}: **{result.status}**", "",
+             f"- source: `{result.source}`" + (f" at `{result.ref}`" if result.ref else "")]
+    if result.ci_run_url:
+        lines.append(f"- CI run: {result.ci_run_url}")
+    if result.ci_failing_tests:
+        lines.append(f"- failing in CI: {', '.join(f'`{t}`' for t in result.ci_failing_tests)}")
+    if result.target:
+        lines.append(f"- target: `{result.target}`")
+    if result.error:
+        lines.append(f"- error: {result.error}")
+    if result.report_path:
+        lines.append(f"- report: `{result.report_path}`")
+    if result.diff:
+        lines += ["", "```diff", result.diff.rstrip(), "```"]
+    create_markdown_artifact(markdown="\n".join(lines) + "\n", key="repository-result",
+                             description=f"{result.name}: {result.status}")

@@ -1,7 +1,7 @@
 """Discovery's proposals and their check (``equisa_core.discovery.machine``'s ``ProposeTests`` and
 ``CheckTests`` steps): tests carved from recorded calls, written by the model (LLM mode), or made
-by the test-generation agent (a callable the flow passes in, since the agent is a flow), and the
-sandboxed run that says which of them import, run and pass.
+by the test-generation agent (``testgen_call`` over ``generate_tests``, which the flow passes in:
+the agent is a flow), and the sandboxed run that says which of them import, run and pass.
 """
 
 from __future__ import annotations
@@ -18,17 +18,33 @@ from equisa_core.localization.selection import recording_sample
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module, carved_module_path
 from equisa_core.testgen.modules import keep_tests, list_tests
 from tasks.inspection import read_function
-from tasks.parameters import DiscoveryParameters
+from tasks.parameters import DiscoveryParameters, TestgenParameters, TraceParameters
 from tasks.prepared_run import PreparedRun, focused_request, narrowed
 from tasks.run_tests import run_tests
+from tasks.testgen_publish import GenerateTests
 
-__all__ = ["TestgenCall", "propose_tests", "check_tests", "RECORDED_PASSING_PER_MEMBER",
+__all__ = ["TestgenCall", "testgen_call", "propose_tests", "check_tests", "RECORDED_PASSING_PER_MEMBER",
            "RECORDED_FAILING_PER_MEMBER"]
 
 #: The test-generation agent as Discovery calls it: (the run narrowed to the suite's tests that
 #: execute the members, their source file, the members, the module's stem, the output folder) ->
 #: the module's path and source (None, None when it made none). Raises ``EquisaError``.
 TestgenCall = Callable[[PreparedRun, str, list[str], str, str], tuple[str | None, str | None]]
+
+
+def testgen_call(params: DiscoveryParameters, generate_tests: GenerateTests) -> TestgenCall:
+    """The test-generation agent (``generate_tests``: ``flows.testgen.generate_tests``) as Discovery
+    calls it: focused on a group's members in one file, deterministic, one attempt, no mutants."""
+
+    def generate(focused: PreparedRun, file: str, members: list[str], stem: str, out: str,
+                 ) -> tuple[str | None, str | None]:
+        shared = params.model_dump(include=set(TraceParameters.model_fields) - {"progress_key"})
+        settings = TestgenParameters(  # no progress key: Discovery's own spinner stays as it is
+            **shared, target=file, focus=members, llm=False, max_iterations=1, max_mutants=0, out=out,
+            module_stem=stem)
+        made = generate_tests(focused, settings)
+        return made.path, made.source
+    return generate
 
 
 def _run(prepared: PreparedRun, params: DiscoveryParameters, request) -> SuiteTrace:

@@ -2,11 +2,14 @@
 targets they patch: fixes the Localization loop confirmed, the one-edit mutation search (screened
 in sandboxes), the model's minimal fix re-asked with each rejection's reason, and the
 multi-retrieval patcher (``tasks.patcher``). Each is a Python generator of candidates.
+``RepairRound`` holds one localization's results and what its generators and validations share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+
+from prefect.artifacts import create_progress_artifact
 
 from equisa_core.common.models import Node
 from equisa_core.common.source_edit import replace_function
@@ -25,8 +28,8 @@ from tasks.parameters import RepairParameters
 from tasks.prepared_run import focused_request
 from tasks.validation_checks import ValidationContext
 
-__all__ = ["Generated", "Validate", "find_targets", "confirmed_fixes", "mutation_search", "llm_fixes",
-           "patcher"]
+__all__ = ["Generated", "RepairRound", "Validate", "find_targets", "confirmed_fixes", "mutation_search",
+           "llm_fixes", "patcher"]
 
 
 def find_targets(step: machine.FindTargets, found: DiscoveryResult) -> machine.TargetsFound:
@@ -185,3 +188,36 @@ def _reflection(localization: LocalizationReport, target: str) -> str:
 
 def _last_verdict(ctx: ValidationContext, candidate_id: str) -> PatchEvaluation | None:
     return ctx.verdicts.get(candidate_id)
+
+
+class RepairRound:
+    """One localization's results and what its generators and validations share."""
+
+    def __init__(self, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext):
+        self.found, self.localization, self.ctx = found, localization, ctx
+        self.progress = create_progress_artifact(0.0, key="validation-progress",
+                                                 description="Validation: candidates validated / budget (%)")
+        self.generators: dict[str, Generated] = {}
+        self.notes: list[str] = []  # problems the generators met, not yet recorded
+        self.validated = 0
+
+    def noted(self) -> list[machine.RepairObservation]:
+        """The problems the generators met since last asked (they note them on the round)."""
+        new, self.notes = list(self.notes), []
+        return [machine.Noted(problems=tuple(new))] if new else []
+
+    def generator(self, step: machine.Generate, params: RepairParameters, config: LLMConfig | None,
+                  validate: Validate) -> Generated:
+        """The candidates of the step's generator, one at a time, each with the count screened to find it."""
+        found, localization, ctx, targets = self.found, self.localization, self.ctx, step.targets
+        match step.generator:
+            # the machine asks for the model's generators only in LLM mode
+            case "llm-fix" if config is not None:
+                return llm_fixes(targets[0], found, localization, ctx, params, config, self.notes)
+            case "patcher" if config is not None:
+                return patcher(targets[0], found, localization, ctx, params, config, self.notes, validate)
+            case "confirmed":
+                return confirmed_fixes(targets, found, localization, ctx)
+            case "mutation":
+                return mutation_search(targets, found, ctx, params)
+        raise AssertionError(f"unknown generator {step.generator!r}, or one of the model's without the model")

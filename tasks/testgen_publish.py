@@ -1,21 +1,25 @@
 """What a testgen run writes and says: each finished attempt's module, ``attempt.json`` and
 progress line (``publish_attempt``), and at the end the best module and ``report.json`` in the
-output folder (``publish_outputs``); and what the run returns (``GeneratedTests``).
+output folder (``publish_outputs``); and what the run returns (``GeneratedTests``, and
+``GenerateTests``: the shape of ``flows.testgen.generate_tests``, which other flows pass to tasks).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.testgen.machine import TestgenState
 from equisa_core.testgen.report import TestgenReport
+from tasks.parameters import TestgenParameters
+from tasks.prepared_run import PreparedRun
 from tasks.run_tests import report_progress
 from tasks.testgen_context import TestgenContext
 
-__all__ = ["GeneratedTests", "publish_attempt", "publish_outputs"]
+__all__ = ["GenerateTests", "GeneratedTests", "publish_attempt", "publish_outputs"]
 
 
 class GeneratedTests(BaseModel):
@@ -26,6 +30,10 @@ class GeneratedTests(BaseModel):
     report: TestgenReport
     path: str | None = None
     source: str | None = None
+
+
+#: ``flows.testgen.generate_tests``: the loop on a prepared run, for these parameters.
+GenerateTests = Callable[[PreparedRun, TestgenParameters], GeneratedTests]
 
 
 def publish_attempt(ctx: TestgenContext, state: TestgenState) -> None:

@@ -1,11 +1,13 @@
 """The checks of Validation (``equisa_core.validation.checks``) that run in a sandbox or read code:
 the context every candidate of a repair round is judged against, the patched suite and test
 modules run on the patched program, the target's original and patched source, and the tests
-carved from passing executions of the target (made once per target).
+carved from passing executions of the target (made once per target), and the novel-input tests
+the test-generation agent makes of it (``novel_module``, LLM mode).
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from typing import Literal
 
@@ -21,12 +23,13 @@ from equisa_core.validation.generated_tests import is_testgen_test
 from tasks.discovery_suite import DiscoveryResult
 from tasks.inspection import qualname_of
 from tasks.llm import LLMConfig
-from tasks.parameters import RepairParameters
-from tasks.prepared_run import focused_request
+from tasks.parameters import RepairParameters, TestgenParameters
+from tasks.prepared_run import focused_request, narrowed
 from tasks.run_tests import run_tests
+from tasks.testgen_publish import GenerateTests
 
 __all__ = ["ValidationContext", "validation_context", "test_sources", "run_request", "run_module",
-           "functions_of", "carved_check_module", "CARVED_CHECK_PATH", "NOVEL_CHECK_PATH"]
+           "functions_of", "novel_module", "carved_check_module", "CARVED_CHECK_PATH", "NOVEL_CHECK_PATH"]
 
 CARVED_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_carved.py"
 NOVEL_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_novel.py"
@@ -142,4 +145,34 @@ def carved_check_module(target: str, ctx: ValidationContext) -> str | None:
             good = [t for t in carved if t.name in passed]
             module = carved_module(good) if good else None
     ctx.carved[target] = module
+    return module
+
+
+def novel_module(target: str, ctx: ValidationContext, generate_tests: GenerateTests) -> str | None:
+    """Novel-input tests of ``target`` (made once per target and cached) by the test-generation agent:
+    LLM mode, one attempt, no mutants, focused on ``target``, with the failing tests' sources as the
+    specification of the intended behaviour (the model is the oracle, not the buggy code);
+    ``generate_tests`` is ``flows.testgen.generate_tests``."""
+    if target in ctx.novel:
+        return ctx.novel[target]
+    node = ctx.nodes[target]
+    prepared = ctx.found.prepared
+    covering = sorted(ctx.found.trace.coverage().get(target, set()))
+    module = None
+    with tempfile.TemporaryDirectory(prefix="equisa-novel-input-tests-") as out:
+        params = TestgenParameters(
+            path=str(prepared.repo), target=node.file or "", focus=[target], llm=True, max_iterations=1,
+            max_mutants=0, improvement_budget=0, specification=ctx.failing_sources, out=out,
+            sandbox=ctx.sandbox, docker_image=ctx.docker_image, no_cache=ctx.no_cache,
+            module_stem="novel_input")
+        try:
+            made = generate_tests(narrowed(prepared, covering), params)
+        except EquisaError as error:
+            ctx.problems.append(f"novel-input tests for {target}: {error.message}")
+        else:
+            ctx.cost_usd += made.report.cost_usd
+            ctx.problems.extend(f"novel-input tests for {target}: {p}" for p in made.report.problems
+                                if f"novel-input tests for {target}: {p}" not in ctx.problems)
+            module = made.source if made.report.mode == "llm" else None
+    ctx.novel[target] = module
     return module

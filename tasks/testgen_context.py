@@ -1,83 +1,22 @@
-"""What the steps of one testgen run share: the run's context (``TestgenContext``), the shapes of the
-prepared run and of the parameters it reads (``PreparedRepository``, ``TestgenRunParameters``:
-``flows.trace.PreparedRun`` and ``flows.testgen.TestgenParameters`` have them), and the two things
-every step does with it: say what the run is doing now (``stage``) and pick the configuration
-embeddings use (``embedding_config``).
+"""What the steps of one testgen run share: the run's context (``TestgenContext``: the prepared run,
+``tasks.prepared_run.PreparedRun``, and the parameters, ``tasks.parameters.TestgenParameters``,
+among others), and the two things every step does with it: say what the run is doing now
+(``stage``) and pick the configuration embeddings use (``embedding_config``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from equisa_core.common.options import SandboxKind
-from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.testgen.framework import FrameworkChoice
+from tasks.parameters import TestgenParameters
+from tasks.prepared_run import PreparedRun
 from tasks.run_tests import report_progress
-from tasks.sandbox import RunRequest
 from tasks.testgen import CoverageResult
-from tasks.workspace import Workspace
 
-__all__ = ["PreparedRepository", "TestgenContext", "TestgenRunParameters", "embedding_config", "stage"]
-
-
-class PreparedRepository(Protocol):
-    """What a testgen run reads of a prepared run (``flows.trace.PreparedRun``)."""
-
-    @property
-    def repo(self) -> Path: ...
-    @property
-    def workspace(self) -> Workspace: ...
-    @property
-    def interpreter_version(self) -> str: ...
-    @property
-    def base(self) -> RunRequest: ...
-    @property
-    def sandbox(self) -> SandboxIsolation: ...
-
-
-class TestgenRunParameters(Protocol):
-    """What a testgen run reads of its parameters (``flows.testgen.TestgenParameters``)."""
-
-    __test__ = False
-
-    @property
-    def target(self) -> str: ...
-    @property
-    def out(self) -> str | None: ...
-    @property
-    def focus(self) -> list[str]: ...
-    @property
-    def specification(self) -> dict[str, str]: ...
-    @property
-    def module_stem(self) -> str | None: ...
-    @property
-    def llm(self) -> bool | None: ...
-    @property
-    def sandbox(self) -> SandboxKind: ...
-    @property
-    def docker_image(self) -> str | None: ...
-    @property
-    def no_cache(self) -> bool: ...
-    @property
-    def progress_key(self) -> str | None: ...
-    @property
-    def max_iterations(self) -> int: ...
-    @property
-    def coverage_target(self) -> float: ...
-    @property
-    def mutation_target(self) -> float: ...
-    @property
-    def max_mutants(self) -> int: ...
-    @property
-    def improvement_budget(self) -> int: ...
-    @property
-    def carved_per_function(self) -> int: ...
-    @property
-    def boundary_per_function(self) -> int: ...
-    @property
-    def measure_baseline_mutation(self) -> bool: ...
+__all__ = ["TestgenContext", "embedding_config", "stage"]
 
 
 @dataclass
@@ -87,8 +26,8 @@ class TestgenContext:
 
     __test__ = False
 
-    prepared: PreparedRepository
-    params: TestgenRunParameters
+    prepared: PreparedRun
+    params: TestgenParameters
     target: str
     target_source: str
     module_path: str

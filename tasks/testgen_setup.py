@@ -15,12 +15,12 @@ from equisa_core.testgen.machine import TestgenBudget, TestgenSetup
 from equisa_core.testgen.modules import list_tests
 from equisa_core.testgen.report import TestgenReport
 from equisa_core.validation.generated_tests import testgen_module_path
+from tasks.parameters import TestgenParameters
+from tasks.prepared_run import PreparedRun
 from tasks.test_store import TestStore, embed_texts
 from tasks.testgen import CoverageResult, MutationResult
 from tasks.testgen_context import (
-    PreparedRepository,
     TestgenContext,
-    TestgenRunParameters,
     embedding_config,
     stage,
 )
@@ -55,7 +55,7 @@ _FRAMEWORK_FILES = (
 )
 
 
-def build_context(prepared: PreparedRepository, params: TestgenRunParameters) -> TestgenContext:
+def build_context(prepared: PreparedRun, params: TestgenParameters) -> TestgenContext:
     """The run's context: the checked target, the mode, the framework, the output folder."""
     from tasks.llm import choose_llm_mode
 
@@ -88,7 +88,7 @@ def build_context(prepared: PreparedRepository, params: TestgenRunParameters) ->
 
 
 def measuring_context(
-    prepared: PreparedRepository, params: TestgenRunParameters, module_path: str | None
+    prepared: PreparedRun, params: TestgenParameters, module_path: str | None
 ) -> TestgenContext:
     """The context of measuring one test module (``module_path``) on the checked target."""
     target, target_source = check_target(prepared, params.target)
@@ -138,7 +138,7 @@ def start_report(ctx: TestgenContext) -> TestgenReport:
     )
 
 
-def check_target(prepared: PreparedRepository, target: str) -> tuple[str, str]:
+def check_target(prepared: PreparedRun, target: str) -> tuple[str, str]:
     """The target's repository-relative path and text; TestgenTargetError when unusable."""
     candidate = Path(target)
     if candidate.is_absolute():
@@ -211,8 +211,8 @@ def seed_store(store: TestStore, ctx: TestgenContext) -> None:
 
 
 def measure_tests(
-    prepared: PreparedRepository,
-    params: TestgenRunParameters,
+    prepared: PreparedRun,
+    params: TestgenParameters,
     module_path: str | None = None,
     source: str | None = None,
 ) -> tuple[CoverageResult, MutationResult]:

@@ -67,7 +67,7 @@ def repair(params: RepairParameters) -> RepairReport:
             continue
         assert round_ is not None, "a step came before the first localization"
         rounds_done, relocalizations = state.rounds_done, state.relocalizations
-        for observation in _observe(step, round_, params, llm):
+        for observation in _observe(step, state, round_, params, llm):
             state = record(state, observation)
         if state.rounds_done > rounds_done:  # the round is over
             update_progress_artifact(round_.progress, 100.0)
@@ -101,26 +101,26 @@ def _localized(params: RepairParameters, step: machine.Localize, config: LLMConf
     return RepairRound(found, localization, validation_context(found, localization, params, config))
 
 
-def _observe(step: machine.RepairStep, round_: RepairRound, params: RepairParameters,
-             config: LLMConfig | None) -> list[machine.RepairObservation]:
+def _observe(step: machine.RepairStep, state: machine.RepairState, round_: RepairRound,
+             params: RepairParameters, config: LLMConfig | None) -> list[machine.RepairObservation]:
     """Run one step (find the targets, ask a generator, validate a candidate): what it observed."""
     match step:
         case machine.FindTargets():
             return [find_targets(step, round_.found)]
         case machine.Generate():
             generated = round_.generators.get(step.generator)
+            heard = None if generated is None else machine.last_verdict(state, step.generator)
             if generated is None:
                 generated = round_.generator(step, params, config, validate_candidate)
                 round_.generators[step.generator] = generated
             try:
-                candidate, screened = next(generated)
+                answer = generated.send(heard)  # the verdict on its previous candidate, if any
             except StopIteration:
                 return [*round_.noted(), machine.Exhausted(generator=step.generator)]
-            return [*round_.noted(), machine.Generated(candidate=candidate, screened=screened)]
+            return [*round_.noted(), answer]
         case machine.Validate():
-            candidate, ctx = step.candidate, round_.ctx
-            evaluation = ctx.verdicts.get(candidate.id) or validate_candidate(candidate, ctx)
-            ctx.verdicts[candidate.id] = evaluation  # what an LLM generator hears back (llm_fixes)
+            candidate = step.candidate
+            evaluation = step.evaluation or validate_candidate(candidate, round_.ctx)
             round_.validated += 1
             update_progress_artifact(round_.progress, 100.0 * round_.validated / params.max_validations)
             print(f"{candidate.id}: {evaluation.status.value} ({candidate.description})")

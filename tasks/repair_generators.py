@@ -7,7 +7,7 @@ multi-retrieval patcher (``tasks.patcher``). Each is a Python generator of candi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 
 from prefect.artifacts import create_progress_artifact
 
@@ -28,7 +28,7 @@ from tasks.parameters import RepairParameters
 from tasks.prepared_run import focused_request
 from tasks.validation_checks import ValidationContext
 
-__all__ = ["Generated", "RepairRound", "Validate", "find_targets", "confirmed_fixes", "mutation_search",
+__all__ = ["Candidates", "RepairRound", "Validate", "find_targets", "confirmed_fixes", "mutation_search",
            "llm_fixes", "patcher"]
 
 
@@ -48,8 +48,10 @@ def find_targets(step: machine.FindTargets, found: DiscoveryResult) -> machine.T
     return machine.TargetsFound(targets=tuple(targets), unreadable=tuple(unreadable))
 
 
-#: A generator's candidates, one at a time, each with the count of mutants screened to find it.
-Generated = Iterator[tuple[PatchCandidate | None, int]]
+#: A generator's answers to the machine, one at a time: each candidate (or None) with the count of
+#: mutants screened to find it. What the driver sends in is the verdict on the generator's previous
+#: candidate (``machine.last_verdict``), or None: the model's fix is re-asked with it.
+Candidates = Generator[machine.Generated, PatchEvaluation | None, None]
 #: Judges a candidate against the context (the flow's ``validate_candidate``).
 Validate = Callable[[PatchCandidate, ValidationContext], PatchEvaluation]
 
@@ -60,7 +62,7 @@ def _file_with(found: DiscoveryResult, node: Node, function: str) -> dict[str, s
 
 
 def confirmed_fixes(targets: Sequence[str], found: DiscoveryResult, localization: LocalizationReport,
-                    ctx: ValidationContext) -> Generated:
+                    ctx: ValidationContext) -> Candidates:
     """Fixes the Localization loop already ran on the whole suite."""
     seen: set[str] = set()
     for record in localization.inspections:
@@ -68,15 +70,15 @@ def confirmed_fixes(targets: Sequence[str], found: DiscoveryResult, localization
                 and record.fix_source and record.target not in seen):
             seen.add(record.target)
             node = ctx.nodes[record.target]
-            yield PatchCandidate(
+            yield machine.Generated(candidate=PatchCandidate(
                 id=f"confirmed-{len(seen)}", generator="mutation", target=record.target,
                 description=f"{record.target}: {record.fix}",
                 files=_file_with(found, node, record.fix_source),
-            ), 0
+            ))
 
 
 def mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: ValidationContext,
-                    params: RepairParameters) -> Generated:
+                    params: RepairParameters) -> Candidates:
     """One-edit mutants of each target that fix its tests, screened in parallel, smallest edit first."""
     screens = []
     for target in targets:
@@ -102,21 +104,21 @@ def mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: Validat
         original = without_testgen({t: o for t, o in report.original.items() if t not in report.flaky})
         verdict = classify_mutants(original, {i: without_testgen(o) for i, o in ran.items()})
         fixing = machine.mutation_order(verdict.fixing, [m.edit_size for m in mutants])
-        yield None, verdict.ran
+        yield machine.Generated(candidate=None, screened=verdict.ran)
         for mutant_id in fixing:
             mutant = mutants[int(mutant_id[1:])]
             if mutant.source in seen_sources:
                 continue
             seen_sources.add(mutant.source)
-            yield PatchCandidate(
+            yield machine.Generated(candidate=PatchCandidate(
                 id=f"mutation-{target.rsplit('.', 1)[-1]}-{mutant_id}", generator="mutation", target=target,
                 description=f"{target}: {mutant.description}", files=_file_with(found, node, mutant.source),
                 edit_size=mutant.edit_size, operator=mutant.operator,
-            ), 0
+            ))
 
 
 def llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
-              params: RepairParameters, config: LLMConfig, problems: list[str]) -> Generated:
+              params: RepairParameters, config: LLMConfig, problems: list[str]) -> Candidates:
     """The model's minimal fix (seed 000 prompt), re-asked with each rejection's reason."""
     from equisa_core.localization.prompts import render_patch
     from tasks.llm import LLMError, ask_for_function
@@ -139,8 +141,7 @@ def llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRep
             files={file_of(node): replace_function(text, qualname_of(node), answer.source)},
             cost_usd=sum(c.cost_usd or 0.0 for c in answer.calls),
         )
-        yield candidate, 0
-        verdict = _last_verdict(ctx, candidate.id)
+        verdict = yield machine.Generated(candidate=candidate)
         if verdict is None or verdict.status is PatchStatus.SOUND:
             return
         messages = [*messages, {"role": "assistant", "content": answer.source},
@@ -150,7 +151,7 @@ def llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRep
 
 def patcher(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
             params: RepairParameters, config: LLMConfig, problems: list[str], validate: Validate,
-            ) -> Generated:
+            ) -> Candidates:
     """The multi-retrieval patcher (seed 004): it retrieves code and proposes patches; each one that
     applies and compiles is validated here (``validate``), and the verdict is what it hears back."""
     from tasks.patcher import PatcherIssue, run_patcher
@@ -167,27 +168,22 @@ def patcher(target: str, found: DiscoveryResult, localization: LocalizationRepor
 
     def evaluate(candidate: PatchCandidate) -> PatchEvaluation:
         verdict = validate(candidate, ctx)
-        ctx.verdicts[candidate.id] = verdict
-        proposed.append(candidate)
+        proposed.append((candidate, verdict))
         return verdict
 
-    proposed: list[PatchCandidate] = []
+    proposed: list[tuple[PatchCandidate, PatchEvaluation]] = []
     result = run_patcher(config, issue, found.prepared.workspace.root, evaluate,
                          max_evaluations=params.patcher_evaluations, id_prefix="patcher")
     ctx.cost_usd += result.cost_usd
     if result.error:
         problems.append(f"patcher: {result.error}")
-    for candidate in proposed:
-        yield candidate, 0
+    for candidate, verdict in proposed:  # validated already: the machine only records the verdicts
+        yield machine.Generated(candidate=candidate, evaluation=verdict)
 
 
 def _reflection(localization: LocalizationReport, target: str) -> str:
     """What the Localization loop concluded about ``target``, one reasoning per inspection."""
     return "\n".join(r.reasoning for r in localization.inspections if r.target == target and r.reasoning)
-
-
-def _last_verdict(ctx: ValidationContext, candidate_id: str) -> PatchEvaluation | None:
-    return ctx.verdicts.get(candidate_id)
 
 
 class RepairRound:
@@ -197,7 +193,7 @@ class RepairRound:
         self.found, self.localization, self.ctx = found, localization, ctx
         self.progress = create_progress_artifact(0.0, key="validation-progress",
                                                  description="Validation: candidates validated / budget (%)")
-        self.generators: dict[str, Generated] = {}
+        self.generators: dict[str, Candidates] = {}
         self.notes: list[str] = []  # problems the generators met, not yet recorded
         self.validated = 0
 
@@ -207,7 +203,7 @@ class RepairRound:
         return [machine.Noted(problems=tuple(new))] if new else []
 
     def generator(self, step: machine.Generate, params: RepairParameters, config: LLMConfig | None,
-                  validate: Validate) -> Generated:
+                  validate: Validate) -> Candidates:
         """The candidates of the step's generator, one at a time, each with the count screened to find it."""
         found, localization, ctx, targets = self.found, self.localization, self.ctx, step.targets
         match step.generator:

@@ -18,7 +18,7 @@ from equisa_core.common.source_edit import function_source
 from equisa_core.errors import EquisaError
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
-from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
+from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.generated_tests import is_testgen_test
 from tasks.discovery_suite import DiscoveryResult
 from tasks.inspection import qualname_of
@@ -51,7 +51,6 @@ class ValidationContext(BaseModel):
     novel: dict[str, str | None] = Field(default_factory=dict, description="Target -> model's test module.")
     problems: list[str] = Field(default_factory=list)
     cost_usd: float = 0.0
-    verdicts: dict[str, PatchEvaluation] = Field(default_factory=dict, description="Candidate id -> verdict.")
 
     @property
     def failing(self) -> set[str]:

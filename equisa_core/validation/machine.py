@@ -32,7 +32,7 @@ __all__ = [
     "RepairBudget", "RepairState", "RepairStep", "RepairObservation", "Localize", "FindTargets", "Generate",
     "Validate", "Localized", "TargetsFound", "Generated", "Exhausted", "Validated", "Noted",
     "GeneratorName", "EXTRA_TESTS_PER_RELOCALIZATION", "start_repair", "next_steps", "record", "verdict",
-    "patchable_functions", "mutation_order", "reported_evaluation",
+    "last_verdict", "patchable_functions", "mutation_order", "reported_evaluation",
 ]
 
 GeneratorName = Literal["llm-fix", "patcher", "confirmed", "mutation"]
@@ -81,6 +81,9 @@ class Validate(Frozen):
 
     kind: Literal["validate"] = "validate"
     candidate: PatchCandidate
+    evaluation: PatchEvaluation | None = Field(
+        default=None, description="Its verdict when already made (the patcher validates what it proposes): "
+        "the driver then only records it.")
 
 
 RepairStep = Annotated[Localize | FindTargets | Generate | Validate, Field(discriminator="kind")]
@@ -107,6 +110,8 @@ class Generated(Frozen):
     kind: Literal["generated"] = "generated"
     candidate: PatchCandidate | None
     screened: int = 0
+    evaluation: PatchEvaluation | None = Field(
+        default=None, description="The candidate's verdict, when the generator validated it itself.")
 
 
 class Exhausted(Frozen):
@@ -146,6 +151,8 @@ class RepairState(Frozen):
     targets: tuple[str, ...] | None = Field(default=None, description="Functions to patch this round.")
     generators: tuple[GeneratorName, ...] = Field(default=(), description="Generators to ask.")
     pending: PatchCandidate | None = Field(default=None, description="The candidate to validate next.")
+    pending_evaluation: PatchEvaluation | None = Field(
+        default=None, description="The pending candidate's verdict, when its generator already made it.")
     round_evaluations: tuple[PatchEvaluation, ...] = ()
     evaluations: tuple[PatchEvaluation, ...] = Field(default=(), description="Every verdict.")
     candidates: dict[str, PatchCandidate] = Field(default_factory=dict)
@@ -170,7 +177,7 @@ def next_steps(state: RepairState) -> list[RepairStep]:
         ranked = tuple(f for f in state.patchable if f not in state.excluded)
         return [FindTargets(ranked=ranked, top=state.budget.repair_top)]
     if state.pending is not None:
-        return [Validate(candidate=state.pending)]
+        return [Validate(candidate=state.pending, evaluation=state.pending_evaluation)]
     return [Generate(generator=state.generators[0], targets=state.targets)]
 
 
@@ -202,6 +209,16 @@ def verdict(state: RepairState) -> Verdict | None:
         return None
     return Verdict(reason=state.stopped_because,
                    converged=any(e.status is PatchStatus.SOUND for e in state.evaluations))
+
+
+def last_verdict(state: RepairState, generator: GeneratorName) -> PatchEvaluation | None:
+    """This round's latest verdict on a candidate of ``generator``: what the generator hears back
+    (the model's fix is re-asked with the reason it was rejected)."""
+    for evaluation in reversed(state.round_evaluations):
+        candidate = state.candidates.get(evaluation.candidate)
+        if candidate is not None and candidate.generator == generator:
+            return evaluation
+    return None
 
 
 def patchable_functions(ranking: Sequence[str], nodes: Mapping[str, Node]) -> tuple[str, ...]:
@@ -253,6 +270,7 @@ def _generated(state: RepairState, generated: Generated) -> RepairState:
     if candidate is None or state.pending is not None or state.targets is None:
         return state.model_copy(update={"tried": tried})
     return state.model_copy(update={"tried": tried + 1, "pending": candidate,
+                                    "pending_evaluation": generated.evaluation,
                                     "candidates": {**state.candidates, candidate.id: candidate}})
 
 
@@ -268,7 +286,7 @@ def _validated(state: RepairState, evaluation: PatchEvaluation) -> RepairState:
     if state.pending is None:
         return state
     done = (*state.round_evaluations, evaluation)
-    state = state.model_copy(update={"pending": None, "round_evaluations": done})
+    state = state.model_copy(update={"pending": None, "pending_evaluation": None, "round_evaluations": done})
     if evaluation.status is PatchStatus.SOUND or len(done) >= state.budget.max_validations:
         return _round_over(state)
     return state
@@ -281,7 +299,7 @@ def _round_over(state: RepairState) -> RepairState:
                         and (target := state.candidates[e.candidate].target)})
     update: dict[str, object] = {"evaluations": (*state.evaluations, *round_evaluations),
                                  "round_evaluations": (), "rounds_done": state.rounds_done + 1,
-                                 "generators": (), "pending": None}
+                                 "generators": (), "pending": None, "pending_evaluation": None}
     if any(e.status is PatchStatus.SOUND for e in round_evaluations):
         update["stopped_because"] = "a sound candidate"
     elif not regressed:

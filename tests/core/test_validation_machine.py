@@ -277,6 +277,29 @@ def test_a_regression_sends_the_loop_back_to_discovery_without_the_function():
     assert machine.next_steps(state) == [machine.FindTargets(ranked=("pkg.g",), top=1)]
 
 
+def test_a_generator_hears_its_last_verdict_and_a_verdict_it_made_itself_is_only_recorded():
+    budget = machine.RepairBudget(repair_top=1, max_validations=5, max_relocalizations=0, llm_fixes=True,
+                                  patcher=True)
+    state = machine.start_repair(budget)
+    fix = PatchCandidate(id="llm-fix-1", generator="llm-fix", target="pkg.f", description="d", files={})
+    rejected = PatchEvaluation(candidate="llm-fix-1", status=PatchStatus.REGRESSIONS, detail="breaks t2")
+    for observation in [machine.Localized(patchable=("pkg.f",)), machine.TargetsFound(targets=("pkg.f",))]:
+        state = machine.record(state, observation)
+    assert machine.last_verdict(state, "llm-fix") is None
+    state = machine.record(state, machine.Generated(candidate=fix))
+    assert machine.next_steps(state) == [machine.Validate(candidate=fix)]
+    state = machine.record(state, machine.Validated(evaluation=rejected))
+    assert machine.last_verdict(state, "llm-fix") == rejected and machine.last_verdict(state, "patcher") is None
+
+    state = machine.record(state, machine.Exhausted(generator="llm-fix"))
+    proposed = PatchCandidate(id="patcher-1", generator="patcher", target="pkg.f", description="d", files={})
+    judged = PatchEvaluation(candidate="patcher-1", status=PatchStatus.SOUND)
+    state = machine.record(state, machine.Generated(candidate=proposed, evaluation=judged))
+    assert machine.next_steps(state) == [machine.Validate(candidate=proposed, evaluation=judged)]
+    state = machine.record(state, machine.Validated(evaluation=judged))
+    assert state.pending_evaluation is None and machine.verdict(state).converged
+
+
 def test_the_smallest_fixing_edit_is_validated_first():
     assert machine.mutation_order(["m0", "m2", "m1", "m3"], [3, 1, 1, 2]) == ["m1", "m2", "m3", "m0"]
 

@@ -289,7 +289,8 @@ def test_a_generator_hears_its_last_verdict_and_a_verdict_it_made_itself_is_only
     state = machine.record(state, machine.Generated(candidate=fix))
     assert machine.next_steps(state) == [machine.Validate(candidate=fix)]
     state = machine.record(state, machine.Validated(evaluation=rejected))
-    assert machine.last_verdict(state, "llm-fix") == rejected and machine.last_verdict(state, "patcher") is None
+    assert machine.last_verdict(state, "llm-fix") == rejected
+    assert machine.last_verdict(state, "patcher") is None
 
     state = machine.record(state, machine.Exhausted(generator="llm-fix"))
     proposed = PatchCandidate(id="patcher-1", generator="patcher", target="pkg.f", description="d", files={})

@@ -149,8 +149,8 @@ def _llm_tests(prepared: PreparedRun, config: object, group: frozenset[str], nod
                           "disambiguating-tests")
     except LLMError as error:
         problems.append(f"disambiguating tests for {', '.join(sorted(group))}: {error.message}")
-        return None, sum(c.cost_usd or 0.0 for c in getattr(error, "calls", ()))
-    spent = answer.call.cost_usd or 0.0
+        return None, sum(c.spent_usd for c in getattr(error, "calls", ()))
+    spent = answer.call.spent_usd
     try:
         return clean_test_module(answer.text), spent
     except LLMError as error:

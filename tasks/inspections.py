@@ -39,7 +39,8 @@ from tasks.parameters import LocalizeParameters
 from tasks.prepared_run import focused_request
 from tasks.run_tests import run_tests
 
-__all__ = ["inspect_step", "inspect_batch", "inspect_node", "fix_evidence_of", "must_fix", "mutant_specs",
+__all__ = ["inspect_step", "inspect_batch", "inspect_node", "fix_evidence_of", "llm_inspection_patch",
+           "must_fix", "mutant_specs",
            "node_mutants", "run_rounds", "submit_rounds", "suite_run_of", "unpatched_outcomes"]
 
 
@@ -84,7 +85,7 @@ def inspect_node(target: str, node: Node, found: DiscoveryResult, params: Locali
     strategy, invariants = "deterministic", 0
     patch = None
     if use_llm and config is not None:
-        patch, spent = _llm_inspection_patch(config, target, source, problems)
+        patch, spent = llm_inspection_patch(config, target, source, problems)
         strategy = "llm" if patch else "deterministic"
     if patch is None:
         patch, invariants = deterministic_inspection(source, node, calls)
@@ -364,9 +365,11 @@ def unpatched_outcomes(trace: SuiteTrace, tests: Sequence[str], report: MutantRu
     return {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
 
 
-def _llm_inspection_patch(
+def llm_inspection_patch(
     config: LLMConfig, target: str, source: str, problems: list[str]
 ) -> tuple[str | None, float]:
+    """The model's inspection patch of ``target`` (None when it gave none: the deterministic one is
+    used) and the USD it spent: a cache hit spent nothing."""
     from equisa_core.localization.prompts import render_inspection_patch
     from tasks.llm import LLMError, ask_for_function
 
@@ -376,8 +379,8 @@ def _llm_inspection_patch(
                                   _source_qualname(source, qualname), "inspection-patch")
     except LLMError as error:
         problems.append(f"inspection patch for {target}: {error.message}; used the deterministic one")
-        return None, sum(c.cost_usd or 0.0 for c in getattr(error, "calls", ()))
-    return answer.source, sum(c.cost_usd or 0.0 for c in answer.calls)
+        return None, sum(c.spent_usd for c in getattr(error, "calls", ()))
+    return answer.source, sum(c.spent_usd for c in answer.calls)
 
 
 def _source_qualname(source: str, fallback: str) -> str:
@@ -409,5 +412,5 @@ def _llm_reflection(config: LLMConfig, target: str, source: str, patch: str, run
     label = parse_reflection_label(answer.text)
     if label not in (LLM_BUGGY, LLM_NOT_BUGGY):
         problems.append(f"reflection on {target}: the model gave no label; left neutral")
-        return None, answer.text, answer.call.cost_usd or 0.0
-    return label, answer.text, answer.call.cost_usd or 0.0
+        return None, answer.text, answer.call.spent_usd
+    return label, answer.text, answer.call.spent_usd

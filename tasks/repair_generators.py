@@ -139,7 +139,7 @@ def llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRep
             id=f"llm-fix-{attempt}", generator="llm-fix", target=target,
             description=f"{target}: the model's fix",
             files={file_of(node): replace_function(text, qualname_of(node), answer.source)},
-            cost_usd=sum(c.cost_usd or 0.0 for c in answer.calls),
+            cost_usd=sum(c.spent_usd for c in answer.calls),
         )
         verdict = yield machine.Generated(candidate=candidate)
         if verdict is None or verdict.status is PatchStatus.SOUND:

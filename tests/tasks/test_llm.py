@@ -279,6 +279,21 @@ def test_an_answer_is_cached_by_prompt_model_and_temperature(scripted_llm):
     assert totals.cost_usd == pytest.approx(2 * first.calls[0].cost_usd)
 
 
+def test_an_inspection_patch_served_from_the_cache_spends_nothing(scripted_llm):
+    from tasks.inspections import llm_inspection_patch
+
+    scripted_llm.respond_with(lambda r: Reply(FIXED))
+    config = make_config(scripted_llm)
+    problems: list[str] = []
+
+    def body() -> list[tuple[str | None, float]]:
+        return [llm_inspection_patch(config, "calc.add", ORIGINAL, problems) for _ in range(2)]
+
+    (first, paid), (again, cached) = in_flow(body)
+    assert first == again == FIXED and len(scripted_llm.requests) == 1 and not problems
+    assert paid > 0 and cached == 0.0
+
+
 def test_failures_are_not_cached(scripted_llm):
     scripted_llm.enqueue(Fault(status=400, message="try later"), Reply("ok"))
     config = make_config(scripted_llm)

@@ -18,6 +18,7 @@ note, and nothing is lost.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
@@ -26,9 +27,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 from pydantic import BaseModel, ConfigDict
 
+from equisa_core.common.cost import LLMCall
 from equisa_core.discovery.trace_report import TraceReport, build_trace_report
 from equisa_core.errors import EquisaError
-from equisa_core.history import RunRecord
+from equisa_core.history import LLMCallRecord, RunRecord
 from equisa_core.operations.storage import RunManifest, StoredObject, resolve_artifacts, resolve_db, run_key
 from equisa_core.report import render_report
 
@@ -51,12 +53,14 @@ class RecordResult(BaseModel):
 
 
 def record_finished_run(kind: Kind, report: Report, repository: str, artifacts: str | None = None,
-                        db: str | None = None, trace: Any = None) -> Report:
+                        db: str | None = None, trace: Any = None,
+                        calls: Sequence[LLMCall] | None = None) -> Report:
     """Record the run (the ``record-run`` task) and return ``report`` with its run id and artifact URI.
 
-    ``trace`` (a ``SuiteTrace`` or ``TraceReport``) adds per-test results to the history.
+    ``trace`` (a ``SuiteTrace`` or ``TraceReport``) adds per-test results to the history; ``calls``
+    (the run's ledger, ``CostLedger.paid_calls``) its model calls.
     """
-    result = record_run(kind, quote(report), repository, artifacts, db, quote(trace))
+    result = record_run(kind, quote(report), repository, artifacts, db, quote(trace), quote(calls))
     update: dict[str, Any] = {"run_id": result.run_id, "artifacts": result.artifacts}
     if "problems" in type(report).model_fields:
         update["problems"] = tuple(dict.fromkeys([*getattr(report, "problems", ()), *result.problems]))
@@ -65,7 +69,8 @@ def record_finished_run(kind: Kind, report: Report, repository: str, artifacts: 
 
 @task(name="record-run", task_run_name="record-{kind}-run", cache_policy=NO_CACHE)
 def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | None = None,
-               db: str | None = None, trace: Any = None) -> RecordResult:
+               db: str | None = None, trace: Any = None,
+               calls: Sequence[LLMCall] | None = None) -> RecordResult:
     """Store the run's artifacts, write its history rows, publish links; never raises for storage."""
     run_id, flow_run_id, parent, started = _identity()
     problems: list[str] = []
@@ -83,7 +88,7 @@ def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | 
     record = RunRecord(
         run_id=run_id, kind=kind, repository=repository, started_at=started, finished_at=datetime.now(UTC),
         flow_run_id=flow_run_id, parent_flow_run_id=parent, artifacts=folder, report=report_json,
-        trace=trace_json, llm_calls=_llm_calls(), problems=tuple(problems),
+        trace=trace_json, llm_calls=_llm_calls(calls), problems=tuple(problems),
     )
     try:
         from tasks.history import record_history
@@ -158,11 +163,17 @@ def _identity() -> tuple[str, str | None, str | None, datetime | None]:
     return flow_run_id or uuid.uuid4().hex, flow_run_id, parent, started
 
 
-def _llm_calls() -> tuple[Any, ...]:
-    """The run's LLM calls, as ``call-llm`` noted them (see ``tasks.llm_calls``)."""
-    from tasks.llm_calls import calls_of_current_run
+def _llm_calls(calls: Sequence[LLMCall] | None) -> tuple[LLMCallRecord, ...]:
+    """The history rows of the run's model calls: ``calls`` when the flow passed its ledger's, else
+    what ``call-llm`` noted under the flow run (``tasks.llm_calls``; for flows not yet passing them)."""
+    if calls is None:
+        from tasks.llm_calls import calls_of_current_run
 
-    return calls_of_current_run()
+        return calls_of_current_run()
+    return tuple(LLMCallRecord(at=call.at or datetime.now(UTC), purpose=call.purpose, model=call.model,
+                               input_tokens=call.input_tokens, output_tokens=call.output_tokens,
+                               cost_usd=call.cost_usd, latency_s=call.latency_s, error=call.error)
+                 for call in calls if not call.cached)
 
 
 def _publish(run_id: str, html_uri: str | None, stored: list[StoredObject], problems: list[str],

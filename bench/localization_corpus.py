@@ -1015,8 +1015,9 @@ def environment(uv: str, base_python: Path) -> dict:
         "corpus_sha256": {p.name: sha256_of(p) for p in sorted(CORPUS_DIR.glob("*.yaml"))},
         "equisa_sources_sha256": {
             name: sha256_of(EQUISA_ROOT / name) for name in (
-                "flows/cli.py", "flows/trace.py", "flows/localize.py", "flows/localization_steps.py",
-                "flows/discovery.py", "equisa_core/localization/machine.py",
+                "flows/cli.py", "flows/trace.py", "flows/localize.py", "flows/discovery.py",
+                "tasks/localization_steps.py", "tasks/localization_run.py", "tasks/inspections.py",
+                "tasks/discovery_suite.py", "equisa_core/localization/machine.py",
                 "equisa_core/localization/steps.py", "equisa_core/localization/bayes.py",
                 "equisa_core/discovery/spectrum.py",
                 "equisa_core/discovery/rules.py", "equisa_core/testgen/carving.py",

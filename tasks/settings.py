@@ -43,11 +43,12 @@ def known_settings() -> frozenset[str]:
     return frozenset(name for model in models for name in model.model_fields)
 
 
-def configured_values(models: Iterable[type[BaseModel]], repository: Path) -> dict[str, Any]:
+def configured_values(models: Iterable[type[BaseModel]], repository: Path | None) -> dict[str, Any]:
     """The values the environment and ``repository``'s ``[tool.equisa]`` give the fields of
-    ``models`` (the environment wins); fields neither sets are left out."""
-    pyproject = repository / "pyproject.toml"
-    table = _table(pyproject)
+    ``models`` (the environment wins); fields neither sets are left out. With no ``repository``
+    (a command with no one target, such as ``batch``) only the environment counts."""
+    pyproject = repository / "pyproject.toml" if repository is not None else Path("pyproject.toml")
+    table = _table(pyproject) if repository is not None else {}
     settings = _settings_class(tuple(models), table)
     unknown = sorted(set(table) - known_settings())
     if unknown:
@@ -62,16 +63,18 @@ def configured_values(models: Iterable[type[BaseModel]], repository: Path) -> di
 
 def apply_settings(args: argparse.Namespace, given: Iterable[str]) -> None:
     """Fill the options of ``args`` the user did not write (``given``: the ``dest`` of those they did)
-    from the environment and the target's ``[tool.equisa]``; commands with no target are left alone.
+    from the environment and the target's ``[tool.equisa]``; a command with no target (``batch``: each
+    repository has its own) takes the environment only.
 
     A command's parser names the option models its options set (``set_defaults(option_models=...)``).
     """
     models = getattr(args, "option_models", None)
-    if not models or getattr(args, "path", None) is None:
+    if not models:
         return
+    target = getattr(args, "path", None)
     dests = {field: dest for dest, field in OPTION_FIELDS.items()}
     written = set(given)
-    for field, value in configured_values(models, Path(args.path)).items():
+    for field, value in configured_values(models, Path(target) if target is not None else None).items():
         dest = dests.get(field, field)
         if dest not in written and hasattr(args, dest):
             setattr(args, dest, value)

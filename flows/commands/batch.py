@@ -34,7 +34,7 @@ def register(commands: Any) -> None:
                         help="Dask scheduler (tcp://host:8786) or Ray cluster (ray://host:10001)")
     parser.add_argument("--workers", type=_positive_int, metavar="N",
                         help="threads, or local Dask worker processes (default: the number of cores)")
-    parser.set_defaults(handler=_batch_command)
+    parser.set_defaults(handler=_batch_command, option_models=(BatchOptions,))
 
 
 def _batch_command(args: argparse.Namespace, console: Console) -> int:

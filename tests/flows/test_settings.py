@@ -67,6 +67,24 @@ def test_an_option_written_with_its_default_value_still_wins(tmp_path: Path,
     assert _options(["trace", str(repo)]).sandbox == "none"
 
 
+def test_batch_takes_its_options_from_the_environment_and_no_table(
+        tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch) -> None:
+    # batch has no one target (each repository has its own table), so the current folder's
+    # pyproject.toml is not read; the environment still fills what the command line leaves out
+    _repository(tmp_path, "concurrency = 7\n")
+    no_equisa_variables.chdir(tmp_path)
+    no_equisa_variables.setenv("EQUISA_NO_CACHE", "true")
+    args = _options(["batch", "repos.yaml"])
+    assert args.no_cache is True
+    assert args.concurrency == 2
+    no_equisa_variables.setenv("EQUISA_CONCURRENCY", "5")
+    assert _options(["batch", "repos.yaml"]).concurrency == 5
+    assert _options(["batch", "repos.yaml", "--concurrency", "1"]).concurrency == 1
+    no_equisa_variables.setenv("EQUISA_CONCURRENCY", "0")
+    with pytest.raises(ConfigurationError, match="EQUISA_CONCURRENCY"):
+        _options(["batch", "repos.yaml"])
+
+
 def test_without_settings_every_option_keeps_its_default(tmp_path: Path,
                                                          no_equisa_variables: pytest.MonkeyPatch) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "target"\n')

@@ -1,0 +1,30 @@
+"""Real-bug repair: ``equisa repair --no-llm`` on real bugs, half of their tests hidden (issue 19).
+
+Run from the repository root::
+
+    uv run python -m bench.realrepair all --versions BASE,HEAD
+
+Steps (``all`` runs the three in order):
+
+``prepare``
+    The bugs, cached in ``~/.cache/equisa-bench/realrepair`` (``$EQUISA_BENCH_CACHE/realrepair``):
+    a seeded sample of Refactory's wrong student programs (``refactory.py``; the data set is
+    LGPL-3.0 and read at run time only, never copied here), each a tiny repository, kept if it
+    defines the called functions and fails some case under the judge (pytest, a 2 s alarm per
+    test, in bubblewrap); and the single-function bugs of ``bench.realbugs`` (``bugsinpy_single.py``,
+    its six allowed projects only). Each bug's tests are split in two halves (``split.py``); a
+    plain pytest run checks that the visible half collects and fails as the split says.
+``run``
+    ``equisa repair COPY --no-llm --python VENV --json O --diff O --tests VISIBLE...`` for every
+    version (a frozen ``git archive`` of ``equisa_core``, ``tasks`` and ``flows`` at each commit),
+    without ``--test-timeout``, killed at ``--timeout``; one bug at a time, the versions' order
+    alternating. Then the judge (``judge.py``) applies the diff to a copy holding every test.
+``report``
+    Outcomes (correct, overfit, not fixed, error) per version and source, median wall times,
+    Wilson intervals, Refactory's distance strata; ``bench/results/realrepair_<date>.{json,md}``.
+"""
+
+from bench.realbugs import ALLOWED_PROJECTS
+
+SOURCES = ("refactory", "bugsinpy")
+__all__ = ["ALLOWED_PROJECTS", "SOURCES"]

@@ -38,7 +38,6 @@ class TestgenContext:
     use_llm: bool = False
     #: The model endpoint's LLMConfig (LLM mode).
     config: Any = None
-    problems: list[str] = field(default_factory=list)
     coverage: CoverageResult | None = None
 
 

@@ -10,8 +10,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.cost import CostLedger
 from equisa_core.testgen.machine import TestgenState
 from equisa_core.testgen.report import TestgenReport
 from tasks.parameters import TestgenParameters
@@ -23,13 +24,15 @@ __all__ = ["GenerateTests", "GeneratedTests", "publish_attempt", "publish_output
 
 
 class GeneratedTests(BaseModel):
-    """What ``generate_tests`` returns: the report and the best module (workspace path and text)."""
+    """What ``generate_tests`` returns: the report, the best module (workspace path and text) and
+    the run's model calls (its ``CostLedger``: the report's ``cost_usd`` is its sum)."""
 
     model_config = ConfigDict(frozen=True)
 
     report: TestgenReport
     path: str | None = None
     source: str | None = None
+    ledger: CostLedger = Field(default_factory=CostLedger)
 
 
 #: ``flows.testgen.generate_tests``: the loop on a prepared run, for these parameters.

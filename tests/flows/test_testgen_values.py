@@ -1,22 +1,23 @@
 """A testgen run's problems and model calls travel as values: the generator's unusable answer is a
 problem on the report, its (cached) call is on the run's ledger and costs nothing in the report, and
-the flow hands the ledger's calls to the run's record."""
+the run's history rows are the ledger's paid calls."""
 
 from __future__ import annotations
 
-from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
+import duckdb
 
-import flows.testgen as driver
 import tasks.llm
 import tasks.testgen_model
 import tasks.testgen_setup
 import tasks.testgen_steps
 from equisa_core.common.cost import LLMCall
+from equisa_core.testgen.embedding import local_embedding
 from equisa_core.testgen.machine import Generate
+from equisa_core.testgen.report import TestgenReport
 from tasks.llm import LLMAnswer, LLMConfig
-from tasks.parameters import TestgenParameters
 from tasks.test_store import TestStore, embed_texts
-from tests.flows.test_testgen_cli import INVOICING, TARGET
+from tests.flows.test_testgen_cli import INVOICING, TARGET, run_testgen
+from tests.scripted_llm_server import Reply
 from tests.tasks.test_testgen_steps import context
 
 UNUSABLE = "I would rather not write tests for this file."
@@ -58,36 +59,25 @@ def test_the_generator_step_returns_its_call_and_problems_with_its_observation(t
     assert not hasattr(ctx, "problems"), "the context keeps no problems on the side"
 
 
-def test_a_runs_problems_and_calls_come_back_on_its_report_and_cached_calls_cost_nothing(
-    tmp_path, prefect_api_url, monkeypatch
-):
-    unusable_model(monkeypatch)
-    config = LLMConfig(base_url="http://127.0.0.1:9/v1", api_key="sk-test", model="gpt-4o-mini",
-                       backup_model=None, max_retries=0)
-    monkeypatch.setattr(tasks.llm, "choose_llm_mode", lambda wanted: (True, config, []))
-    made, recorded = [], {}
-    generate_tests = driver.generate_tests
-
-    def generating(prepared, params):
-        made.append(generate_tests(prepared, params))
-        return made[-1]
-
-    def record_run(kind, report, repository, artifacts=None, db=None, trace=None, calls=None):
-        recorded.update(kind=kind, calls=calls)
-        return report
-
-    monkeypatch.setattr(driver, "generate_tests", generating)
-    monkeypatch.setattr(driver, "record_finished_run", record_run)
-    params = TestgenParameters(path=str(INVOICING), target=TARGET, llm=True, out=str(tmp_path / "out"),
-                               max_iterations=1, max_mutants=0)
-    with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
-        report = driver.testgen(params)
-
-    assert report.mode == "llm" and report.problems == PROBLEMS
+def test_a_runs_problems_and_paid_calls_come_back_on_its_report_and_its_history(tmp_path, cli_env,
+                                                                               scripted_llm):
+    # The scripted endpoint answers prose: the generator's answer is unusable, which is a problem on
+    # the report; the call it cost is on the run's ledger, and the history's rows come from there.
+    scripted_llm.respond_with(lambda request: Reply(UNUSABLE, prompt_tokens=100, completion_tokens=10))
+    scripted_llm.embed_with(local_embedding)
+    db, report_path = tmp_path / "history.duckdb", tmp_path / "testgen.json"
+    env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
+           "EQUISA_MODEL": "gpt-4o-mini"}
+    code, _, err = run_testgen(env, str(INVOICING), "--target", TARGET, "--llm",
+                               "--out", str(tmp_path / "out"), "--json", str(report_path),
+                               "--max-iterations", "1", "--max-mutants", "0", "--db", str(db))
+    assert code == 0, err
+    report = TestgenReport.model_validate_json(report_path.read_text())
+    assert report.mode == "llm" and PROBLEMS[0] in report.problems, report.problems
     [attempt] = report.attempts
-    assert (attempt.llm_calls, attempt.cached_llm_calls) == (1, 1)
-    assert attempt.cost_usd == report.cost_usd == 0.0
-    # The cached call is on the run's ledger, but not among the paid calls the history keeps.
-    [result] = made
-    assert result.ledger.calls == (CACHED,) and result.ledger.usd == 0.0
-    assert recorded == {"kind": "testgen", "calls": ()}
+    assert attempt.llm_calls >= 1 and attempt.cached_llm_calls == 0 and report.cost_usd > 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT purpose, input_tokens, output_tokens, cost_usd FROM llm_calls "
+                           "WHERE run_id = ?", [report.run_id]).fetchall()
+    assert ("testgen-generator", 100, 10) in {row[:3] for row in rows}
+    assert round(sum(row[3] for row in rows), 6) == report.cost_usd

@@ -28,6 +28,7 @@ from equisa_core.validation import checks
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun, focused_request
+from tasks.progress_events import not_listening
 from tasks.testgen_publish import GeneratedTests
 from tasks.validation_checks import (
     CARVED_CHECK_PATH,
@@ -85,7 +86,9 @@ def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationC
 
 
 def _generate_tests(prepared: PreparedRun, params: TestgenParameters) -> GeneratedTests:
-    """``flows.testgen.generate_tests``, imported when Validation first calls it."""
+    """``flows.testgen.generate_tests``, imported when Validation first calls it; its progress is
+    not shown (the repair's spinner stays as it is)."""
     from flows.testgen import generate_tests
 
-    return generate_tests(prepared, params)
+    with not_listening():
+        return generate_tests(prepared, params)

@@ -38,8 +38,8 @@ def testgen_call(params: DiscoveryParameters, generate_tests: GenerateTests) -> 
 
     def generate(focused: PreparedRun, file: str, members: list[str], stem: str, out: str,
                  ) -> tuple[str | None, str | None]:
-        shared = params.model_dump(include=set(TraceParameters.model_fields) - {"progress_key"})
-        settings = TestgenParameters(  # no progress key: Discovery's own spinner stays as it is
+        shared = params.model_dump(include=set(TraceParameters.model_fields))
+        settings = TestgenParameters(
             **shared, target=file, focus=members, llm=False, max_iterations=1, max_mutants=0, out=out,
             module_stem=stem)
         made = generate_tests(focused, settings)

@@ -13,7 +13,7 @@ from typing import Any
 from equisa_core.testgen.framework import FrameworkChoice
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun
-from tasks.run_tests import report_progress
+from tasks.progress_events import Stage, emit
 from tasks.testgen import CoverageResult
 
 __all__ = ["TestgenContext", "embedding_config", "stage"]
@@ -43,7 +43,7 @@ class TestgenContext:
 
 def stage(ctx: TestgenContext, text: str) -> None:
     """What the run is doing now, for the spinner of the command that runs it."""
-    report_progress(ctx.params.progress_key, {"kind": "stage", "text": text})
+    emit(Stage(text=text))
 
 
 def embedding_config(ctx: TestgenContext) -> Any:

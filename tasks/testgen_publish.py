@@ -17,7 +17,7 @@ from equisa_core.testgen.machine import TestgenState
 from equisa_core.testgen.report import TestgenReport
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun
-from tasks.run_tests import report_progress
+from tasks.progress_events import Note, emit
 from tasks.testgen_context import TestgenContext
 
 __all__ = ["GenerateTests", "GeneratedTests", "publish_attempt", "publish_outputs"]
@@ -54,7 +54,7 @@ def publish_attempt(ctx: TestgenContext, state: TestgenState) -> None:
         f"mutation {mutation}, {entry.decision} ({entry.decision_reason})"
     )
     print(line)
-    report_progress(ctx.params.progress_key, {"kind": "note", "text": line})
+    emit(Note(text=line))
 
 
 def publish_outputs(ctx: TestgenContext, state: TestgenState, report: TestgenReport) -> None:

@@ -56,12 +56,13 @@ def localize(params: LocalizeParameters) -> LocalizationReport:
     """Find the buggy function of a repository whose tests fail."""
     found, report = run_localization(params)
     return record_finished_run("localize", report, str(found.prepared.repo), params.artifacts, params.db,
-                               found.trace)
+                               found.trace, calls=report.ledger.paid_calls)
 
 
 def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, LocalizationReport]:
     """Discovery, then the Localization loop; also returns the amplified suite (for Validation).
-    Called inside a flow run (``localize``, ``repair``), whose task runner runs its tasks."""
+    Called inside a flow run (``localize``, ``repair``), whose task runner runs its tasks. The
+    report's ``ledger`` holds the run's model calls (Discovery's, then the loop's)."""
     run = drive_localization(params)
     return run.found, run.report
 

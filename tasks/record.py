@@ -165,11 +165,13 @@ def _identity() -> tuple[str, str | None, str | None, datetime | None]:
 
 def _llm_calls(calls: Sequence[LLMCall] | None) -> tuple[LLMCallRecord, ...]:
     """The history rows of the run's model calls: ``calls`` when the flow passed its ledger's, else
-    what ``call-llm`` noted under the flow run (``tasks.llm_calls``; for flows not yet passing them)."""
-    if calls is None:
-        from tasks.llm_calls import calls_of_current_run
+    what ``call-llm`` noted under the flow run (``tasks.llm_calls``; for flows not yet passing them).
+    Either way the flow run's notes are taken, so the registry does not keep them."""
+    from tasks.llm_calls import calls_of_current_run
 
-        return calls_of_current_run()
+    noted = calls_of_current_run()
+    if calls is None:
+        return noted
     return tuple(LLMCallRecord(at=call.at or datetime.now(UTC), purpose=call.purpose, model=call.model,
                                input_tokens=call.input_tokens, output_tokens=call.output_tokens,
                                cost_usd=call.cost_usd, latency_s=call.latency_s, error=call.error)

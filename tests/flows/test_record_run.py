@@ -91,3 +91,35 @@ def test_s3_credentials_can_come_from_a_prefect_block(prefect_api_url, rclone_s3
     missing = ArtifactStore("s3://from-block/p", spool=tmp_path / "spool")
     assert missing.put("runs/r1/x.json", b"{}").spooled
     assert "cannot load the AwsCredentials block 'no-such-block'" in missing.failure.message
+
+
+def test_a_localize_run_records_its_ledgers_calls_and_a_cached_answer_spends_nothing(
+        prefect_api_url, scripted_llm, tmp_path, monkeypatch):
+    """``localize`` passes its report's ledger (Discovery's calls, then the loop's) to the history: the
+    calls reach DuckDB with the call registry switched off. Run again, every answer comes from the
+    cache: the run's ledger holds them, it spent nothing, and the history gets no row for them."""
+    import tasks.llm
+    from flows.localize import localize
+    from tasks.parameters import LocalizeParameters
+    from tests.flows.test_localize import INVOICING, scripted_debugger
+
+    monkeypatch.setattr(tasks.llm, "note_llm_call", lambda call: None)  # the registry sees nothing
+    scripted_llm.respond_with(scripted_debugger)
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("EQUISA_WORKSPACES", str(tmp_path / "workspaces"))
+    db, artifacts = tmp_path / "history.duckdb", tmp_path / "artifacts"
+    params = LocalizeParameters(path=str(INVOICING), llm=True, db=str(db), artifacts=str(artifacts))
+    with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "results"}):
+        first = localize(params)
+        asked = len(scripted_llm.requests)
+        again = localize(params)
+    paid = first.ledger.paid_calls
+    assert paid and paid[0].purpose == "disambiguating-tests" and asked == len(paid)
+    rows = query(db, "SELECT run_id, purpose, cost_usd FROM llm_calls ORDER BY called_at")
+    assert [r["purpose"] for r in rows] == [c.purpose for c in paid]
+    assert {r["run_id"] for r in rows} == {first.run_id}
+    assert first.cost["usd"] == pytest.approx(sum(r["cost_usd"] for r in rows)) and first.cost["usd"] > 0
+    assert len(scripted_llm.requests) == asked, "the second run's answers all came from the cache"
+    assert again.ledger.calls and all(c.cached for c in again.ledger.calls)
+    assert again.cost["usd"] == 0.0 and again.ranking == first.ranking

@@ -29,7 +29,6 @@ from __future__ import annotations
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact, update_progress_artifact
 
-from equisa_core.common.cost import LLMCall
 from equisa_core.validation import machine
 from equisa_core.validation.repair import RepairReport
 from flows.localize import run_localization
@@ -42,7 +41,7 @@ from tasks.repair_report import repair_report
 from tasks.task_runners import FanOutTaskRunner
 from tasks.validation_checks import validation_context
 
-__all__ = ["repair", "localization_calls"]
+__all__ = ["repair"]
 
 
 @flow(name="repair", flow_run_name="repair {params.path}", log_prints=True,
@@ -88,19 +87,12 @@ def record(state: machine.RepairState, observation: machine.RepairObservation) -
     return machine.record(state, observation)
 
 
-def localization_calls(round_: RepairRound) -> tuple[LLMCall, ...]:
-    """The model calls the round's Discovery and Localization made. TEMPORARY: the localization
-    report hands back its cost (``cost["usd"]``), not its calls, yet; ``_localized_observation``
-    carries that cost as ``Localized.localization_usd``. Re-point this once it does (and drop that)."""
-    return ()
-
-
 def _localized_observation(round_: RepairRound) -> machine.Localized:
     """What the round's localization observed: the patchable ranking and the model calls made."""
     localization = round_.localization
     return machine.Localized(
         patchable=machine.patchable_functions([r.fqn for r in localization.ranking], round_.ctx.nodes),
-        calls=localization_calls(round_), localization_usd=localization.cost.get("usd", 0.0))
+        calls=localization.ledger.calls)
 
 
 def _localized(params: RepairParameters, step: machine.Localize, config: LLMConfig | None) -> RepairRound:

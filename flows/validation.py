@@ -68,8 +68,7 @@ def check_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> machin
         state = checks.record(state, _observe(steps[0], candidate, ctx))
     judged = checks.verdict(state)
     assert judged is not None, "the checks ended without a verdict"
-    return machine.Validated(evaluation=judged.evaluation, calls=state.ledger.calls, problems=state.problems,
-                             novel_tests_usd=state.unitemized_usd)
+    return machine.Validated(evaluation=judged.evaluation, calls=state.ledger.calls, problems=state.problems)
 
 
 def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationContext,
@@ -92,8 +91,7 @@ def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationC
             novel = novel_module(step.target, ctx, _generate_tests)
             module = novel.module
             tests = None if module is None else run_module(ctx, candidate, NOVEL_CHECK_PATH, module)
-            return checks.NovelTestsRan(tests=tests, calls=novel.calls, problems=novel.problems,
-                                        unitemized_usd=novel.unitemized_usd)
+            return checks.NovelTestsRan(tests=tests, calls=novel.calls, problems=novel.problems)
     raise AssertionError(f"unknown check step {step!r}")
 
 

@@ -185,7 +185,7 @@ def patcher(target: str, found: DiscoveryResult, localization: LocalizationRepor
                             problems=(f"patcher: {result.error}",) if result.error else ())
     for candidate, validated in proposed:  # validated already: the machine only records the verdicts
         yield machine.Generated(candidate=candidate, evaluation=validated.evaluation, calls=validated.calls,
-                                problems=validated.problems, novel_tests_usd=validated.novel_tests_usd)
+                                problems=validated.problems)
 
 
 def _reflection(localization: LocalizationReport, target: str) -> str:

@@ -28,10 +28,10 @@ from tasks.llm import LLMConfig
 from tasks.parameters import RepairParameters, TestgenParameters
 from tasks.prepared_run import focused_request, narrowed
 from tasks.run_tests import run_tests
-from tasks.testgen_publish import GeneratedTests, GenerateTests
+from tasks.testgen_publish import GenerateTests
 
 __all__ = ["ValidationContext", "NovelModule", "validation_context", "test_sources", "run_request",
-           "run_module", "functions_of", "novel_module", "novel_tests_calls", "carved_check_module",
+           "run_module", "functions_of", "novel_module", "carved_check_module",
            "CARVED_CHECK_PATH", "NOVEL_CHECK_PATH"]
 
 CARVED_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_carved.py"
@@ -157,14 +157,6 @@ class NovelModule(BaseModel):
     module: str | None = Field(description="The test module; None when the model gave no usable tests.")
     calls: tuple[LLMCall, ...] = ()
     problems: tuple[str, ...] = ()
-    # TEMPORARY: the test-generation report gives its cost, not its calls, yet (``novel_tests_calls``).
-    unitemized_usd: float = 0.0
-
-
-def novel_tests_calls(made: GeneratedTests) -> tuple[LLMCall, ...]:
-    """The model calls the test-generation agent made for ``made``. TEMPORARY: its report does not
-    hand them back yet, only their cost (``NovelModule.unitemized_usd``); re-point this once it does."""
-    return ()
 
 
 def novel_module(target: str, ctx: ValidationContext, generate_tests: GenerateTests) -> NovelModule:
@@ -192,5 +184,4 @@ def novel_module(target: str, ctx: ValidationContext, generate_tests: GenerateTe
     module = made.source if made.report.mode == "llm" else None
     ctx.novel[target] = module
     problems = dict.fromkeys(f"novel-input tests for {target}: {p}" for p in made.report.problems)
-    return NovelModule(module=module, calls=novel_tests_calls(made), problems=tuple(problems),
-                       unitemized_usd=made.report.cost_usd)
+    return NovelModule(module=module, calls=made.ledger.calls, problems=tuple(problems))

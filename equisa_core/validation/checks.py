@@ -99,9 +99,6 @@ class NovelTestsRan(Frozen):
     tests: tuple[TestResult, ...] | None
     calls: tuple[LLMCall, ...] = ()
     problems: tuple[str, ...] = ()
-    # TEMPORARY: the test-generation report gives its cost, not its calls, yet; its USD rides here
-    # until ``calls`` carries them (then this field goes).
-    unitemized_usd: float = Field(default=0.0, ge=0, description="Spend not in ``calls``.")
 
 
 CheckObservation = Annotated[SuiteRan | FunctionsRead | CarvedTestsRan | NovelTestsRan,
@@ -133,7 +130,6 @@ class CheckState(Frozen):
     novel_done: bool = False
     problems: tuple[str, ...] = ()
     ledger: CostLedger = Field(default_factory=CostLedger, description="The model calls the checks made.")
-    unitemized_usd: float = Field(default=0.0, ge=0, description="Spend not in ``ledger`` (temporary).")
     evaluation: PatchEvaluation | None = None
 
 
@@ -195,8 +191,7 @@ def verdict(state: CheckState) -> CheckVerdict | None:
 def _spent(state: CheckState, ran: NovelTestsRan) -> CheckState:
     """``state`` with the calls made to write the novel-input tests and the problems met doing so."""
     return state.model_copy(update={"ledger": state.ledger.plus(ran.calls),
-                                    "problems": (*state.problems, *ran.problems),
-                                    "unitemized_usd": state.unitemized_usd + ran.unitemized_usd})
+                                    "problems": (*state.problems, *ran.problems)})
 
 
 def _suite_ran(state: CheckState, tests: Sequence[TestResult]) -> CheckState:

@@ -102,9 +102,6 @@ class Localized(Frozen):
     kind: Literal["localized"] = "localized"
     patchable: tuple[str, ...]
     calls: tuple[LLMCall, ...] = ()
-    # TEMPORARY: the localization report gives its cost, not its calls, yet; its USD rides here until
-    # ``calls`` carries them (then this field goes).
-    localization_usd: float = Field(default=0.0, ge=0, description="Localization's spend not in ``calls``.")
 
 
 class TargetsFound(Frozen):
@@ -126,8 +123,6 @@ class Generated(Frozen):
         default=None, description="The candidate's verdict, when the generator validated it itself.")
     calls: tuple[LLMCall, ...] = ()
     problems: tuple[str, ...] = ()
-    # TEMPORARY, as ``Validated.novel_tests_usd`` (the patcher validates what it proposes).
-    novel_tests_usd: float = Field(default=0.0, ge=0, description="Novel-input tests' spend not in calls.")
 
 
 class Exhausted(Frozen):
@@ -144,9 +139,6 @@ class Validated(Frozen):
     evaluation: PatchEvaluation
     calls: tuple[LLMCall, ...] = ()
     problems: tuple[str, ...] = ()
-    # TEMPORARY: the test-generation report behind the novel-input tests gives its cost, not its
-    # calls, yet; its USD rides here until ``calls`` carries them (then this field goes).
-    novel_tests_usd: float = Field(default=0.0, ge=0, description="Novel-input tests' spend not in calls.")
 
 
 class Noted(Frozen):
@@ -180,8 +172,6 @@ class RepairState(Frozen):
     tried: int = Field(default=0, description="Candidates run against tests (screened or validated).")
     problems: tuple[str, ...] = ()
     ledger: CostLedger = Field(default_factory=CostLedger, description="Every model call of the run.")
-    # TEMPORARY: what localization and the novel-input tests spent on calls they do not hand back yet.
-    unitemized_usd: float = Field(default=0.0, ge=0, description="Spend not in ``ledger`` (temporary).")
     stopped_because: str | None = None
 
 
@@ -215,25 +205,24 @@ def record(state: RepairState, observation: RepairObservation) -> RepairState:
         return state
     match observation:
         case Localized():
-            state = _spent(state, observation.calls, observation.localization_usd)
+            state = _spent(state, observation.calls)
             return state.model_copy(update={"patchable": observation.patchable})
         case TargetsFound():
             return _targets_found(state, observation)
         case Generated():
-            state = _spent(state, observation.calls, observation.novel_tests_usd, observation.problems)
+            state = _spent(state, observation.calls, observation.problems)
             return _generated(state, observation)
         case Exhausted():
             return _exhausted(state, observation.generator)
         case Validated():
-            state = _spent(state, observation.calls, observation.novel_tests_usd, observation.problems)
+            state = _spent(state, observation.calls, observation.problems)
             return _validated(state, observation.evaluation)
     return state
 
 
 def spent_usd(state: RepairState) -> float:
-    """USD the run spent on the model, rounded to a millionth of a dollar: the ledger's sum (plus, for
-    now, what localization and the novel-input tests reported without their calls)."""
-    return round(state.ledger.usd + state.unitemized_usd, 6)
+    """USD the run spent on the model, rounded to a millionth of a dollar: the ledger's sum."""
+    return state.ledger.usd
 
 
 def verdict(state: RepairState) -> Verdict | None:
@@ -283,11 +272,9 @@ def _noted(problems: tuple[str, ...], new: Sequence[str], once: bool) -> tuple[s
     return tuple(out)
 
 
-def _spent(state: RepairState, calls: Sequence[LLMCall], unitemized_usd: float,
-           problems: Sequence[str] = ()) -> RepairState:
+def _spent(state: RepairState, calls: Sequence[LLMCall], problems: Sequence[str] = ()) -> RepairState:
     """``state`` with ``calls`` in its ledger and ``problems`` noted (those already noted left out)."""
     return state.model_copy(update={"ledger": state.ledger.plus(calls),
-                                    "unitemized_usd": state.unitemized_usd + unitemized_usd,
                                     "problems": _noted(state.problems, problems, once=True)})
 
 

@@ -355,7 +355,7 @@ def test_the_repair_ledger_sums_the_calls_of_every_observation_and_a_cached_call
     assert state.ledger.paid_calls == (inspect, failed, fix, novel), "a cached answer was not asked for"
     assert machine.spent_usd(state) == state.ledger.usd == 0.875, "the cached answer costs nothing"
     assert state.problems == ("LLM fix of pkg.f: E", broken)
-    assert machine.spent_usd(machine.record(state, machine.Localized(patchable=(), localization_usd=1.0))) \
+    assert machine.spent_usd(machine.record(state, machine.Localized(patchable=(), calls=(inspect,)))) \
         == 0.875, "a stopped loop records nothing more"
 
 

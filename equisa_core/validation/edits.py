@@ -39,6 +39,7 @@ __all__ = [
     "compiles",
     "edit_size",
     "expression",
+    "int_node",
     "int_value",
     "is_int",
     "is_stringy",
@@ -46,6 +47,7 @@ __all__ = [
     "make",
     "parse_quietly",
     "shape",
+    "shift",
     "splice",
     "with_field",
 ]
@@ -493,6 +495,31 @@ class FunctionModel:
         return shape(node, known)
 
 
+
+
+def int_node(value: int) -> ast.expr:
+    """The literal of an int: ``3`` or ``-3``."""
+    return ast.Constant(value) if value >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-value))
+
+
+def shift(fn: FunctionModel, site: Site, delta: int, display: tuple[int, int]) -> Candidate:
+    """``e + 1`` / ``e - 1`` for ``e``; an existing ``e + k`` / ``e - k`` becomes ``e + (k +- 1)``."""
+    node = expression(site)
+    start, end = fn.span(node)
+    right = int_value(node.right) if isinstance(node, ast.BinOp) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub) and right is not None:
+        amount = right if isinstance(node.op, ast.Add) else -right
+        amount += delta
+        if amount == 0:  # `n - 1` + 1 is `n`
+            left = fn.src(node.left)
+            return fn.replace(site, node.left, [[(start, end, left)], [(start, end, f"({left})")]], display)
+        new = ast.BinOp(node.left, ast.Add() if amount > 0 else ast.Sub(), ast.Constant(abs(amount)))
+        same_sign = (amount > 0) == isinstance(node.op, ast.Add)
+        primary = [[(*fn.span(node.right), str(abs(amount)))]] if same_sign else []
+        return fn.replace(site, new, primary, display)
+    tail = " + 1" if delta > 0 else " - 1"
+    new = ast.BinOp(node, ast.Add() if delta > 0 else ast.Sub(), ast.Constant(1))
+    return fn.replace(site, new, [[(end, end, tail)], [(start, start, "("), (end, end, ")" + tail)]], display)
 
 
 def _describe(fn: FunctionModel, candidate: Candidate, edits: Sequence[Edit], line: int) -> str:

@@ -53,7 +53,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterator
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from equisa_core.validation.edits import SELF_NAMES as _SELF_NAMES
 from equisa_core.validation.edits import Candidate as _Candidate
@@ -62,11 +62,13 @@ from equisa_core.validation.edits import FunctionModel as _Function
 from equisa_core.validation.edits import Site as _Site
 from equisa_core.validation.edits import bounds as _bounds
 from equisa_core.validation.edits import expression as _expression
+from equisa_core.validation.edits import int_node as _int_node
 from equisa_core.validation.edits import int_value as _int_value
 from equisa_core.validation.edits import is_int as _is_int
 from equisa_core.validation.edits import is_stringy as _is_stringy
 from equisa_core.validation.edits import load_function as _load
 from equisa_core.validation.edits import make as _make
+from equisa_core.validation.edits import shift as _shift
 from equisa_core.validation.edits import with_field as _with
 
 __all__ = ["Mutant", "OPERATORS", "mutate_function"]
@@ -165,11 +167,23 @@ class Mutant(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     fqn: str = Field(description="The mutated function's fully qualified name, as passed in.")
-    operator: str = Field(description="The operator that made it, one of OPERATORS.")
+    operator: str = Field(description="The operator that made it: one of OPERATORS, or of REPAIR_OPERATORS.")
     description: str = Field(description='What changed, e.g. "line 58: `>` -> `>=`".')
     line: int = Field(ge=1, description="The file line of the edit (start_line + offset in the text).")
     source: str = Field(description="The whole mutated function, byte-identical outside the edit.")
     edit_size: int = Field(ge=1, description="Tokens changed (replaced, inserted or removed).")
+    pattern: str = Field("", description="The fix pattern (a REPAIR_OPERATORS name); '' for mutants.")
+    site_line: int = Field(0, ge=0, description="The file line of the edited statement; 0 when not set.")
+
+    @model_serializer(mode="wrap")
+    def _unset_fix_fields_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """A mutant without a pattern or site line serializes exactly as before those fields existed."""
+        data: dict[str, object] = handler(self)
+        if not self.pattern:
+            data.pop("pattern", None)
+        if not self.site_line:
+            data.pop("site_line", None)
+        return data
 
 
 # --- operators -----------------------------------------------------------------------------------
@@ -225,10 +239,6 @@ def _negate_condition(fn: _Function) -> Iterator[_Candidate]:
             yield _negate(fn, site)
 
 
-def _int_node(value: int) -> ast.expr:
-    return ast.Constant(value) if value >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-value))
-
-
 def _constant_off_by_one(fn: _Function) -> Iterator[_Candidate]:
     for site in fn.sites:
         node = site.node
@@ -239,26 +249,6 @@ def _constant_off_by_one(fn: _Function) -> Iterator[_Candidate]:
         for delta in (1, -1):
             value = literal + delta
             yield fn.replace(site, _int_node(value), [[(start, end, str(value))]])
-
-
-def _shift(fn: _Function, site: _Site, delta: int, display: tuple[int, int]) -> _Candidate:
-    """``e + 1`` / ``e - 1`` for ``e``; an existing ``e + k`` / ``e - k`` becomes ``e + (k +- 1)``."""
-    node = _expression(site)
-    start, end = fn.span(node)
-    right = _int_value(node.right) if isinstance(node, ast.BinOp) else None
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub) and right is not None:
-        amount = right if isinstance(node.op, ast.Add) else -right
-        amount += delta
-        if amount == 0:  # `n - 1` + 1 is `n`
-            left = fn.src(node.left)
-            return fn.replace(site, node.left, [[(start, end, left)], [(start, end, f"({left})")]], display)
-        new = ast.BinOp(node.left, ast.Add() if amount > 0 else ast.Sub(), ast.Constant(abs(amount)))
-        same_sign = (amount > 0) == isinstance(node.op, ast.Add)
-        primary = [[(*fn.span(node.right), str(abs(amount)))]] if same_sign else []
-        return fn.replace(site, new, primary, display)
-    tail = " + 1" if delta > 0 else " - 1"
-    new = ast.BinOp(node, ast.Add() if delta > 0 else ast.Sub(), ast.Constant(1))
-    return fn.replace(site, new, [[(end, end, tail)], [(start, start, "("), (end, end, ")" + tail)]], display)
 
 
 def _range_bound(fn: _Function) -> Iterator[_Candidate]:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.source_edit import find_function
 
-__all__ = ["MAX_STRING_LENGTH", "FixContext", "fix_context", "literal_constants"]
+__all__ = ["MAX_STRING_LENGTH", "FixContext", "fix_context", "literal_constants", "literal_text"]
 
 #: Longer string literals are not offered as replacement constants.
 MAX_STRING_LENGTH = 40
@@ -67,7 +67,7 @@ class FixContext(BaseModel):
         return (*own, *(c for c in self.module_constants.get(type_name, ()) if c not in own))
 
 
-def _literal_text(node: ast.AST) -> tuple[str, str] | None:
+def literal_text(node: ast.AST) -> tuple[str, str] | None:
     """(type name, literal text) of a constant or a negated number; None for anything else."""
     negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
     inner = node.operand if isinstance(node, ast.UnaryOp) and negative else node
@@ -111,7 +111,7 @@ def literal_constants(tree: ast.AST) -> dict[str, tuple[str, ...]]:
     for order, node in enumerate(_in_source_order(tree)):
         if id(node) in skipped:
             continue
-        literal = _literal_text(node)
+        literal = literal_text(node)
         if literal is not None:
             counts[literal] += 1
             first_seen.setdefault(literal, order)

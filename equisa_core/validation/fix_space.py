@@ -14,7 +14,7 @@ generation use):
   become a local bound before the read, a parameter, a name bound by an enclosing comprehension
   or lambda, or a module-level variable that the function does not rebind; a called module
   function or class may become another module function or class. Ranked by closeness: names of
-  the same kind (parameter, local, global) first, then by the edit distance of the names.
+  the same kind (parameter, local, global) first, then by the edit distance of the names (case ignored).
 - ``attribute_replace``: ``self.a`` becomes another attribute of the class, ``self.m()`` another
   method of it, and a called method its sibling (``append``/``extend``/``insert``,
   ``keys``/``values``/``items``, ...; ``METHOD_GROUPS``).
@@ -26,7 +26,7 @@ generation use):
 - ``return_replace``: ``return e`` returns one of the function's other return expressions, a
   name in scope or ``None``.
 - ``slice_edit``: a slice bound moved by one, dropped or added (``1`` as a start, ``-1`` as a
-  stop), and ``[::-1]`` added to an iterated or returned value or removed.
+  stop), and ``[::-1]`` added to an iterated, returned, assigned or compared value, or removed.
 
 Order and caps. Candidates come by operator (the order of ``REPAIR_OPERATORS``), then by site in
 source order, then by rank within the site. At most ``MAX_PER_SITE[operator]`` verified
@@ -93,7 +93,16 @@ METHOD_GROUPS: tuple[tuple[str, ...], ...] = (
 )
 _SIBLING_METHODS = {m: tuple(o for o in group if o != m) for group in METHOD_GROUPS for m in group}
 _KIND_ORDER = {"local": 0, "parameter": 1, "global": 2}
-_ITERATED = ((ast.For, "iter"), (ast.AsyncFor, "iter"), (ast.comprehension, "iter"), (ast.Return, "value"))
+# Where a sequence may be wanted reversed: iterated, returned, assigned or compared.
+_REVERSIBLE_AT = (
+    (ast.For, "iter"),
+    (ast.AsyncFor, "iter"),
+    (ast.comprehension, "iter"),
+    (ast.Return, "value"),
+    (ast.Assign, "value"),
+    (ast.Compare, "left"),
+    (ast.Compare, "comparators"),
+)
 _REVERSIBLE = (ast.Name, ast.Attribute, ast.Subscript, ast.Call)
 
 
@@ -109,7 +118,8 @@ class _Proposal:
 
 
 def _distance(a: str, b: str) -> int:
-    """The Levenshtein distance of two names."""
+    """The Levenshtein distance of two names, case ignored (``LIMIT`` is near ``limit``)."""
+    a, b = a.lower(), b.lower()
     previous = list(range(len(b) + 1))
     for i, x in enumerate(a, 1):
         current = [i]
@@ -380,7 +390,9 @@ def _slice_edit(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:
         if (
             isinstance(node, _REVERSIBLE)
             and not _is_reversal(node)
-            and any(isinstance(site.parent, parent) and site.field == field for parent, field in _ITERATED)
+            and any(
+                isinstance(site.parent, parent) and site.field == field for parent, field in _REVERSIBLE_AT
+            )
         ):
             start, end = fn.span(node)
             reversed_node = ast.Subscript(node, ast.Slice(None, None, int_node(-1)), ast.Load())

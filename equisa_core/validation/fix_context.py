@@ -11,7 +11,8 @@ with:
   to insert (``-1``, ``'abc'``), most frequent first;
 - the enclosing class (the nearest one around the function, if any): its attributes (``self.x``
   assigned in any of its methods, names assigned in its body, properties) and its method names;
-- the function's own constants, by type as above.
+- the function's own constants, by type as above;
+- how many positional arguments the module's functions and the class's methods take.
 
 Docstrings, f-string parts and strings longer than ``MAX_STRING_LENGTH`` are not constants here.
 Everything comes out in a deterministic order. The module is only parsed, never run.
@@ -27,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.source_edit import find_function
 
-__all__ = ["MAX_STRING_LENGTH", "FixContext", "fix_context", "literal_constants", "literal_text"]
+__all__ = ["MAX_STRING_LENGTH", "FixContext", "arity", "fix_context", "literal_constants", "literal_text"]
 
 #: Longer string literals are not offered as replacement constants.
 MAX_STRING_LENGTH = 40
@@ -55,6 +56,14 @@ class FixContext(BaseModel):
     class_methods: tuple[str, ...] = Field((), description="The class's method names, in source order.")
     function_constants: dict[str, tuple[str, ...]] = Field(
         default_factory=dict, description="Type name -> literal texts in the function, most frequent first."
+    )
+    function_arities: dict[str, tuple[int, int | None]] = Field(
+        default_factory=dict,
+        description="Module function -> (fewest, most) positional arguments; most is None with *args.",
+    )
+    method_arities: dict[str, tuple[int, int | None]] = Field(
+        default_factory=dict,
+        description="The class's methods -> positional arguments (the receiver not counted).",
     )
 
     def global_names(self, *kinds: str) -> tuple[str, ...]:
@@ -223,6 +232,26 @@ def _assigned_attributes(method: ast.AST, receiver: str) -> Iterator[str]:
             yield node.attr
 
 
+def arity(args: ast.arguments, *, bound: bool = False) -> tuple[int, int | None]:
+    """(fewest, most) positional arguments a call passes; most is None with ``*args``. ``bound``:
+    a method called on its instance, whose first parameter the call does not pass."""
+    positional = len(args.posonlyargs) + len(args.args) - (1 if bound else 0)
+    fewest = max(positional - len(args.defaults), 0)
+    return fewest, None if args.vararg is not None else max(positional, 0)
+
+
+def _is_static(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+
+
+def _method_arities(cls: ast.ClassDef) -> dict[str, tuple[int, int | None]]:
+    return {
+        stmt.name: arity(stmt.args, bound=not _is_static(stmt))
+        for stmt in cls.body
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and not _is_property(stmt)
+    }
+
+
 def fix_context(module_text: str, qualname: str) -> FixContext:
     """The context of the function ``qualname`` in ``module_text`` (see the module docstring).
 
@@ -245,4 +274,10 @@ def fix_context(module_text: str, qualname: str) -> FixContext:
         class_attributes=attributes,
         class_methods=methods,
         function_constants=literal_constants(function),
+        function_arities={
+            stmt.name: arity(stmt.args)
+            for stmt in _module_level(tree.body)
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
+        },
+        method_arities=_method_arities(cls) if cls is not None else {},
     )

@@ -20,7 +20,9 @@ generation use):
   ``keys``/``values``/``items``, ...; ``METHOD_GROUPS``).
 - ``argument_edit``: one argument of a call removed, replaced by a name in scope or a constant of
   the function (arguments that are a bare name or a literal are left to ``name_replace`` and
-  ``constant_replace``), or one positional argument added at the end.
+  ``constant_replace``), or one positional argument added at the end. When the callee is known
+  (a module function, a method of the class on ``self``, a common builtin), a removal or an
+  addition must leave a number of positional arguments it accepts.
 - ``constant_replace``: a literal becomes another literal of the same type from the function,
   then from the module.
 - ``return_replace``: ``return e`` returns one of the function's other return expressions, a
@@ -104,6 +106,52 @@ _REVERSIBLE_AT = (
     (ast.Compare, "comparators"),
 )
 _REVERSIBLE = (ast.Name, ast.Attribute, ast.Subscript, ast.Call)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+#: (fewest, most) positional arguments of common builtins; None: any number.
+_BUILTIN_ARITIES: dict[str, tuple[int, int | None]] = {
+    "abs": (1, 1),
+    "all": (1, 1),
+    "any": (1, 1),
+    "bool": (0, 1),
+    "callable": (1, 1),
+    "chr": (1, 1),
+    "dict": (0, 1),
+    "divmod": (2, 2),
+    "enumerate": (1, 2),
+    "filter": (2, 2),
+    "float": (0, 1),
+    "format": (1, 2),
+    "frozenset": (0, 1),
+    "getattr": (2, 3),
+    "hasattr": (2, 2),
+    "hash": (1, 1),
+    "id": (1, 1),
+    "int": (0, 2),
+    "isinstance": (2, 2),
+    "issubclass": (2, 2),
+    "iter": (1, 2),
+    "len": (1, 1),
+    "list": (0, 1),
+    "map": (2, None),
+    "max": (1, None),
+    "min": (1, None),
+    "next": (1, 2),
+    "ord": (1, 1),
+    "pow": (2, 3),
+    "print": (0, None),
+    "range": (1, 3),
+    "repr": (1, 1),
+    "reversed": (1, 1),
+    "round": (1, 2),
+    "set": (0, 1),
+    "setattr": (3, 3),
+    "sorted": (1, 1),
+    "str": (0, 3),
+    "sum": (1, 2),
+    "tuple": (0, 1),
+    "type": (1, 3),
+    "zip": (0, None),
+}
 
 
 @dataclass(frozen=True)
@@ -129,11 +177,29 @@ def _distance(a: str, b: str) -> int:
     return previous[-1]
 
 
+def _visible(fn: FunctionModel, site: Site) -> frozenset[str]:
+    """The names of enclosing comprehensions and lambdas that are bound at ``site``: a
+    comprehension's iterable is evaluated before that generator's target (and later ones) exist."""
+    hidden: set[str] = set()
+    child, parent = site.node, fn.parents.get(id(site.node))
+    while parent is not None:
+        owner = fn.parents.get(id(parent))
+        if (
+            isinstance(parent, ast.comprehension)
+            and child is parent.iter
+            and isinstance(owner, _COMPREHENSIONS)
+        ):
+            later = owner.generators[owner.generators.index(parent) :]
+            hidden.update(n.id for g in later for n in ast.walk(g.target) if isinstance(n, ast.Name))
+        child, parent = parent, owner
+    return site.shadow - hidden
+
+
 def _value_names(fn: FunctionModel, context: FixContext, site: Site, offset: int) -> dict[str, str]:
     """The names a value read at ``offset`` may use, with their kind: names bound by enclosing
     comprehensions and lambdas, locals bound before the read, parameters, and module variables
     that the function does not rebind."""
-    names = dict.fromkeys(sorted(site.shadow), "local")
+    names = dict.fromkeys(sorted(_visible(fn, site)), "local")
     for name, offsets in fn.bindings.items():
         if offsets[0] < offset:
             names.setdefault(name, "parameter" if name in fn.parameters else "local")
@@ -144,7 +210,7 @@ def _value_names(fn: FunctionModel, context: FixContext, site: Site, offset: int
 
 
 def _name_kind(fn: FunctionModel, context: FixContext, site: Site, name: str) -> str:
-    if name in site.shadow:
+    if name in _visible(fn, site):
         return "local"
     if name in fn.bindings:
         return "parameter" if name in fn.parameters else "local"
@@ -238,9 +304,26 @@ def _attribute_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Prop
             yield _Proposal(fn.replace(site, with_field(node, "attr", name), edits), node)
 
 
-def _argument_removals(fn: FunctionModel, site: Site, node: ast.Call) -> Iterator[_Proposal]:
+def _call_arity(fn: FunctionModel, context: FixContext, node: ast.Call) -> tuple[int, int | None]:
+    """(fewest, most) positional arguments the callee takes, when it is known: a module function,
+    a method of the class called on ``self``, a builtin that neither rebinds; else (0, None)."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id not in fn.bound:
+        if func.id in context.function_arities:
+            return context.function_arities[func.id]
+        if func.id not in context.module_names:
+            return _BUILTIN_ARITIES.get(func.id, (0, None))
+    receiver = _receiver(fn, context)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == receiver:
+        return context.method_arities.get(func.attr, (0, None))
+    return 0, None
+
+
+def _argument_removals(fn: FunctionModel, site: Site, node: ast.Call, fewest: int) -> Iterator[_Proposal]:
     elements: list[ast.AST] = sorted([*node.args, *node.keywords], key=lambda e: fn.span(e))
     for k, element in enumerate(elements):
+        if isinstance(element, ast.expr) and len(node.args) <= fewest:
+            continue  # the callee needs every positional argument it gets
         start, end = fn.span(element)
         if k + 1 < len(elements):
             edit: Edit = (start, fn.span(elements[k + 1])[0], "")
@@ -268,7 +351,11 @@ def _argument_edit(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal
         node = site.node
         if not isinstance(node, ast.Call):
             continue
-        yield from _argument_removals(fn, site, node)
+        fewest, most = _call_arity(fn, context, node)
+        unpacked = any(isinstance(a, ast.Starred) for a in node.args) or any(
+            k.arg is None for k in node.keywords
+        )
+        yield from _argument_removals(fn, site, node, 0 if unpacked else fewest)
         call_start, call_end = fn.span(node)
         values = _slot_values(fn, context, site, call_start)
         for i, arg in enumerate(node.args):
@@ -278,6 +365,8 @@ def _argument_edit(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal
             for text in values:
                 args = [*node.args[:i], _literal_node(text), *node.args[i + 1 :]]
                 yield _Proposal(fn.replace(site, with_field(node, "args", args), [[(start, end, text)]]), arg)
+        if most is not None and not unpacked and len(node.args) >= most:
+            continue  # the callee takes no further positional argument
         used = {a.id for a in node.args if isinstance(a, ast.Name)}
         for text in values:
             if text in used:

@@ -96,6 +96,13 @@ def test_a_method_sees_its_class_attributes_and_methods() -> None:
     assert context.function_constants == {"int": ("1", "0", "-1", "2")}
 
 
+def test_the_positional_arities_of_functions_and_methods() -> None:
+    context = fix_context(MODULE, "Basket.add")
+    assert context.function_arities == {"round_price": (1, 1)}
+    # the receiver is not counted, except for a static method; a property is no method
+    assert context.method_arities == {"__init__": (1, 1), "add": (1, 2), "parse": (1, 1)}
+
+
 def test_a_nested_function_sees_its_enclosing_class() -> None:
     context = fix_context(MODULE, "Basket.parse.<locals>.clean")
     assert context.class_name == "Basket"

@@ -230,6 +230,41 @@ def test_an_argument_is_removed_or_replaced() -> None:
     assert has_fix(found, removed, "pad_label")
 
 
+def test_a_known_callee_keeps_an_argument_count_it_accepts() -> None:
+    module = """
+        def area(width, height):
+            return width * height
+
+        class Room:
+            def floor(self, scale):
+                margin = 2
+                return area(self.width, self.depth) * len(self.name) * self.factor(scale) + margin
+
+            def factor(self, scale, extra=1):
+                return scale * extra
+    """
+    found = candidates(module, "Room.floor", ("argument_edit",))
+    edited = {c.description.split("-> ")[1] for c in found}
+    # area takes exactly 2, len exactly 1: no removal and no addition; factor takes 1 or 2
+    assert not any(text.startswith(("`area(self.width)", "`area(self.depth)", "`len()")) for text in edited)
+    assert not any(text.startswith("`area(self.width, self.depth, ") for text in edited)
+    assert not any(text.startswith("`len(self.name, ") for text in edited)
+    assert "`self.factor(scale, margin)`" in edited
+    assert "`self.factor()`" not in edited
+
+
+def test_a_comprehension_variable_is_not_offered_in_its_own_iterable() -> None:
+    module = """
+        def flatten(rows):
+            return [cell for row in rows for cell in row]
+    """
+    found = candidates(module, "flatten", ("name_replace",))
+    replaced = {c.description for c in found}
+    assert "line 3: `rows` -> `row`" not in replaced and "line 3: `rows` -> `cell`" not in replaced
+    assert "line 3: `row` -> `rows`" in replaced  # the second iterable sees `row` and `rows` only
+    assert "line 3: `row` -> `cell`" not in replaced
+
+
 def test_argument_edits_are_capped_per_site() -> None:
     names = ", ".join(f"p{i}" for i in range(20))
     module = f"""

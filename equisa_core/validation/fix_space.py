@@ -346,6 +346,36 @@ def _slot_values(fn: FunctionModel, context: FixContext, site: Site, offset: int
     return [*names, *constants]
 
 
+def _argument_replacements(
+    fn: FunctionModel, site: Site, node: ast.Call, values: Sequence[str]
+) -> Iterator[_Proposal]:
+    for i, arg in enumerate(node.args):
+        if isinstance(arg, ast.Name | ast.Constant | ast.Starred):
+            continue  # left to name_replace and constant_replace
+        start, end = fn.span(arg)
+        for text in values:
+            args = [*node.args[:i], _literal_node(text), *node.args[i + 1 :]]
+            yield _Proposal(fn.replace(site, with_field(node, "args", args), [[(start, end, text)]]), arg)
+
+
+def _argument_additions(
+    fn: FunctionModel, site: Site, node: ast.Call, values: Sequence[str]
+) -> Iterator[_Proposal]:
+    used = {a.id for a in node.args if isinstance(a, ast.Name)}
+    call_end = fn.span(node)[1]
+    for text in values:
+        if text in used:
+            continue
+        if node.args:
+            edit: Edit = (fn.span(node.args[-1])[1],) * 2 + (f", {text}",)
+        elif node.keywords:
+            edit = (fn.span(node.keywords[0])[0],) * 2 + (f"{text}, ",)
+        else:
+            edit = (call_end - 1, call_end - 1, text)
+        new = with_field(node, "args", [*node.args, _literal_node(text)])
+        yield _Proposal(fn.replace(site, new, [[edit]]), node)
+
+
 def _argument_edit(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:
     for site in fn.sites:
         node = site.node
@@ -356,29 +386,10 @@ def _argument_edit(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal
             k.arg is None for k in node.keywords
         )
         yield from _argument_removals(fn, site, node, 0 if unpacked else fewest)
-        call_start, call_end = fn.span(node)
-        values = _slot_values(fn, context, site, call_start)
-        for i, arg in enumerate(node.args):
-            if isinstance(arg, ast.Name | ast.Constant | ast.Starred):
-                continue
-            start, end = fn.span(arg)
-            for text in values:
-                args = [*node.args[:i], _literal_node(text), *node.args[i + 1 :]]
-                yield _Proposal(fn.replace(site, with_field(node, "args", args), [[(start, end, text)]]), arg)
-        if most is not None and not unpacked and len(node.args) >= most:
-            continue  # the callee takes no further positional argument
-        used = {a.id for a in node.args if isinstance(a, ast.Name)}
-        for text in values:
-            if text in used:
-                continue
-            if node.args:
-                edit: Edit = (fn.span(node.args[-1])[1],) * 2 + (f", {text}",)
-            elif node.keywords:
-                edit = (fn.span(node.keywords[0])[0],) * 2 + (f"{text}, ",)
-            else:
-                edit = (call_end - 1, call_end - 1, text)
-            new = with_field(node, "args", [*node.args, _literal_node(text)])
-            yield _Proposal(fn.replace(site, new, [[edit]]), node)
+        values = _slot_values(fn, context, site, fn.span(node)[0])
+        yield from _argument_replacements(fn, site, node, values)
+        if unpacked or most is None or len(node.args) < most:  # else the callee takes no more
+            yield from _argument_additions(fn, site, node, values)
 
 
 def _constant_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:

@@ -32,6 +32,7 @@ __all__ = [
     "FunctionModel",
     "FunctionNode",
     "Made",
+    "Proposal",
     "Shape",
     "Site",
     "arg_names",
@@ -108,6 +109,15 @@ class Candidate:
     alternatives: tuple[tuple[Edit, ...], ...]  # tried in order; the first that verifies wins
     display: tuple[int, int]  # the span of the original shown in the description
     verb: str = ""  # "removed", "duplicated" or "inserted" for line edits; "" for replacements
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A repair operator's candidate and the node its per-site cap counts against
+    (``fix_space.MAX_PER_SITE``)."""
+
+    candidate: Candidate
+    site: ast.AST
 
 
 @dataclass(frozen=True)

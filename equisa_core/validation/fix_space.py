@@ -43,13 +43,13 @@ from __future__ import annotations
 import ast
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
-from dataclasses import dataclass
 
 from equisa_core.validation.edits import (
     SELF_NAMES,
     Candidate,
     Edit,
     FunctionModel,
+    Proposal,
     Site,
     int_node,
     int_value,
@@ -154,14 +154,6 @@ _BUILTIN_ARITIES: dict[str, tuple[int, int | None]] = {
 }
 
 
-@dataclass(frozen=True)
-class _Proposal:
-    """A candidate and the node its per-site cap counts against."""
-
-    candidate: Candidate
-    site: ast.AST
-
-
 # --- names in scope ------------------------------------------------------------------------------
 
 
@@ -252,7 +244,7 @@ def _literal_node(text: str) -> ast.expr:
 # --- operators -----------------------------------------------------------------------------------
 
 
-def _name_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:
+def _name_replace(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
     callables = {
         n: k for n, k in context.module_names.items() if k in ("function", "class") and n not in fn.bound
     }
@@ -269,7 +261,7 @@ def _name_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]
             names, kind = _value_names(fn, context, site, start), _name_kind(fn, context, site, node.id)
         display = fn.span(site.parent) if isinstance(site.parent, ast.expr) else None
         for name in _closest(names, node.id, kind):
-            yield _Proposal(
+            yield Proposal(
                 fn.replace(site, ast.Name(name, ast.Load()), [[(start, end, name)]], display), node
             )
 
@@ -283,7 +275,7 @@ def _attribute_options(node: ast.Attribute, called: bool, on_self: bool, context
     return [m for m in options if m != node.attr]
 
 
-def _attribute_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:
+def _attribute_replace(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
     receiver = _receiver(fn, context)
     for site in fn.sites:
         node = site.node
@@ -301,7 +293,7 @@ def _attribute_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Prop
         in_place = fn.text[at:end] == node.attr  # else the unparsed attribute is the edit
         for name in _attribute_options(node, called, on_self, context):
             edits: list[list[Edit]] = [[(at, end, name)]] if in_place else []
-            yield _Proposal(fn.replace(site, with_field(node, "attr", name), edits), node)
+            yield Proposal(fn.replace(site, with_field(node, "attr", name), edits), node)
 
 
 def _call_arity(fn: FunctionModel, context: FixContext, node: ast.Call) -> tuple[int, int | None]:
@@ -319,7 +311,7 @@ def _call_arity(fn: FunctionModel, context: FixContext, node: ast.Call) -> tuple
     return 0, None
 
 
-def _argument_removals(fn: FunctionModel, site: Site, node: ast.Call, fewest: int) -> Iterator[_Proposal]:
+def _argument_removals(fn: FunctionModel, site: Site, node: ast.Call, fewest: int) -> Iterator[Proposal]:
     elements: list[ast.AST] = sorted([*node.args, *node.keywords], key=lambda e: fn.span(e))
     for k, element in enumerate(elements):
         if isinstance(element, ast.expr) and len(node.args) <= fewest:
@@ -335,7 +327,7 @@ def _argument_removals(fn: FunctionModel, site: Site, node: ast.Call, fewest: in
             new = with_field(node, "keywords", [kw for kw in node.keywords if kw is not element])
         else:
             new = with_field(node, "args", [a for a in node.args if a is not element])
-        yield _Proposal(fn.replace(site, new, [[edit]]), element)
+        yield Proposal(fn.replace(site, new, [[edit]]), element)
 
 
 def _slot_values(fn: FunctionModel, context: FixContext, site: Site, offset: int) -> list[str]:
@@ -348,19 +340,19 @@ def _slot_values(fn: FunctionModel, context: FixContext, site: Site, offset: int
 
 def _argument_replacements(
     fn: FunctionModel, site: Site, node: ast.Call, values: Sequence[str]
-) -> Iterator[_Proposal]:
+) -> Iterator[Proposal]:
     for i, arg in enumerate(node.args):
         if isinstance(arg, ast.Name | ast.Constant | ast.Starred):
             continue  # left to name_replace and constant_replace
         start, end = fn.span(arg)
         for text in values:
             args = [*node.args[:i], _literal_node(text), *node.args[i + 1 :]]
-            yield _Proposal(fn.replace(site, with_field(node, "args", args), [[(start, end, text)]]), arg)
+            yield Proposal(fn.replace(site, with_field(node, "args", args), [[(start, end, text)]]), arg)
 
 
 def _argument_additions(
     fn: FunctionModel, site: Site, node: ast.Call, values: Sequence[str]
-) -> Iterator[_Proposal]:
+) -> Iterator[Proposal]:
     used = {a.id for a in node.args if isinstance(a, ast.Name)}
     call_end = fn.span(node)[1]
     for text in values:
@@ -373,10 +365,10 @@ def _argument_additions(
         else:
             edit = (call_end - 1, call_end - 1, text)
         new = with_field(node, "args", [*node.args, _literal_node(text)])
-        yield _Proposal(fn.replace(site, new, [[edit]]), node)
+        yield Proposal(fn.replace(site, new, [[edit]]), node)
 
 
-def _argument_edit(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:
+def _argument_edit(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
     for site in fn.sites:
         node = site.node
         if not isinstance(node, ast.Call):
@@ -392,7 +384,7 @@ def _argument_edit(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal
             yield from _argument_additions(fn, site, node, values)
 
 
-def _constant_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:
+def _constant_replace(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
     for site in fn.sites:
         node = site.node
         if isinstance(site.parent, ast.JoinedStr | ast.FormattedValue):
@@ -406,10 +398,10 @@ def _constant_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Propo
         start, end = fn.span(node)
         for other in context.constants(type_name):
             if other != text:
-                yield _Proposal(fn.replace(site, _literal_node(other), [[(start, end, other)]]), node)
+                yield Proposal(fn.replace(site, _literal_node(other), [[(start, end, other)]]), node)
 
 
-def _return_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:
+def _return_replace(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
     returned = [s.node.value for s in fn.sites if isinstance(s.node, ast.Return) and s.node.value is not None]
     for site in fn.sites:
         node = site.node
@@ -429,7 +421,7 @@ def _return_replace(fn: FunctionModel, context: FixContext) -> Iterator[_Proposa
         options.append(("None", ast.Constant(None)))
         target = Site(value, node, "value", None, site.shadow)
         for text, new in options:
-            yield _Proposal(fn.replace(target, new, [[(start, end, text)]], fn.span(node)), node)
+            yield Proposal(fn.replace(target, new, [[(start, end, text)]], fn.span(node)), node)
 
 
 def _colon_after(fn: FunctionModel, offset: int, end: int) -> int | None:
@@ -478,15 +470,15 @@ def _is_reversal(node: ast.AST) -> bool:
     )
 
 
-def _slice_edit(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:
+def _slice_edit(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
     for site in fn.sites:
         node = site.node
         if isinstance(node, ast.Subscript) and _is_reversal(node):
             inner = fn.src(node.value)
-            yield _Proposal(fn.replace(site, node.value, [[(*fn.span(node), inner)]]), node)
+            yield Proposal(fn.replace(site, node.value, [[(*fn.span(node), inner)]]), node)
         elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
             for candidate in _bound_edits(fn, site, node, node.slice):
-                yield _Proposal(candidate, node)
+                yield Proposal(candidate, node)
         if (
             isinstance(node, _REVERSIBLE)
             and not _is_reversal(node)
@@ -497,10 +489,10 @@ def _slice_edit(fn: FunctionModel, context: FixContext) -> Iterator[_Proposal]:
             start, end = fn.span(node)
             reversed_node = ast.Subscript(node, ast.Slice(None, None, int_node(-1)), ast.Load())
             edits: list[list[Edit]] = [[(end, end, "[::-1]")], [(start, start, "("), (end, end, ")[::-1]")]]
-            yield _Proposal(fn.replace(site, reversed_node, edits), node)
+            yield Proposal(fn.replace(site, reversed_node, edits), node)
 
 
-_GENERATORS: dict[str, Callable[[FunctionModel, FixContext], Iterator[_Proposal]]] = {
+_GENERATORS: dict[str, Callable[[FunctionModel, FixContext], Iterator[Proposal]]] = {
     "name_replace": _name_replace,
     "attribute_replace": _attribute_replace,
     "argument_edit": _argument_edit,

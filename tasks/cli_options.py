@@ -127,6 +127,8 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
     ValidationOptions: {
         "max_validations": Option("candidates validated in full before giving up (default {default})",
                                   metavar="N"),
+        "search_seconds": Option("seconds the deterministic search screens candidates per round, best "
+                                 "first (default {default})", metavar="SECONDS"),
     },
     TestgenOptions: {
         "max_iterations": Option("attempts in all, attempt 0 included (1-20, default {default})",

@@ -128,7 +128,8 @@ def with_flaky(trace: SuiteTrace, rerun: PrefectFuture[SuiteTrace] | None) -> Su
     return mark_flaky(trace, {t.test_id for t in again.tests if t.outcome == "passed"})
 
 
-def focused_request(prepared: PreparedRun, only: Sequence[str], overlay: Mapping[str, str], **update: object):
+def focused_request(prepared: PreparedRun, only: Sequence[str], overlay: Mapping[str, str],
+                    **update: object) -> RunRequest:
     """The base request narrowed to the tests ``only`` names: pytest collects just their files.
 
     Collecting only the files involved is faster, and it is how generated tests (which live in the

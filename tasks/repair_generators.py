@@ -15,22 +15,18 @@ from prefect.artifacts import create_progress_artifact
 
 from equisa_core.common.models import Node
 from equisa_core.common.source_edit import replace_function
-from equisa_core.localization.fix_evidence import FixEvidence, classify_mutants
-from equisa_core.localization.selection import tests_for_node
+from equisa_core.localization.fix_evidence import FixEvidence
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.validation import machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.validation.generated_tests import without_testgen
-from equisa_core.validation.mutation import mutate_function
 from tasks.discovery_suite import DiscoveryResult
+from tasks.fix_search import fix_search
 from tasks.inspection import file_of, qualname_of, read_function, unreadable_because
 from tasks.llm import LLMConfig
-from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
 from tasks.parameters import RepairParameters
-from tasks.prepared_run import focused_request
 from tasks.validation_checks import ValidationContext
 
-__all__ = ["Candidates", "RepairRound", "Validate", "find_targets", "confirmed_fixes", "mutation_search",
+__all__ = ["Candidates", "RepairRound", "Validate", "find_targets", "confirmed_fixes",
            "llm_fixes", "patcher"]
 
 
@@ -78,46 +74,6 @@ def confirmed_fixes(targets: Sequence[str], found: DiscoveryResult, localization
                 id=f"confirmed-{len(seen)}", generator="mutation", target=record.target,
                 description=f"{record.target}: {record.fix}",
                 files=_file_with(found, node, record.fix_source),
-            ))
-
-
-def mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: ValidationContext,
-                    params: RepairParameters) -> Candidates:
-    """One-edit mutants of each target that fix its tests, screened in parallel, smallest edit first."""
-    screens = []
-    for target in targets:
-        node = ctx.nodes[target]
-        _, source = read_function(found.prepared.workspace.root, node)
-        mutants = mutate_function(source, target, start_line=node.start_line or 1,
-                                  max_mutants=params.max_mutants_per_function)
-        selection = tests_for_node(target, found.trace, max_tests=params.max_tests_per_inspection)
-        if not mutants or not node.file or not selection.test_ids:
-            continue
-        specs = tuple(MutantSpec(id=f"m{i}", fqn=target, file=node.file, source=m.source)
-                      for i, m in enumerate(mutants))
-        request = focused_request(found.prepared, selection.test_ids, found.overlay, mutants=specs,
-                                  mutants_fail_fast=True, trace=False)
-        future = run_mutants.submit(request, backend=params.sandbox, docker_image=params.docker_image,
-                                    interpreter_version=found.prepared.interpreter_version)
-        screens.append((target, node, mutants, future))
-    seen_sources: set[str] = set()
-    for target, node, mutants, future in screens:
-        report: MutantRunReport = future.result()
-        ran = {i: r.outcomes for i, r in report.mutants.items() if r.status in ("ran", "timeout")}
-        # Testgen tests assert the buggy behaviour: they may not veto a fixing mutant.
-        original = without_testgen({t: o for t, o in report.original.items() if t not in report.flaky})
-        verdict = classify_mutants(original, {i: without_testgen(o) for i, o in ran.items()})
-        fixing = machine.mutation_order(verdict.fixing, [m.edit_size for m in mutants])
-        yield machine.Generated(candidate=None, screened=verdict.ran)
-        for mutant_id in fixing:
-            mutant = mutants[int(mutant_id[1:])]
-            if mutant.source in seen_sources:
-                continue
-            seen_sources.add(mutant.source)
-            yield machine.Generated(candidate=PatchCandidate(
-                id=f"mutation-{target.rsplit('.', 1)[-1]}-{mutant_id}", generator="mutation", target=target,
-                description=f"{target}: {mutant.description}", files=_file_with(found, node, mutant.source),
-                edit_size=mutant.edit_size, operator=mutant.operator,
             ))
 
 
@@ -216,5 +172,6 @@ class RepairRound:
             case "confirmed":
                 return confirmed_fixes(targets, found, localization, ctx)
             case "mutation":
-                return mutation_search(targets, found, ctx, params)
+                confidence = {r.fqn: r.confidence for r in localization.ranking}
+                return fix_search(targets, found, ctx.nodes, confidence, params)
         raise AssertionError(f"unknown generator {step.generator!r}, or one of the model's without the model")

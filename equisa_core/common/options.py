@@ -138,6 +138,12 @@ class ValidationOptions(BaseModel):
 
     repair_top: int = Field(3, ge=1, description="Functions the mutation search patches, by confidence.")
     max_mutants_per_function: int = Field(150, ge=1, description="Mutants screened per function.")
+    max_fixes_per_function: int = Field(
+        2000, ge=0, description="Candidates of the wider fix space (equisa_core.validation.fix_space) made "
+        "per function, on top of its mutants; the search's time budget decides how many are screened.")
+    search_seconds: float = Field(
+        60.0, gt=0, description="Wall-clock seconds the deterministic search screens candidates in each "
+        "round (its parallel screens share them), best-ranked first.")
     max_validations: int = Field(12, ge=1, description="Candidates validated in full.")
     max_llm_fixes: int = Field(3, ge=0, description="Fixes asked of the model (each re-ask included).")
     patcher_evaluations: int = Field(3, ge=0, description="Patches of the multi-retrieval patcher validated.")

@@ -6,8 +6,9 @@ generators for candidates one at a time (``generate``), in this order:
 
 - LLM mode: the model's minimal fix (``llm-fix``), then the multi-retrieval patcher (``patcher``,
   only while no candidate of the round is sound);
-- the fixes the Localization loop already confirmed (``confirmed``), then the one-edit mutants of
-  the targets that fix their tests (``mutation``, smallest edit first: ``mutation_order``);
+- the fixes the Localization loop already confirmed (``confirmed``), then the deterministic search
+  (``mutation``): the one-edit mutants and the wider fix space of the targets that fix their tests,
+  best-ranked first (``equisa_core.validation.ranking``; driven by ``tasks.fix_search``);
 
 and validate each candidate in full (``validate``; ``equisa_core.validation.checks``). The round ends
 at the first ``SOUND`` candidate, after ``max_validations`` candidates, or when the generators are
@@ -38,7 +39,7 @@ __all__ = [
     "RepairBudget", "RepairState", "RepairStep", "RepairObservation", "Localize", "FindTargets", "Generate",
     "Validate", "Localized", "TargetsFound", "Generated", "Exhausted", "Validated", "Noted",
     "GeneratorName", "EXTRA_TESTS_PER_RELOCALIZATION", "start_repair", "next_steps", "record", "verdict",
-    "last_verdict", "patchable_functions", "mutation_order", "reported_evaluation", "spent_usd",
+    "last_verdict", "patchable_functions", "reported_evaluation", "spent_usd",
 ]
 
 GeneratorName = Literal["llm-fix", "patcher", "confirmed", "mutation"]
@@ -247,11 +248,6 @@ def patchable_functions(ranking: Sequence[str], nodes: Mapping[str, Node]) -> tu
     """The functions of ``ranking`` a patch may change: known nodes, not test code, in order."""
     return tuple(f for f in ranking if (node := nodes.get(f)) is not None and is_valid_node(node)
                  and not is_test_file(node.file or ""))
-
-
-def mutation_order(fixing: Sequence[str], edit_sizes: Sequence[int]) -> list[str]:
-    """Ids (``m<index>``) of the fixing mutants in the order to validate them: smallest edit first."""
-    return sorted(fixing, key=lambda i: (edit_sizes[int(i[1:])], int(i[1:])))
 
 
 def reported_evaluation(evaluations: Sequence[PatchEvaluation]) -> PatchEvaluation | None:

@@ -359,10 +359,6 @@ def test_the_repair_ledger_sums_the_calls_of_every_observation_and_a_cached_call
         == 0.875, "a stopped loop records nothing more"
 
 
-def test_the_smallest_fixing_edit_is_validated_first():
-    assert machine.mutation_order(["m0", "m2", "m1", "m3"], [3, 1, 1, 2]) == ["m1", "m2", "m3", "m0"]
-
-
 def test_the_report_shows_the_first_sound_patch_else_the_first_plausible_one():
     def evaluation(name: str, status: PatchStatus) -> PatchEvaluation:
         return PatchEvaluation(candidate=name, status=status)

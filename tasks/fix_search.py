@@ -1,0 +1,153 @@
+"""The repair's deterministic search (the machine's ``mutation`` generator).
+
+For each target function it makes the one-edit mutants (``equisa_core.validation.mutation``) and
+the wider fix space (``equisa_core.validation.fix_space``), ranks all the targets' candidates
+together (``equisa_core.validation.ranking``: the function's confidence, the fix pattern's prior and
+the edit's size), and screens them best first in parallel sandboxed processes, one per core
+(``run_mutants``): each candidate runs against its function's tests, the failing ones first, and
+its round stops at the first test it breaks or when it fixes none of the failing ones. The screens
+share a time budget (``search_seconds``), not a count. The candidates that fix every failing test
+of their function and break none of its passing ones are handed to the machine best-ranked first,
+to be validated in full.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+
+from equisa_core.common.models import Node, TestOutcome
+from equisa_core.common.source_edit import replace_function
+from equisa_core.localization.fix_evidence import classify_mutants
+from equisa_core.localization.selection import tests_for_node
+from equisa_core.validation import machine
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
+from equisa_core.validation.fix_context import fix_context
+from equisa_core.validation.fix_space import fix_candidates
+from equisa_core.validation.generated_tests import without_testgen
+from equisa_core.validation.mutation import Mutant, mutate_function
+from equisa_core.validation.ranking import PatternScore, RankedCandidate, rank_candidates, spread
+from tasks.discovery_suite import DiscoveryResult
+from tasks.inspection import file_of, qualname_of, read_function
+from tasks.inspections import must_fix
+from tasks.mutants import MutantRunReport, MutantSpec, run_mutants
+from tasks.parameters import RepairParameters
+from tasks.prepared_run import focused_request
+from tasks.sandbox import RunRequest
+
+__all__ = ["Searched", "edit_size_score", "fix_search", "target_candidates"]
+
+#: The pattern score until a fitted prior is given: the smaller edit first, every pattern alike.
+EDIT_WEIGHT = 1.0
+
+
+def edit_size_score(pattern: str, edit_size: int) -> float:
+    """Every pattern alike; the smaller edit first."""
+    return -EDIT_WEIGHT * edit_size
+
+
+@dataclass(frozen=True)
+class Searched:
+    """One target's candidates and the tests they are screened against."""
+
+    target: str
+    node: Node
+    module_text: str
+    candidates: list[Mutant]
+    tests: tuple[str, ...]
+
+
+def target_candidates(target: str, node: Node, found: DiscoveryResult, params: RepairParameters,
+                      ) -> Searched:
+    """The target's mutants, then its fix-space candidates (no source twice), and its tests."""
+    text, source = read_function(found.prepared.workspace.root, node)
+    start = node.start_line or 1
+    candidates = mutate_function(source, target, start_line=start,
+                                 max_mutants=params.max_mutants_per_function)
+    if params.max_fixes_per_function:
+        context = fix_context(text, qualname_of(node))
+        seen = {m.source for m in candidates}
+        for fix in fix_candidates(source, target, start_line=start, context=context,
+                                  limit=params.max_fixes_per_function):
+            if fix.source not in seen:
+                seen.add(fix.source)
+                candidates.append(fix)
+    tests = tests_for_node(target, found.trace, max_tests=params.max_tests_per_inspection).test_ids
+    return Searched(target, node, text, candidates, tuple(tests))
+
+
+def fix_search(targets: Sequence[str], found: DiscoveryResult, nodes: Mapping[str, Node],
+               confidence: Mapping[str, float], params: RepairParameters,
+               pattern_score: PatternScore = edit_size_score,
+               ) -> Generator[machine.Generated, PatchEvaluation | None, None]:
+    """The fixing candidates of ``targets``, best-ranked first (see the module docstring)."""
+    searched = {}
+    for target in targets:
+        node = nodes[target]
+        if node.file:
+            found_here = target_candidates(target, node, found, params)
+            if found_here.candidates and found_here.tests:
+                searched[target] = found_here
+    ranked = rank_candidates({t: s.candidates for t, s in searched.items()}, confidence, pattern_score)
+    position = {(c.target, c.index): rank for rank, c in enumerate(ranked)}
+    parts = spread(ranked, params.shards or os.cpu_count() or 1)
+    futures = [run_mutants.submit(_screen_request(part, searched, found, params), backend=params.sandbox,
+                                  docker_image=params.docker_image,
+                                  interpreter_version=found.prepared.interpreter_version)
+               for part in parts]
+    fixing: list[RankedCandidate] = []
+    screened = 0
+    for part, future in zip(parts, futures, strict=True):
+        report: MutantRunReport = future.result()
+        ran, fixes = _fixing(part, report, searched)
+        screened += ran
+        fixing += fixes
+    yield machine.Generated(candidate=None, screened=screened)
+    for chosen in sorted(fixing, key=lambda c: position[(c.target, c.index)]):
+        target, mutant = chosen.target, chosen.mutant
+        yield machine.Generated(candidate=PatchCandidate(
+            id=f"mutation-{target.rsplit('.', 1)[-1]}-m{chosen.index}", generator="mutation", target=target,
+            description=f"{target}: {mutant.description}",
+            files={file_of(searched[target].node): _with_function(searched[target], mutant.source)},
+            edit_size=mutant.edit_size, operator=mutant.operator,
+        ))
+
+
+def _spec_id(candidate: RankedCandidate) -> str:
+    return f"{candidate.target}#m{candidate.index}"
+
+
+def _screen_request(part: Sequence[RankedCandidate], searched: Mapping[str, Searched], found: DiscoveryResult,
+                    params: RepairParameters) -> RunRequest:
+    """One parallel screen: its candidates in rank order, each against its own function's tests."""
+    specs = tuple(MutantSpec(id=_spec_id(c), fqn=c.target, file=searched[c.target].node.file or "",
+                             source=c.mutant.source, tests=searched[c.target].tests) for c in part)
+    only = sorted({t for c in part for t in searched[c.target].tests})
+    return focused_request(found.prepared, only, found.overlay, mutants=specs, mutants_fail_fast=True,
+                           mutants_must_fix=must_fix(found.trace, only),
+                           mutants_budget_s=params.search_seconds, trace=False)
+
+
+def _fixing(part: Sequence[RankedCandidate], report: MutantRunReport, searched: Mapping[str, Searched],
+            ) -> tuple[int, list[RankedCandidate]]:
+    """How many of the screen's candidates ran, and those that fix their function's tests."""
+    # Testgen tests assert the buggy behaviour: they may not veto a fixing candidate.
+    original = without_testgen({t: o for t, o in report.original.items() if t not in report.flaky})
+    ran = 0
+    fixing = []
+    for candidate in part:
+        result = report.mutants.get(_spec_id(candidate))
+        if result is None or result.status not in ("ran", "timeout"):
+            continue
+        ran += 1
+        tests = set(searched[candidate.target].tests)
+        own: dict[str, TestOutcome] = {t: o for t, o in original.items() if t in tests}
+        verdict = classify_mutants(own, {"c": without_testgen(result.outcomes)})
+        if verdict.fixing:
+            fixing.append(candidate)
+    return ran, fixing
+
+
+def _with_function(searched: Searched, function: str) -> str:
+    return replace_function(searched.module_text, qualname_of(searched.node), function)

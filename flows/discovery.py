@@ -91,7 +91,8 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
         "stopped_because": stopped.reason,
     })
     return DiscoveryResult(prepared=prepared, trace=trace, overlay=dict(state.overlay), report=report,
-                           cost_usd=round(state.cost_usd, 6), problems=list(state.problems))
+                           cost_usd=round(state.cost_usd, 6),
+                           problems=[*traced_suite.problems, *state.problems])
 
 
 def _announce(done: DiscoveryRound, testgen: bool) -> None:

@@ -27,16 +27,18 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, update_progress_artifact
 
 from equisa_core.validation import machine
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
 from equisa_core.validation.repair import RepairReport
 from flows.localize import run_localization
 from flows.validation import validate_candidate
 from tasks.llm import LLMConfig, choose_llm_mode
 from tasks.parameters import LocalizeParameters, RepairParameters
 from tasks.record import record_finished_run
-from tasks.repair_generators import RepairRound, find_targets
+from tasks.repair_generators import RepairRound, Validate, find_targets
 from tasks.repair_report import repair_report
+from tasks.run_tests import report_progress
 from tasks.task_runners import FanOutTaskRunner
-from tasks.validation_checks import validation_context
+from tasks.validation_checks import ValidationContext, validation_context
 
 __all__ = ["repair"]
 
@@ -111,7 +113,7 @@ def _observe(step: machine.RepairStep, state: machine.RepairState, round_: Repai
             generated = round_.generators.get(step.generator)
             heard = None if generated is None else machine.last_verdict(state, step.generator)
             if generated is None:
-                generated = round_.generator(step, params, config, validate_candidate)
+                generated = round_.generator(step, params, config, _validating(params))
                 round_.generators[step.generator] = generated
             try:
                 answer = generated.send(heard)  # the verdict on its previous candidate, if any
@@ -120,12 +122,21 @@ def _observe(step: machine.RepairStep, state: machine.RepairState, round_: Repai
             return [*round_.noted(), answer]
         case machine.Validate():
             candidate = step.candidate
-            evaluation = step.evaluation or validate_candidate(candidate, round_.ctx)
+            evaluation = step.evaluation or _validating(params)(candidate, round_.ctx)
             round_.validated += 1
             update_progress_artifact(round_.progress, 100.0 * round_.validated / params.max_validations)
             print(f"{candidate.id}: {evaluation.status.value} ({candidate.description})")
             return [machine.Validated(evaluation=evaluation)]
     raise AssertionError(f"unexpected repair step {step!r}")
+
+
+def _validating(params: RepairParameters) -> Validate:
+    """``validate_candidate``, first saying which candidate it validates (the spinner's stage line)."""
+    def validate(candidate: PatchCandidate, ctx: ValidationContext) -> PatchEvaluation:
+        report_progress(params.progress_key, {"kind": "stage", "text": f"validating {candidate.id} "
+                                                                        f"({candidate.description})"})
+        return validate_candidate(candidate, ctx)
+    return validate
 
 
 def _publish(report: RepairReport) -> None:

@@ -37,6 +37,7 @@ from tasks.discovery_suite import DiscoveryResult, groups_of, merged, traced
 from tasks.llm import choose_llm_mode
 from tasks.parameters import DiscoveryParameters, TestgenParameters
 from tasks.prepared_run import PreparedRun
+from tasks.progress_events import not_listening
 from tasks.task_runners import FanOutTaskRunner
 from tasks.testgen_publish import GeneratedTests
 
@@ -91,8 +92,7 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
         "stopped_because": stopped.reason,
     })
     return DiscoveryResult(prepared=prepared, trace=trace, overlay=dict(state.overlay), report=report,
-                           cost_usd=round(state.cost_usd, 6),
-                           problems=[*traced_suite.problems, *state.problems])
+                           ledger=state.ledger, problems=(*traced_suite.problems, *state.problems))
 
 
 def _announce(done: DiscoveryRound, testgen: bool) -> None:
@@ -101,7 +101,9 @@ def _announce(done: DiscoveryRound, testgen: bool) -> None:
 
 
 def _generate_tests(prepared: PreparedRun, params: TestgenParameters) -> GeneratedTests:
-    """``flows.testgen.generate_tests``, imported when Discovery first calls it."""
+    """``flows.testgen.generate_tests``, imported when Discovery first calls it; its progress is not
+    shown (Discovery's own spinner stays as it is)."""
     from flows.testgen import generate_tests
 
-    return generate_tests(prepared, params)
+    with not_listening():
+        return generate_tests(prepared, params)

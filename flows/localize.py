@@ -40,8 +40,8 @@ from tasks.discovery_suite import DiscoveryResult
 from tasks.localization_run import Collect, LocalizationSteps
 from tasks.localization_steps import print_records
 from tasks.parameters import LocalizeParameters
+from tasks.progress_events import Note, emit
 from tasks.record import record_finished_run
-from tasks.run_tests import report_progress
 from tasks.task_runners import FanOutTaskRunner
 
 __all__ = ["LocalizationRun", "localize", "run_localization", "drive_localization"]
@@ -56,12 +56,13 @@ def localize(params: LocalizeParameters) -> LocalizationReport:
     """Find the buggy function of a repository whose tests fail."""
     found, report = run_localization(params)
     return record_finished_run("localize", report, str(found.prepared.repo), params.artifacts, params.db,
-                               found.trace)
+                               found.trace, calls=report.ledger.paid_calls)
 
 
 def run_localization(params: LocalizeParameters) -> tuple[DiscoveryResult, LocalizationReport]:
     """Discovery, then the Localization loop; also returns the amplified suite (for Validation).
-    Called inside a flow run (``localize``, ``repair``), whose task runner runs its tasks."""
+    Called inside a flow run (``localize``, ``repair``), whose task runner runs its tasks. The
+    report's ``ledger`` holds the run's model calls (Discovery's, then the loop's)."""
     run = drive_localization(params)
     return run.found, run.report
 
@@ -148,9 +149,7 @@ class _Driver:
         best = leaders(self.state, FIRST_ANSWER_TOP)
         if best:
             listed = ", ".join(f"{fqn} ({self.state.confidences[fqn]:.2f})" for fqn in best)
-            report_progress(self.params.progress_key, {
-                "kind": "note",
-                "text": f"First answer, from the trace and the prior alone: {listed}; now checking it"})
+            emit(Note(text=f"First answer, from the trace and the prior alone: {listed}; now checking it"))
 
 
 def _publish_ranking(report: LocalizationReport) -> None:

@@ -19,6 +19,9 @@ Validation verdict. Candidates come from the generators in this order:
 The first ``SOUND`` candidate is accepted. When none is and some were rejected for regressions,
 the run goes back to Discovery (seed 000 §7, bounded by ``max_relocalizations``): a bigger test
 budget, a fresh localization, and the functions whose fixes regressed are not patched again.
+
+The model calls of every step and the problems met travel on the machine's observations; the
+machine's ledger gives the report's cost and the history's rows of the run's calls.
 """
 
 from __future__ import annotations
@@ -27,16 +30,16 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, update_progress_artifact
 
 from equisa_core.validation import machine
-from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
+from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.repair import RepairReport
 from flows.localize import run_localization
-from flows.validation import validate_candidate
+from flows.validation import check_candidate
 from tasks.llm import LLMConfig, choose_llm_mode
 from tasks.parameters import LocalizeParameters, RepairParameters
+from tasks.progress_events import Stage, emit
 from tasks.record import record_finished_run
-from tasks.repair_generators import RepairRound, Validate, find_targets
+from tasks.repair_generators import RepairRound, find_targets
 from tasks.repair_report import repair_report
-from tasks.run_tests import report_progress
 from tasks.task_runners import FanOutTaskRunner
 from tasks.validation_checks import ValidationContext, validation_context
 
@@ -58,14 +61,12 @@ def repair(params: RepairParameters) -> RepairReport:
         llm_fixes=bool(llm is not None and params.max_llm_fixes),
         patcher=bool(llm is not None and params.patcher_evaluations)))
     state = record(state, machine.Noted(problems=tuple(problems)))
-    cost = 0.0
     round_: RepairRound | None = None
     while steps := machine.next_steps(state):
         step = steps[0]
         if isinstance(step, machine.Localize):
             round_ = _localized(params, step, llm)
-            state = record(state, machine.Localized(patchable=machine.patchable_functions(
-                [r.fqn for r in round_.localization.ranking], round_.ctx.nodes)))
+            state = record(state, _localized_observation(round_))
             continue
         assert round_ is not None, "a step came before the first localization"
         rounds_done, relocalizations = state.rounds_done, state.relocalizations
@@ -73,22 +74,27 @@ def repair(params: RepairParameters) -> RepairReport:
             state = record(state, observation)
         if state.rounds_done > rounds_done:  # the round is over
             update_progress_artifact(round_.progress, 100.0)
-            cost += round_.ctx.cost_usd + round_.localization.cost.get("usd", 0.0)
-            state = record(state, machine.Noted(problems=tuple(round_.ctx.problems), once=True))
         if state.relocalizations > relocalizations:
             print(f"regressions: back to Discovery (round {state.relocalizations}); "
                   f"not patching {', '.join(state.excluded)} again")
     assert round_ is not None, "the repair loop stopped before localizing"
-    cost += sum(c.cost_usd for c in state.candidates.values())
-    report = repair_report(round_.found, round_.localization, state, cost, use_llm)
+    report = repair_report(round_.found, round_.localization, state, use_llm)
     _publish(report)
     return record_finished_run("repair", report, str(round_.found.prepared.repo), params.artifacts, params.db,
-                               round_.found.trace)
+                               round_.found.trace, calls=state.ledger.paid_calls)
 
 
 def record(state: machine.RepairState, observation: machine.RepairObservation) -> machine.RepairState:
     """``machine.record``: the one place the driver feeds the repair machine (tests watch it here)."""
     return machine.record(state, observation)
+
+
+def _localized_observation(round_: RepairRound) -> machine.Localized:
+    """What the round's localization observed: the patchable ranking and the model calls made."""
+    localization = round_.localization
+    return machine.Localized(
+        patchable=machine.patchable_functions([r.fqn for r in localization.ranking], round_.ctx.nodes),
+        calls=localization.ledger.calls)
 
 
 def _localized(params: RepairParameters, step: machine.Localize, config: LLMConfig | None) -> RepairRound:
@@ -113,30 +119,28 @@ def _observe(step: machine.RepairStep, state: machine.RepairState, round_: Repai
             generated = round_.generators.get(step.generator)
             heard = None if generated is None else machine.last_verdict(state, step.generator)
             if generated is None:
-                generated = round_.generator(step, params, config, _validating(params))
+                generated = round_.generator(step, params, config, _validating)
                 round_.generators[step.generator] = generated
             try:
-                answer = generated.send(heard)  # the verdict on its previous candidate, if any
+                return [generated.send(heard)]  # sent: the verdict on its previous candidate, if any
             except StopIteration:
-                return [*round_.noted(), machine.Exhausted(generator=step.generator)]
-            return [*round_.noted(), answer]
+                return [machine.Exhausted(generator=step.generator)]
         case machine.Validate():
             candidate = step.candidate
-            evaluation = step.evaluation or _validating(params)(candidate, round_.ctx)
+            # A verdict its generator made is only recorded: its calls and problems came with the candidate.
+            validated = (machine.Validated(evaluation=step.evaluation) if step.evaluation is not None
+                         else _validating(candidate, round_.ctx))
             round_.validated += 1
             update_progress_artifact(round_.progress, 100.0 * round_.validated / params.max_validations)
-            print(f"{candidate.id}: {evaluation.status.value} ({candidate.description})")
-            return [machine.Validated(evaluation=evaluation)]
+            print(f"{candidate.id}: {validated.evaluation.status.value} ({candidate.description})")
+            return [validated]
     raise AssertionError(f"unexpected repair step {step!r}")
 
 
-def _validating(params: RepairParameters) -> Validate:
-    """``validate_candidate``, first saying which candidate it validates (the spinner's stage line)."""
-    def validate(candidate: PatchCandidate, ctx: ValidationContext) -> PatchEvaluation:
-        report_progress(params.progress_key, {"kind": "stage", "text": f"validating {candidate.id} "
-                                                                        f"({candidate.description})"})
-        return validate_candidate(candidate, ctx)
-    return validate
+def _validating(candidate: PatchCandidate, ctx: ValidationContext) -> machine.Validated:
+    """``check_candidate``, first saying which candidate it validates (the spinner's stage line)."""
+    emit(Stage(text=f"validating {candidate.id} ({candidate.description})"))
+    return check_candidate(candidate, ctx)
 
 
 def _publish(report: RepairReport) -> None:

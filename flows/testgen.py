@@ -8,7 +8,9 @@ module. This flow sets the run up (``tasks.testgen_setup``: the target, the fram
 coverage, the store of the repository's own tests), runs each step the machine asks for with its
 runner (``tasks.testgen_steps``: the sandboxed runner, the model, the DuckDB store), feeds what it
 observed back, and publishes each attempt (its module, ``attempt.json``, a progress line) and the
-report (``tasks.testgen_publish``).
+report (``tasks.testgen_publish``). The problems the set-up and the steps meet and the model calls
+the steps make come back as values (the steps' observations); the state's ``CostLedger`` sums the
+calls' cost, and the run's history gets its calls from it.
 
 ``generate_tests`` is the interface other flows can call: it takes a prepared run (the snapshot and
 interpreter Discovery and Validation already have), a target file and optionally the functions to
@@ -44,23 +46,25 @@ __all__ = ["generate_tests", "testgen"]
 def testgen(params: TestgenParameters) -> TestgenReport:
     """Generate tests for one file of a repository (seed 001 loop, seed 000 §8 pipeline)."""
     prepared = prepare_run(params)
-    report = generate_tests(prepared, params).report
-    return record_finished_run("testgen", report, str(prepared.repo), params.artifacts, params.db)
+    made = generate_tests(prepared, params)
+    return record_finished_run("testgen", made.report, str(prepared.repo), params.artifacts, params.db,
+                               calls=made.ledger.paid_calls)
 
 
 def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> GeneratedTests:
     """Run the loop on a prepared run: the interface the CLI uses and other flows can call (with
     ``params.focus`` naming the functions to test, e.g. an ambiguity group or a patched function)."""
-    ctx = build_context(prepared, params)
-    ctx.baseline = baseline(ctx)
-    report = start_report(ctx)
+    ctx, problems = build_context(prepared, params)
+    ctx.baseline, found = baseline(ctx)
+    problems += found
+    report = start_report(ctx, problems)
     if ctx.baseline is not None and params.measure_baseline_mutation:
         report.baseline_mutation_score = mutation(ctx, {}, ctx.baseline).score
     (ctx.out / "tests.duckdb").unlink(missing_ok=True)  # the store belongs to this run
     store = TestStore(ctx.out / "tests.duckdb")
     try:
-        seed_store(store, ctx)
-        state = _drive(ctx, store, initial_state(machine_setup(ctx), ctx.problems))
+        problems += seed_store(store, ctx)
+        state = _drive(ctx, store, initial_state(machine_setup(ctx), problems))
     finally:
         store.close()
     report.attempts = list(state.attempts)
@@ -72,7 +76,7 @@ def generate_tests(prepared: PreparedRun, params: TestgenParameters) -> Generate
         report.best_attempt = state.best_attempt
         path, source = ctx.module_path, state.best_source
     publish_outputs(ctx, state, report)
-    return GeneratedTests(report=report, path=path, source=source)
+    return GeneratedTests(report=report, path=path, source=source, ledger=state.ledger)
 
 
 # --- the driver -----------------------------------------------------------------------------------

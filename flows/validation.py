@@ -20,14 +20,18 @@ the workspace copy (never the user's tree). A candidate is accepted (``SOUND``) 
      made by the test-generation agent (``flows.testgen.generate_tests``, LLM mode, focused on the
      target, the failing tests' sources given as the specification: the model is the oracle), pass
      on the patched program; a test that errors is ignored and said so.
+
+``check_candidate`` returns the verdict with the model calls the checks made and the problems they
+met (the repair machine's ``Validated`` observation); ``validate_candidate`` the verdict alone.
 """
 
 from __future__ import annotations
 
-from equisa_core.validation import checks
+from equisa_core.validation import checks, machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun, focused_request
+from tasks.progress_events import not_listening
 from tasks.testgen_publish import GeneratedTests
 from tasks.validation_checks import (
     CARVED_CHECK_PATH,
@@ -40,11 +44,18 @@ from tasks.validation_checks import (
     run_request,
 )
 
-__all__ = ["validate_candidate"]
+__all__ = ["check_candidate", "validate_candidate"]
 
 
 def validate_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> PatchEvaluation:
+    """The verdict of ``check_candidate``, without the calls and problems (for callers outside a
+    repair run, which has no ledger to add them to)."""
+    return check_candidate(candidate, ctx).evaluation
+
+
+def check_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> machine.Validated:
     """Judge one candidate (see the module docstring); never raises for what the candidate does.
+    Returns the verdict, the model calls the checks made and the problems they met.
 
     A driver: ``equisa_core.validation.checks`` says which check runs next and judges what it saw.
     """
@@ -55,10 +66,9 @@ def validate_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> Pat
         llm=ctx.llm_config is not None)
     while (steps := checks.next_steps(state)):
         state = checks.record(state, _observe(steps[0], candidate, ctx))
-        ctx.problems.extend([p for p in state.problems if p not in ctx.problems])
     judged = checks.verdict(state)
     assert judged is not None, "the checks ended without a verdict"
-    return judged.evaluation
+    return machine.Validated(evaluation=judged.evaluation, calls=state.ledger.calls, problems=state.problems)
 
 
 def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationContext,
@@ -78,14 +88,17 @@ def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationC
             tests = None if module is None else run_module(ctx, candidate, CARVED_CHECK_PATH, module)
             return checks.CarvedTestsRan(tests=tests)
         case checks.RunNovelTests():
-            module = novel_module(step.target, ctx, _generate_tests)
+            novel = novel_module(step.target, ctx, _generate_tests)
+            module = novel.module
             tests = None if module is None else run_module(ctx, candidate, NOVEL_CHECK_PATH, module)
-            return checks.NovelTestsRan(tests=tests)
+            return checks.NovelTestsRan(tests=tests, calls=novel.calls, problems=novel.problems)
     raise AssertionError(f"unknown check step {step!r}")
 
 
 def _generate_tests(prepared: PreparedRun, params: TestgenParameters) -> GeneratedTests:
-    """``flows.testgen.generate_tests``, imported when Validation first calls it."""
+    """``flows.testgen.generate_tests``, imported when Validation first calls it; its progress is
+    not shown (the repair's spinner stays as it is)."""
     from flows.testgen import generate_tests
 
-    return generate_tests(prepared, params)
+    with not_listening():
+        return generate_tests(prepared, params)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
+from equisa_core.common.cost import LLMCall
 from equisa_core.common.models import Node, SuiteTrace
 from equisa_core.common.source_edit import function_source
 from equisa_core.discovery import machine
@@ -18,6 +20,7 @@ from equisa_core.localization.selection import recording_sample
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module, carved_module_path
 from equisa_core.testgen.modules import keep_tests, list_tests
 from tasks.inspection import read_function
+from tasks.llm import LLMConfig
 from tasks.parameters import DiscoveryParameters, TestgenParameters, TraceParameters
 from tasks.prepared_run import PreparedRun, focused_request, narrowed
 from tasks.run_tests import run_tests
@@ -38,8 +41,8 @@ def testgen_call(params: DiscoveryParameters, generate_tests: GenerateTests) -> 
 
     def generate(focused: PreparedRun, file: str, members: list[str], stem: str, out: str,
                  ) -> tuple[str | None, str | None]:
-        shared = params.model_dump(include=set(TraceParameters.model_fields) - {"progress_key"})
-        settings = TestgenParameters(  # no progress key: Discovery's own spinner stays as it is
+        shared = params.model_dump(include=set(TraceParameters.model_fields))
+        settings = TestgenParameters(
             **shared, target=file, focus=members, llm=False, max_iterations=1, max_mutants=0, out=out,
             module_stem=stem)
         made = generate_tests(focused, settings)
@@ -60,10 +63,10 @@ RECORDED_FAILING_PER_MEMBER = 4
 
 
 def propose_tests(prepared: PreparedRun, params: DiscoveryParameters, trace: SuiteTrace,
-                  step: machine.ProposeTests, use_llm: bool, config: object | None, testgen: TestgenCall,
+                  step: machine.ProposeTests, use_llm: bool, config: LLMConfig | None, testgen: TestgenCall,
                   ) -> machine.Proposed:
-    """Generated test modules (path -> proposal) for the step's groups, what the model cost, and the
-    problems met (``testgen`` runs the test-generation agent, when ``params.testgen``)."""
+    """Generated test modules (path -> proposal) for the step's groups, the model calls made for
+    them, and the problems met (``testgen`` runs the test-generation agent, when ``params.testgen``)."""
     targets = [frozenset(g) for g in step.groups]
     members = sorted(set().union(*targets))
     covering = recording_sample(members, trace, RECORDED_PASSING_PER_MEMBER, RECORDED_FAILING_PER_MEMBER)
@@ -72,31 +75,51 @@ def propose_tests(prepared: PreparedRun, params: DiscoveryParameters, trace: Sui
                                                       trace=False))
     proposals: dict[str, machine.Proposal] = {}
     problems: list[str] = []
-    cost = 0.0
+    calls: list[LLMCall] = []
     for offset, (key, group) in enumerate(zip(step.groups, targets, strict=True)):
         index = step.first_index + offset
         carved = carve_tests(recorded, group, nodes, max_per_member=params.carved_per_member)
         if carved:
             proposals[carved_module_path(index)] = machine.Proposal(group=key, source=carved_module(carved))
         if use_llm and config is not None:
-            module, spent = _llm_tests(prepared, config, group, nodes, trace, problems)
-            cost += spent
-            if module is not None:
+            written = _llm_tests(prepared, config, group, nodes, trace)
+            calls.extend(written.calls)
+            problems.extend(written.problems)
+            if written.module is not None:
                 proposals[f"{GENERATED_TESTS_DIR}/test_llm_group_{index}.py"] = machine.Proposal(
-                    group=key, source=module)
+                    group=key, source=written.module)
         if params.testgen:
             known = list_tests(carved_module(carved)).values() if carved else ()
-            for path, module in _testgen_tests(prepared, testgen, trace, group, nodes, index, known,
-                                               problems).items():
+            made = _testgen_tests(prepared, testgen, trace, group, nodes, index, known)
+            problems.extend(made.problems)
+            for path, module in made.modules.items():
                 proposals[path] = machine.Proposal(group=key, source=module)
-    return machine.Proposed(proposals=proposals, cost_usd=cost, problems=tuple(problems))
+    return machine.Proposed(proposals=proposals, calls=tuple(calls), problems=tuple(problems))
+
+
+@dataclass(frozen=True)
+class _TestgenModules:
+    """The test-generation agent's modules for a group (path -> source), and the problems met."""
+
+    modules: dict[str, str]
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _ModelTests:
+    """The model's test module for a group (None when it gave none), its calls, the problems met."""
+
+    module: str | None
+    calls: tuple[LLMCall, ...] = ()
+    problems: tuple[str, ...] = ()
 
 
 def _testgen_tests(
     prepared: PreparedRun, testgen: TestgenCall, trace: SuiteTrace, group: frozenset[str],
-    nodes: Mapping[str, Node], index: int, known: Iterable[str], problems: list[str],
-) -> dict[str, str]:
-    """The test-generation agent's modules for ``group`` (path -> source), one per source file.
+    nodes: Mapping[str, Node], index: int, known: Iterable[str],
+) -> _TestgenModules:
+    """The test-generation agent's modules for ``group`` (path -> source), one per source file, and
+    the problems met.
 
     Each call is focused on the group's members in one file and kept cheap: deterministic mode,
     one attempt, no mutants, its baseline run limited to the suite's tests that execute a member.
@@ -110,6 +133,7 @@ def _testgen_tests(
     coverage = trace.coverage()
     seen = {_body(code) for code in known}
     modules: dict[str, str] = {}
+    problems: list[str] = []
     for file, members in sorted(by_file.items()):
         focused = narrowed(prepared, sorted({t for m in members for t in coverage.get(m, ())}))
         stem = f"group_{index}_{file.removesuffix('.py').replace('/', '_')}"
@@ -124,7 +148,7 @@ def _testgen_tests(
         fresh = [name for name, code in list_tests(source).items() if _body(code) not in seen]
         if fresh:
             modules[path] = keep_tests(source, fresh)
-    return modules
+    return _TestgenModules(modules=modules, problems=tuple(problems))
 
 
 def _body(code: str) -> str:
@@ -132,11 +156,12 @@ def _body(code: str) -> str:
     return code.split(":\n", 1)[-1].strip()
 
 
-def _llm_tests(prepared: PreparedRun, config: object, group: frozenset[str], nodes: Mapping[str, Node],
-               trace: SuiteTrace, problems: list[str]) -> tuple[str | None, float]:
+def _llm_tests(prepared: PreparedRun, config: LLMConfig, group: frozenset[str], nodes: Mapping[str, Node],
+               trace: SuiteTrace) -> _ModelTests:
+    """The model's disambiguating tests for ``group`` (a cache hit spends nothing)."""
     from equisa_core.common.llm_text import clean_test_module
     from equisa_core.discovery.prompts import render_disambiguating_tests
-    from tasks.llm import LLMError, call_llm
+    from tasks.llm import LLMError, ask, failed_call
 
     root = prepared.workspace.root
     sources = {fqn: read_function(root, nodes[fqn])[1] for fqn in sorted(group) if fqn in nodes}
@@ -144,18 +169,19 @@ def _llm_tests(prepared: PreparedRun, config: object, group: frozenset[str], nod
     runs_group = set().union(*(coverage.get(m, set()) for m in group))
     failing_first = sorted(runs_group, key=lambda t: (t not in trace.failed_tests(), t))
     samples = [s for t in failing_first[:6] if (s := _test_source(root, t))][:2]
+    messages = render_disambiguating_tests(sources, samples, max_tests=6)
+    purpose, members = "disambiguating-tests", ", ".join(sorted(group))
     try:
-        answer = call_llm(config, render_disambiguating_tests(sources, samples, max_tests=6),  # type: ignore[arg-type]
-                          "disambiguating-tests")
+        answer = ask(config, messages, purpose)
     except LLMError as error:
-        problems.append(f"disambiguating tests for {', '.join(sorted(group))}: {error.message}")
-        return None, sum(c.spent_usd for c in getattr(error, "calls", ()))
-    spent = answer.call.spent_usd
+        failed = error.calls or (failed_call(error, config, messages, purpose),)
+        return _ModelTests(module=None, calls=tuple(failed),
+                           problems=(f"disambiguating tests for {members}: {error.message}",))
     try:
-        return clean_test_module(answer.text), spent
+        return _ModelTests(module=clean_test_module(answer.text), calls=(answer.call,))
     except LLMError as error:
-        problems.append(f"disambiguating tests for {', '.join(sorted(group))}: {error.message}")
-        return None, spent
+        return _ModelTests(module=None, calls=(answer.call,),
+                           problems=(f"disambiguating tests for {members}: {error.message}",))
 
 
 def _test_source(root: Path, test_id: str) -> str | None:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from equisa_core.common.cost import CostLedger
 from equisa_core.common.models import SuiteTrace
 from equisa_core.common.trace_merge import combine
 from equisa_core.discovery.rules import DiscoveryReport, group_sizes
@@ -21,14 +22,15 @@ __all__ = ["DiscoveryResult", "trace_only", "traced", "as_traced", "groups_of", 
 
 
 class DiscoveryResult(BaseModel):
-    """The amplified suite: its trace, the overlay holding the generated tests, and the report."""
+    """The amplified suite: its trace, the overlay holding the generated tests, the report, the
+    model calls Discovery made and the problems it met."""
 
     prepared: PreparedRun
     trace: SuiteTrace
     overlay: dict[str, str] = Field(default_factory=dict)
     report: DiscoveryReport
-    cost_usd: float = 0.0
-    problems: list[str] = Field(default_factory=list)
+    ledger: CostLedger = Field(default_factory=CostLedger)
+    problems: tuple[str, ...] = ()
 
 
 def trace_only(params: DiscoveryParameters) -> DiscoveryResult:
@@ -46,7 +48,7 @@ def traced(params: DiscoveryParameters) -> tuple[DiscoveryResult, list[frozenset
     """``trace_only`` and the suite's ambiguity groups."""
     prepared, trace, problems = run_suite(prepare_run(params), params)
     result, groups = _described(prepared, trace, params)
-    return result.model_copy(update={"problems": problems}), groups
+    return result.model_copy(update={"problems": tuple(problems)}), groups
 
 
 def as_traced(result: DiscoveryResult, trace: SuiteTrace, params: DiscoveryParameters) -> DiscoveryResult:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from prefect.futures import PrefectFuture
 
+from equisa_core.common.cost import LLMCall
 from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcome
 from equisa_core.errors import EquisaError, WeakSandboxError
 from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
@@ -39,9 +40,40 @@ from tasks.parameters import LocalizeParameters
 from tasks.prepared_run import focused_request
 from tasks.run_tests import run_tests
 
-__all__ = ["inspect_step", "inspect_batch", "inspect_node", "fix_evidence_of", "llm_inspection_patch",
+__all__ = ["NodeInspection", "ModelPatch", "inspect_step", "inspect_batch", "inspect_node", "fix_evidence_of",
+           "llm_inspection_patch",
            "must_fix", "mutant_specs",
            "node_mutants", "run_rounds", "submit_rounds", "suite_run_of", "unpatched_outcomes"]
+
+
+@dataclass(frozen=True)
+class NodeInspection:
+    """What ``inspect_node`` made: the inspection (``seen``), or why it could not be made (``error``),
+    and the problems met on the way (the model's failures, which do not stop it)."""
+
+    seen: InspectionResult | None = None
+    error: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ModelPatch:
+    """The model's inspection patch (None when it gave none), the calls it took, the problems met."""
+
+    source: str | None = None
+    calls: tuple[LLMCall, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _ModelReflection:
+    """The model's label of a failing inspection run (None: left neutral), its reasoning, its call and
+    the problems met."""
+
+    label: str | None = None
+    text: str = ""
+    calls: tuple[LLMCall, ...] = ()
+    problems: tuple[str, ...] = ()
 
 
 def inspect_step(step: Inspect, state: LocalizationState, found: DiscoveryResult, params: LocalizeParameters,
@@ -55,62 +87,79 @@ def inspect_step(step: Inspect, state: LocalizationState, found: DiscoveryResult
     screened = state.screened or frozenset()
     mutants = state.settings.mutants
     candidates = frozenset(f for f, n in nodes.items() if not is_test_file(n.file or ""))
-    problems: list[str] = []
-    ahead = {}
+    ahead: dict[str, InspectionResult] = {}
     try:
         if step.batch:
             ahead = inspect_batch(step.batch, nodes, found, params, calls, mutants, candidates, screened)
         # A node inspected again (its own assertion failed) sees what it saw: runs are cached.
-        seen = ahead.get(target) or inspect_node(
-            target, nodes[target], found, params, calls.get(target, []), use_llm, config, problems, mutants,
+        made = NodeInspection(seen=ahead[target]) if target in ahead else inspect_node(
+            target, nodes[target], found, params, calls.get(target, []), use_llm, config, mutants,
             candidates, target in screened)
     except WeakSandboxError:
         raise  # a policy, not a failure of this node
     except EquisaError as error:  # one node that cannot be inspected never ends the run
-        return Inspected(target=target, error=error.message, ahead=ahead, problems=tuple(problems))
-    return Inspected(target=target, seen=seen, ahead=ahead, problems=tuple(problems),
+        return Inspected(target=target, error=error.message, ahead=ahead)
+    if made.seen is None:
+        return Inspected(target=target, error=made.error, ahead=ahead, problems=made.problems)
+    return Inspected(target=target, seen=made.seen, ahead=ahead, problems=made.problems,
                      seconds=round(time.monotonic() - started, 3), elapsed_s=elapsed())
 
 
 def inspect_node(target: str, node: Node, found: DiscoveryResult, params: LocalizeParameters,
                  calls: Sequence[RecordedCall], use_llm: bool, config: LLMConfig | None,
-                 problems: list[str], use_mutants: bool, candidates: frozenset[str],
-                 screened: bool = False) -> InspectionResult:
+                 use_mutants: bool, candidates: frozenset[str], screened: bool = False) -> NodeInspection:
     """One inspection: patch, run in a sandbox, signals, reflection; then the node's mutants
-    (unless ``screened``: the mutant screening ran them already and their evidence was counted)."""
-    prepared, trace = found.prepared, found.trace
-    root = prepared.workspace.root
-    _, source = read_function(root, node)
-    spent = 0.0
-    strategy, invariants = "deterministic", 0
-    patch = None
-    if use_llm and config is not None:
-        patch, spent = llm_inspection_patch(config, target, source, problems)
-        strategy = "llm" if patch else "deterministic"
-    if patch is None:
+    (unless ``screened``: the mutant screening ran them already and their evidence was counted).
+    An ``EquisaError`` (``WeakSandboxError`` apart) makes it an error of the node."""
+    model = config if use_llm else None
+    written, asked = ModelPatch(), _ModelReflection()
+    try:
+        _, source = read_function(found.prepared.workspace.root, node)
+        if model is not None:
+            written = llm_inspection_patch(model, target, source)
+        selection = tests_for_node(target, found.trace, max_tests=params.max_tests_per_inspection).test_ids
+        mutants = node_mutants(target, node, source, params) if use_mutants and not screened else ()
+        specs = mutant_specs(node.file or "", mutants)
+        seen, asked, mutant_run = _patched_run(target, node, source, written, found, params, calls, model,
+                                               candidates, selection, specs)
+        if mutants and not _own_assertion_failed(seen.signals, seen.decision):
+            evidence = _mutant_evidence(mutants, specs, found, params, selection, mutant_run)
+            seen = seen.model_copy(update=evidence)
+    except WeakSandboxError:
+        raise  # a policy, not a failure of this node
+    except EquisaError as error:
+        return NodeInspection(error=error.message, problems=(*written.problems, *asked.problems))
+    return NodeInspection(seen=seen, problems=(*written.problems, *asked.problems))
+
+
+def _patched_run(target: str, node: Node, source: str, written: ModelPatch, found: DiscoveryResult,
+                 params: LocalizeParameters, calls: Sequence[RecordedCall], model: LLMConfig | None,
+                 candidates: frozenset[str], selection: Sequence[str], specs: tuple[MutantSpec, ...],
+                 ) -> tuple[InspectionResult, _ModelReflection, MutantRunReport | None]:
+    """The inspection patch (the model's ``written`` one, else the deterministic one) run on the
+    ``selection`` (with the mutants ``specs`` after it, in the same process), its signals and the
+    reflection on them (the model's, with ``model``, when the tracebacks leave it undecided)."""
+    if written.source:
+        patch, invariants = written.source, 0
+    else:
         patch, invariants = deterministic_inspection(source, node, calls)
-    overlay, moved = overlay_for(root, node, patch)
-    selection = tests_for_node(target, trace, max_tests=params.max_tests_per_inspection)
-    mutants = node_mutants(target, node, source, params) if use_mutants and not screened else ()
-    specs = mutant_specs(node.file or "", mutants)
-    run, mutant_run = _inspection_run(found, params, overlay, selection.test_ids, specs)
+    overlay, moved = overlay_for(found.prepared.workspace.root, node, patch)
+    run, mutant_run = _inspection_run(found, params, overlay, selection, specs)
     signals = observe(moved, run.tests)
     callees = {e.callee for e in run.edges if e.caller == target and e.callee != target}
     reflection = reflect(moved, run.tests, callees, project=candidates)
     decision, by, reasoning = reflection.decision, "traceback", reflection.reasoning
-    if decision is None and use_llm and config is not None and signals.is_failure:
-        label, text, cost = _llm_reflection(config, target, source, patch, run, problems)
-        spent += cost
-        if label is not None:
-            decision, by, reasoning = label, "llm", text
-    observation = InspectionResult(
-        strategy=strategy, invariants=invariants, tests_run=tuple(t.test_id for t in run.tests),
-        signals=signals, decision=decision, decision_by=by, reasoning=reasoning, cost_usd=spent,
+    asked = _ModelReflection()
+    if decision is None and model is not None and signals.is_failure:
+        asked = _llm_reflection(model, target, source, patch, run)
+        if asked.label is not None:
+            decision, by, reasoning = asked.label, "llm", asked.text
+    seen = InspectionResult(
+        strategy="llm" if written.source else "deterministic", invariants=invariants,
+        tests_run=tuple(t.test_id for t in run.tests), signals=signals, decision=decision, decision_by=by,
+        reasoning=reasoning, calls=(*written.calls, *asked.calls),
     )
-    if _own_assertion_failed(signals, decision) or not mutants:
-        return observation
-    return observation.model_copy(update=_mutant_evidence(mutants, specs, found, params, selection.test_ids,
-                                                          mutant_run))
+    return seen, asked, mutant_run
 
 
 def _own_assertion_failed(signals: Signals, decision: str | None) -> bool:
@@ -213,7 +262,7 @@ def _batch_observation(target: str, plan: _BatchPlan, key: str, report: MutantRu
     observation = InspectionResult(
         strategy="deterministic", invariants=plan.invariants, tests_run=tuple(t.test_id for t in ran),
         signals=signals, decision=reflection.decision, decision_by="traceback",
-        reasoning=reflection.reasoning, cost_usd=0.0, batch=size,
+        reasoning=reflection.reasoning, batch=size,
     )
     if plan.mutants and not _own_assertion_failed(signals, reflection.decision):
         observation = observation.model_copy(update=fix_evidence_of(
@@ -365,11 +414,9 @@ def unpatched_outcomes(trace: SuiteTrace, tests: Sequence[str], report: MutantRu
     return {t.test_id: t.outcome for t in trace.tests if t.test_id in judged}
 
 
-def llm_inspection_patch(
-    config: LLMConfig, target: str, source: str, problems: list[str]
-) -> tuple[str | None, float]:
+def llm_inspection_patch(config: LLMConfig, target: str, source: str) -> ModelPatch:
     """The model's inspection patch of ``target`` (None when it gave none: the deterministic one is
-    used) and the USD it spent: a cache hit spent nothing."""
+    used), with the calls it took (a cache hit spends nothing) and the problem met."""
     from equisa_core.localization.prompts import render_inspection_patch
     from tasks.llm import LLMError, ask_for_function
 
@@ -378,9 +425,9 @@ def llm_inspection_patch(
         answer = ask_for_function(config, render_inspection_patch(target, source), source,
                                   _source_qualname(source, qualname), "inspection-patch")
     except LLMError as error:
-        problems.append(f"inspection patch for {target}: {error.message}; used the deterministic one")
-        return None, sum(c.spent_usd for c in getattr(error, "calls", ()))
-    return answer.source, sum(c.spent_usd for c in answer.calls)
+        return ModelPatch(calls=error.calls, problems=(
+            f"inspection patch for {target}: {error.message}; used the deterministic one",))
+    return ModelPatch(source=answer.source, calls=answer.calls)
 
 
 def _source_qualname(source: str, fallback: str) -> str:
@@ -391,10 +438,11 @@ def _source_qualname(source: str, fallback: str) -> str:
 
 
 def _llm_reflection(config: LLMConfig, target: str, source: str, patch: str, run: SuiteTrace,
-                    problems: list[str]) -> tuple[str | None, str, float]:
+                    ) -> _ModelReflection:
+    """The model's label of the failing inspection run (a cache hit spends nothing)."""
     from equisa_core.common.llm_text import parse_reflection_label
     from equisa_core.localization.prompts import render_reflection
-    from tasks.llm import LLMError, call_llm
+    from tasks.llm import LLMError, ask, failed_call
 
     failing = [t for t in run.tests if t.outcome in (TestOutcome.FAILED, TestOutcome.ERROR)]
     result = "\n\n".join(
@@ -404,13 +452,14 @@ def _llm_reflection(config: LLMConfig, target: str, source: str, patch: str, run
         for t in failing[:3]
     )
     execution = f"Exit Code: {1 if failing else 0}\n{result}"
+    messages = render_reflection(target, source, patch, execution)
     try:
-        answer = call_llm(config, render_reflection(target, source, patch, execution), "reflection")
+        answer = ask(config, messages, "reflection")
     except LLMError as error:
-        problems.append(f"reflection on {target}: {error.message}; left neutral")
-        return None, "", 0.0
+        return _ModelReflection(calls=error.calls or (failed_call(error, config, messages, "reflection"),),
+                                problems=(f"reflection on {target}: {error.message}; left neutral",))
     label = parse_reflection_label(answer.text)
     if label not in (LLM_BUGGY, LLM_NOT_BUGGY):
-        problems.append(f"reflection on {target}: the model gave no label; left neutral")
-        return None, answer.text, answer.call.spent_usd
-    return label, answer.text, answer.call.spent_usd
+        return _ModelReflection(text=answer.text, calls=(answer.call,), problems=(
+            f"reflection on {target}: the model gave no label; left neutral",))
+    return _ModelReflection(label=label, text=answer.text, calls=(answer.call,))

@@ -72,7 +72,6 @@ from equisa_core.common.llm_text import (
     validate_function_answer,
 )
 from equisa_core.localization.prompts import prompt_hash
-from tasks.llm_calls import note_llm_call
 
 __all__ = [
     "failed_call",
@@ -397,7 +396,6 @@ def _request(
         finish_reason=choice.finish_reason,
         at=datetime.now(UTC),
     )
-    note_llm_call(call)  # for the run's history (tasks/llm_calls.py)
     return LLMAnswer(text=choice.message.content or "", call=call)
 
 

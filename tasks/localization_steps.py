@@ -93,7 +93,7 @@ def suite_of(found: DiscoveryResult, changed: Mapping[str, AbstractSet[int]] | N
         suspiciousness={n.fqn: n.tarantula for n in scored.nodes},
         signals=node_signals(trace, changed),
         ambiguity_groups=scored.ambiguity_groups, tests=_counts(trace, found), discovery=found.report,
-        sandbox=found.prepared.sandbox, problems=tuple(problems), cost_usd=found.cost_usd,
+        sandbox=found.prepared.sandbox, problems=tuple(problems), ledger=found.ledger,
     )
 
 
@@ -381,7 +381,7 @@ def confirm_fix_on_suite(target: str, node: Node, found: DiscoveryResult, params
     return InspectionResult(
         strategy=FIX_CONFIRMATION, invariants=0, tests_run=tuple(outcomes),
         signals=observe(moved, tests), decision=None, decision_by="mutants", reasoning=reasoning,
-        cost_usd=0.0, fix_evidence=evidence, fix=fix, fix_source=fix_source,
+        fix_evidence=evidence, fix=fix, fix_source=fix_source,
     )
 
 
@@ -403,11 +403,11 @@ def confirm_step(step: ConfirmFix, suite: Suite, found: DiscoveryResult, params:
                      elapsed_s=elapsed())
 
 
-def suite_problems(found: DiscoveryResult, llm_problems: Sequence[str]) -> list[str]:
+def suite_problems(found: DiscoveryResult, llm_problems: Sequence[str]) -> tuple[str, ...]:
     """The suite's problems, the model's, and the test modules that do not collect."""
-    problems = [*found.problems, *(p for p in llm_problems if p not in found.problems)]
-    return problems + [f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
-                       for e in found.trace.collect_errors]
+    return (*found.problems, *(p for p in llm_problems if p not in found.problems),
+            *(f"{e.location} does not collect, its tests were left out: {_last_line(e.message)}"
+              for e in found.trace.collect_errors))
 
 
 def print_records(records: tuple[InspectionRecord, ...], iterations: int) -> None:

@@ -44,7 +44,6 @@ class TraceParameters(SandboxOptions, StorageOptions):
     path: str = Field(description="The repository's root folder.")
     tests: list[str] = Field(default_factory=list, description="pytest paths or node ids; empty: all.")
     rerun_failures: bool = Field(True, description="Re-run the failing tests apart to find flaky ones.")
-    progress_key: str | None = Field(None, description="Key of a registered progress callback.")
 
 
 class DiscoveryParameters(TraceParameters, EndpointOptions, DiscoveryOptions):

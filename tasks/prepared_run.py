@@ -130,7 +130,7 @@ def run_suite(prepared: PreparedRun, params: TraceParameters) -> tuple[PreparedR
     ]
     runner = run_tests.with_options(refresh_cache=params.no_cache or None)
     common = {"backend": unmapped(params.sandbox), "interpreter_version": unmapped(version),
-              "docker_image": unmapped(params.docker_image), "progress_key": unmapped(params.progress_key)}
+              "docker_image": unmapped(params.docker_image), "report_tests": unmapped(True)}
     parts: list[SuiteTrace] = runner.map(requests, **common).result()
     trace = combine(parts, interleave([part.collected for part in parts]))
     if not trace.tests and not trace.crashed:

@@ -1,9 +1,10 @@
 """A flow run in the terminal's foreground: a spinner that counts the tests the probe reports (in
-every sandbox) and shows what the flow says it is doing, with no flow-run heartbeats."""
+every sandbox) and shows what the flow says it is doing (its ``tasks.progress_events``), with no
+flow-run heartbeats."""
 
 from __future__ import annotations
 
-import uuid
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,38 +12,33 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from tasks.run_tests import register_progress, unregister_progress
+from tasks.progress_events import FinishedTest, Note, ProgressEvent, Stage, listening
 
 __all__ = ["run_with_progress", "without_heartbeats"]
 
 
 def run_with_progress(console: Console, label: str, run: Callable[[Any], Any], params: Any) -> Any:
-    """``run(params)`` (a flow, its parameters given a ``progress_key``) under a spinner on ``console``."""
+    """``run(params)`` (a flow) under a spinner on ``console`` that listens to its progress events."""
     counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    counting = threading.Lock()  # tests finish in the task runner's threads
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as progress:
         job = progress.add_task(label, total=None)
 
-        def on_record(record: dict) -> None:
-            if record.get("kind") == "stage":  # a flow says what it is doing (report_progress)
-                progress.update(job, description=str(record.get("text", "")))
-                return
-            if record.get("kind") == "note":  # a line that stays above the spinner
-                progress.console.print(str(record.get("text", "")), highlight=False, soft_wrap=True)
-                return
-            if record.get("kind") != "test":
-                return
-            counts[record["outcome"]] = counts.get(record["outcome"], 0) + 1
-            done = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-            progress.update(job, description=f"running tests: {done}")
+        def on_event(event: ProgressEvent) -> None:
+            match event:
+                case Stage(text=text):  # the flow says what it is doing
+                    progress.update(job, description=text)
+                case Note(text=text):  # a line that stays above the spinner
+                    progress.console.print(text, highlight=False, soft_wrap=True)
+                case FinishedTest(outcome=outcome):
+                    with counting:
+                        counts[outcome] = counts.get(outcome, 0) + 1
+                        done = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+                    progress.update(job, description=f"running tests: {done}")
 
-        key = uuid.uuid4().hex
-        register_progress(key, on_record)
-        try:
-            with without_heartbeats():
-                return run(params.model_copy(update={"progress_key": key}))
-        finally:
-            unregister_progress(key)
+        with listening(on_event), without_heartbeats():
+            return run(params)
 
 
 @contextmanager

@@ -54,7 +54,7 @@ class RecordResult(BaseModel):
 
 def record_finished_run(kind: Kind, report: Report, repository: str, artifacts: str | None = None,
                         db: str | None = None, trace: Any = None,
-                        calls: Sequence[LLMCall] | None = None) -> Report:
+                        calls: Sequence[LLMCall] = ()) -> Report:
     """Record the run (the ``record-run`` task) and return ``report`` with its run id and artifact URI.
 
     ``trace`` (a ``SuiteTrace`` or ``TraceReport``) adds per-test results to the history; ``calls``
@@ -70,7 +70,7 @@ def record_finished_run(kind: Kind, report: Report, repository: str, artifacts: 
 @task(name="record-run", task_run_name="record-{kind}-run", cache_policy=NO_CACHE)
 def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | None = None,
                db: str | None = None, trace: Any = None,
-               calls: Sequence[LLMCall] | None = None) -> RecordResult:
+               calls: Sequence[LLMCall] = ()) -> RecordResult:
     """Store the run's artifacts, write its history rows, publish links; never raises for storage."""
     run_id, flow_run_id, parent, started = _identity()
     problems: list[str] = []
@@ -82,7 +82,8 @@ def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | 
     try:
         location = resolve_artifacts(artifacts)
         folder = location.uri(f"runs/{run_id}")
-        stored, html_uri = _store(location, kind, run_id, repository, report_json, trace_json, problems)
+        stored, html_uri, store_problems = _store(location, kind, run_id, repository, report_json, trace_json)
+        problems.extend(store_problems)
     except EquisaError as error:
         problems.append(f"artifacts not stored: {error.message}")
     record = RunRecord(
@@ -104,11 +105,12 @@ def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | 
 
 
 def _store(location: Any, kind: str, run_id: str, repository: str, report_json: dict[str, Any],
-           trace_json: dict[str, Any] | None, problems: list[str]) -> tuple[list[StoredObject], str]:
+           trace_json: dict[str, Any] | None) -> tuple[list[StoredObject], str, list[str]]:
+    """Store the run's objects; returns them, the HTML report's URI and what went wrong storing them."""
     from tasks.artifacts import ArtifactStore
 
     store = ArtifactStore(location)
-    stored = []
+    stored, problems = [], []
     if trace_json is not None:
         stored.append(store.put_blob(json.dumps(trace_json, sort_keys=True).encode()))
     stored.append(store.put(run_key(run_id, "report.json"), json.dumps(report_json, indent=2).encode(),
@@ -129,7 +131,7 @@ def _store(location: Any, kind: str, run_id: str, repository: str, report_json: 
         flushed = store.flush()  # the store is back: upload what earlier runs left in the spool
         if flushed.error:
             problems.append(f"{flushed.remaining} spooled artifacts still waiting: {flushed.error}")
-    return stored, page.uri
+    return stored, page.uri, problems
 
 
 def _trace_report(trace: Any, repository: str) -> TraceReport | None:
@@ -163,13 +165,9 @@ def _identity() -> tuple[str, str | None, str | None, datetime | None]:
     return flow_run_id or uuid.uuid4().hex, flow_run_id, parent, started
 
 
-def _llm_calls(calls: Sequence[LLMCall] | None) -> tuple[LLMCallRecord, ...]:
-    """The history rows of the run's model calls: ``calls`` when the flow passed its ledger's, else
-    what ``call-llm`` noted under the flow run (``tasks.llm_calls``; for flows not yet passing them)."""
-    if calls is None:
-        from tasks.llm_calls import calls_of_current_run
-
-        return calls_of_current_run()
+def _llm_calls(calls: Sequence[LLMCall]) -> tuple[LLMCallRecord, ...]:
+    """The history rows of the run's model calls (its ledger's): one per call that went to the
+    endpoint, failed ones included; answers from the cache spent nothing and get none."""
     return tuple(LLMCallRecord(at=call.at or datetime.now(UTC), purpose=call.purpose, model=call.model,
                                input_tokens=call.input_tokens, output_tokens=call.output_tokens,
                                cost_usd=call.cost_usd, latency_s=call.latency_s, error=call.error)

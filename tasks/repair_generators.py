@@ -1,8 +1,10 @@
 """The repair's patch generators (``equisa_core.validation.machine``'s ``Generate`` step) and the
 targets they patch: fixes the Localization loop confirmed, the one-edit mutation search (screened
 in sandboxes), the model's minimal fix re-asked with each rejection's reason, and the
-multi-retrieval patcher (``tasks.patcher``). Each is a Python generator of candidates.
-``RepairRound`` holds one localization's results and what its generators and validations share.
+multi-retrieval patcher (``tasks.patcher``). Each is a Python generator of the machine's
+``Generated`` observations: a candidate (or none), with the model calls made and the problems met
+on the way. ``RepairRound`` holds one localization's results and what its generators and
+validations share.
 """
 
 from __future__ import annotations
@@ -49,11 +51,13 @@ def find_targets(step: machine.FindTargets, found: DiscoveryResult) -> machine.T
 
 
 #: A generator's answers to the machine, one at a time: each candidate (or None) with the count of
-#: mutants screened to find it. What the driver sends in is the verdict on the generator's previous
-#: candidate (``machine.last_verdict``), or None: the model's fix is re-asked with it.
+#: mutants screened to find it, the model calls made and the problems met. What the driver sends in
+#: is the verdict on the generator's previous candidate (``machine.last_verdict``), or None: the
+#: model's fix is re-asked with it.
 Candidates = Generator[machine.Generated, PatchEvaluation | None, None]
-#: Judges a candidate against the context (the flow's ``validate_candidate``).
-Validate = Callable[[PatchCandidate, ValidationContext], PatchEvaluation]
+#: Judges a candidate against the context (the flow's ``check_candidate``): the verdict, the model
+#: calls the checks made and the problems they met.
+Validate = Callable[[PatchCandidate, ValidationContext], machine.Validated]
 
 
 def _file_with(found: DiscoveryResult, node: Node, function: str) -> dict[str, str]:
@@ -118,8 +122,9 @@ def mutation_search(targets: Sequence[str], found: DiscoveryResult, ctx: Validat
 
 
 def llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
-              params: RepairParameters, config: LLMConfig, problems: list[str]) -> Candidates:
-    """The model's minimal fix (seed 000 prompt), re-asked with each rejection's reason."""
+              params: RepairParameters, config: LLMConfig) -> Candidates:
+    """The model's minimal fix (seed 000 prompt), re-asked with each rejection's reason; a model
+    error ends it with a candidate-less answer that carries the error and the calls made."""
     from equisa_core.localization.prompts import render_patch
     from tasks.llm import LLMError, ask_for_function
 
@@ -133,7 +138,8 @@ def llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRep
         try:
             answer = ask_for_function(config, messages, text, qualname_of(node), "patch")
         except LLMError as error:
-            problems.append(f"LLM fix of {target}: {error.message}")
+            yield machine.Generated(candidate=None, calls=tuple(error.calls),
+                                    problems=(f"LLM fix of {target}: {error.message}",))
             return
         candidate = PatchCandidate(
             id=f"llm-fix-{attempt}", generator="llm-fix", target=target,
@@ -141,7 +147,7 @@ def llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRep
             files={file_of(node): replace_function(text, qualname_of(node), answer.source)},
             cost_usd=sum(c.spent_usd for c in answer.calls),
         )
-        verdict = yield machine.Generated(candidate=candidate)
+        verdict = yield machine.Generated(candidate=candidate, calls=tuple(answer.calls))
         if verdict is None or verdict.status is PatchStatus.SOUND:
             return
         messages = [*messages, {"role": "assistant", "content": answer.source},
@@ -150,10 +156,11 @@ def llm_fixes(target: str, found: DiscoveryResult, localization: LocalizationRep
 
 
 def patcher(target: str, found: DiscoveryResult, localization: LocalizationReport, ctx: ValidationContext,
-            params: RepairParameters, config: LLMConfig, problems: list[str], validate: Validate,
-            ) -> Candidates:
+            params: RepairParameters, config: LLMConfig, validate: Validate) -> Candidates:
     """The multi-retrieval patcher (seed 004): it retrieves code and proposes patches; each one that
-    applies and compiles is validated here (``validate``), and the verdict is what it hears back."""
+    applies and compiles is validated here (``validate``), and the verdict is what it hears back.
+    Its first answer carries no candidate: the patcher's model calls and its error, if one stopped
+    it; then each candidate comes with its verdict and what its validation spent and met."""
     from tasks.patcher import PatcherIssue, run_patcher
 
     node = ctx.nodes[target]
@@ -167,18 +174,18 @@ def patcher(target: str, found: DiscoveryResult, localization: LocalizationRepor
                          test_output=output, reflection=reflection)
 
     def evaluate(candidate: PatchCandidate) -> PatchEvaluation:
-        verdict = validate(candidate, ctx)
-        proposed.append((candidate, verdict))
-        return verdict
+        validated = validate(candidate, ctx)
+        proposed.append((candidate, validated))
+        return validated.evaluation
 
-    proposed: list[tuple[PatchCandidate, PatchEvaluation]] = []
+    proposed: list[tuple[PatchCandidate, machine.Validated]] = []
     result = run_patcher(config, issue, found.prepared.workspace.root, evaluate,
                          max_evaluations=params.patcher_evaluations, id_prefix="patcher")
-    ctx.cost_usd += result.cost_usd
-    if result.error:
-        problems.append(f"patcher: {result.error}")
-    for candidate, verdict in proposed:  # validated already: the machine only records the verdicts
-        yield machine.Generated(candidate=candidate, evaluation=verdict)
+    yield machine.Generated(candidate=None, calls=tuple(result.calls),
+                            problems=(f"patcher: {result.error}",) if result.error else ())
+    for candidate, validated in proposed:  # validated already: the machine only records the verdicts
+        yield machine.Generated(candidate=candidate, evaluation=validated.evaluation, calls=validated.calls,
+                                problems=validated.problems)
 
 
 def _reflection(localization: LocalizationReport, target: str) -> str:
@@ -194,13 +201,7 @@ class RepairRound:
         self.progress = create_progress_artifact(0.0, key="validation-progress",
                                                  description="Validation: candidates validated / budget (%)")
         self.generators: dict[str, Candidates] = {}
-        self.notes: list[str] = []  # problems the generators met, not yet recorded
         self.validated = 0
-
-    def noted(self) -> list[machine.RepairObservation]:
-        """The problems the generators met since last asked (they note them on the round)."""
-        new, self.notes = list(self.notes), []
-        return [machine.Noted(problems=tuple(new))] if new else []
 
     def generator(self, step: machine.Generate, params: RepairParameters, config: LLMConfig | None,
                   validate: Validate) -> Candidates:
@@ -209,9 +210,9 @@ class RepairRound:
         match step.generator:
             # the machine asks for the model's generators only in LLM mode
             case "llm-fix" if config is not None:
-                return llm_fixes(targets[0], found, localization, ctx, params, config, self.notes)
+                return llm_fixes(targets[0], found, localization, ctx, params, config)
             case "patcher" if config is not None:
-                return patcher(targets[0], found, localization, ctx, params, config, self.notes, validate)
+                return patcher(targets[0], found, localization, ctx, params, config, validate)
             case "confirmed":
                 return confirmed_fixes(targets, found, localization, ctx)
             case "mutation":

@@ -17,9 +17,10 @@ __all__ = ["repair_report"]
 
 
 def repair_report(found: DiscoveryResult, localization: LocalizationReport, state: machine.RepairState,
-                  cost: float, use_llm: bool) -> RepairReport:
+                  use_llm: bool) -> RepairReport:
     """The repair's report: the accepted (or best) candidate's diff, target and checks, every
-    evaluation, the localization it patched, the cost and the problems met."""
+    evaluation, the localization it patched, the cost (the machine's ledger: ``machine.spent_usd``)
+    and the problems met."""
     evaluations, candidates = state.evaluations, state.candidates
     status = repair_status(evaluations)
     best = machine.reported_evaluation(evaluations)
@@ -39,7 +40,7 @@ def repair_report(found: DiscoveryResult, localization: LocalizationReport, stat
         status=status, mode="llm" if use_llm else "deterministic", target=target, diff=diff,
         candidate=best.candidate if best else None, generator=generator, candidates_tried=state.tried,
         validation=checks, evaluations=tuple(evaluations), relocalizations=state.relocalizations,
-        localization=localization, cost={"usd": round(cost, 6)},
+        localization=localization, cost={"usd": machine.spent_usd(state)},
         problems=tuple(dict.fromkeys([*localization.problems, *state.problems])),
         patched_files=patched, original_files=originals, sandbox=found.prepared.sandbox,
     )

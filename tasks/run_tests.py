@@ -9,8 +9,6 @@ key of everything the result depends on (``RunRequest.cache_key``) and retries t
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +27,7 @@ from equisa_core.errors import (
     NoTestsCollectedError,
     ProbeProtocolError,
 )
+from tasks.progress_events import finished_test_reporter
 from tasks.sandbox import RecordCallback, RunRequest, Sandbox, SandboxInfrastructureError, SandboxRun
 
 __all__ = [
@@ -39,9 +38,6 @@ __all__ = [
     "backend_key",
     "execute_request",
     "run_tests",
-    "register_progress",
-    "unregister_progress",
-    "report_progress",
 ]
 
 #: Crashes survived per run before the rest of the tests are given up.
@@ -50,34 +46,6 @@ MAX_RESUMES = 10
 SANDBOX_BACKENDS = ("local", "docker", "none")
 _PYTEST_USAGE_ERROR = 4
 _PYTEST_NO_TESTS = 5
-
-# Progress callbacks by key: a task's parameters must stay plain data (they are recorded by
-# Prefect), so the caller registers its callback here and passes only the key.
-_progress: dict[str, RecordCallback] = {}
-_progress_lock = threading.Lock()
-
-
-def register_progress(key: str, callback: RecordCallback) -> None:
-    """Have ``run_tests(progress_key=key)`` report each probe record to ``callback``."""
-    with _progress_lock:
-        _progress[key] = callback
-
-
-def unregister_progress(key: str) -> None:
-    """Forget the callback registered under ``key``."""
-    with _progress_lock:
-        _progress.pop(key, None)
-
-
-def report_progress(key: str | None, record: dict) -> None:
-    """Hand ``record`` to the callback registered under ``key`` (if any): how a flow says what it
-    is doing (``{"kind": "stage", "text": ...}`` for the spinner, ``{"kind": "note", ...}`` for a
-    line that stays) on the terminal of the command that runs it."""
-    with _progress_lock:
-        callback = _progress.get(key) if key else None
-    if callback is not None:
-        callback(record)
-
 
 def make_sandbox(backend: str, docker_image: str | None = None) -> Sandbox:
     """The sandbox for ``backend`` ('local', 'docker' or 'none')."""
@@ -248,8 +216,10 @@ def run_tests(
     backend: str = "local",
     interpreter_version: str = "",
     docker_image: str | None = None,
-    progress_key: str | None = None,
+    report_tests: bool = False,
 ) -> SuiteTrace:
-    """Run (a shard of) a suite in a sandbox and return the probe's per-test results."""
-    callback: Callable[[dict], None] | None = _progress.get(progress_key) if progress_key else None
-    return execute_request(make_sandbox(backend, docker_image), request, callback)
+    """Run (a shard of) a suite in a sandbox and return the probe's per-test results; with
+    ``report_tests`` (the suite's traced run: the command's spinner counts its tests), each finished
+    test is also a ``FinishedTest`` progress event (``tasks.progress_events``)."""
+    on_record = finished_test_reporter() if report_tests else None
+    return execute_request(make_sandbox(backend, docker_image), request, on_record)

@@ -13,7 +13,7 @@ from typing import Any
 from equisa_core.testgen.framework import FrameworkChoice
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun
-from tasks.run_tests import report_progress
+from tasks.progress_events import Stage, emit
 from tasks.testgen import CoverageResult
 
 __all__ = ["TestgenContext", "embedding_config", "stage"]
@@ -38,13 +38,12 @@ class TestgenContext:
     use_llm: bool = False
     #: The model endpoint's LLMConfig (LLM mode).
     config: Any = None
-    problems: list[str] = field(default_factory=list)
     coverage: CoverageResult | None = None
 
 
 def stage(ctx: TestgenContext, text: str) -> None:
     """What the run is doing now, for the spinner of the command that runs it."""
-    report_progress(ctx.params.progress_key, {"kind": "stage", "text": text})
+    emit(Stage(text=text))
 
 
 def embedding_config(ctx: TestgenContext) -> Any:

@@ -2,14 +2,17 @@
 model as the core's §8 helpers call it (``asker``), the test module in an answer (``usable``), and
 the generator's prompt with the stored tests most similar to the uncovered lines
 (``generator_prompt``).
+
+An ask returns a ``ModelReply`` (``equisa_core.testgen.curation``): the answer's text with the
+calls it took and the problems it met, which the step runner puts on its observation.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from equisa_core.errors import EquisaError
+from equisa_core.testgen.curation import Ask, ModelReply
 from equisa_core.testgen.modules import clean_generated_module
 from equisa_core.testgen.prompts import render_generator
 from tasks.test_store import TestStore, embed_texts
@@ -18,8 +21,9 @@ from tasks.testgen_context import TestgenContext
 __all__ = ["ask", "asker", "generator_prompt", "usable"]
 
 
-def ask(ctx: TestgenContext, messages: list[dict[str, str]], purpose: str, calls: list) -> str | None:
-    """One model call (Prefect task with the config's retries); None, with the problem noted, on failure.
+def ask(ctx: TestgenContext, messages: list[dict[str, str]], purpose: str) -> ModelReply:
+    """One model call (Prefect task with the config's retries): the reply with its call; on failure
+    no text, the failed calls and the problem.
 
     Logprobs are asked for the generator and the enhancer (their entropy sets the pre-execution
     level) unless ``LLM_COLLECT_LOGPROBS`` (the seed's switch) is ``false``.
@@ -33,29 +37,27 @@ def ask(ctx: TestgenContext, messages: list[dict[str, str]], purpose: str, calls
     try:
         answer = ask_model(config, messages, purpose)
     except LLMError as error:
-        ctx.problems.append(f"{purpose}: {error.message}")
-        calls.extend(getattr(error, "calls", ()) or ())
-        return None
-    calls.append(answer.call)
-    return answer.text
+        return ModelReply(calls=tuple(error.calls), problems=(f"{purpose}: {error.message}",))
+    return ModelReply(text=answer.text, calls=(answer.call,))
 
 
-def asker(ctx: TestgenContext, calls: list) -> Callable[[list[dict[str, str]], str], str | None] | None:
+def asker(ctx: TestgenContext) -> Ask | None:
     """The model as the core's §8 helpers call it; None in deterministic mode."""
     if not ctx.use_llm:
         return None
-    return lambda messages, purpose: ask(ctx, messages, purpose, calls)
+    return lambda messages, purpose: ask(ctx, messages, purpose)
 
 
-def usable(ctx: TestgenContext, text: str | None, role: str) -> str | None:
-    """The test module in the model's answer; None (the problem noted) when there is none."""
-    if text is None:
-        return None
+def usable(reply: ModelReply, role: str) -> ModelReply:
+    """The reply with the test module in its answer as its text; no text (and the problem added)
+    when there is none."""
+    if reply.text is None:
+        return reply
     try:
-        return clean_generated_module(text)
+        return reply.model_copy(update={"text": clean_generated_module(reply.text)})
     except EquisaError as error:
-        ctx.problems.append(f"{role} answer unusable: {error.args[0] if error.args else error}")
-        return None
+        problem = f"{role} answer unusable: {error.args[0] if error.args else error}"
+        return reply.model_copy(update={"text": None, "problems": (*reply.problems, problem)})
 
 
 def generator_prompt(ctx: TestgenContext, store: TestStore) -> list[dict[str, str]]:

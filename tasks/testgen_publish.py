@@ -10,26 +10,29 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.cost import CostLedger
 from equisa_core.testgen.machine import TestgenState
 from equisa_core.testgen.report import TestgenReport
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun
-from tasks.run_tests import report_progress
+from tasks.progress_events import Note, emit
 from tasks.testgen_context import TestgenContext
 
 __all__ = ["GenerateTests", "GeneratedTests", "publish_attempt", "publish_outputs"]
 
 
 class GeneratedTests(BaseModel):
-    """What ``generate_tests`` returns: the report and the best module (workspace path and text)."""
+    """What ``generate_tests`` returns: the report, the best module (workspace path and text) and
+    the run's model calls (its ``CostLedger``: the report's ``cost_usd`` is its sum)."""
 
     model_config = ConfigDict(frozen=True)
 
     report: TestgenReport
     path: str | None = None
     source: str | None = None
+    ledger: CostLedger = Field(default_factory=CostLedger)
 
 
 #: ``flows.testgen.generate_tests``: the loop on a prepared run, for these parameters.
@@ -51,7 +54,7 @@ def publish_attempt(ctx: TestgenContext, state: TestgenState) -> None:
         f"mutation {mutation}, {entry.decision} ({entry.decision_reason})"
     )
     print(line)
-    report_progress(ctx.params.progress_key, {"kind": "note", "text": line})
+    emit(Note(text=line))
 
 
 def publish_outputs(ctx: TestgenContext, state: TestgenState, report: TestgenReport) -> None:

@@ -7,6 +7,7 @@ and ``measure_tests``, the loop's measurement of any test module, for benchmarks
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from equisa_core.errors import NoTestsCollectedError, TestgenTargetError
@@ -55,8 +56,9 @@ _FRAMEWORK_FILES = (
 )
 
 
-def build_context(prepared: PreparedRun, params: TestgenParameters) -> TestgenContext:
-    """The run's context: the checked target, the mode, the framework, the output folder."""
+def build_context(prepared: PreparedRun, params: TestgenParameters) -> tuple[TestgenContext, tuple[str, ...]]:
+    """The run's context (the checked target, the mode, the framework, the output folder) and the
+    problems met choosing the mode."""
     from tasks.llm import choose_llm_mode
 
     target, target_source = check_target(prepared, params.target)
@@ -72,7 +74,7 @@ def build_context(prepared: PreparedRun, params: TestgenParameters) -> TestgenCo
         framework = FrameworkChoice(
             framework="pytest", reason=f"deterministic tests are pytest functions ({framework.reason})"
         )
-    return TestgenContext(
+    ctx = TestgenContext(
         prepared=prepared,
         params=params,
         target=target,
@@ -83,8 +85,8 @@ def build_context(prepared: PreparedRun, params: TestgenParameters) -> TestgenCo
         use_llm=use_llm,
         config=config,
         out=out,
-        problems=problems,
     )
+    return ctx, tuple(problems)
 
 
 def measuring_context(
@@ -121,8 +123,9 @@ def machine_setup(ctx: TestgenContext) -> TestgenSetup:
     )
 
 
-def start_report(ctx: TestgenContext) -> TestgenReport:
-    """The report before the loop: the mode, the target, the framework, the targets, the baseline."""
+def start_report(ctx: TestgenContext, problems: Sequence[str] = ()) -> TestgenReport:
+    """The report before the loop: the mode, the target, the framework, the targets, the baseline,
+    the problems the set-up met."""
     params = ctx.params
     return TestgenReport(
         mode="llm" if ctx.use_llm else "deterministic",
@@ -133,7 +136,7 @@ def start_report(ctx: TestgenContext) -> TestgenReport:
         coverage_target=params.coverage_target,
         mutation_target=params.mutation_target,
         baseline=figures(ctx.baseline) if ctx.baseline else None,
-        problems=ctx.problems,
+        problems=list(problems),
         sandbox=ctx.prepared.sandbox,
     )
 
@@ -179,35 +182,32 @@ def framework_files(root: Path) -> dict[str, str]:
     return files
 
 
-def baseline(ctx: TestgenContext) -> CoverageResult | None:
-    """Coverage of the target by the repository's own tests; None when it has none."""
+def baseline(ctx: TestgenContext) -> tuple[CoverageResult | None, tuple[str, ...]]:
+    """Coverage of the target by the repository's own tests (None when it has none), and the
+    problems met measuring it."""
     stage(ctx, f"measuring the existing tests' coverage of {ctx.target}")
     try:
         result = measure(ctx, {}, ctx.prepared.base.tests)
     except NoTestsCollectedError:
-        ctx.problems.append("the repository has no tests: no baseline, nothing to carve")
-        return None
+        return None, ("the repository has no tests: no baseline, nothing to carve",)
     if not result.trace.tests:
-        ctx.problems.append("the repository's tests collected nothing: no baseline, nothing to carve")
-        return None
-    if result.error:
-        ctx.problems.append(f"baseline coverage: {result.error}")
+        return None, ("the repository's tests collected nothing: no baseline, nothing to carve",)
     ctx.durations.update({t.test_id: t.duration for t in result.trace.tests})
     print(f"baseline: the repository's tests cover {result.percent:.2f}% of {ctx.target}")
-    return result
+    return result, ((f"baseline coverage: {result.error}",) if result.error else ())
 
 
-def seed_store(store: TestStore, ctx: TestgenContext) -> None:
-    """The repository's own tests, embedded (§8: examples and redundancy checks read them)."""
+def seed_store(store: TestStore, ctx: TestgenContext) -> tuple[str, ...]:
+    """The repository's own tests, embedded (§8: examples and redundancy checks read them); the
+    problem met embedding them, if any."""
     items: list[tuple[str, str]] = []
     for path, text in framework_files(ctx.prepared.workspace.root).items():
         if path.rsplit("/", 1)[-1].startswith("test") or path.endswith("_test.py"):
             items += [(f"{path}::{name}", code) for name, code in list_tests(text).items()]
     items = items[:_EXISTING_IN_STORE]
     vectors, _, problem = embed_texts([code for _, code in items], embedding_config(ctx))
-    if problem:
-        ctx.problems.append(problem)
     store.add("existing", items, vectors)
+    return (problem,) if problem else ()
 
 
 def measure_tests(

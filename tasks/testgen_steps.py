@@ -1,6 +1,6 @@
 """The step runners of the testgen loop: one function per kind of step the state machine
-(``equisa_core.testgen.machine``) asks for, each taking the run's context, the similarity store, the
-step and the list the model's calls go to, and returning the step's observation.
+(``equisa_core.testgen.machine``) asks for, each taking the run's context, the similarity store and
+the step, and returning the step's observation with the model calls it made and the problems it met.
 
 - ``generate`` (attempt 0) and ``enhance`` (attempt 1+): the model's module (LLM mode), or the
   deterministic generator's carved, boundary-value and scratch-driver tests;
@@ -8,7 +8,7 @@ step and the list the model's calls go to, and returning the step's observation.
 - ``analyse``: static analysis; ``measure_step``: branch coverage in the sandbox;
   ``run_mutants``: the mutation score; ``store_tests``: the passing tests join the store.
 
-``run_step`` runs a step with its runner and adds the time it took, its model calls and its problems.
+``run_step`` runs a step with its runner and adds the time it took.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from equisa_core.errors import EquisaError
 from equisa_core.testgen.assembly import merge_modules
 from equisa_core.testgen.curation import (
     REDUNDANCY_THRESHOLD,
+    ModelUse,
     drop_redundant,
     find_redundant,
     improve_smells,
@@ -29,7 +30,6 @@ from equisa_core.testgen.curation import (
 from equisa_core.testgen.machine import (
     Analyse,
     Analysed,
-    CallRecord,
     Dedupe,
     Deduped,
     Enhance,
@@ -66,30 +66,34 @@ __all__ = [
 ]
 
 
-def generate(ctx: TestgenContext, store: TestStore, step: Generate, calls: list) -> Generated:
+def generate(ctx: TestgenContext, store: TestStore, step: Generate) -> Generated:
     """Attempt 0: the generator (LLM), or carved, boundary and scratch tests (deterministic); the
     deterministic tests too when the model gives no usable module."""
     how = "the model" if step.strategy == "model" else "carved, boundary-value and scratch-driver tests"
     stage(ctx, f"attempt 0 (at most {ctx.params.max_iterations} in all): generating ({how})")
+    use = ModelUse()
     if step.strategy == "model":
-        text = ask(ctx, generator_prompt(ctx, store), "testgen-generator", calls)
-        module = usable(ctx, text, "generator")
-        if module is not None:
-            return _generated(ctx, 0, "generator", module, [])
-        ctx.problems.append(
-            "the generator gave no usable module; attempt 0 falls back to deterministic tests"
-        )
+        reply = usable(ask(ctx, generator_prompt(ctx, store), "testgen-generator"), "generator")
+        if reply.text is not None:
+            return _generated(ctx, 0, "generator", reply.text, [], reply)
+        fallback = "the generator gave no usable module; attempt 0 falls back to deterministic tests"
+        use = use.plus(reply).plus(ModelUse(problems=(fallback,)))
     source, did = _deterministic(ctx, round_number=0, focus_lines=())
-    return _generated(ctx, 0, "deterministic: carved, boundary-value and scratch-driver tests", source, did)
+    origin = "deterministic: carved, boundary-value and scratch-driver tests"
+    return _generated(ctx, 0, origin, source, did, use)
 
 
-def _generated(ctx: TestgenContext, attempt: int, origin: str, source: str, did: list[str]) -> Generated:
+def _generated(
+    ctx: TestgenContext, attempt: int, origin: str, source: str, did: list[str], use: ModelUse
+) -> Generated:
     """The generate or enhance step's observation (the spinner moves on to the next steps)."""
     stage(ctx, f"attempt {attempt}: similarity, smells, then coverage and mutants in the sandbox")
-    return Generated(origin=origin, source=source, deterministic=tuple(did))
+    return Generated(
+        origin=origin, source=source, deterministic=tuple(did), calls=use.calls, problems=use.problems
+    )
 
 
-def enhance(ctx: TestgenContext, store: TestStore, step: Enhance, calls: list) -> Generated:
+def enhance(ctx: TestgenContext, store: TestStore, step: Enhance) -> Generated:
     """Attempt 1+: the enhancer (LLM), or a wider deterministic boundary search."""
     del store
     stage(ctx, f"attempt {step.attempt} (at most {ctx.params.max_iterations} in all): enhancing")
@@ -104,15 +108,14 @@ def enhance(ctx: TestgenContext, store: TestStore, step: Enhance, calls: list) -
             step.missing_lines,
             list(step.surviving_mutants),
         )
-        module = usable(ctx, ask(ctx, messages, "testgen-enhancer", calls), "enhancer")
-        if module is not None:
-            return _generated(ctx, step.attempt, "enhancer", module, [])
-        return _generated(
-            ctx, step.attempt, "enhancer (no usable answer: previous module kept)", step.source, []
-        )
+        reply = usable(ask(ctx, messages, "testgen-enhancer"), "enhancer")
+        if reply.text is not None:
+            return _generated(ctx, step.attempt, "enhancer", reply.text, [], reply)
+        kept = "enhancer (no usable answer: previous module kept)"
+        return _generated(ctx, step.attempt, kept, step.source, [], reply)
     extra, did = _deterministic(ctx, round_number=step.attempt, focus_lines=step.missing_lines)
     merged = merge_modules(step.source, extra)
-    return _generated(ctx, step.attempt, "deterministic: wider boundary search", merged, did)
+    return _generated(ctx, step.attempt, "deterministic: wider boundary search", merged, did, ModelUse())
 
 
 def _deterministic(
@@ -138,7 +141,7 @@ def _deterministic(
     return deterministic_tests(recorder, plan, round_number, focus_lines)
 
 
-def dedupe(ctx: TestgenContext, store: TestStore, step: Dedupe, calls: list) -> Deduped:
+def dedupe(ctx: TestgenContext, store: TestStore, step: Dedupe) -> Deduped:
     """§8 redundancy: each new test against its nearest stored test; the redundant ones rewritten by
     the model (LLM) or dropped."""
     vectors, embeddings, problem = embed_texts(list(step.tests.values()), embedding_config(ctx))
@@ -151,40 +154,40 @@ def dedupe(ctx: TestgenContext, store: TestStore, step: Dedupe, calls: list) -> 
     nearest = [(found[0][1], found[0][2]) if (found := store.most_similar(v, 1)) else None for v in vectors]
     threshold = REDUNDANCY_THRESHOLD["local" if embeddings == "local" else "endpoint"]
     redundant = find_redundant(list(step.tests), nearest, threshold)
-    source = step.source
+    source, use = step.source, ModelUse()
     if redundant and ctx.use_llm:
         uncovered = ctx.baseline.missing_lines if ctx.baseline else ()
-        source, notes = rewrite_redundant(
+        source, notes, use = rewrite_redundant(
             source,
             step.tests,
             redundant,
             notes,
-            lambda messages, purpose: ask(ctx, messages, purpose, calls),
+            lambda messages, purpose: ask(ctx, messages, purpose),
             target=ctx.target,
             target_source=ctx.target_source,
             uncovered=uncovered,
         )
     elif redundant:
         source, notes = drop_redundant(source, redundant, notes)
-    return Deduped(source=source, notes=notes)
+    return Deduped(source=source, notes=notes, calls=use.calls, problems=use.problems)
 
 
-def fix_smells(ctx: TestgenContext, store: TestStore, step: FixSmells, calls: list) -> SmellsFixed:
+def fix_smells(ctx: TestgenContext, store: TestStore, step: FixSmells) -> SmellsFixed:
     """§8 smells: detected (and the model's critic), fixed within the improvement budget."""
     del store
-    source, notes = improve_smells(step.source, step.notes, step.budget, asker(ctx, calls))
-    return SmellsFixed(source=source, notes=notes)
+    source, notes, use = improve_smells(step.source, step.notes, step.budget, asker(ctx))
+    return SmellsFixed(source=source, notes=notes, calls=use.calls, problems=use.problems)
 
 
-def analyse(ctx: TestgenContext, store: TestStore, step: Analyse, calls: list) -> Analysed:
+def analyse(ctx: TestgenContext, store: TestStore, step: Analyse) -> Analysed:
     """Static analysis of the module (syntax, ruff, mypy where configured, complexity)."""
-    del store, calls
+    del store
     return Analysed(static=analyse_test_module(step.source, str(ctx.prepared.workspace.root)))
 
 
-def measure_step(ctx: TestgenContext, store: TestStore, step: Measure, calls: list) -> Measured:
+def measure_step(ctx: TestgenContext, store: TestStore, step: Measure) -> Measured:
     """Branch coverage of the module's tests in the sandbox; a runner error (first run only) observed."""
-    del store, calls
+    del store
     overlay = {ctx.module_path: step.source}
     try:
         ctx.coverage = measure(ctx, overlay, [ctx.module_path])
@@ -196,17 +199,16 @@ def measure_step(ctx: TestgenContext, store: TestStore, step: Measure, calls: li
     return Measured(measurement=measurement(ctx.coverage))
 
 
-def run_mutants(ctx: TestgenContext, store: TestStore, step: RunMutants, calls: list) -> MutantsScored:
+def run_mutants(ctx: TestgenContext, store: TestStore, step: RunMutants) -> MutantsScored:
     """The mutation score of the module's tests (the last coverage run says which test covers what)."""
-    del store, calls
+    del store
     assert ctx.coverage is not None, "the mutants run after a coverage run"
     scored = mutation(ctx, {ctx.module_path: step.source}, ctx.coverage)
     return MutantsScored(score=scored.score, verdicts=scored.verdicts)
 
 
-def store_tests(ctx: TestgenContext, store: TestStore, step: Store, calls: list) -> Stored:
+def store_tests(ctx: TestgenContext, store: TestStore, step: Store) -> Stored:
     """The passing tests join the similarity store."""
-    del calls
     vectors, _, _ = embed_texts([code for _, code in step.tests], embedding_config(ctx))
     store.add("generated", list(step.tests), vectors)
     return Stored(count=len(step.tests))
@@ -226,13 +228,8 @@ _RUNNERS: dict[str, Callable[..., Any]] = {
 
 
 def run_step(ctx: TestgenContext, store: TestStore, step: TestgenStep) -> Any:
-    """The observation of one step (its runner's), with the time it took, its model calls and its problems."""
-    started, known_problems, calls = time.monotonic(), len(ctx.problems), []
-    observation = _RUNNERS[step.kind](ctx, store, step, calls)
-    return observation.model_copy(
-        update={
-            "seconds": round(time.monotonic() - started, 3),
-            "calls": tuple(CallRecord.of(c) for c in calls),
-            "problems": tuple(ctx.problems[known_problems:]),
-        }
-    )
+    """The observation of one step (its runner's, with its model calls and problems), with the time
+    it took."""
+    started = time.monotonic()
+    observation = _RUNNERS[step.kind](ctx, store, step)
+    return observation.model_copy(update={"seconds": round(time.monotonic() - started, 3)})

@@ -2,7 +2,8 @@
 the context every candidate of a repair round is judged against, the patched suite and test
 modules run on the patched program, the target's original and patched source, and the tests
 carved from passing executions of the target (made once per target), and the novel-input tests
-the test-generation agent makes of it (``novel_module``, LLM mode).
+the test-generation agent makes of it (``novel_module``, LLM mode: what the agent spent and the
+problems it met come back with the module, as values).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.cost import LLMCall
 from equisa_core.common.models import Node, SuiteTrace, TestOutcome, TestResult
 from equisa_core.common.source_edit import function_source
 from equisa_core.errors import EquisaError
@@ -28,8 +30,9 @@ from tasks.prepared_run import focused_request, narrowed
 from tasks.run_tests import run_tests
 from tasks.testgen_publish import GenerateTests
 
-__all__ = ["ValidationContext", "validation_context", "test_sources", "run_request", "run_module",
-           "functions_of", "novel_module", "carved_check_module", "CARVED_CHECK_PATH", "NOVEL_CHECK_PATH"]
+__all__ = ["ValidationContext", "NovelModule", "validation_context", "test_sources", "run_request",
+           "run_module", "functions_of", "novel_module", "carved_check_module",
+           "CARVED_CHECK_PATH", "NOVEL_CHECK_PATH"]
 
 CARVED_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_carved.py"
 NOVEL_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_novel.py"
@@ -49,8 +52,6 @@ class ValidationContext(BaseModel):
     llm_config: object | None = None
     carved: dict[str, str | None] = Field(default_factory=dict, description="Target -> carved module.")
     novel: dict[str, str | None] = Field(default_factory=dict, description="Target -> model's test module.")
-    problems: list[str] = Field(default_factory=list)
-    cost_usd: float = 0.0
 
     @property
     def failing(self) -> set[str]:
@@ -147,17 +148,27 @@ def carved_check_module(target: str, ctx: ValidationContext) -> str | None:
     return module
 
 
-def novel_module(target: str, ctx: ValidationContext, generate_tests: GenerateTests) -> str | None:
+class NovelModule(BaseModel):
+    """The novel-input tests of a target, what writing them spent and the problems met doing so
+    (nothing, when the module was written for an earlier candidate)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    module: str | None = Field(description="The test module; None when the model gave no usable tests.")
+    calls: tuple[LLMCall, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+def novel_module(target: str, ctx: ValidationContext, generate_tests: GenerateTests) -> NovelModule:
     """Novel-input tests of ``target`` (made once per target and cached) by the test-generation agent:
     LLM mode, one attempt, no mutants, focused on ``target``, with the failing tests' sources as the
     specification of the intended behaviour (the model is the oracle, not the buggy code);
     ``generate_tests`` is ``flows.testgen.generate_tests``."""
     if target in ctx.novel:
-        return ctx.novel[target]
+        return NovelModule(module=ctx.novel[target])
     node = ctx.nodes[target]
     prepared = ctx.found.prepared
     covering = sorted(ctx.found.trace.coverage().get(target, set()))
-    module = None
     with tempfile.TemporaryDirectory(prefix="equisa-novel-input-tests-") as out:
         params = TestgenParameters(
             path=str(prepared.repo), target=node.file or "", focus=[target], llm=True, max_iterations=1,
@@ -166,12 +177,11 @@ def novel_module(target: str, ctx: ValidationContext, generate_tests: GenerateTe
             module_stem="novel_input")
         try:
             made = generate_tests(narrowed(prepared, covering), params)
-        except EquisaError as error:
-            ctx.problems.append(f"novel-input tests for {target}: {error.message}")
-        else:
-            ctx.cost_usd += made.report.cost_usd
-            ctx.problems.extend(f"novel-input tests for {target}: {p}" for p in made.report.problems
-                                if f"novel-input tests for {target}: {p}" not in ctx.problems)
-            module = made.source if made.report.mode == "llm" else None
+        except EquisaError as error:  # an LLMError carries the calls made before it
+            ctx.novel[target] = None
+            return NovelModule(module=None, calls=tuple(getattr(error, "calls", ())),
+                               problems=(f"novel-input tests for {target}: {error.message}",))
+    module = made.source if made.report.mode == "llm" else None
     ctx.novel[target] = module
-    return module
+    problems = dict.fromkeys(f"novel-input tests for {target}: {p}" for p in made.report.problems)
+    return NovelModule(module=module, calls=made.ledger.calls, problems=tuple(problems))

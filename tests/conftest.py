@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,14 @@ def no_shared_prefect_server() -> None:
     one, never on the shared local server in the user's data folder: the tests that exercise that
     server (``tests/flows/test_prefect_server.py``) start their own in a temporary folder."""
     os.environ["EQUISA_PREFECT_SERVER"] = "ephemeral"
+
+
+@pytest.fixture(scope="session")
+def prefect_api_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One temporary Prefect server (Prefect's test harness) for the whole session, started when a
+    test first asks for it (starting one takes seconds)."""
+    from prefect.settings import get_current_settings
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield str(get_current_settings().api.url)

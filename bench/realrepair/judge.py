@@ -39,9 +39,10 @@ class NoSandbox(RuntimeError):
     """bubblewrap is missing: untrusted code is never run without it."""
 
 
-def bwrap_prefix(tree: Path) -> list[str]:
+def bwrap_prefix(tree: Path, python: str | None = None) -> list[str]:
     """Run a command in ``tree`` under bubblewrap: the system read-only, ``tree`` writable, no
-    network, a private /tmp, killed with its parent."""
+    network, a private /tmp, killed with its parent. ``python``'s environment stays visible (read-only)
+    even when it lives under /tmp, as a clone's venv does in CI."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise NoSandbox(
@@ -59,6 +60,7 @@ def bwrap_prefix(tree: Path) -> list[str]:
         "/proc",
         "--tmpfs",
         "/tmp",
+        *[arg for root in _kept_under_tmp(python) for arg in ("--ro-bind", str(root), str(root))],
         "--bind",
         str(tree),
         str(tree),
@@ -83,10 +85,20 @@ def parse_outcomes(output: str) -> tuple[dict[str, str], list[str]]:
     return outcomes, looped
 
 
+def _kept_under_tmp(python: str | None) -> list[Path]:
+    """The folders of ``python``'s environment (its venv and the interpreter it links to) that the
+    private /tmp would hide."""
+    if python is None:
+        return []
+    executable = Path(python).absolute()
+    roots = {executable.parent.parent, executable.resolve().parent.parent}
+    return sorted(r for r in roots if r.is_relative_to("/tmp") and r != Path("/tmp"))
+
+
 def sandboxed_pytest(python: str, tree: Path, args: Sequence[str] = (), timeout: float = 120) -> dict:
     """Plain pytest in ``tree`` under bubblewrap: returncode (None: killed), outcomes, looped ids."""
     cmd = [
-        *bwrap_prefix(tree),
+        *bwrap_prefix(tree, python),
         python,
         "-m",
         "pytest",

@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import CollectError, TestOutcome, TestResult
 from equisa_core.discovery.rules import (
@@ -87,11 +88,12 @@ class Scored(Frozen):
 
 
 class Proposed(Frozen):
-    """The generated modules (path -> proposal), what the model charged, and the problems met."""
+    """The generated modules (path -> proposal), the model calls made for them (cached ones
+    included), and the problems met."""
 
     kind: Literal["proposed"] = "proposed"
     proposals: dict[str, Proposal]
-    cost_usd: float = 0.0
+    calls: tuple[LLMCall, ...] = ()
     problems: tuple[str, ...] = ()
 
 
@@ -119,7 +121,7 @@ class DiscoveryState(Frozen):
     rounds: tuple[DiscoveryRound, ...] = ()
     kept: tuple[str, ...] = Field(default=(), description="Ids of the generated tests kept, in order.")
     overlay: dict[str, str] = Field(default_factory=dict, description="Kept modules: path -> source.")
-    cost_usd: float = 0.0
+    ledger: CostLedger = Field(default_factory=CostLedger, description="The model calls of the rounds.")
     problems: tuple[str, ...] = ()
     stopped_because: str | None = None
 
@@ -158,7 +160,7 @@ def record(state: DiscoveryState, observation: DiscoveryObservation) -> Discover
             return _scored(state, observation)
         case Proposed():
             state = state.model_copy(update={
-                "proposals": observation.proposals, "cost_usd": state.cost_usd + observation.cost_usd,
+                "proposals": observation.proposals, "ledger": state.ledger.plus(observation.calls),
                 "problems": (*state.problems, *observation.problems)})
             if not observation.proposals or state.budget.max_tests - len(state.kept) <= 0:
                 return _round_done(state, {}, [], [])

@@ -27,6 +27,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import Node
 from equisa_core.common.options import LocalizationOptions, default_of
@@ -71,7 +72,7 @@ __all__ = [
     "Evidence", "InspectionResult", "Suite", "LocalizationSettings", "LocalizationState",
     "Discover", "MarkFlaky", "ScreenMutants", "ConfirmFix", "RecordCalls", "Inspect", "LocalizationStep",
     "Traced", "Screened", "Inspected", "ValuesCompared", "LocalizationObservation",
-    "initial_state", "next_steps", "record", "verdict", "report", "leaders",
+    "initial_state", "next_steps", "record", "verdict", "report", "leaders", "run_ledger",
 ]
 
 #: The strategy of the history records that mutant screening adds.
@@ -104,7 +105,7 @@ class InspectionResult(Frozen):
     decision: str | None
     decision_by: str
     reasoning: str
-    cost_usd: float
+    calls: tuple[LLMCall, ...] = Field((), description="The model calls it made, cached ones included.")
     mutants_tried: int = 0
     fix_evidence: FixEvidence | None = None
     fix: str | None = None
@@ -140,7 +141,7 @@ class Suite(Frozen):
     discovery: DiscoveryReport | None = None
     sandbox: SandboxIsolation | None = None
     problems: tuple[str, ...] = Field((), description="What went wrong while it was traced.")
-    cost_usd: float = Field(0.0, description="LLM spend so far (Discovery's).")
+    ledger: CostLedger = Field(default_factory=CostLedger, description="Discovery's model calls.")
 
 
 class LocalizationSettings(Frozen):
@@ -188,7 +189,8 @@ class LocalizationState(Frozen):
     skipped: frozenset[str] = Field(frozenset(), description="Nodes whose inspection could not be built.")
     iterations: int = Field(0, description="Inspections counted by the loop.")
     stalled: int = Field(0, description="Inspections in a row without news.")
-    cost_usd: float = Field(0.0, description="The loop's own LLM spend.")
+    ledger: CostLedger = Field(default_factory=CostLedger,
+                               description="The loop's own model calls (its counted inspections').")
     elapsed_s: float = Field(0.0, description="Seconds since the run started, as last observed.")
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
 
@@ -361,7 +363,7 @@ def verdict(state: LocalizationState) -> Verdict | None:
     if state.iterations:
         if state.stalled >= settings.max_stalled_inspections:
             return Verdict(reason=f"{state.stalled} inspections in a row brought no new evidence")
-        if _total_cost(state) > settings.max_cost_usd:
+        if run_ledger(state).usd > settings.max_cost_usd:
             return Verdict(reason=f"LLM cost budget (${settings.max_cost_usd:g}) spent")
         if state.elapsed_s > settings.max_seconds:
             return Verdict(reason=f"time budget ({settings.max_seconds:g}s) spent")
@@ -389,6 +391,7 @@ def report(state: LocalizationState) -> LocalizationReport:
     locations = {f: (n.file, n.start_line, n.end_line) for f, n in suite.nodes.items()}
     ranking = rank(state.confidences, suite.suspiciousness, locations, prior_scores(signals))
     discovery = suite.discovery
+    ledger = run_ledger(state)
     if early and discovery is not None:
         discovery = discovery.model_copy(update={
             "enabled": True,
@@ -402,11 +405,12 @@ def report(state: LocalizationState) -> LocalizationReport:
         inspections=state.history,
         tests=suite.tests,
         discovery=discovery,
-        cost={"usd": 0.0 if early else round(_total_cost(state), 6)},
+        cost={"usd": ledger.usd},
         problems=(*suite.problems, *state.problems),
         sandbox=suite.sandbox,
         prior=PriorEvidence(weights=DEFAULT_WEIGHTS, signals=signals),
         likelihoods=state.settings.likelihoods,
+        ledger=ledger,
     )
 
 
@@ -418,15 +422,17 @@ def leaders(state: LocalizationState, count: int) -> list[str]:
             if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:count]
 
 
+def run_ledger(state: LocalizationState) -> CostLedger:
+    """The run's model calls so far: Discovery's (on the suite), then the loop's."""
+    discovered = state.suite.ledger if state.suite is not None else CostLedger()
+    return discovered.plus(state.ledger.calls)
+
+
 # --- how observations move the state --------------------------------------------------------------
 
 
 def _reached(fqn: str) -> Verdict:
     return Verdict(reason=f"{fqn} reached {CONFIDENCE_THRESHOLD}", converged=True)
-
-
-def _total_cost(state: LocalizationState) -> float:
-    return (state.suite.cost_usd if state.suite is not None else 0.0) + state.cost_usd
 
 
 def _traced(state: LocalizationState, suite: Suite) -> LocalizationState:
@@ -529,7 +535,7 @@ def _count(state: LocalizationState, target: str, seen: InspectionResult, second
             or max(confidences, key=confidences.__getitem__) != leader)
     return state.model_copy(update={
         "confidences": confidences, "history": (*state.history, record), "iterations": state.iterations + 1,
-        "stalled": 0 if news else state.stalled + 1, "cost_usd": state.cost_usd + seen.cost_usd,
+        "stalled": 0 if news else state.stalled + 1, "ledger": state.ledger.plus(seen.calls),
     })
 
 

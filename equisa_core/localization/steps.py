@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.cost import CostLedger
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.rules import DiscoveryReport
 from equisa_core.localization.bayes import (
@@ -122,6 +123,10 @@ class LocalizationReport(BaseModel):
         "(equisa_core.localization.calibrated_likelihoods); None in reports older than the choice (seed).")
     run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
     artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
+    ledger: CostLedger = Field(
+        default_factory=CostLedger, exclude=True,
+        description="The run's model calls (Discovery's, then the loop's), for its history rows and a "
+        "caller's total; not written to the JSON, whose ``cost`` is its ``usd``.")
 
 
 def apply_observation(

@@ -2,8 +2,9 @@
 
 No I/O here: the similarity search (the DuckDB store) and the model calls belong to the step
 runners (``tasks/testgen_steps.py``), which pass the nearest stored test of each new test, and an
-``ask`` function (messages, purpose) -> the answer's text or None (LLM mode only; None in
-deterministic mode).
+``ask`` function (messages, purpose) -> a ``ModelReply``: the answer's text or None, with the calls
+it took and the problems it met (LLM mode only; None in deterministic mode). The helpers that ask
+return what all their asks took (``ModelUse``) with their result: no call is noted on the side.
 
 - ``find_redundant``: the new tests whose nearest stored test is at least as similar as the
   threshold;
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from equisa_core.common.cost import LLMCall
+from equisa_core.common.loop import Frozen
 from equisa_core.errors import EquisaError
 from equisa_core.testgen.assembly import append_tests
 from equisa_core.testgen.modules import clean_generated_module, keep_tests, list_tests
@@ -27,6 +30,8 @@ from equisa_core.testgen.smells import detect_smells, fix_smells
 __all__ = [
     "REDUNDANCY_THRESHOLD",
     "Ask",
+    "ModelReply",
+    "ModelUse",
     "Redundant",
     "drop_redundant",
     "find_redundant",
@@ -34,8 +39,26 @@ __all__ = [
     "rewrite_redundant",
 ]
 
-#: (messages, purpose) -> the model's answer, or None when it gave none.
-Ask = Callable[[list[dict[str, str]], str], str | None]
+
+class ModelUse(Frozen):
+    """What asking the model took and met: the calls made and the problems noted, in order."""
+
+    calls: tuple[LLMCall, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    def plus(self, other: ModelUse) -> ModelUse:
+        """This use followed by ``other``."""
+        return ModelUse(calls=self.calls + other.calls, problems=self.problems + other.problems)
+
+
+class ModelReply(ModelUse):
+    """One ask of the model: the answer's text (None when it gave none), its calls and problems."""
+
+    text: str | None = None
+
+
+#: (messages, purpose) -> the model's reply (its text None when it gave none).
+Ask = Callable[[list[dict[str, str]], str], ModelReply]
 #: (test name, the similar stored test's code, cosine similarity)
 Redundant = tuple[str, str, float]
 
@@ -82,13 +105,15 @@ def rewrite_redundant(
     target: str,
     target_source: str,
     uncovered: Sequence[int],
-) -> tuple[str, PipelineNotes]:
+) -> tuple[str, PipelineNotes, ModelUse]:
     """LLM mode: each of the first ``MAX_REWRITES`` redundant tests replaced by the model's rewrite
-    toward the uncovered lines (kept when it gives no usable answer)."""
+    toward the uncovered lines (kept when it gives no usable answer); and what the asks took."""
     lines = list(notes.redundant)
+    use = ModelUse()
     for name, similar_code, score in redundant[:MAX_REWRITES]:
         prompt = render_redundant_rewrite(target, target_source, uncovered, similar_code, tests[name], score)
-        text = ask(prompt, "testgen-redundant")
+        reply = ask(prompt, "testgen-redundant")
+        use, text = use.plus(reply), reply.text
         lines.append(
             f"{name}: similarity {score:.3f}; " + ("rewritten by the model" if text else "kept (no answer)")
         )
@@ -100,38 +125,45 @@ def rewrite_redundant(
             source = append_tests(source, rewritten, suffix=f"_r{len(lines)}")
         except EquisaError as error:
             lines[-1] += f" (unusable rewrite: {error.args[0] if error.args else error})"
-    return source, notes.model_copy(update={"redundant": lines})
+    return source, notes.model_copy(update={"redundant": lines}), use
 
 
-def _critic_lines(ask: Ask | None, source: str) -> list[str]:
+def _critic_lines(ask: Ask | None, source: str) -> tuple[list[str], ModelUse]:
     """The model critic's smells (one a line), [] when it finds none or does not answer."""
     if ask is None:
-        return []
-    answer = ask(render_smell_critic(source), "testgen-smell-critic")
+        return [], ModelUse()
+    reply = ask(render_smell_critic(source), "testgen-smell-critic")
+    answer, use = reply.text, ModelUse().plus(reply)
     if not answer or answer.strip().upper() == "NO SMELLS":
-        return []
-    return [line.strip() for line in answer.strip().splitlines() if line.strip()][:MAX_CRITIC_LINES]
+        return [], use
+    return [line.strip() for line in answer.strip().splitlines() if line.strip()][:MAX_CRITIC_LINES], use
 
 
-def _model_fix(ask: Ask | None, source: str, found: list[str]) -> str | None:
+def _model_fix(ask: Ask | None, source: str, found: list[str]) -> tuple[str | None, ModelUse]:
     """The model's rewrite of ``source`` without the smells ``found``; None when unusable."""
-    text = ask(render_smell_fix(source, found), "testgen-smell-fix") if ask is not None else None
-    if not text:
-        return None
+    if ask is None:
+        return None, ModelUse()
+    reply = ask(render_smell_fix(source, found), "testgen-smell-fix")
+    use = ModelUse().plus(reply)
+    if not reply.text:
+        return None, use
     try:
-        return clean_generated_module(text)
+        return clean_generated_module(reply.text), use
     except EquisaError:
-        return None
+        return None, use
 
 
 def improve_smells(
     source: str, notes: PipelineNotes, budget: int, ask: Ask | None
-) -> tuple[str, PipelineNotes]:
-    """``source`` after at most ``budget`` smell-fixing rounds (module docstring), and the notes."""
+) -> tuple[str, PipelineNotes, ModelUse]:
+    """``source`` after at most ``budget`` smell-fixing rounds (module docstring), the notes, and
+    what the model's asks took."""
     notes = notes.model_copy(deep=True)
+    use = ModelUse()
     for _ in range(budget + 1):
         smells = detect_smells(source)
-        critic = _critic_lines(ask, source)
+        critic, asked = _critic_lines(ask, source)
+        use = use.plus(asked)
         notes.critic += critic
         found = [f"{s.test}: {s.kind}" for s in smells] + critic
         if not found:
@@ -142,7 +174,8 @@ def improve_smells(
             break
         notes.smell_rounds += 1
         before = source
-        rewritten = _model_fix(ask, source, found)
+        rewritten, asked = _model_fix(ask, source, found)
+        use = use.plus(asked)
         if rewritten is not None:
             source = rewritten
             notes.smells_fixed.append(f"round {notes.smell_rounds}: the model rewrote the module")
@@ -151,4 +184,4 @@ def improve_smells(
             notes.smells_fixed += done
         if source == before:
             break
-    return source, notes
+    return source, notes, use

@@ -18,6 +18,10 @@ a syntax error: no run). Once an attempt is measured the supervisor writes the c
 (``supervisor.supervise``), the router decides ENHANCE or FINISH (``router.decide``; also FINISH
 when the cost or time budget recorded in the observations is spent), and the attempt's report
 joins the state. The verdict is the last FINISH's reason.
+
+Each observation carries the model calls its step made (``equisa_core.common.cost.LLMCall``) and
+the problems it met; the state keeps the attempt's calls and the run's ``CostLedger``, which is the
+one place their cost is summed (a cached call costs nothing).
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
-from equisa_core.common.loop import Verdict
+from equisa_core.common.cost import CostLedger, LLMCall
+from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.testgen.critique import Critique, RunnerMetrics
 from equisa_core.testgen.modules import keep_tests, list_tests, node_id_name
 from equisa_core.testgen.mutation_plan import MutantVerdict
@@ -39,7 +44,6 @@ from equisa_core.testgen.static import StaticReport
 from equisa_core.testgen.supervisor import supervise
 
 __all__ = [
-    "CallRecord",
     "Measurement",
     "TestRun",
     "TestgenBudget",
@@ -66,49 +70,23 @@ __all__ = [
 ENTROPY_PURPOSES = ("testgen-generator", "testgen-enhancer")
 #: Surviving mutants listed in an attempt's report.
 MAX_SURVIVORS = 20
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 # --- what the machine reads ------------------------------------------------------------------------
 
 
-class CallRecord(BaseModel):
-    """One model call, as far as the loop cares: what it was for, what it cost, its entropy."""
-
-    model_config = _FROZEN
-
-    purpose: str
-    cost_usd: float | None = None
-    cached: bool = Field(default=False, description="Served from the cache: nothing was spent.")
-    mean_entropy: float | None = None
-
-    @classmethod
-    def of(cls, call: object) -> CallRecord:
-        """The record of one of the model's calls (any object with those attributes, ``tasks.llm``'s
-        call records among them; a missing attribute reads as unknown)."""
-        return cls(
-            purpose=getattr(call, "purpose", ""),
-            cost_usd=getattr(call, "cost_usd", None),
-            cached=bool(getattr(call, "cached", False)),
-            mean_entropy=getattr(call, "mean_entropy", None),
-        )
-
-
-class TestRun(BaseModel):
+class TestRun(Frozen):
     """One test of a measured run."""
 
     __test__ = False
-    model_config = _FROZEN
 
     test_id: str
     passed: bool
     outcome: str
 
 
-class Measurement(BaseModel):
+class Measurement(Frozen):
     """Branch coverage of the target by one run of some tests, and how each test ended."""
-
-    model_config = _FROZEN
 
     figures: CoverageFigures
     executed_lines: tuple[int, ...] = ()
@@ -127,11 +105,10 @@ class Measurement(BaseModel):
         return [node_id_name(t.test_id) for t in self.tests if t.passed]
 
 
-class TestgenBudget(BaseModel):
+class TestgenBudget(Frozen):
     """What stops the loop besides the router: attempts, and the cost and time the steps report."""
 
     __test__ = False
-    model_config = _FROZEN
 
     max_iterations: int = Field(ge=1, description="Attempts in all (attempt 0 included).")
     max_cost_usd: float | None = Field(default=None, ge=0, description="Model spending; None: no limit.")
@@ -140,11 +117,10 @@ class TestgenBudget(BaseModel):
     )
 
 
-class TestgenSetup(BaseModel):
+class TestgenSetup(Frozen):
     """What stays fixed during a run: the target, the mode, the targets, the baseline."""
 
     __test__ = False
-    model_config = _FROZEN
 
     target: str
     module_path: str = Field(description="The generated module's path in the workspace copy.")
@@ -161,11 +137,10 @@ class TestgenSetup(BaseModel):
 Phase = Literal["generate", "dedupe", "fix_smells", "analyse", "measure", "run_mutants", "store", "done"]
 
 
-class TestgenState(BaseModel):
+class TestgenState(Frozen):
     """Everything the loop's decisions read: the attempt under way and every finished one."""
 
     __test__ = False
-    model_config = _FROZEN
 
     setup: TestgenSetup
     attempt: int = 0
@@ -179,7 +154,8 @@ class TestgenState(BaseModel):
     origin: str = ""
     deterministic: tuple[str, ...] = ()
     notes: PipelineNotes = Field(default_factory=PipelineNotes)
-    calls: tuple[CallRecord, ...] = ()
+    calls: tuple[LLMCall, ...] = Field(default=(), description="The attempt's model calls.")
+    ledger: CostLedger = Field(default_factory=CostLedger, description="The run's model calls.")
     static: StaticReport | None = None
     measurement: Measurement | None = None
     remeasured: bool = Field(
@@ -203,8 +179,8 @@ class TestgenState(BaseModel):
 
     @property
     def cost_usd(self) -> float:
-        """What the finished attempts' model calls cost."""
-        return round(sum(a.cost_usd for a in self.attempts), 6)
+        """What the run's model calls cost so far (the ledger's sum: a cached call costs nothing)."""
+        return self.ledger.usd
 
 
 def initial_state(setup: TestgenSetup, problems: Sequence[str] = ()) -> TestgenState:
@@ -215,9 +191,7 @@ def initial_state(setup: TestgenSetup, problems: Sequence[str] = ()) -> TestgenS
 # --- steps ----------------------------------------------------------------------------------------
 
 
-class _Step(BaseModel):
-    model_config = _FROZEN
-
+class _Step(Frozen):
     attempt: int
 
 
@@ -294,11 +268,9 @@ TestgenStep = Generate | Enhance | Dedupe | FixSmells | Analyse | Measure | RunM
 # --- observations ---------------------------------------------------------------------------------
 
 
-class _Observation(BaseModel):
-    model_config = _FROZEN
-
+class _Observation(Frozen):
     seconds: float = Field(default=0.0, ge=0, description="How long the step took.")
-    calls: tuple[CallRecord, ...] = ()
+    calls: tuple[LLMCall, ...] = Field(default=(), description="The model calls the step made.")
     problems: tuple[str, ...] = ()
 
 
@@ -437,6 +409,7 @@ def record(state: TestgenState, observation: TestgenObservation) -> TestgenState
         update={
             "seconds": state.seconds + observation.seconds,
             "calls": state.calls + observation.calls,
+            "ledger": state.ledger.plus(observation.calls),
             "problems": state.problems + observation.problems,
         }
     )
@@ -541,15 +514,10 @@ def combined_coverage(baseline: Measurement | None, new: Measurement) -> Coverag
     )
 
 
-def _entropy(calls: Sequence[CallRecord]) -> float | None:
+def _entropy(calls: Sequence[LLMCall]) -> float | None:
     """The last generator or enhancer call's mean token entropy."""
     found = [c.mean_entropy for c in calls if c.mean_entropy is not None and c.purpose in ENTROPY_PURPOSES]
     return found[-1] if found else None
-
-
-def _spent(calls: Sequence[CallRecord]) -> float:
-    """What the calls cost: a cached answer spent nothing."""
-    return round(sum((c.cost_usd or 0.0) for c in calls if not c.cached), 6)
 
 
 def _metrics(state: TestgenState) -> RunnerMetrics:
@@ -571,13 +539,14 @@ def _metrics(state: TestgenState) -> RunnerMetrics:
     )
 
 
-def _route(state: TestgenState, critique: Critique, cost_usd: float) -> tuple[Decision, str]:
-    """The router's decision; FINISH too when the recorded cost or time budget is spent."""
+def _route(state: TestgenState, critique: Critique) -> tuple[Decision, str]:
+    """The router's decision; FINISH too when the recorded cost (the run's ledger) or time budget
+    is spent."""
     budget = state.setup.budget
     decision, reason = decide(critique, state.attempt + 1, budget.max_iterations)
     if decision == "FINISH":
         return decision, reason
-    if budget.max_cost_usd is not None and cost_usd >= budget.max_cost_usd:
+    if budget.max_cost_usd is not None and state.cost_usd >= budget.max_cost_usd:
         return "FINISH", f"cost budget (${budget.max_cost_usd:.4f}) spent"
     if budget.max_seconds is not None and state.seconds >= budget.max_seconds:
         return "FINISH", f"time budget ({budget.max_seconds:.0f} s) spent"
@@ -617,8 +586,9 @@ def _attempt_report(state: TestgenState) -> AttemptReport:
         previous=state.attempts[-1].critique if state.attempts else None,
         critical_error=critical,
     )
-    cost = _spent(state.calls)
-    decision, reason = _route(state, critique, state.cost_usd + cost)
+    decision, reason = _route(state, critique)
+    attempt_calls = CostLedger(calls=state.calls)
+    counted = attempt_calls.totals()
     verdicts = state.mutants
     statuses: dict[str, int] = {}
     for mutant in verdicts:
@@ -644,9 +614,9 @@ def _attempt_report(state: TestgenState) -> AttemptReport:
         decision_reason=reason,
         pipeline=state.notes,
         deterministic=list(state.deterministic),
-        cost_usd=cost,
-        llm_calls=len(state.calls),
-        cached_llm_calls=sum(1 for c in state.calls if c.cached),
+        cost_usd=attempt_calls.usd,
+        llm_calls=counted.calls,
+        cached_llm_calls=counted.cached_calls,
         mean_entropy=entropy,
     )
 

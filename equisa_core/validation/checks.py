@@ -11,7 +11,9 @@ A candidate is accepted (``SOUND``) only when, in this order:
    executions of the target (``run-carved-tests``) and, in LLM mode, the model's novel-input tests
    (``run-novel-tests``).
 
-The driver (``flows.validation``) runs each step in a sandbox and records what it observed.
+The driver (``flows.validation``) runs each step in a sandbox and records what it observed. The
+model calls a step made (the novel-input tests') and the problems it met ride on its observation;
+``record`` adds them to the state's ``ledger`` and ``problems``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import TestOutcome, TestResult
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
@@ -89,10 +92,13 @@ class CarvedTestsRan(Frozen):
 
 
 class NovelTestsRan(Frozen):
-    """The novel-input tests' results; None when the model gave no usable tests."""
+    """The novel-input tests' results (None when the model gave no usable tests), the model calls
+    made to write them and the problems met doing so (nothing when they were written already)."""
 
     kind: Literal["novel-tests-ran"] = "novel-tests-ran"
     tests: tuple[TestResult, ...] | None
+    calls: tuple[LLMCall, ...] = ()
+    problems: tuple[str, ...] = ()
 
 
 CheckObservation = Annotated[SuiteRan | FunctionsRead | CarvedTestsRan | NovelTestsRan,
@@ -123,6 +129,7 @@ class CheckState(Frozen):
     carved_done: bool = False
     novel_done: bool = False
     problems: tuple[str, ...] = ()
+    ledger: CostLedger = Field(default_factory=CostLedger, description="The model calls the checks made.")
     evaluation: PatchEvaluation | None = None
 
 
@@ -169,7 +176,7 @@ def record(state: CheckState, observation: CheckObservation) -> CheckState:
         case CarvedTestsRan():
             state = _carved_ran(state, observation.tests)
         case NovelTestsRan():
-            state = _novel_ran(state, observation.tests)
+            state = _novel_ran(_spent(state, observation), observation.tests)
     return _judged(state)
 
 
@@ -179,6 +186,12 @@ def verdict(state: CheckState) -> CheckVerdict | None:
         return None
     return CheckVerdict(reason=state.evaluation.status.value,
                         converged=state.evaluation.status is PatchStatus.SOUND, evaluation=state.evaluation)
+
+
+def _spent(state: CheckState, ran: NovelTestsRan) -> CheckState:
+    """``state`` with the calls made to write the novel-input tests and the problems met doing so."""
+    return state.model_copy(update={"ledger": state.ledger.plus(ran.calls),
+                                    "problems": (*state.problems, *ran.problems)})
 
 
 def _suite_ran(state: CheckState, tests: Sequence[TestResult]) -> CheckState:

@@ -14,6 +14,11 @@ at the first ``SOUND`` candidate, after ``max_validations`` candidates, or when 
 spent. When none was sound and some were rejected for regressions, the loop goes back to Discovery
 (at most ``max_relocalizations`` times) with a bigger test budget and without the functions whose
 fixes regressed. The driver is ``flows.repair``.
+
+What a run spends and meets travels on the observations: ``Localized``, ``Generated`` and ``Validated``
+carry the model calls they made (``calls``) and the problems they met (``problems``); ``record`` adds
+the calls to the state's one ``ledger`` (``equisa_core.common.cost``), whence the report's cost, and
+the problems to ``problems``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import Node
 from equisa_core.localization.selection import is_test_file, is_valid_node
@@ -32,7 +38,7 @@ __all__ = [
     "RepairBudget", "RepairState", "RepairStep", "RepairObservation", "Localize", "FindTargets", "Generate",
     "Validate", "Localized", "TargetsFound", "Generated", "Exhausted", "Validated", "Noted",
     "GeneratorName", "EXTRA_TESTS_PER_RELOCALIZATION", "start_repair", "next_steps", "record", "verdict",
-    "last_verdict", "patchable_functions", "mutation_order", "reported_evaluation",
+    "last_verdict", "patchable_functions", "mutation_order", "reported_evaluation", "spent_usd",
 ]
 
 GeneratorName = Literal["llm-fix", "patcher", "confirmed", "mutation"]
@@ -90,10 +96,12 @@ RepairStep = Annotated[Localize | FindTargets | Generate | Validate, Field(discr
 
 
 class Localized(Frozen):
-    """Localization's ranking, limited to the functions a patch may change (``patchable_functions``)."""
+    """Localization's ranking, limited to the functions a patch may change (``patchable_functions``),
+    and the model calls Discovery and Localization made."""
 
     kind: Literal["localized"] = "localized"
     patchable: tuple[str, ...]
+    calls: tuple[LLMCall, ...] = ()
 
 
 class TargetsFound(Frozen):
@@ -105,13 +113,16 @@ class TargetsFound(Frozen):
 
 
 class Generated(Frozen):
-    """One answer of a generator: a candidate (or None) and the candidates screened to find it."""
+    """One answer of a generator: a candidate (or None), the candidates screened to find it, the model
+    calls made and the problems met on the way (those of its own validation, when it made one)."""
 
     kind: Literal["generated"] = "generated"
     candidate: PatchCandidate | None
     screened: int = 0
     evaluation: PatchEvaluation | None = Field(
         default=None, description="The candidate's verdict, when the generator validated it itself.")
+    calls: tuple[LLMCall, ...] = ()
+    problems: tuple[str, ...] = ()
 
 
 class Exhausted(Frozen):
@@ -122,10 +133,12 @@ class Exhausted(Frozen):
 
 
 class Validated(Frozen):
-    """The pending candidate's evaluation."""
+    """The pending candidate's evaluation, the model calls its checks made and the problems they met."""
 
     kind: Literal["validated"] = "validated"
     evaluation: PatchEvaluation
+    calls: tuple[LLMCall, ...] = ()
+    problems: tuple[str, ...] = ()
 
 
 class Noted(Frozen):
@@ -158,6 +171,7 @@ class RepairState(Frozen):
     candidates: dict[str, PatchCandidate] = Field(default_factory=dict)
     tried: int = Field(default=0, description="Candidates run against tests (screened or validated).")
     problems: tuple[str, ...] = ()
+    ledger: CostLedger = Field(default_factory=CostLedger, description="Every model call of the run.")
     stopped_because: str | None = None
 
 
@@ -182,7 +196,7 @@ def next_steps(state: RepairState) -> list[RepairStep]:
 
 
 def record(state: RepairState, observation: RepairObservation) -> RepairState:
-    """The state after ``observation``."""
+    """The state after ``observation``: its calls added to the ledger, its problems noted (once)."""
     match observation:
         case Noted():
             return state.model_copy(update={"problems": _noted(state.problems, observation.problems,
@@ -191,16 +205,24 @@ def record(state: RepairState, observation: RepairObservation) -> RepairState:
         return state
     match observation:
         case Localized():
+            state = _spent(state, observation.calls)
             return state.model_copy(update={"patchable": observation.patchable})
         case TargetsFound():
             return _targets_found(state, observation)
         case Generated():
+            state = _spent(state, observation.calls, observation.problems)
             return _generated(state, observation)
         case Exhausted():
             return _exhausted(state, observation.generator)
         case Validated():
+            state = _spent(state, observation.calls, observation.problems)
             return _validated(state, observation.evaluation)
     return state
+
+
+def spent_usd(state: RepairState) -> float:
+    """USD the run spent on the model, rounded to a millionth of a dollar: the ledger's sum."""
+    return state.ledger.usd
 
 
 def verdict(state: RepairState) -> Verdict | None:
@@ -248,6 +270,12 @@ def _noted(problems: tuple[str, ...], new: Sequence[str], once: bool) -> tuple[s
         if not once or problem not in out:
             out.append(problem)
     return tuple(out)
+
+
+def _spent(state: RepairState, calls: Sequence[LLMCall], problems: Sequence[str] = ()) -> RepairState:
+    """``state`` with ``calls`` in its ledger and ``problems`` noted (those already noted left out)."""
+    return state.model_copy(update={"ledger": state.ledger.plus(calls),
+                                    "problems": _noted(state.problems, problems, once=True)})
 
 
 def _targets_found(state: RepairState, found: TargetsFound) -> RepairState:

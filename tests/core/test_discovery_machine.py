@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from equisa_core.common.cost import LLMCall
 from equisa_core.common.loop import replay
 from equisa_core.common.models import CollectError, TestOutcome, TestResult
 from equisa_core.discovery import machine
@@ -38,6 +39,11 @@ def starts(draw: st.DrawFn) -> machine.DiscoveryState:
                                    problems=draw(st.sampled_from([(), ("p",)])))
 
 
+#: A model call that spent 0.25 USD, and the same answer served from the cache (it spends nothing).
+PAID = LLMCall(purpose="disambiguating-tests", model="m", prompt_hash="h", cost_usd=0.25)
+CACHED = PAID.model_copy(update={"cached": True})
+
+
 def module(names: list[str]) -> str:
     return "".join(f"def {name}():\n    pass\n\n\n" for name in names)
 
@@ -55,7 +61,8 @@ def observation_for(draw: st.DrawFn, step: machine.DiscoveryStep) -> machine.Dis
                     names = [f"test_{kind}_{i}" for i in range(draw(st.integers(0, 3)))]
                     path = f"{GENERATED}/test_{kind}_group_{index}.py"
                     proposals[path] = machine.Proposal(group=group, source=module(names))
-            return machine.Proposed(proposals=proposals, cost_usd=draw(st.sampled_from([0.0, 0.25])),
+            calls = draw(st.sampled_from([(), (PAID,), (CACHED,)]))
+            return machine.Proposed(proposals=proposals, calls=calls,
                                     problems=draw(st.sampled_from([(), ("model down",)])))
         case machine.CheckTests():
             if draw(st.integers(0, 5)) == 0:
@@ -95,6 +102,9 @@ def test_discovery_replays_to_the_same_state_and_round_trips_through_json(run):
     assert once == replay(start, observations, machine.record)
     assert machine.DiscoveryState.model_validate_json(once.model_dump_json()) == once
     assert machine.verdict(once) is not None
+    proposed = [c for o in observations if isinstance(o, machine.Proposed) for c in o.calls]
+    assert once.ledger.calls == tuple(proposed)  # every proposal's calls, cached ones included
+    assert once.ledger.usd == round(0.25 * sum(not c.cached for c in once.ledger.calls), 6)
 
 
 @SETTINGS

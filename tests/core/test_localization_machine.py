@@ -14,6 +14,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import replay
 from equisa_core.common.models import Node
 from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
@@ -62,6 +63,11 @@ REASONS = (
 unit = st.floats(0.0, 1.0, allow_nan=False)
 
 
+#: A model call that spent 0.3 USD, and the same answer from the cache (it spends nothing).
+PAID = LLMCall(purpose="reflection", model="m", prompt_hash="h", cost_usd=0.3)
+CACHED = PAID.model_copy(update={"cached": True})
+
+
 @st.composite
 def suites(draw: st.DrawFn, names: tuple[str, ...] | None = None) -> Suite:
     """A traced suite of a few functions (one of them, sometimes, in a test file)."""
@@ -76,7 +82,8 @@ def suites(draw: st.DrawFn, names: tuple[str, ...] | None = None) -> Suite:
                for n in names}
     return Suite(nodes=nodes, suspiciousness={n: draw(unit) for n in names}, signals=signals,
                  tests=TestCounts(passed=draw(st.integers(0, 9)), failed=1, flaky=0, generated=0),
-                 problems=tuple(draw(st.lists(st.sampled_from(["a problem"]), max_size=1))))
+                 problems=tuple(draw(st.lists(st.sampled_from(["a problem"]), max_size=1))),
+                 ledger=CostLedger(calls=draw(st.sampled_from([(), (PAID,), (CACHED,)]))))
 
 
 fix_evidence = st.sampled_from(list(FixEvidence))
@@ -91,7 +98,7 @@ def inspection_results(draw: st.DrawFn, strategy: str = "deterministic") -> Insp
         signals=Signals(is_covered=draw(st.booleans()), has_target_assertion=draw(st.booleans()),
                         is_failure=draw(st.booleans())),
         decision=draw(st.sampled_from([None, LLM_BUGGY, LLM_NOT_BUGGY])), decision_by="traceback",
-        reasoning="generated", cost_usd=draw(st.sampled_from([0.0, 0.0, 0.3])),
+        reasoning="generated", calls=draw(st.sampled_from([(), (), (PAID,), (CACHED,)])),
         mutants_tried=draw(st.integers(0, 5)), fix_evidence=evidence,
         fix="line 1: `>` -> `>=`" if found else None, fix_source="def f(): pass" if found else None,
     )
@@ -216,6 +223,12 @@ def test_every_run_ends_with_a_verdict_within_its_budgets(run):
         assert final.iterations == start.settings.max_iterations
     assert stopped.converged == stopped.reason.endswith(" reached 0.9")
     assert report(final).stopped_because == stopped.reason
+    if final.suite is not None:  # one ledger: Discovery's calls, then the counted inspections'
+        ledger = report(final).ledger
+        assert ledger.calls == (*final.suite.ledger.calls, *final.ledger.calls)
+        assert report(final).cost == {"usd": ledger.usd}
+        if stopped.reason.startswith("LLM cost budget"):
+            assert ledger.usd > start.settings.max_cost_usd
 
 
 @PROPERTY
@@ -248,7 +261,7 @@ def test_the_iteration_budget_stops_a_loop_that_learns_nothing():
     state = initial_state(LocalizationSettings(max_iterations=4, max_stalled_inspections=10, mutants=False))
     nothing = InspectionResult(strategy="deterministic", invariants=0, tests_run=(), decision=None,
                                signals=Signals(is_covered=True, has_target_assertion=False, is_failure=False),
-                               decision_by="traceback", reasoning="passed", cost_usd=0.0)
+                               decision_by="traceback", reasoning="passed")
     inspected = []
     while steps := next_steps(state):
         step = steps[0]
@@ -277,3 +290,57 @@ def test_the_ranking_does_not_depend_on_the_order_the_evidence_was_counted_in():
     assert [n.fqn for n in ranking] == ["pkg.mid", "pkg.alpha", "pkg.zeta"]
     by_prior = rank({"pkg.zeta": low, "pkg.alpha": high}, {}, locations, prior={"pkg.zeta": 0.2})
     assert [n.fqn for n in by_prior] == ["pkg.zeta", "pkg.alpha"]
+
+
+def _uninformative_suite(size: int, ledger: CostLedger | None = None) -> Suite:
+    """``size`` functions of equal priors (``ledger``: Discovery's model calls)."""
+    return Suite(nodes={f"m.f{i}": Node(fqn=f"m.f{i}", file="m.py", start_line=i + 1, end_line=i + 1)
+                        for i in range(size)},
+                 suspiciousness={f"m.f{i}": 0.5 for i in range(size)},
+                 signals={f"m.f{i}": NodeSignals(ochiai=0.5, dstar=0.5, tarantula=0.5, on_stack=0.0,
+                                                 deepest=0.0, near_deepest=0.0, test_calls=0.0,
+                                                 near_test=0.0, failure_machinery=0.0) for i in range(size)},
+                 tests=TestCounts(passed=1, failed=1, flaky=0, generated=0), ledger=ledger or CostLedger())
+
+
+def _inspect_until_verdict(state: LocalizationState, suite: Suite, calls: list[LLMCall]) -> LocalizationState:
+    """Answer the machine's steps: each inspection shows nothing and made the next of ``calls``."""
+    while steps := next_steps(state):
+        step = steps[0]
+        if isinstance(step, Discover):
+            state = record(state, Traced(suite=suite))
+        elif isinstance(step, RecordCalls):
+            state = record(state, ValuesCompared())
+        else:
+            assert isinstance(step, Inspect)
+            nothing = Signals(is_covered=True, has_target_assertion=False, is_failure=False)
+            seen = InspectionResult(strategy="llm", invariants=0, tests_run=(), decision=None,
+                                    signals=nothing, decision_by="traceback", reasoning="passed",
+                                    calls=(calls.pop(0),))
+            state = record(state, Inspected(target=step.target, seen=seen))
+    return state
+
+
+def test_the_ledger_stops_the_loop_at_the_cost_budget_and_a_cached_call_spends_nothing():
+    """Cached answers (worth 0.3 USD when first paid) spend nothing: the loop goes on through them and
+    stops once the paid calls pass the budget; the report's cost is the ledger's."""
+    settings = LocalizationSettings(max_iterations=10, max_stalled_inspections=10, mutants=False,
+                                    max_cost_usd=0.5)
+    calls = [CACHED, CACHED, CACHED, PAID, PAID, PAID, PAID]
+    state = _inspect_until_verdict(initial_state(settings), _uninformative_suite(20), calls)
+    assert verdict(state).reason == "LLM cost budget ($0.5) spent"
+    assert state.iterations == 5 and state.ledger.calls == (CACHED, CACHED, CACHED, PAID, PAID)
+    assert state.ledger.usd == 0.6 and len(state.ledger.paid_calls) == 2
+    final = report(state)
+    assert final.cost == {"usd": 0.6} and final.ledger == state.ledger
+    assert "ledger" not in final.model_dump() and "ledger" not in final.model_dump_json()
+
+
+def test_discoverys_calls_count_against_the_localization_budget():
+    """Discovery's ledger rides on the suite: one paid call there and one in the loop pass $0.5."""
+    settings = LocalizationSettings(max_iterations=10, max_stalled_inspections=10, mutants=False,
+                                    max_cost_usd=0.5)
+    suite = _uninformative_suite(20, CostLedger(calls=(PAID,)))
+    state = _inspect_until_verdict(initial_state(settings), suite, [CACHED, PAID, PAID])
+    assert verdict(state).reason == "LLM cost budget ($0.5) spent" and state.iterations == 2
+    assert report(state).ledger.calls == (PAID, CACHED, PAID) and report(state).cost == {"usd": 0.6}

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import replay
 from equisa_core.testgen.machine import (
     OBSERVATIONS,
     Analysed,
-    CallRecord,
     Deduped,
     Generated,
     Measured,
@@ -78,7 +78,9 @@ percents = st.floats(0, 100, allow_nan=False).map(lambda x: round(x, 2))
 seconds = st.floats(0, 50, allow_nan=False).map(lambda x: round(x, 3))
 calls = st.lists(
     st.builds(
-        CallRecord,
+        LLMCall,
+        model=st.just("gpt-4o-mini"),
+        prompt_hash=st.just("h"),
         purpose=st.sampled_from(["testgen-generator", "testgen-enhancer", "testgen-smell-fix"]),
         cost_usd=st.none() | st.floats(0, 0.05, allow_nan=False),
         cached=st.booleans(),
@@ -220,6 +222,23 @@ def test_the_budgets_stop_the_loop(run):
 
 
 @RUNS
+@given(runs())
+def test_the_ledger_holds_every_call_and_the_attempts_account_for_them(run):
+    _, observations, states = run
+    final = states[-1]
+    every_call = tuple(c for o in observations for c in o.calls)
+    assert final.ledger == CostLedger(calls=every_call) and final.cost_usd == final.ledger.usd
+    assert final.cost_usd == round(sum(c.cost_usd or 0.0 for c in every_call if not c.cached), 6)
+    # An attempt's report counts the calls up to its end (the store step after it asks no model).
+    counted = tuple(c for o in observations if o.kind != "stored" for c in o.calls)
+    assert sum(a.llm_calls for a in final.attempts) == len(counted)
+    assert sum(a.cached_llm_calls for a in final.attempts) == sum(1 for c in counted if c.cached)
+    paid = round(sum(c.cost_usd or 0.0 for c in counted if not c.cached), 6)
+    assert abs(paid - sum(a.cost_usd for a in final.attempts)) <= 1e-6 * len(final.attempts)
+    assert final.problems == ("set-up problem", *(p for o in observations for p in o.problems))
+
+
+@RUNS
 @given(runs(), st.data())
 def test_a_verdict_is_final(run, data):
     _, observations, states = run
@@ -328,9 +347,20 @@ def test_below_target_enhances_with_the_critique_then_stops_at_the_iteration_bud
 
 def test_a_spent_cost_budget_finishes_the_loop():
     limited = setup(use_llm=True, budget=TestgenBudget(max_iterations=5, max_cost_usd=0.01))
-    expensive = (CallRecord(purpose="testgen-generator", cost_usd=0.02),)
+    expensive = (LLMCall(purpose="testgen-generator", model="gpt-4o", prompt_hash="h", cost_usd=0.02),)
     state = record(initial_state(limited), Generated(origin="generator", source="", calls=expensive))
     assert verdict(state).reason == "cost budget ($0.0100) spent" and state.cost_usd == 0.02
+
+
+def test_a_cached_call_is_counted_but_costs_nothing_and_spends_no_budget():
+    limited = setup(use_llm=True, budget=TestgenBudget(max_iterations=2, max_cost_usd=0.01))
+    cached = LLMCall(purpose="testgen-generator", model="gpt-4o", prompt_hash="h", cost_usd=0.02, cached=True)
+    paid = LLMCall(purpose="testgen-smell-fix", model="gpt-4o", prompt_hash="h2", cost_usd=0.004)
+    state = record(initial_state(limited), Generated(origin="generator", source="", calls=(cached, paid)))
+    [entry] = state.attempts
+    assert (entry.llm_calls, entry.cached_llm_calls, entry.cost_usd) == (2, 1, 0.004)
+    assert state.cost_usd == 0.004 and state.ledger.calls == (cached, paid)
+    assert next_steps(state)[0].kind == "enhance", "the cached call spent none of the budget"
 
 
 def test_an_observation_must_answer_the_step():

@@ -11,6 +11,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from equisa_core.common.cost import LLMCall
 from equisa_core.common.loop import replay
 from equisa_core.common.models import TestOutcome, TestResult
 from equisa_core.validation import checks, machine
@@ -27,6 +28,14 @@ FAILING_SOURCE = "def test_0():\n    assert f(41) == 42\n"
 #: Each property is checked on this many generated runs (a run is cheap: no I/O).
 SETTINGS = settings(max_examples=60, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def model_calls(draw: st.DrawFn, purpose: str) -> tuple[LLMCall, ...]:
+    """Generated records of model calls: priced, unpriced, cached or failed."""
+    return tuple(LLMCall(purpose=f"{purpose} {i}", model="m", prompt_hash="h",
+                         cost_usd=draw(st.sampled_from([None, 0.25, 0.5, 1.0])), cached=draw(st.booleans()),
+                         error=draw(st.sampled_from([None, "LLMRequestError: down"])))
+                 for i in range(draw(st.integers(0, 2))))
 
 
 def results(draw: st.DrawFn, ids: list[str]) -> tuple[TestResult, ...]:
@@ -80,7 +89,9 @@ def check_observation(step: checks.CheckStep, ids: list[str]) -> st.SearchStrate
             case checks.RunCarvedTests():
                 return checks.CarvedTestsRan(tests=results(draw, module) if optional else None)
             case checks.RunNovelTests():
-                return checks.NovelTestsRan(tests=results(draw, module) if optional else None)
+                return checks.NovelTestsRan(tests=results(draw, module) if optional else None,
+                                            calls=model_calls(draw, "novel"),
+                                            problems=tuple(draw(st.lists(st.sampled_from(["p", "q"])))))
         raise AssertionError(step)
     return build()
 
@@ -94,6 +105,8 @@ def test_candidate_checks_replay_to_the_same_state_and_round_trip_through_json(r
     assert once == twice
     assert checks.CheckState.model_validate_json(once.model_dump_json()) == once
     assert checks.verdict(once) is not None, "every check sequence ends with a verdict"
+    made = [c for o in observations if isinstance(o, checks.NovelTestsRan) for c in o.calls]
+    assert once.ledger.calls == tuple(made), "the ledger holds every call the checks made, in order"
 
 
 @SETTINGS
@@ -175,7 +188,7 @@ def repair_runs(draw: st.DrawFn) -> tuple[machine.RepairState, list[machine.Repa
         match step:
             case machine.Localize():
                 ranking = draw(st.lists(st.sampled_from(FUNCTIONS), unique=True))
-                new.append(machine.Localized(patchable=tuple(ranking)))
+                new.append(machine.Localized(patchable=tuple(ranking), calls=model_calls(draw, "localize")))
             case machine.FindTargets():
                 readable = [f for f in step.ranked if draw(st.integers(0, 4))]
                 targets = tuple(readable[:step.top])
@@ -190,11 +203,14 @@ def repair_runs(draw: st.DrawFn) -> tuple[machine.RepairState, list[machine.Repa
                 else:
                     made += 1
                     candidate = draw(candidates(made, step.targets)) if draw(st.integers(0, 3)) else None
-                    new.append(machine.Generated(candidate=candidate, screened=draw(st.integers(0, 5))))
+                    new.append(machine.Generated(candidate=candidate, screened=draw(st.integers(0, 5)),
+                                                 calls=model_calls(draw, "generate"),
+                                                 problems=tuple(draw(st.lists(st.sampled_from(["p", "r"]))))))
             case machine.Validate():
                 status = draw(st.sampled_from([PatchStatus.REGRESSIONS] * 3 + list(PatchStatus)))
                 new.append(machine.Validated(evaluation=PatchEvaluation(candidate=step.candidate.id,
-                                                                        status=status)))
+                                                                        status=status),
+                                             calls=model_calls(draw, "validate")))
         for observation in new:
             observations.append(observation)
             state = machine.record(state, observation)
@@ -209,6 +225,19 @@ def test_the_repair_loop_replays_to_the_same_state_and_round_trips_through_json(
     assert once == replay(start, observations, machine.record)
     assert machine.RepairState.model_validate_json(once.model_dump_json()) == once
     assert machine.verdict(once) is not None
+
+
+@SETTINGS
+@given(repair_runs())
+def test_the_repair_ledger_holds_every_call_observed_and_only_paid_calls_cost(run):
+    start, observations = run
+    state = replay(start, observations, machine.record)
+    spending = (machine.Localized, machine.Generated, machine.Validated)
+    made = [c for o in observations if isinstance(o, spending) for c in o.calls]
+    assert state.ledger.calls == tuple(made), "every observation comes before the verdict (the driver stops)"
+    assert machine.spent_usd(state) == round(sum(c.cost_usd or 0.0 for c in made if not c.cached), 6)
+    assert set(state.ledger.paid_calls) == {c for c in made if not c.cached}
+    assert {p for o in observations if hasattr(o, "problems") for p in o.problems} <= set(state.problems)
 
 
 @SETTINGS
@@ -299,6 +328,35 @@ def test_a_generator_hears_its_last_verdict_and_a_verdict_it_made_itself_is_only
     assert machine.next_steps(state) == [machine.Validate(candidate=proposed, evaluation=judged)]
     state = machine.record(state, machine.Validated(evaluation=judged))
     assert state.pending_evaluation is None and machine.verdict(state).converged
+
+
+def test_the_repair_ledger_sums_the_calls_of_every_observation_and_a_cached_call_costs_nothing():
+    def call(purpose: str, usd: float | None, cached: bool = False) -> LLMCall:
+        return LLMCall(purpose=purpose, model="m", prompt_hash="h", input_tokens=10, output_tokens=5,
+                       cost_usd=usd, cached=cached)
+
+    budget = machine.RepairBudget(repair_top=1, max_validations=5, llm_fixes=True, patcher=True)
+    inspect, fix, novel = call("inspection", 0.125), call("llm-fix", 0.25), call("novel tests", 0.5)
+    again = call("llm-fix", 0.25, cached=True)
+    failed = call("llm-fix", None).model_copy(update={"error": "LLMRequestError: E"})
+    fixed = PatchCandidate(id="llm-fix-1", generator="llm-fix", target="pkg.f", description="d", files={})
+    state = machine.start_repair(budget)
+    broken = "novel-input tests for pkg.f: 1 broken test(s) ignored"
+    sound = PatchEvaluation(candidate="llm-fix-1", status=PatchStatus.SOUND)
+    for observation in [
+            machine.Localized(patchable=("pkg.f",), calls=(inspect,)),
+            machine.TargetsFound(targets=("pkg.f",)),
+            machine.Generated(candidate=None, calls=(failed,), problems=("LLM fix of pkg.f: E",)),
+            machine.Generated(candidate=fixed, calls=(fix, again)),
+            machine.Validated(evaluation=sound, calls=(novel,), problems=(broken,))]:
+        state = machine.record(state, observation)
+    assert machine.verdict(state).converged
+    assert state.ledger.calls == (inspect, failed, fix, again, novel)
+    assert state.ledger.paid_calls == (inspect, failed, fix, novel), "a cached answer was not asked for"
+    assert machine.spent_usd(state) == state.ledger.usd == 0.875, "the cached answer costs nothing"
+    assert state.problems == ("LLM fix of pkg.f: E", broken)
+    assert machine.spent_usd(machine.record(state, machine.Localized(patchable=(), calls=(inspect,)))) \
+        == 0.875, "a stopped loop records nothing more"
 
 
 def test_the_smallest_fixing_edit_is_validated_first():

@@ -1,4 +1,5 @@
-"""Flow tests run against Prefect's test harness: a real, temporary Prefect server and database.
+"""Flow tests run against Prefect's test harness (``prefect_api_url``, in ``tests/conftest.py``: a
+real, temporary Prefect server and database, shared with the task tests that run inside flows).
 
 The CLI is run as the real ``equisa`` console script in a subprocess, pointed at that server.
 """
@@ -8,15 +9,6 @@ from __future__ import annotations
 import os
 
 import pytest
-from prefect.settings import get_current_settings
-from prefect.testing.utilities import prefect_test_harness
-
-
-@pytest.fixture(scope="session")
-def prefect_api_url(tmp_path_factory) -> str:
-    """One temporary Prefect server for the whole session (starting one takes seconds)."""
-    with prefect_test_harness(server_startup_timeout=180):
-        yield str(get_current_settings().api.url)
 
 
 @pytest.fixture

@@ -30,7 +30,6 @@ COMMANDS: dict[str, type[BaseModel]] = {
 
 #: Fields no user sets: the driver's own plumbing, or inputs only another flow passes.
 NOT_OPTIONS = {
-    "progress_key",  # set by the CLI's progress spinner
     "rerun_failures",  # only the inspections' own suite runs turn it off
     "focus",  # testgen's callers inside Discovery name the functions
     "specification",  # ... and the tests that show the intended behaviour

@@ -11,6 +11,7 @@ from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
+from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.validation.repair import RepairReport
 from tasks.history import query
 from tasks.history_answers import history_answers
@@ -24,6 +25,8 @@ REPAIR = Path(__file__).parents[1] / "data" / "repair_invoicing.json"
 
 
 def test_a_runs_llm_calls_and_its_child_runs_calls_are_recorded(prefect_api_url, scripted_llm, tmp_path):
+    # The calls travel back as values (a child flow run returns its own), and the run's ledger is
+    # what the history records: nothing is gathered on the side by flow run id.
     price = ModelPrice(input_per_mtok=2.0, output_per_mtok=8.0)
     config = LLMConfig(base_url=scripted_llm.base_url, api_key="k", model="m-primary", timeout_s=5.0,
                        backoff_s=0.0, prices={"m-primary": price})
@@ -32,23 +35,23 @@ def test_a_runs_llm_calls_and_its_child_runs_calls_are_recorded(prefect_api_url,
     tag = uuid.uuid4().hex  # fresh prompts: no cached answers
     db, artifacts = tmp_path / "history.duckdb", tmp_path / "artifacts"
 
-    def ask(purpose: str) -> None:
-        call_llm(config, [{"role": "user", "content": f"{purpose} {tag}"}], purpose)
+    def ask(purpose: str) -> LLMCall:
+        return call_llm(config, [{"role": "user", "content": f"{purpose} {tag}"}], purpose).call
 
     @flow(name="other-run")
-    def other_run() -> None:
-        ask("someone-else")  # a run that is not recorded: its call must not leak into ours
+    def other_run() -> LLMCall:
+        return ask("someone-else")  # a run that is not recorded: its call must not leak into ours
 
     @flow(name="child-run")
-    def child_run() -> None:
-        ask("in-child")
+    def child_run() -> LLMCall:
+        return ask("in-child")
 
     @flow(name="recorded-run")
     def recorded_run() -> RepairReport:
-        ask("in-parent")
-        child_run()
+        ledger = CostLedger().plus([ask("in-parent"), child_run()])
         report = RepairReport.model_validate_json(REPAIR.read_text())
-        return record_finished_run("repair", report, "/repos/invoicing", str(artifacts), str(db))
+        return record_finished_run("repair", report, "/repos/invoicing", str(artifacts), str(db),
+                                   calls=ledger.paid_calls)
 
     with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "results"}):
         other_run()
@@ -91,3 +94,33 @@ def test_s3_credentials_can_come_from_a_prefect_block(prefect_api_url, rclone_s3
     missing = ArtifactStore("s3://from-block/p", spool=tmp_path / "spool")
     assert missing.put("runs/r1/x.json", b"{}").spooled
     assert "cannot load the AwsCredentials block 'no-such-block'" in missing.failure.message
+
+
+def test_a_localize_run_records_its_ledgers_calls_and_a_cached_answer_spends_nothing(
+        prefect_api_url, scripted_llm, tmp_path, monkeypatch):
+    """``localize`` passes its report's ledger (Discovery's calls, then the loop's) to the history: the
+    calls reach DuckDB. Run again, every answer comes from the
+    cache: the run's ledger holds them, it spent nothing, and the history gets no row for them."""
+    from flows.localize import localize
+    from tasks.parameters import LocalizeParameters
+    from tests.flows.test_localize import INVOICING, scripted_debugger
+
+    scripted_llm.respond_with(scripted_debugger)
+    monkeypatch.setenv("OPENAI_BASE_URL", scripted_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("EQUISA_WORKSPACES", str(tmp_path / "workspaces"))
+    db, artifacts = tmp_path / "history.duckdb", tmp_path / "artifacts"
+    params = LocalizeParameters(path=str(INVOICING), llm=True, db=str(db), artifacts=str(artifacts))
+    with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "results"}):
+        first = localize(params)
+        asked = len(scripted_llm.requests)
+        again = localize(params)
+    paid = first.ledger.paid_calls
+    assert paid and paid[0].purpose == "disambiguating-tests" and asked == len(paid)
+    rows = query(db, "SELECT run_id, purpose, cost_usd FROM llm_calls ORDER BY called_at")
+    assert [r["purpose"] for r in rows] == [c.purpose for c in paid]
+    assert {r["run_id"] for r in rows} == {first.run_id}
+    assert first.cost["usd"] == pytest.approx(sum(r["cost_usd"] for r in rows)) and first.cost["usd"] > 0
+    assert len(scripted_llm.requests) == asked, "the second run's answers all came from the cache"
+    assert again.ledger.calls and all(c.cached for c in again.ledger.calls)
+    assert again.cost["usd"] == 0.0 and again.ranking == first.ranking

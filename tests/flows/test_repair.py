@@ -7,20 +7,27 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from prefect.results import ResultRecord
+from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
+import flows.repair as repair_flow
 from equisa_core.common.models import SuiteTrace
 from equisa_core.common.time_limits import TIMED_OUT, timed_out
 from equisa_core.errors import EXIT_NOT_FIXED, NothingToLocalizeError
+from equisa_core.validation import machine
 from equisa_core.validation.repair import RepairReport
+from tasks.history import query
+from tasks.llm import LLMConfig
 from tasks.mutants import MutantRunReport
+from tasks.parameters import RepairParameters
 from tests.conftest import small_repo
 from tests.flows.test_localize import BUGGY, INVOICING, scripted_debugger
 from tests.integration.test_probe import tree_digest
-from tests.scripted_llm_server import Reply
+from tests.scripted_llm_server import RecordedRequest, Reply
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 
@@ -181,12 +188,12 @@ def test_llm_repair_rejects_an_overfitting_fix_and_accepts_the_corrected_one(tmp
 UNCHANGED = OVERFIT.replace('    if subtotal.amount == Decimal("100.00"):\n        return True\n', "")
 
 
-def test_llm_repair_falls_back_to_the_multi_retrieval_patcher(tmp_path, cli_env, scripted_llm):
-    """The model's minimal fixes never help (it returns the function unchanged); the patcher greps,
-    reads the code and proposes a `<patches>` block that Validation accepts."""
-    patcher_turns = []
+def needs_the_patcher(patcher_turns: list[str]) -> Callable[[RecordedRequest], Reply]:
+    """A model whose minimal fixes never help (it returns the function unchanged); in the patcher it
+    greps, reads the code and proposes a `<patches>` block that Validation accepts. The patcher's
+    turns are noted in ``patcher_turns``."""
 
-    def model(request) -> Reply:
+    def model(request: RecordedRequest) -> Reply:
         content = request.last_user_message
         in_patcher = "expert Python debugger fixing a bug" in request.body["messages"][0]["content"]
         if in_patcher and len(request.body["messages"]) == 1:
@@ -207,11 +214,58 @@ def test_llm_repair_falls_back_to_the_multi_retrieval_patcher(tmp_path, cli_env,
             return Reply(NOVEL)
         return scripted_debugger(request)
 
-    report = repair_with_model(tmp_path, cli_env, scripted_llm, model)
+    return model
+
+
+def test_llm_repair_falls_back_to_the_multi_retrieval_patcher(tmp_path, cli_env, scripted_llm):
+    """The model's minimal fixes never help; the patcher's patch is accepted."""
+    patcher_turns: list[str] = []
+    report = repair_with_model(tmp_path, cli_env, scripted_llm, needs_the_patcher(patcher_turns))
     assert (report.status, report.generator) == ("fixed", "patcher"), report.evaluations
     assert [e.status for e in report.evaluations] == ["still_failing"] * 3 + ["sound"]
     assert patcher_turns == ["analyze", "retrieve"]
     assert "+        return subtotal.amount >= self.minimum.amount" in report.diff
+
+
+def test_a_repairs_cost_is_its_ledgers_and_its_history_rows_are_the_ledgers_calls(
+        tmp_path, prefect_api_url, scripted_llm, monkeypatch):
+    """Every model call of an LLM repair (localization, the model's fixes, the patcher, the
+    novel-input tests) is counted once in the report's cost: what the endpoint answered, at the
+    model's price; the history's rows of the run's calls are the repair machine's ledger's."""
+    for name, folder in (("EQUISA_WORKSPACES", "workspaces"), ("EQUISA_ARTIFACTS", "artifacts"),
+                         ("EQUISA_SPOOL", "spool")):
+        monkeypatch.setenv(name, str(tmp_path / folder))
+    db = tmp_path / "history.duckdb"
+    for name, value in (("EQUISA_DB", str(db)), ("OPENAI_BASE_URL", scripted_llm.base_url),
+                        ("OPENAI_API_KEY", "sk-test"), ("EQUISA_MODEL", "gpt-4o")):
+        monkeypatch.setenv(name, value)  # gpt-4o: a priced model, with no backup model
+    scripted_llm.respond_with(needs_the_patcher([]))
+    states: list[machine.RepairState] = []
+
+    def watched(state: machine.RepairState, observation: machine.RepairObservation) -> machine.RepairState:
+        states.append(machine.record(state, observation))
+        return states[-1]
+
+    monkeypatch.setattr(repair_flow, "record", watched)
+    with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
+        report = repair_flow.repair(RepairParameters(path=str(INVOICING), llm=True))
+    assert (report.status, report.generator) == ("fixed", "patcher"), report.evaluations
+
+    ledger = states[-1].ledger
+    answered = [r for r in scripted_llm.requests if r.path.endswith("/chat/completions")]
+    per_call = LLMConfig().cost_usd("gpt-4o", Reply("").prompt_tokens, Reply("").completion_tokens)
+    assert per_call and report.cost["usd"] == pytest.approx(len(answered) * per_call, abs=1e-6)
+    purposes = [c.purpose for c in ledger.calls]
+    assert purposes.count("patch") == 3 and "patcher analyze_issue 1" in purposes, purposes
+    assert all(c.cost_usd == pytest.approx(per_call) for c in ledger.paid_calls)
+
+    def row(purpose, model, input_tokens, output_tokens, cost_usd) -> tuple:
+        return purpose, model, input_tokens, output_tokens, round(cost_usd, 9)
+
+    rows = query(db, "SELECT purpose, model, input_tokens, output_tokens, cost_usd FROM llm_calls "
+                     "WHERE run_id = ?", [report.run_id])
+    assert sorted(row(**r) for r in rows) == sorted(
+        row(c.purpose, c.model, c.input_tokens, c.output_tokens, c.cost_usd) for c in ledger.paid_calls)
 
 
 def test_a_missing_repository_is_refused_before_anything_runs(tmp_path, cli_env):
@@ -285,21 +339,16 @@ def test_without_the_flag_a_looping_test_costs_seconds_in_every_phase(tmp_path, 
     assert elapsed < 240, f"the repair took {elapsed:.0f}s"
 
 
-def test_each_candidate_validation_says_so_on_the_spinner(tmp_path, monkeypatch):
-    import flows.repair as repair_flow
+def test_each_candidate_validation_says_so_on_the_spinner(monkeypatch):
     from equisa_core.validation.candidates import PatchCandidate
-    from tasks.parameters import RepairParameters
-    from tasks.run_tests import register_progress, unregister_progress
+    from tasks.progress_events import Stage, listening
 
-    seen: list[dict] = []
+    seen: list[object] = []
     judged: list[str] = []
-    monkeypatch.setattr(repair_flow, "validate_candidate", lambda candidate, ctx: judged.append(candidate.id))
-    register_progress("k", seen.append)
-    try:
-        candidate = PatchCandidate(id="mutation-total-m1", generator="mutation",
-                                   description="total.total: `!=` -> `>`", files={})
-        repair_flow._validating(RepairParameters(path=str(tmp_path), progress_key="k"))(candidate, None)
-    finally:
-        unregister_progress("k")
-    assert seen == [{"kind": "stage", "text": "validating mutation-total-m1 (total.total: `!=` -> `>`)"}]
+    monkeypatch.setattr(repair_flow, "check_candidate", lambda candidate, ctx: judged.append(candidate.id))
+    candidate = PatchCandidate(id="mutation-total-m1", generator="mutation",
+                               description="total.total: `!=` -> `>`", files={})
+    with listening(seen.append):
+        repair_flow._validating(candidate, None)
+    assert seen == [Stage(text="validating mutation-total-m1 (total.total: `!=` -> `>`)")]
     assert judged == ["mutation-total-m1"]

@@ -284,14 +284,12 @@ def test_an_inspection_patch_served_from_the_cache_spends_nothing(scripted_llm):
 
     scripted_llm.respond_with(lambda r: Reply(FIXED))
     config = make_config(scripted_llm)
-    problems: list[str] = []
 
-    def body() -> list[tuple[str | None, float]]:
-        return [llm_inspection_patch(config, "calc.add", ORIGINAL, problems) for _ in range(2)]
-
-    (first, paid), (again, cached) = in_flow(body)
-    assert first == again == FIXED and len(scripted_llm.requests) == 1 and not problems
-    assert paid > 0 and cached == 0.0
+    first, again = in_flow(lambda: [llm_inspection_patch(config, "calc.add", ORIGINAL) for _ in range(2)])
+    assert first.source == again.source == FIXED and len(scripted_llm.requests) == 1
+    assert not first.problems and not again.problems
+    assert CostLedger(calls=first.calls).usd > 0 and CostLedger(calls=again.calls).usd == 0.0
+    assert [c.cached for c in (*first.calls, *again.calls)] == [False, True]
 
 
 def test_failures_are_not_cached(scripted_llm):

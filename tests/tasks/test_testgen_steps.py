@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from prefect.testing.utilities import prefect_test_harness
 
-from equisa_core.testgen.machine import Dedupe, FixSmells
+from equisa_core.testgen.machine import Dedupe, Deduped, FixSmells, SmellsFixed
 from equisa_core.testgen.modules import list_tests
 from equisa_core.testgen.report import PipelineNotes
 from tasks.llm import LLMConfig
@@ -61,13 +61,14 @@ def prefect_server() -> Iterator[None]:
         yield
 
 
-def pipeline(ctx: TestgenContext, store: TestStore, source: str, calls: list) -> tuple[str, PipelineNotes]:
-    """The §8 steps the machine asks for on a new module: similarity, then smells."""
+def pipeline(ctx: TestgenContext, store: TestStore, source: str) -> tuple[Deduped, SmellsFixed]:
+    """The §8 steps the machine asks for on a new module: similarity, then smells; and their
+    observations (with the model calls each made)."""
     deduped = dedupe(ctx, store, Dedupe(attempt=0, source=source, tests=list_tests(source),
-                                         notes=PipelineNotes()), calls)
+                                         notes=PipelineNotes()))
     fixed = fix_smells(ctx, store, FixSmells(attempt=0, source=deduped.source, budget=2,
-                                              notes=deduped.notes), calls)
-    return fixed.source, fixed.notes
+                                              notes=deduped.notes))
+    return deduped, fixed
 
 
 def context(tmp_path: Path, llm: bool, base_url: str = "") -> TestgenContext:
@@ -116,23 +117,23 @@ def test_llm_pipeline_rewrites_the_redundant_test_and_fixes_smells_within_the_bu
     # every text embeds to the same vector: whatever is new is redundant with the stored test
     scripted_llm.embed_with(lambda text: [1.0, 0.0, 0.0])
     ctx = context(tmp_path, llm=True, base_url=scripted_llm.base_url)
-    calls = []
     with TestStore(tmp_path / "s.duckdb") as store:
         store.add("existing", [("tests/test_shop.py::test_total", EXISTING)], [[1.0, 0.0, 0.0]])
-        result, notes = pipeline(ctx, store, NEW, calls)
+        deduped, fixed = pipeline(ctx, store, NEW)
+    result, notes = fixed.source, fixed.notes
     assert result == FIXED and notes.embeddings == "endpoint:text-embedding-3-small"
     assert [n.split(":")[0] for n in notes.redundant] == ["test_copy", "test_roulette"]
     assert all("rewritten by the model" in n for n in notes.redundant)
     assert notes.critic == ["test_roulette: assertion roulette: four bare asserts"]
     assert notes.smell_rounds == 1 and notes.smells_fixed == ["round 1: the model rewrote the module"]
-    assert [c.purpose for c in calls] == [
-        "testgen-redundant",
-        "testgen-redundant",
+    assert [c.purpose for c in deduped.calls] == ["testgen-redundant", "testgen-redundant"]
+    assert [c.purpose for c in fixed.calls] == [
         "testgen-smell-critic",
         "testgen-smell-fix",
         "testgen-smell-critic",
     ]
-    assert all(c.cost_usd and c.cost_usd > 0 for c in calls) and ctx.problems == []
+    calls = deduped.calls + fixed.calls
+    assert all(c.cost_usd and c.cost_usd > 0 for c in calls) and deduped.problems == fixed.problems == ()
 
 
 def test_deterministic_pipeline_fixes_smells_itself_and_keeps_distinct_tests(tmp_path):
@@ -141,7 +142,9 @@ def test_deterministic_pipeline_fixes_smells_itself_and_keeps_distinct_tests(tmp
         from equisa_core.testgen.embedding import local_embedding
 
         store.add("existing", [("tests/test_shop.py::test_total", EXISTING)], [local_embedding(EXISTING)])
-        result, notes = pipeline(ctx, store, NEW, [])
+        deduped, fixed = pipeline(ctx, store, NEW)
+    result, notes = fixed.source, fixed.notes
     assert notes.redundant == ["test_copy: similarity 1.000 to an existing test; dropped"]
     assert "def test_copy" not in result and "assert total([]) == 0, 'total([]) == 0'" in result
     assert notes.smells_found == ["test_roulette: assertion_roulette"] and notes.smell_rounds == 1
+    assert deduped.calls == fixed.calls == () and deduped.problems == fixed.problems == ()

@@ -33,8 +33,10 @@ def _inspect_both_ways(path: str) -> tuple[dict[str, InspectionResult], dict[str
     nodes = suite_of(found, None).nodes
     calls = record_calls(found, params, TARGETS)
     candidates = frozenset(nodes)
-    alone = {t: inspect_node(t, nodes[t], found, params, calls.get(t, []), False, None, [], True, candidates)
-             for t in TARGETS}
+    made = {t: inspect_node(t, nodes[t], found, params, calls.get(t, []), False, None, True, candidates)
+            for t in TARGETS}
+    assert all(m.seen is not None and not m.problems for m in made.values())
+    alone = {t: m.seen for t, m in made.items() if m.seen is not None}
     together = inspect_batch(TARGETS, nodes, found, params, calls, True, candidates, frozenset())
     return alone, together
 

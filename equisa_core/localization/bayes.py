@@ -8,6 +8,7 @@ other nodes share the rest of the probability mass under the single-bug hypothes
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
@@ -227,8 +228,10 @@ def update_with_likelihoods(
     others = {fqn: c for fqn, c in confidences.items() if fqn != target}
     remaining = 1.0 - new_target
     others_total = math.fsum(others.values())
-    if others_total > 0:
+    if others_total >= sys.float_info.min:
         updated = {fqn: remaining * c / others_total for fqn, c in others.items()}
+    elif others_total > 0:  # subnormal: ``remaining * c`` would underflow to 0, so divide first
+        updated = {fqn: remaining * (c / others_total) for fqn, c in others.items()}
     else:
         updated = {fqn: remaining / len(others) for fqn in others}
     updated[target] = new_target

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from equisa_core.common.options import (
     FIRST_RUN_TIMEOUT_S,
+    NEW_TEST_TIMEOUT_S,
     TIMEOUT_CAP_S,
     TIMEOUT_FACTOR,
     TIMEOUT_SLACK_S,
@@ -85,7 +86,8 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
         "test_timeout_s": Option(
             f"limit per test: auto (each test's own: {TIMEOUT_FACTOR:g}x its duration in the first run "
             f"+ {TIMEOUT_SLACK_S:g}s, at most {TIMEOUT_CAP_S:g}s; in the first run "
-            f"{FIRST_RUN_TIMEOUT_S:g}s, or from the history's durations), or SECONDS for every test "
+            f"{FIRST_RUN_TIMEOUT_S:g}s, or from the history's durations; {NEW_TEST_TIMEOUT_S:g}s for a "
+            "generated test), or SECONDS for every test "
             "(default {default})",
             flag="--test-timeout", metavar="auto|SECONDS"),
     },

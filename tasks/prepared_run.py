@@ -17,7 +17,7 @@ from prefect.futures import PrefectFuture
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import SuiteTrace
-from equisa_core.common.options import AUTO_TIMEOUT
+from equisa_core.common.options import AUTO_TIMEOUT, NEW_TEST_TIMEOUT_S
 from equisa_core.common.sandbox_policy import SandboxIsolation, require_confinement, weak_isolation_warning
 from equisa_core.common.time_limits import (
     TIMED_OUT,
@@ -97,13 +97,15 @@ def _first_run_limits(params: TraceParameters, repo: Path) -> dict[str, float]:
 def limited(prepared: PreparedRun, trace: SuiteTrace, params: TraceParameters,
             ) -> tuple[PreparedRun, str | None]:
     """Under ``--test-timeout auto``, ``prepared`` whose base request gives each test of ``trace`` (the
-    first run) its own limit from its duration there, for every later run; and what to tell the user
+    first run) its own limit from its duration there, for every later run (a test made later gets
+    ``NEW_TEST_TIMEOUT_S``); and what to tell the user
     when the first run stopped tests at their limits (None: nothing to tell)."""
     if params.test_timeout_s != AUTO_TIMEOUT:
         return prepared, None
     first = prepared.base.limits
     note = stopped_note(trace.tests, first.per_test, first.test_timeout_s)
-    limits = first.model_copy(update={"per_test": limits_from_run(trace.tests)})
+    limits = first.model_copy(update={"per_test": limits_from_run(trace.tests),
+                                      "test_timeout_s": NEW_TEST_TIMEOUT_S})
     return prepared.model_copy(update={"base": prepared.base.model_copy(update={"limits": limits})}), note
 
 

@@ -30,9 +30,9 @@ def result(test_id: str, outcome: str, duration: float, exception_type: str | No
                       exception_type=exception_type)
 
 
-def test_the_default_is_auto_with_10x_plus_2s_at_most_60s_and_10s_in_a_first_run():
+def test_the_default_is_auto_with_10x_plus_2s_at_most_60s_and_30s_in_a_first_run():
     assert default_of(SandboxOptions, "test_timeout_s") == "auto"
-    assert (TIMEOUT_FACTOR, TIMEOUT_SLACK_S, TIMEOUT_CAP_S, FIRST_RUN_TIMEOUT_S) == (10, 2, 60, 10)
+    assert (TIMEOUT_FACTOR, TIMEOUT_SLACK_S, TIMEOUT_CAP_S, FIRST_RUN_TIMEOUT_S) == (10, 2, 60, 30)
     assert uniform_limit("auto") == FIRST_RUN_TIMEOUT_S
     assert uniform_limit(300.0) == 300.0 and uniform_limit(None) is None  # a number: today's behaviour
 

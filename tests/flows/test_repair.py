@@ -308,7 +308,7 @@ def _time_limits_hit(storage: Path, test_id: str) -> list[float]:
 
 
 def test_without_the_flag_a_looping_test_costs_seconds_in_every_phase(tmp_path, cli_env):
-    """``--test-timeout auto`` (the default): the looping test is stopped at the first-run limit (10 s)
+    """``--test-timeout auto`` (the default): the looping test is stopped at the first-run limit (30 s)
     in the trace and is not re-run for flakiness; every later run (the recording of its calls, the
     mutant rounds, the validations) stops it at 10x the median passing test + 2 s, so the whole
     repair takes well under the old 300 s of a single phase."""
@@ -329,14 +329,15 @@ def test_without_the_flag_a_looping_test_costs_seconds_in_every_phase(tmp_path, 
     assert (code, report.status, report.target) == (0, "fixed", "total.total"), err
     assert "+    while n > 0:" in report.diff
     [note] = [p for p in report.problems if "automatic time limit" in p]
-    assert f"{looping} (10s)" in note and "--test-timeout SECONDS" in note
+    assert f"{looping} (30s)" in note and "--test-timeout SECONDS" in note
     limits = _time_limits_hit(Path(cli_env["PREFECT_LOCAL_STORAGE_PATH"]), looping)
     # once at the first-run limit (the trace), then in later phases at 3 s (10 x ~0 s + 2 s, rounded up)
     # or less (a mutant round's limit, relative to the unmutated run)
-    assert sorted(limits)[-1:] == [10.0] and len(limits) >= 2 and max(sorted(limits)[:-1]) <= 3.0, limits
-    # Measured: 36 s on a quiet machine, 60-110 s with its 2 cores loaded 2-3 times over. The bound is
-    # loose so that load does not fail it; one phase at the old 300 s limit would.
-    assert elapsed < 240, f"the repair took {elapsed:.0f}s"
+    assert sorted(limits)[-1:] == [30.0] and len(limits) >= 2 and max(sorted(limits)[:-1]) <= 3.0, limits
+    # Measured: 36 s on a quiet machine with a 10 s first-run limit (now 30 s), 60-110 s with its 2 cores
+    # loaded 2-3 times over. The bound is loose so that load does not fail it; one phase at the old
+    # 300 s limit would.
+    assert elapsed < 270, f"the repair took {elapsed:.0f}s"
 
 
 def test_each_candidate_validation_says_so_on_the_spinner(monkeypatch):

@@ -81,8 +81,8 @@ class SandboxOptions(BaseModel):
     test_timeout_s: PerTestLimit = Field(
         AUTO_TIMEOUT, description=f"Limit per test: seconds for every test, or auto: {TIMEOUT_FACTOR:g}x the "
         f"test's own duration in the first run + {TIMEOUT_SLACK_S:g}s, at most {TIMEOUT_CAP_S:g}s (in the "
-        f"first run: from the history's durations, else {FIRST_RUN_TIMEOUT_S:g}s; a test made during the run: "
-        f"{NEW_TEST_TIMEOUT_S:g}s).")
+        f"first run: from the history's durations, else {FIRST_RUN_TIMEOUT_S:g}s; a test made during the "
+        f"run: {NEW_TEST_TIMEOUT_S:g}s).")
 
 
 class StorageOptions(BaseModel):

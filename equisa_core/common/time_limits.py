@@ -1,12 +1,13 @@
 """Each test's time limit from its own duration (``--test-timeout auto``). Pure.
 
 A test may run ``factor`` times its duration in the first run, plus ``slack_s``, never more than
-``cap_s`` (``limit_for``). A test that timed out in the first run has no duration of its own: it gets
-``factor`` times the median passing test's, plus ``slack_s`` (a test that loops on the buggy code
-costs seconds in every later run, not its first-run limit again). The first run itself takes the
-durations the history recorded (``limits_from_history``), and ``FIRST_RUN_TIMEOUT_S`` for a test
-with none; a test made during the run (generated, carved) gets ``NEW_TEST_TIMEOUT_S``. Limits are rounded up to whole seconds (to 5 s above 10 s): a run's cache key holds
-them, and the same test measured a little slower must not make another key.
+``cap_s`` (``limit_for``). A test that timed out in the first run has no duration of its own: it
+gets ``factor`` times the median passing test's, plus ``slack_s`` (a test that loops on the buggy
+code costs seconds in every later run, not its first-run limit again). The first run itself takes
+the durations the history recorded (``limits_from_history``), and ``FIRST_RUN_TIMEOUT_S`` for a test
+with none; a test made during the run (generated, carved) gets ``NEW_TEST_TIMEOUT_S``. Limits are
+rounded up to whole seconds (to 5 s above 10 s): a run's cache key holds them, and the same test
+measured a little slower must not make another key.
 
 The defaults live with the option, in ``equisa_core.common.options``.
 """

@@ -92,7 +92,7 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
         "stopped_because": stopped.reason,
     })
     return DiscoveryResult(prepared=prepared, trace=trace, overlay=dict(state.overlay), report=report,
-                           ledger=state.ledger, problems=state.problems)
+                           ledger=state.ledger, problems=(*traced_suite.problems, *state.problems))
 
 
 def _announce(done: DiscoveryRound, testgen: bool) -> None:

@@ -30,16 +30,18 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact, update_progress_artifact
 
 from equisa_core.validation import machine
+from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.repair import RepairReport
 from flows.localize import run_localization
 from flows.validation import check_candidate
 from tasks.llm import LLMConfig, choose_llm_mode
 from tasks.parameters import LocalizeParameters, RepairParameters
+from tasks.progress_events import Stage, emit
 from tasks.record import record_finished_run
 from tasks.repair_generators import RepairRound, find_targets
 from tasks.repair_report import repair_report
 from tasks.task_runners import FanOutTaskRunner
-from tasks.validation_checks import validation_context
+from tasks.validation_checks import ValidationContext, validation_context
 
 __all__ = ["repair"]
 
@@ -117,7 +119,7 @@ def _observe(step: machine.RepairStep, state: machine.RepairState, round_: Repai
             generated = round_.generators.get(step.generator)
             heard = None if generated is None else machine.last_verdict(state, step.generator)
             if generated is None:
-                generated = round_.generator(step, params, config, check_candidate)
+                generated = round_.generator(step, params, config, _validating)
                 round_.generators[step.generator] = generated
             try:
                 return [generated.send(heard)]  # sent: the verdict on its previous candidate, if any
@@ -127,12 +129,18 @@ def _observe(step: machine.RepairStep, state: machine.RepairState, round_: Repai
             candidate = step.candidate
             # A verdict its generator made is only recorded: its calls and problems came with the candidate.
             validated = (machine.Validated(evaluation=step.evaluation) if step.evaluation is not None
-                         else check_candidate(candidate, round_.ctx))
+                         else _validating(candidate, round_.ctx))
             round_.validated += 1
             update_progress_artifact(round_.progress, 100.0 * round_.validated / params.max_validations)
             print(f"{candidate.id}: {validated.evaluation.status.value} ({candidate.description})")
             return [validated]
     raise AssertionError(f"unexpected repair step {step!r}")
+
+
+def _validating(candidate: PatchCandidate, ctx: ValidationContext) -> machine.Validated:
+    """``check_candidate``, first saying which candidate it validates (the spinner's stage line)."""
+    emit(Stage(text=f"validating {candidate.id} ({candidate.description})"))
+    return check_candidate(candidate, ctx)
 
 
 def _publish(report: RepairReport) -> None:

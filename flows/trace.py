@@ -22,9 +22,10 @@ __all__ = ["TraceParameters", "trace_suite"]
       task_runner=FanOutTaskRunner())
 def trace_suite(params: TraceParameters) -> TraceReport:
     """Trace a repository's suite in sandboxes and score every function."""
-    prepared = prepare_run(params)
-    report = build_trace_report(run_suite(prepared, params), str(prepared.repo))
-    report = report.model_copy(update={"sandbox": prepared.sandbox})
+    prepared, trace, problems = run_suite(prepare_run(params), params)
+    report = build_trace_report(trace, str(prepared.repo))
+    report = report.model_copy(update={"sandbox": prepared.sandbox,
+                                       "problems": (*report.problems, *problems)})
     _publish(report)
     return record_finished_run("trace", report, str(prepared.repo), params.artifacts, params.db)
 

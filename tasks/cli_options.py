@@ -19,6 +19,11 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from equisa_core.common.options import (
+    FIRST_RUN_TIMEOUT_S,
+    NEW_TEST_TIMEOUT_S,
+    TIMEOUT_CAP_S,
+    TIMEOUT_FACTOR,
+    TIMEOUT_SLACK_S,
     BatchOptions,
     DiscoveryOptions,
     EndpointOptions,
@@ -78,8 +83,13 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
         "no_cache": Option("run again even if cached", switch=True),
         "wall_clock_s": Option("wall-clock limit per shard (default {default})", flag="--timeout",
                                metavar="SECONDS"),
-        "test_timeout_s": Option("limit per test (default {default})", flag="--test-timeout",
-                                 metavar="SECONDS"),
+        "test_timeout_s": Option(
+            f"limit per test: auto (each test's own: {TIMEOUT_FACTOR:g}x its duration in the first run "
+            f"+ {TIMEOUT_SLACK_S:g}s, at most {TIMEOUT_CAP_S:g}s; in the first run "
+            f"{FIRST_RUN_TIMEOUT_S:g}s, or from the history's durations; {NEW_TEST_TIMEOUT_S:g}s for a "
+            "generated test), or SECONDS for every test "
+            "(default {default})",
+            flag="--test-timeout", metavar="auto|SECONDS"),
     },
     StorageOptions: {
         "artifacts": Option("artifact store (default: EQUISA_ARTIFACTS, else "
@@ -255,9 +265,13 @@ def _clear_defaults(parser: argparse.ArgumentParser) -> None:
 
 
 def _choices(annotation: Any) -> tuple[str, ...]:
-    """The values of a ``Literal`` of strings (also inside ``| None``); empty for any other type."""
+    """The values of a ``Literal`` of strings (also inside ``| None``); empty for any other type (a
+    number or ``auto``, say: the field's type checks the value)."""
     if get_origin(annotation) in (Union, types.UnionType):
-        return tuple(c for arg in get_args(annotation) for c in _choices(arg))
+        args = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if not all(get_origin(arg) is Literal for arg in args):
+            return ()
+        return tuple(c for arg in args for c in _choices(arg))
     if get_origin(annotation) is Literal:
         return tuple(str(value) for value in get_args(annotation))
     return ()

@@ -46,14 +46,15 @@ def trace_only(params: DiscoveryParameters) -> DiscoveryResult:
 
 def traced(params: DiscoveryParameters) -> tuple[DiscoveryResult, list[frozenset[str]]]:
     """``trace_only`` and the suite's ambiguity groups."""
-    prepared = prepare_run(params)
-    return _described(prepared, run_suite(prepared, params), params)
+    prepared, trace, problems = run_suite(prepare_run(params), params)
+    result, groups = _described(prepared, trace, params)
+    return result.model_copy(update={"problems": tuple(problems)}), groups
 
 
 def as_traced(result: DiscoveryResult, trace: SuiteTrace, params: DiscoveryParameters) -> DiscoveryResult:
     """``result`` (a ``trace_only`` result) with another trace of the same run, e.g. with its flaky
     tests marked, and the report of its groups."""
-    return _described(result.prepared, trace, params)[0]
+    return _described(result.prepared, trace, params)[0].model_copy(update={"problems": result.problems})
 
 
 def _described(prepared: PreparedRun, trace: SuiteTrace, params: DiscoveryParameters,

@@ -43,9 +43,11 @@ from tenacity import (
 
 from equisa_core.errors import HistoryError
 from equisa_core.history import MIGRATIONS, SCHEMA_VERSION, TABLES, RunRecord, rows_for_run
+from equisa_core.history.record import repo_id
 from equisa_core.operations.storage import resolve_spool, sha256_hex
 
 __all__ = ["IngestResult", "write_run", "record_history", "ingest_spool", "query", "spooled_runs",
+           "recorded_durations",
            "spooled_databases",
            "schema_version", "lock_timeout_s"]
 
@@ -306,6 +308,26 @@ def query(db: Path, sql: str, parameters: Sequence[Any] = ()) -> list[dict[str, 
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     write_run(db, None)  # an older (or empty) schema: migrate in a writer's turn, then read
     return query(db, sql, parameters)
+
+
+#: A test's typical duration in the repository's recorded runs: the median of the runs where it
+#: passed or failed (not those where it was stopped at its time limit).
+_DURATIONS_SQL = """
+    SELECT r.test_id, median(r.duration_s) AS duration_s
+    FROM test_results r JOIN runs USING (run_id)
+    WHERE runs.repo_id = ? AND r.duration_s IS NOT NULL AND r.outcome IN ('passed', 'failed')
+      AND coalesce(r.exception_type, '') <> ?
+    GROUP BY r.test_id"""
+
+
+def recorded_durations(db: Path, repository: str, timed_out: str) -> dict[str, float]:
+    """Test id -> its median duration in the recorded runs of ``repository`` (its absolute path), the
+    runs where its exception was ``timed_out`` left out; empty when the history cannot be read."""
+    try:
+        rows = query(db, _DURATIONS_SQL, (repo_id(repository), timed_out))
+    except Exception:  # the history is a hint here: a locked, corrupt or newer file gives none
+        return {}
+    return {str(row["test_id"]): float(row["duration_s"]) for row in rows}
 
 
 def spooled_databases(spool: Path | None = None) -> list[Path]:

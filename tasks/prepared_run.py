@@ -17,10 +17,21 @@ from prefect.futures import PrefectFuture
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import SuiteTrace
+from equisa_core.common.options import AUTO_TIMEOUT, NEW_TEST_TIMEOUT_S
 from equisa_core.common.sandbox_policy import SandboxIsolation, require_confinement, weak_isolation_warning
+from equisa_core.common.time_limits import (
+    TIMED_OUT,
+    limits_from_history,
+    limits_from_run,
+    stopped_note,
+    timed_out,
+    uniform_limit,
+)
 from equisa_core.common.trace_merge import combine, interleave, mark_flaky
 from equisa_core.errors import NoTestsCollectedError
+from equisa_core.operations.storage import resolve_db
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR
+from tasks.history import recorded_durations
 from tasks.parameters import TraceParameters
 from tasks.prepare import check_interpreter, check_repository, snapshot_workspace
 from tasks.run_tests import run_tests, sandbox_isolation
@@ -28,7 +39,7 @@ from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.workspace import Workspace
 
 __all__ = ["PreparedRun", "prepare_run", "run_suite", "submit_flaky_rerun", "with_flaky", "focused_request",
-           "narrowed", "MAX_FLAKY_RERUNS"]
+           "narrowed", "limited", "MAX_FLAKY_RERUNS"]
 
 #: Failing tests re-run alone to tell flaky ones apart; more than this are not re-run.
 MAX_FLAKY_RERUNS = 20
@@ -66,11 +77,36 @@ def prepare_run(params: TraceParameters) -> PreparedRun:
         command, version = interpreter.path, interpreter.version
     else:
         command, version = params.python or "python3", f"image:{params.docker_image or 'default'}"
-    limits = SandboxLimits(wall_clock_s=params.wall_clock_s, test_timeout_s=params.test_timeout_s)
+    limits = SandboxLimits(wall_clock_s=params.wall_clock_s,
+                           test_timeout_s=uniform_limit(params.test_timeout_s),
+                           per_test=_first_run_limits(params, repo))
     base = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, tests=tuple(params.tests),
                       interpreter=command, limits=limits, allow_weak_isolation=isolation.weak_allowed)
     return PreparedRun(repo=repo, workspace=workspace, interpreter_version=version, base=base,
                        sandbox=isolation)
+
+
+def _first_run_limits(params: TraceParameters, repo: Path) -> dict[str, float]:
+    """Under ``--test-timeout auto``, the first run's limits of the tests the history has durations for
+    (``equisa_core.common.time_limits``); the others get ``FIRST_RUN_TIMEOUT_S``."""
+    if params.test_timeout_s != AUTO_TIMEOUT:
+        return {}
+    return limits_from_history(recorded_durations(resolve_db(params.db), str(repo), TIMED_OUT))
+
+
+def limited(prepared: PreparedRun, trace: SuiteTrace, params: TraceParameters,
+            ) -> tuple[PreparedRun, str | None]:
+    """Under ``--test-timeout auto``, ``prepared`` whose base request gives each test of ``trace`` (the
+    first run) its own limit from its duration there, for every later run (a test made later gets
+    ``NEW_TEST_TIMEOUT_S``); and what to tell the user
+    when the first run stopped tests at their limits (None: nothing to tell)."""
+    if params.test_timeout_s != AUTO_TIMEOUT:
+        return prepared, None
+    first = prepared.base.limits
+    note = stopped_note(trace.tests, first.per_test, first.test_timeout_s)
+    limits = first.model_copy(update={"per_test": limits_from_run(trace.tests),
+                                      "test_timeout_s": NEW_TEST_TIMEOUT_S})
+    return prepared.model_copy(update={"base": prepared.base.model_copy(update={"limits": limits})}), note
 
 
 def _run_logger() -> logging.Logger | logging.LoggerAdapter:
@@ -84,8 +120,11 @@ def _run_logger() -> logging.Logger | logging.LoggerAdapter:
         return logging.getLogger(__name__)
 
 
-def run_suite(prepared: PreparedRun, params: TraceParameters) -> SuiteTrace:
-    """Fan the suite out over shards (mapped ``run-tests`` tasks), merge, and mark flaky tests."""
+def run_suite(prepared: PreparedRun, params: TraceParameters) -> tuple[PreparedRun, SuiteTrace, list[str]]:
+    """Fan the suite out over shards (mapped ``run-tests`` tasks), merge, and mark flaky tests.
+
+    Returns ``prepared`` with each test's own time limit from this run (``limited``), the trace, and
+    the problems to report (tests stopped at their first-run limits)."""
     base, version = prepared.base, prepared.interpreter_version
     shards = params.shards or os.cpu_count() or 1
     requests = [base] if shards == 1 else [
@@ -99,9 +138,10 @@ def run_suite(prepared: PreparedRun, params: TraceParameters) -> SuiteTrace:
     if not trace.tests and not trace.crashed:
         raise NoTestsCollectedError(
             "no tests collected" + (f" for {' '.join(params.tests)}" if params.tests else ""))
+    prepared, note = limited(prepared, trace, params)
     if params.rerun_failures:
         trace = with_flaky(trace, submit_flaky_rerun(prepared, params, trace))
-    return trace
+    return prepared, trace, [note] if note else []
 
 
 def submit_flaky_rerun(prepared: PreparedRun, params: TraceParameters, trace: SuiteTrace,
@@ -110,8 +150,10 @@ def submit_flaky_rerun(prepared: PreparedRun, params: TraceParameters, trace: Su
     other work may run meanwhile; None when no test failed): a test that passes there failed by
     chance or because of what other tests left behind. (One process per test would also catch
     failures caused by another failing test, at the price of a sandbox and the project's imports
-    per test: seconds each on projects that import slowly.)"""
-    failing = sorted(trace.failed_tests())
+    per test: seconds each on projects that import slowly.) A test stopped at its time limit is not
+    re-run: one that loops would only loop again."""
+    stopped = {t.test_id for t in trace.tests if timed_out(t)}
+    failing = sorted(trace.failed_tests() - stopped)
     if not failing:
         return None
     again = prepared.base.model_copy(update={"only": tuple(failing[:MAX_FLAKY_RERUNS]), "trace": False})

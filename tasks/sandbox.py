@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from equisa_core.common.models import TestOutcome
 from equisa_core.common.options import SandboxOptions, default_of
+from equisa_core.common.time_limits import uniform_limit
 from equisa_core.errors import InvalidSelectionError, SandboxInfrastructureError  # the latter re-exported
 from equisa_core.probe import PROBE_MODULE, probe_file
 
@@ -96,8 +97,12 @@ class SandboxLimits(BaseModel):
 
     wall_clock_s: float = Field(default_of(SandboxOptions, "wall_clock_s"), gt=0,
                                 description="Whole run; then the process group dies.")
-    test_timeout_s: float | None = Field(default_of(SandboxOptions, "test_timeout_s"), gt=0,
-                                         description="One test; then it fails.")
+    test_timeout_s: float | None = Field(
+        uniform_limit(default_of(SandboxOptions, "test_timeout_s")), gt=0,
+        description="One test without a limit of its own in ``per_test``; then it fails.")
+    per_test: Mapping[str, float] = Field(
+        default_factory=dict, description="Node id -> that test's own limit (``--test-timeout auto``: "
+        "from its duration, ``equisa_core.common.time_limits``); the tests not named get test_timeout_s.")
     memory_bytes: int = Field(4 * GIB, gt=0, description="Address space per process (RLIMIT_AS).")
     cpu_seconds: int = Field(3600, gt=0, description="CPU time per process (RLIMIT_CPU).")
     file_size_bytes: int = Field(512 * MIB, gt=0, description="Largest file written (RLIMIT_FSIZE).")
@@ -218,6 +223,13 @@ class RunRequest(BaseModel):
             raise ValueError(f"shard {shard} must be (index, count) with 0 <= index < count")
         return shard
 
+    def test_limits(self) -> dict[str, float]:
+        """The per-test limits of the tests this run may run (those ``only`` keeps, when set)."""
+        per_test = self.limits.per_test
+        if self.only is not None:
+            return {test: per_test[test] for test in sorted(self.only) if test in per_test}
+        return dict(sorted(per_test.items()))
+
     def cache_key(self, backend: str, interpreter_version: str) -> str:
         """Hash of everything the run's result depends on."""
         payload = {
@@ -233,8 +245,10 @@ class RunRequest(BaseModel):
             "trace": self.trace,
             "record": sorted(self.record),
             "env": dict(sorted(self.env.items())),
-            "limits": self.limits.model_dump(),
+            "limits": self.limits.model_dump(exclude={"per_test"}),
         }
+        if self.limits.per_test:  # only then, so keys of runs with one limit for all stay as they were
+            payload["per_test"] = self.test_limits()
         if self.mutants:  # only then, so keys of runs without mutants stay as they were
             payload["mutants"] = [mutant.model_dump() for mutant in self.mutants]
             payload["mutants_fail_fast"] = self.mutants_fail_fast
@@ -311,6 +325,8 @@ def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
         (folder / name).mkdir()
     if request.only is not None:
         (folder / "out" / "select.txt").write_text("".join(f"{t}\n" for t in request.only))
+    if request.limits.per_test:
+        (folder / "out" / "test_limits.json").write_text(json.dumps(request.test_limits()), encoding="utf-8")
     if request.record:
         (folder / "out" / "record.txt").write_text("".join(f"{fqn}\n" for fqn in request.record))
     if request.mutants:
@@ -351,6 +367,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
     ]
     if request.limits.test_timeout_s:
         args.append(f"--equisa-test-timeout={request.limits.test_timeout_s:g}")
+    if request.limits.per_test:
+        args.append(f"--equisa-test-limits={out_dir}/test_limits.json")
     if request.only is not None:
         args.append(f"--equisa-select={out_dir}/select.txt")
     if request.shard is not None:

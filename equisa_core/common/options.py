@@ -8,9 +8,9 @@ batch file's ``Budgets`` do too. Pure data: nothing here reads the environment o
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PositiveFloat
 
 from equisa_core.localization.calibrated_likelihoods import (
     DEFAULT_MIN_EXPECTED_SHIFT,
@@ -30,9 +30,34 @@ __all__ = [
     "OutputOptions",
     "SandboxKind",
     "default_of",
+    "PerTestLimit",
+    "AUTO_TIMEOUT",
+    "TIMEOUT_FACTOR",
+    "TIMEOUT_SLACK_S",
+    "TIMEOUT_CAP_S",
+    "FIRST_RUN_TIMEOUT_S",
+    "NEW_TEST_TIMEOUT_S",
 ]
 
 SandboxKind = Literal["local", "docker", "none"]
+
+#: ``--test-timeout auto``: each test's limit comes from its own duration
+#: (``equisa_core.common.time_limits``).
+AUTO_TIMEOUT: Final = "auto"
+#: A per-test limit: a number of seconds for every test, ``auto``, or None (no limit but the run's).
+PerTestLimit = PositiveFloat | Literal["auto"] | None
+#: Under ``auto``, a test may run TIMEOUT_FACTOR times its duration in the first run, plus
+#: TIMEOUT_SLACK_S, but never more than TIMEOUT_CAP_S.
+TIMEOUT_FACTOR = 10.0
+TIMEOUT_SLACK_S = 2.0
+TIMEOUT_CAP_S = 60.0
+#: Under ``auto``, the limit of a suite test in the first run when the history has no duration for
+#: it. Generous, because a slow test cut here counts as failing and changes what is localized (real
+#: suites have single tests of 10 s and more on a loaded machine); every later run then uses the
+#: test's own limit.
+FIRST_RUN_TIMEOUT_S = 30.0
+#: Under ``auto``, the limit of a test made during the run (generated, carved): small by nature.
+NEW_TEST_TIMEOUT_S = 10.0
 
 
 def default_of(model: type[BaseModel], field: str) -> Any:
@@ -53,7 +78,11 @@ class SandboxOptions(BaseModel):
     shards: int | None = Field(None, ge=1, description="Parallel shards; default: the number of cores.")
     no_cache: bool = Field(False, description="Run again even when a cached result exists.")
     wall_clock_s: float = Field(1800.0, gt=0, description="Limit per shard run.")
-    test_timeout_s: float | None = Field(300.0, gt=0, description="Limit per test.")
+    test_timeout_s: PerTestLimit = Field(
+        AUTO_TIMEOUT, description=f"Limit per test: seconds for every test, or auto: {TIMEOUT_FACTOR:g}x the "
+        f"test's own duration in the first run + {TIMEOUT_SLACK_S:g}s, at most {TIMEOUT_CAP_S:g}s (in the "
+        f"first run: from the history's durations, else {FIRST_RUN_TIMEOUT_S:g}s; a test made during the "
+        f"run: {NEW_TEST_TIMEOUT_S:g}s).")
 
 
 class StorageOptions(BaseModel):

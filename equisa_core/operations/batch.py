@@ -34,6 +34,7 @@ from equisa_core.common.options import (
     DiscoveryOptions,
     EndpointOptions,
     LocalizationOptions,
+    PerTestLimit,
     SandboxKind,
     SandboxOptions,
     ValidationOptions,
@@ -79,8 +80,8 @@ class Budgets(BaseModel):
                                 description="LLM spend before giving up.")
     max_generated_tests: int = Field(default_of(DiscoveryOptions, "discovery_max_tests"), ge=0,
                                      description="Tests Discovery may generate and keep.")
-    test_timeout_s: float = Field(default_of(SandboxOptions, "test_timeout_s"), gt=0,
-                                  description="Limit per test.")
+    test_timeout_s: PerTestLimit = Field(default_of(SandboxOptions, "test_timeout_s"),
+                                         description="Limit per test: seconds, or auto (from its duration).")
     wall_clock_s: float = Field(default_of(SandboxOptions, "wall_clock_s"), gt=0,
                                 description="Limit per sandboxed suite run.")
 

@@ -17,6 +17,9 @@ the interpreter mid-run still leaves every outcome recorded before the crash:
     {"kind": "collect_error", "location": "tests/test_b.py", "message": "..."}
     {"kind": "end", "exitstatus": 1}
 
+A test may run ``--equisa-test-timeout`` seconds, or its own limit from ``--equisa-test-limits FILE``
+(a JSON object: node id -> seconds); then it fails with ``TestTimeout``.
+
 With ``--equisa-mutants FILE`` the tests then run again once per mutant of a function, in this
 process, adding ``mutant-start``, ``mutant-test`` and ``mutant-done`` records (see the section
 "Mutant rounds" below).
@@ -1209,11 +1212,14 @@ class ProbePlugin:
 
     def __init__(self, out_path: str, root: str, select_path: str | None = None,
                  shard: tuple[int, int] | None = None, test_timeout: float | None = None, trace: bool = True,
-                 record_path: str | None = None) -> None:
+                 record_path: str | None = None, test_limits: dict[str, float] | None = None) -> None:
         self.root = _os_path.realpath(root)
         self.selection = _read_selection(select_path) if select_path else None
         self.shard = shard
-        self.test_timeout = test_timeout if test_timeout and hasattr(signal, "setitimer") else None
+        timed = hasattr(signal, "setitimer")
+        self.test_timeout = test_timeout if test_timeout and timed else None
+        # node id -> that test's own limit (--equisa-test-limits); the others get test_timeout
+        self.test_limits = dict(test_limits or {}) if timed else {}
         self.previous_alarm: SignalHandler = None
         self.alarm_seconds = 0.0  # the running test's time limit, set with its alarm
         self.out = _open(out_path, "a", encoding="utf-8")
@@ -1296,7 +1302,7 @@ class ProbePlugin:
         self._write({"kind": "start", "test": nodeid})
         if self.call_recorder is not None:
             self.call_recorder.begin()
-        self._start_alarm()
+        self._start_alarm(nodeid)
         self.backend.arm()
         self.recorder.begin()
 
@@ -1350,15 +1356,25 @@ class ProbePlugin:
             self._finish_test(nodeid)
 
     # -- per-test record ------------------------------------------------------------------------
-    def _start_alarm(self, seconds: float | None = None) -> None:
-        if self.test_timeout is None:
+    def limit_of(self, nodeid: str) -> float | None:
+        """The time limit of the test ``nodeid``: its own, else the per-test timeout (None: none)."""
+        return self.test_limits.get(nodeid, self.test_timeout)
+
+    def longest_limit(self) -> float | None:
+        """The longest time limit any test has (None: tests have no limit)."""
+        longest = max([self.test_timeout or 0.0] + list(self.test_limits.values()))
+        return longest or None
+
+    def _start_alarm(self, nodeid: str, seconds: float | None = None) -> None:
+        limit = self.limit_of(nodeid)
+        if limit is None:
             return
-        self.alarm_seconds = min(seconds, self.test_timeout) if seconds else self.test_timeout
+        self.alarm_seconds = min(seconds, limit) if seconds else limit
         self.previous_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
         signal.setitimer(signal.ITIMER_REAL, self.alarm_seconds)
 
     def _stop_alarm(self) -> None:
-        if self.test_timeout is None or self.previous_alarm is None:
+        if self.previous_alarm is None:
             return
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, self.previous_alarm)
@@ -1513,7 +1529,7 @@ def _tail(text: str | None, limit: int) -> str:
 #      "duration": 0.01, "exception_type": "AssertionError", "message": "assert 1 == 2"}
 #     {"kind": "mutant-done", "mutant": "m1", "status": "ran", "reason": null, "duration": 0.03}
 #
-# ``status``: ``ran``; ``timeout`` when a test outlived --equisa-test-timeout (it failed with
+# ``status``: ``ran``; ``timeout`` when a test outlived its time limit (it failed with
 # TestTimeout; when even that could not stop it, a watchdog thread wrote the test's record and this
 # one, then ended the process with WATCHDOG_EXIT); ``unswappable``, with no start or test records,
 # when the function cannot be found or replaced (``reason`` says why: no such function, nested in
@@ -1541,6 +1557,14 @@ def _read_confirmation(path: str) -> dict[str, Baseline]:
     if not isinstance(tests, dict):
         raise ValueError("--equisa-mutants-confirm must name a JSON object: node id -> [outcome, duration]")
     return {nodeid: (value[0], value[1]) for nodeid, value in tests.items()}
+
+
+def _read_test_limits(path: str) -> dict[str, float]:
+    with _open(path, encoding="utf-8") as handle:
+        limits = _json_loads(handle.read())
+    if not isinstance(limits, dict):
+        raise ValueError("--equisa-test-limits must name a JSON object: node id -> seconds")
+    return {nodeid: float(seconds) for nodeid, seconds in limits.items() if seconds and float(seconds) > 0}
 
 
 def _read_mutants(path: str) -> list[Any]:
@@ -2080,9 +2104,9 @@ class _MutantRunner:
     def _done(self, mutant: str) -> None:
         reason = None
         if self.timed_out:  # so there is a per-test timeout
-            timeout = self.probe.test_timeout or 0.0
-            reason = "stopped by its time limit (%gx the unmutated duration, at least %gs, at most the "\
-                "%gs per-test timeout): %s" % (MUTANT_SLOWDOWN, MUTANT_MIN_LIMIT, timeout,
+            timeout = self.probe.longest_limit() or 0.0
+            reason = "stopped by its time limit (%gx the unmutated duration, at least %gs, at most its "\
+                "per-test timeout, the longest %gs): %s" % (MUTANT_SLOWDOWN, MUTANT_MIN_LIMIT, timeout,
                                                ", ".join(self.timed_out[:5]))
         self._emit({"kind": "mutant-done", "mutant": mutant, "status": "timeout" if self.timed_out else "ran",
                     "reason": reason, "duration": round(_time_perf() - self.round_started, 6)})
@@ -2099,8 +2123,9 @@ class _MutantRunner:
         traced = probe.backend, probe.call_recorder
         probe.backend, probe.call_recorder = _NoBackend(probe.recorder), None
         watchdog: _Watchdog | None = None
-        if probe.test_timeout:
-            watchdog = _Watchdog(2 * probe.test_timeout + 1.0, self._on_stuck)
+        longest = probe.longest_limit()
+        if longest:
+            watchdog = _Watchdog(2 * longest + 1.0, self._on_stuck)
         started = _time_perf()
         try:
             for index, spec in enumerate(self.specs):
@@ -2274,7 +2299,7 @@ class _MutantRunner:
     @contextlib.contextmanager
     def _time_limit(self, item: pytest.Item, watchdog: _Watchdog | None) -> Iterator[None]:
         mutated = self.round not in (None, "original")
-        self.probe._start_alarm(self._mutant_limit(item.nodeid) if mutated else None)
+        self.probe._start_alarm(item.nodeid, self._mutant_limit(item.nodeid) if mutated else None)
         if watchdog is not None:
             watchdog.arm(self.round, item.nodeid)
         try:
@@ -2308,7 +2333,7 @@ class _MutantRunner:
 
     def _on_stuck(self, mutant: str | None, nodeid: str) -> None:
         """Called by the watchdog thread while the main thread is stuck in ``nodeid``."""
-        timeout = self.probe.test_timeout or 0.0  # set: the watchdog runs only with a per-test timeout
+        timeout = self.probe.limit_of(nodeid) or 0.0  # set: the watchdog runs only with time limits
         self.timed_out.append(nodeid)
         name = TestTimeout.__module__ + "." + TestTimeout.__name__
         self._emit({"kind": "mutant-test", "mutant": mutant, "test_id": nodeid, "outcome": "failed",
@@ -2360,6 +2385,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="File of FQNs, one a line, whose calls (arguments, results) are recorded.")
     group.addoption("--equisa-test-timeout", type=float, default=None,
                     help="Seconds a test may run before it fails with TestTimeout.")
+    group.addoption("--equisa-test-limits", default=None,
+                    help="JSON object: node id -> seconds that test may run (its own limit); the tests "
+                         "not named get --equisa-test-timeout.")
     group.addoption("--equisa-mutants", default=None,
                     help="JSON list of mutants of a function: the tests run once per mutant.")
     group.addoption("--equisa-mutants-fail-fast", action="store_true", default=False,
@@ -2384,6 +2412,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     root = config.getoption("--equisa-root") or str(config.rootpath)
     shard = config.getoption("--equisa-shard")
+    limits = config.getoption("--equisa-test-limits")
     plugin = ProbePlugin(
         out, root,
         select_path=config.getoption("--equisa-select"),
@@ -2391,6 +2420,7 @@ def pytest_configure(config: pytest.Config) -> None:
         test_timeout=config.getoption("--equisa-test-timeout"),
         trace=config.getoption("--equisa-trace") != "0",
         record_path=config.getoption("--equisa-record"),
+        test_limits=_read_test_limits(limits) if limits else None,
     )
     config.pluginmanager.register(plugin, "equisa-probe-recorder")
     mutants = config.getoption("--equisa-mutants")

@@ -19,7 +19,7 @@ from equisa_core.errors import (
     RepositoryNotFoundError,
     SuiteCrashedError,
 )
-from tests.conftest import FIXTURES, find_python
+from tests.conftest import FIXTURES, find_python, small_repo
 
 SHAPES = FIXTURES / "shapes"
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
@@ -155,6 +155,28 @@ def test_a_hanging_test_fails_at_the_per_test_timeout(tmp_path, run_cli):
     data = json.loads(out.read_text())
     hanging = next(t for t in data["tests"] if t["test_id"].endswith("test_hangs"))
     assert (hanging["outcome"], hanging["exception_type"]) == ("failed", "equisa_probe.TestTimeout")
+
+
+def test_without_the_flag_a_test_that_starts_looping_is_stopped_at_its_limit_from_history(tmp_path, run_cli):
+    repo = small_repo(tmp_path / "repo")
+    (repo / "tests" / "test_flagged.py").write_text(
+        "import time\nfrom pathlib import Path\n\n\ndef test_quick():\n    assert True\n\n\n"
+        "def test_loops_when_flagged():\n    while Path(__file__).with_name('loop.flag').exists():\n"
+        "        time.sleep(0.01)\n")
+    out = tmp_path / "first.json"
+    assert run_cli(str(repo), "--json", str(out))[0] == 0
+    assert not TraceReport.model_validate_json(out.read_text()).problems
+    (repo / "tests" / "loop.flag").write_text("")
+    out = tmp_path / "second.json"
+    code, err = run_cli(str(repo), "--json", str(out))
+    assert code == 0, err
+    report = TraceReport.model_validate_json(out.read_text())
+    looping = next(t for t in report.tests if t.test_id.endswith("test_loops_when_flagged"))
+    assert looping.exception_type == "equisa_probe.TestTimeout"
+    # 10x its duration in the first run (as the history has it) + 2 s, rounded up: 3 s, not 10 s
+    assert "longer than 3s" in (looping.message or "") and looping.duration < 10
+    [note] = report.problems
+    assert "tests/test_flagged.py::test_loops_when_flagged (3s)" in note and "--test-timeout" in note
 
 
 def test_a_suite_past_the_wall_clock_is_killed_and_keeps_what_it_recorded(tmp_path, run_cli):

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from prefect.results import ResultRecord
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
 import flows.repair as repair_flow
+from equisa_core.common.models import SuiteTrace
+from equisa_core.common.time_limits import TIMED_OUT, timed_out
 from equisa_core.errors import EXIT_NOT_FIXED, NothingToLocalizeError
 from equisa_core.validation import machine
 from equisa_core.validation.repair import RepairReport
 from tasks.history import query
 from tasks.llm import LLMConfig
+from tasks.mutants import MutantRunReport
 from tasks.parameters import RepairParameters
 from tests.conftest import small_repo
 from tests.flows.test_localize import BUGGY, INVOICING, scripted_debugger
@@ -285,3 +291,65 @@ def test_a_hanging_test_fails_at_its_timeout_and_the_run_still_reports(tmp_path,
     # `!=` -> `>` is a one-edit fix: the hanging test now passes, nothing regresses.
     assert (code, report.status) == (0, "fixed"), err
     assert "+    while n > 0:" in report.diff
+
+
+def _time_limits_hit(storage: Path, test_id: str) -> list[float]:
+    """The limits (seconds) at which ``test_id`` was stopped, in every sandboxed run whose result the
+    flow stored (suite runs and mutant runs, the unmutated round's failures and the mutants')."""
+    hit: list[str] = []
+    for path in sorted(p for p in storage.rglob("*") if p.is_file()):
+        result = ResultRecord.deserialize(path.read_bytes()).result
+        if isinstance(result, SuiteTrace):
+            hit += [t.message or "" for t in result.tests if t.test_id == test_id and timed_out(t)]
+        elif isinstance(result, MutantRunReport):
+            failures = [result.original_failures, *(m.failures for m in result.mutants.values())]
+            hit += [f.get(test_id, "") for f in failures if TIMED_OUT in f.get(test_id, "")]
+    return [float(m.group(1)) for text in hit if (m := re.search(r"longer than ([\d.]+)s", text))]
+
+
+def test_without_the_flag_a_looping_test_costs_seconds_in_every_phase(tmp_path, cli_env):
+    """``--test-timeout auto`` (the default): the looping test is stopped at the first-run limit (30 s)
+    in the trace and is not re-run for flakiness; every later run (the recording of its calls, the
+    mutant rounds, the validations) stops it at 10x the median passing test + 2 s, so the whole
+    repair takes well under the old 300 s of a single phase."""
+    repo = small_repo(tmp_path / "loops")
+    (repo / "total.py").write_text(
+        "def total(n):\n    result = 0\n    while n != 0:  # bug: a negative n never ends\n"
+        "        result += n\n        n -= 1\n    return result\n")
+    (repo / "tests" / "test_total.py").write_text(
+        "from total import total\n\n\n"
+        "def test_three():\n    assert total(3) == 6\n\n\n"
+        "def test_one():\n    assert total(1) == 1\n\n\n"
+        "def test_negative_gives_nothing():\n    assert total(-1) == 0\n")
+    out, looping = tmp_path / "r.json", "tests/test_total.py::test_negative_gives_nothing"
+    started = time.monotonic()
+    code, err = repair(cli_env, str(repo), "--no-llm", "--json", str(out))
+    elapsed = time.monotonic() - started
+    report = RepairReport.model_validate_json(out.read_text())
+    assert (code, report.status, report.target) == (0, "fixed", "total.total"), err
+    assert "+    while n > 0:" in report.diff
+    [note] = [p for p in report.problems if "automatic time limit" in p]
+    assert f"{looping} (30s)" in note and "--test-timeout SECONDS" in note
+    limits = _time_limits_hit(Path(cli_env["PREFECT_LOCAL_STORAGE_PATH"]), looping)
+    # once at the first-run limit (the trace), then in later phases at 3 s (10 x ~0 s + 2 s, rounded up)
+    # or less (a mutant round's limit, relative to the unmutated run)
+    assert sorted(limits)[-1:] == [30.0] and len(limits) >= 2 and max(sorted(limits)[:-1]) <= 3.0, limits
+    # Measured: 36 s on a quiet machine with a 10 s first-run limit (now 30 s), 60-110 s with its 2 cores
+    # loaded 2-3 times over. The bound is loose so that load does not fail it; one phase at the old
+    # 300 s limit would.
+    assert elapsed < 270, f"the repair took {elapsed:.0f}s"
+
+
+def test_each_candidate_validation_says_so_on_the_spinner(monkeypatch):
+    from equisa_core.validation.candidates import PatchCandidate
+    from tasks.progress_events import Stage, listening
+
+    seen: list[object] = []
+    judged: list[str] = []
+    monkeypatch.setattr(repair_flow, "check_candidate", lambda candidate, ctx: judged.append(candidate.id))
+    candidate = PatchCandidate(id="mutation-total-m1", generator="mutation",
+                               description="total.total: `!=` -> `>`", files={})
+    with listening(seen.append):
+        repair_flow._validating(candidate, None)
+    assert seen == [Stage(text="validating mutation-total-m1 (total.total: `!=` -> `>`)")]
+    assert judged == ["mutation-total-m1"]

@@ -59,6 +59,24 @@ def test_the_command_line_wins_over_the_environment_over_the_table_over_the_defa
     assert args.inspection_batch == default_of(LocalizationOptions, "inspection_batch")  # set by none
 
 
+def test_the_per_test_limit_is_auto_or_seconds_wherever_it_is_set(
+        tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch) -> None:
+    assert _options(["trace", str(tmp_path)]).test_timeout == "auto"  # the default
+    auto = _repository(tmp_path / "auto", 'test_timeout_s = "auto"\n')
+    seconds = _repository(tmp_path / "seconds", "test_timeout_s = 4\n")
+    assert _options(["trace", str(auto)]).test_timeout == "auto"
+    assert _options(["trace", str(seconds)]).test_timeout == 4
+    assert _options(["trace", str(seconds), "--test-timeout", "auto"]).test_timeout == "auto"
+    no_equisa_variables.setenv("EQUISA_TEST_TIMEOUT_S", "auto")
+    assert _options(["trace", str(seconds)]).test_timeout == "auto"
+    no_equisa_variables.setenv("EQUISA_TEST_TIMEOUT_S", "7")
+    assert _options(["trace", str(auto)]).test_timeout == 7
+    assert _options(["trace", str(auto), "--test-timeout", "2.5"]).test_timeout == 2.5
+    for bad in ("soon", "0", "-1"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["trace", str(auto), "--test-timeout", bad])
+
+
 def test_an_option_written_with_its_default_value_still_wins(tmp_path: Path,
                                                              no_equisa_variables: pytest.MonkeyPatch) -> None:
     repo = _repository(tmp_path / "repo", 'sandbox = "none"\n')

@@ -229,6 +229,26 @@ def test_a_swallowed_timeout_is_ended_by_the_watchdog_and_the_rest_run(python):
     assert report.mutants["fix-add"].status == "ran" and report.resumes == 1
 
 
+def test_each_tests_own_limit_stops_it_unmutated_and_arms_the_watchdog(python):
+    loops = "tests/test_loops.py::test_loops_unless_add_is_fixed"
+    overlay = {"tests/test_loops.py": (
+        "from calc.core import add\n\n\ndef test_loops_unless_add_is_fixed():\n"
+        "    while add(2, 3) != 5:\n        pass\n")}
+    swallow = mutant("swallow", "add", (
+        "def add(a, b):\n    while True:\n        try:\n            while True:\n                pass\n"
+        "        except BaseException:\n            pass\n"))
+    limits = SandboxLimits(test_timeout_s=None, wall_clock_s=60.0, per_test={loops: 1.0})
+    request = mutant_request(python, (FIX_ADD, swallow), overlay=overlay, tests=("tests/test_loops.py",),
+                             limits=limits)
+    report = execute_mutants(LocalSandbox(), request)
+    # unmutated, the test loops: stopped at its own limit (no per-test timeout for the others)
+    assert report.original[loops] is FAILED
+    assert "ran longer than 1s" in report.original_failures[loops]
+    assert report.mutants["fix-add"].outcomes == {loops: PASSED}
+    # the watchdog follows the longest limit: a mutant swallowing TestTimeout is still ended
+    assert "the probe ended the process" in (report.mutants["swallow"].reason or "")
+
+
 def test_the_wall_clock_ends_a_mutant_and_the_rest_resume(python):
     request = mutant_request(python, (LOOP, FIX_ADD), only=(T + "test_add",),
                              limits=SandboxLimits(test_timeout_s=None, wall_clock_s=6.0))

@@ -13,7 +13,7 @@ import pytest
 from equisa_core.common.models import SuiteTrace, TestOutcome
 from equisa_core.common.source_edit import function_source
 from tasks.run_tests import execute_request
-from tasks.sandbox import RunRequest
+from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.sandbox_local import LocalSandbox
 from tests.conftest import FIXTURES, venv_with_pytest
 
@@ -215,6 +215,36 @@ def test_instrumentation_sees_modules_a_root_conftest_imports(minor):
     assert trace.backend == "instrument"
     [result] = trace.tests
     assert MOD + "square" in result.covered
+
+
+#: Two tests that loop forever: one with a limit of its own, one without.
+LOOPING = {
+    "conftest.py": "",
+    "tests/test_loops.py": ("import time\n\n\n"
+                            "def test_own_limit():\n    while True:\n        time.sleep(0.01)\n\n\n"
+                            "def test_common_limit():\n    while True:\n        time.sleep(0.01)\n\n\n"
+                            "def test_quick():\n    assert True\n"),
+}
+
+
+@pytest.mark.parametrize("minor", ["3.8", "3.12"])
+def test_a_test_with_its_own_limit_is_stopped_there_the_others_at_the_common_one(minor, tmp_path):
+    for name, text in LOOPING.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    own = "tests/test_loops.py::test_own_limit"
+    limits = SandboxLimits(wall_clock_s=120, test_timeout_s=3.0, per_test={own: 1.0})
+    python = venv_with_pytest(minor)
+    request = RunRequest(workspace=tmp_path, workspace_digest="test", interpreter=str(python), limits=limits,
+                         trace=False)
+    by_id = {t.test_id.split("::")[-1]: t for t in execute_request(LocalSandbox(), request).tests}
+    for name in ("test_own_limit", "test_common_limit"):
+        assert by_id[name].outcome is TestOutcome.FAILED
+        assert by_id[name].exception_type == "equisa_probe.TestTimeout"
+    assert "longer than 1s" in (by_id["test_own_limit"].message or "")
+    assert "longer than 3s" in (by_id["test_common_limit"].message or "")
+    assert by_id["test_common_limit"].duration > 2.5 > by_id["test_own_limit"].duration > 0.5
+    assert by_id["test_quick"].outcome is TestOutcome.PASSED
 
 
 #: A class body that runs during a test (a module imported inside the test, a class defined in a

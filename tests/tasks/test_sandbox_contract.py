@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from equisa_core.errors import InvalidSelectionError
@@ -33,6 +35,7 @@ def test_cache_key_changes_with_everything_the_result_depends_on():
         request(env={"X": "1"}).cache_key("local", "3.11.7"),
         request(trace=False).cache_key("local", "3.11.7"),
         request(limits=SandboxLimits(test_timeout_s=5)).cache_key("local", "3.11.7"),
+        request(limits=SandboxLimits(per_test={"t": 3.0})).cache_key("local", "3.11.7"),
         request().cache_key("docker", "3.11.7"),
         request().cache_key("local", "3.12.1"),
     ]
@@ -75,8 +78,23 @@ def test_probe_arguments_carry_selection_shard_and_timeout():
     assert "--equisa-select=/o/select.txt" in args
     assert "--equisa-shard=1/3" in args
     assert "--equisa-trace=0" in args
-    assert "--equisa-test-timeout=300" in args
+    assert "--equisa-test-timeout=10" in args  # --test-timeout auto: a test with no duration yet
+    assert not any(a.startswith("--equisa-test-limits") for a in args)
     assert args[-1] == "tests"
+
+
+def test_each_tests_own_limit_goes_to_a_file_the_probe_reads_and_into_the_key(tmp_path):
+    limits = SandboxLimits(test_timeout_s=10, per_test={"t1": 3.0, "t2": 5.0, "elsewhere": 60.0})
+    focused = request(only=("t1", "t2"), limits=limits)
+    assert "--equisa-test-limits=/o/test_limits.json" in probe_arguments(focused, "/r", "/o")
+    prepare_run_folder(focused, tmp_path)
+    assert json.loads((tmp_path / "out" / "test_limits.json").read_text()) == {"t1": 3.0, "t2": 5.0}
+    # Only the limits of the tests a run keeps are part of its key.
+    other = limits.model_copy(update={"per_test": {"t1": 3.0, "t2": 5.0, "elsewhere": 20.0}})
+    key = focused.cache_key("local", "3")
+    assert request(only=("t1", "t2"), limits=other).cache_key("local", "3") == key
+    changed = limits.model_copy(update={"per_test": {"t1": 4.0, "t2": 5.0}})
+    assert request(only=("t1", "t2"), limits=changed).cache_key("local", "3") != key
 
 
 def test_cap_text_keeps_the_tail():

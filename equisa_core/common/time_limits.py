@@ -1,0 +1,95 @@
+"""Each test's time limit from its own duration (``--test-timeout auto``). Pure.
+
+A test may run ``factor`` times its duration in the first run, plus ``slack_s``, never more than
+``cap_s`` (``limit_for``). A test that timed out in the first run has no duration of its own: it
+gets ``factor`` times the median passing test's, plus ``slack_s`` (a test that loops on the buggy
+code costs seconds in every later run, not its first-run limit again). The first run itself takes
+the durations the history recorded (``limits_from_history``), and ``FIRST_RUN_TIMEOUT_S`` for a test
+with none; a test made during the run (generated, carved) gets ``NEW_TEST_TIMEOUT_S``. Limits are
+rounded up to whole seconds (to 5 s above 10 s): a run's cache key holds them, and the same test
+measured a little slower must not make another key.
+
+The defaults live with the option, in ``equisa_core.common.options``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from equisa_core.common.models import TestOutcome, TestResult
+from equisa_core.common.options import (
+    FIRST_RUN_TIMEOUT_S,
+    TIMEOUT_CAP_S,
+    TIMEOUT_FACTOR,
+    TIMEOUT_SLACK_S,
+    PerTestLimit,
+)
+
+__all__ = ["TIMED_OUT", "limit_for", "limits_from_run", "limits_from_history", "timed_out",
+           "uniform_limit", "stopped_note"]
+
+#: The exception type the probe fails a test with when it outlives its limit.
+TIMED_OUT = "equisa_probe.TestTimeout"
+
+
+def limit_for(duration_s: float, factor: float = TIMEOUT_FACTOR, slack_s: float = TIMEOUT_SLACK_S,
+              cap_s: float = TIMEOUT_CAP_S) -> float:
+    """A test's limit: ``factor`` x ``duration_s`` + ``slack_s``, rounded up, at most ``cap_s``."""
+    return min(cap_s, _rounded_up(factor * max(duration_s, 0.0) + slack_s))
+
+
+def _rounded_up(seconds: float) -> float:
+    """``seconds`` rounded up to a whole second, or to 5 s above 10 s."""
+    if seconds <= 10.0:
+        return float(math.ceil(seconds))
+    return 5.0 * math.ceil(seconds / 5.0)
+
+
+def timed_out(result: TestResult) -> bool:
+    """Whether ``result`` is a test the probe stopped at its time limit."""
+    return result.outcome is not TestOutcome.PASSED and result.exception_type == TIMED_OUT
+
+
+def limits_from_run(results: Iterable[TestResult], factor: float = TIMEOUT_FACTOR,
+                    slack_s: float = TIMEOUT_SLACK_S, cap_s: float = TIMEOUT_CAP_S) -> dict[str, float]:
+    """Test id -> its limit from its duration in ``results`` (a first run); a test that timed out
+    there gets ``factor`` x the median passing duration + ``slack_s`` (0 s when none passed)."""
+    ran = list(results)
+    passing = sorted(r.duration for r in ran if r.outcome is TestOutcome.PASSED)
+    typical = _median(passing)
+    return {r.test_id: limit_for(typical if timed_out(r) else r.duration, factor, slack_s, cap_s)
+            for r in ran}
+
+
+def limits_from_history(durations: Mapping[str, float], factor: float = TIMEOUT_FACTOR,
+                        slack_s: float = TIMEOUT_SLACK_S, cap_s: float = TIMEOUT_CAP_S) -> dict[str, float]:
+    """Test id -> its first-run limit from the duration the history recorded for it."""
+    return {test: limit_for(duration, factor, slack_s, cap_s) for test, duration in durations.items()}
+
+
+def uniform_limit(option: PerTestLimit) -> float | None:
+    """The limit of a test with no limit of its own: the option's seconds, or under ``auto``
+    ``FIRST_RUN_TIMEOUT_S`` (its duration is not known yet)."""
+    if isinstance(option, str):  # the one string it may be: AUTO_TIMEOUT
+        return FIRST_RUN_TIMEOUT_S
+    return option
+
+
+def _median(values: Sequence[float]) -> float:
+    return values[len(values) // 2] if values else 0.0
+
+
+def stopped_note(results: Iterable[TestResult], limits: Mapping[str, float], default: float | None,
+                 ) -> str | None:
+    """What to tell the user when the first run stopped tests at their automatic limits: which ones,
+    at what limit, and how to give a test that is slow by nature more time; None when none was."""
+    stopped = sorted(r.test_id for r in results if timed_out(r))
+    if not stopped:
+        return None
+    shown = ", ".join(f"{t} ({limits.get(t, default or 0.0):g}s)" for t in stopped[:5])
+    more = f" and {len(stopped) - 5} more" if len(stopped) > 5 else ""
+    return (f"stopped at their automatic time limit (--test-timeout auto: {FIRST_RUN_TIMEOUT_S:g}s for a "
+            f"test the history has no duration for, else {TIMEOUT_FACTOR:g}x that duration + "
+            f"{TIMEOUT_SLACK_S:g}s): {shown}{more}; they count as failing. If a test is slow by nature "
+            f"rather than looping, give every test more time with --test-timeout SECONDS")

@@ -16,6 +16,10 @@ the workspace copy (never the user's tree). A candidate is accepted (``SOUND``) 
    - ``carved tests``: tests carved from passing executions of the target (recorded on the original
      code, so they hold the behaviour the suite already accepted; testgen tests' executions are not
      carved) still pass with the patch;
+   - ``differential inputs``: the target's calls recorded in the visible tests and their neighbours
+     (a number one step off, a list with an element dropped, ...) give the same results with the
+     patch as without it wherever they came from a passing test's call: the original passes those
+     tests, so near their calls it is the oracle (``equisa_core.validation.differential``);
    - ``novel-input tests`` (LLM mode): tests of the failing tests' behaviour with different inputs,
      made by the test-generation agent (``flows.testgen.generate_tests``, LLM mode, focused on the
      target, the failing tests' sources given as the specification: the model is the oracle), pass
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 from equisa_core.validation import checks, machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
+from tasks.differential_check import differential_baseline, differential_verdict
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun, focused_request
 from tasks.progress_events import not_listening
@@ -87,6 +92,10 @@ def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationC
             module = carved_check_module(step.target, ctx)
             tests = None if module is None else run_module(ctx, candidate, CARVED_CHECK_PATH, module)
             return checks.CarvedTestsRan(tests=tests)
+        case checks.RunDifferential():
+            baseline = differential_baseline(step.target, ctx)
+            verdict = None if baseline is None else differential_verdict(candidate, baseline, ctx)
+            return checks.DifferentialRan(verdict=verdict)
         case checks.RunNovelTests():
             novel = novel_module(step.target, ctx, _generate_tests)
             module = novel.module

@@ -21,6 +21,7 @@ from equisa_core.errors import EquisaError
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
 from equisa_core.validation.candidates import PatchCandidate
+from equisa_core.validation.differential import DifferentialBaseline
 from equisa_core.validation.generated_tests import is_testgen_test
 from tasks.discovery_suite import DiscoveryResult
 from tasks.inspection import qualname_of
@@ -52,6 +53,8 @@ class ValidationContext(BaseModel):
     llm_config: object | None = None
     carved: dict[str, str | None] = Field(default_factory=dict, description="Target -> carved module.")
     novel: dict[str, str | None] = Field(default_factory=dict, description="Target -> model's test module.")
+    differential: dict[str, DifferentialBaseline | None] = Field(
+        default_factory=dict, description="Target -> its differential baseline, or None when it has none.")
 
     @property
     def failing(self) -> set[str]:

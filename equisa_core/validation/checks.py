@@ -8,7 +8,9 @@ A candidate is accepted (``SOUND``) only when, in this order:
    assert the buggy behaviour, so they are only counted (``generated_tests.pinned_note``);
 3. the anti-overfitting checks pass (``OVERFITTING`` otherwise), one step each: the detectors on the
    target's original and patched source (``read-functions``), the tests carved from passing
-   executions of the target (``run-carved-tests``) and, in LLM mode, the model's novel-input tests
+   executions of the target (``run-carved-tests``), the differential test on inputs near the
+   suite's own calls (``run-differential``: no change of behaviour near a passing test's call,
+   ``equisa_core.validation.differential``) and, in LLM mode, the model's novel-input tests
    (``run-novel-tests``).
 
 The driver (``flows.validation``) runs each step in a sandbox and records what it observed. The
@@ -27,12 +29,14 @@ from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import TestOutcome, TestResult
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.validation.differential import DifferentialVerdict
 from equisa_core.validation.generated_tests import is_testgen_test, pinned_note, split_testgen_tests
 from equisa_core.validation.overfitting import overfitting_findings
 
 __all__ = [
     "CheckState", "CheckStep", "CheckObservation", "CheckVerdict", "RunSuite", "ReadFunctions",
-    "RunCarvedTests", "RunNovelTests", "SuiteRan", "FunctionsRead", "CarvedTestsRan", "NovelTestsRan",
+    "RunCarvedTests", "RunDifferential", "RunNovelTests", "SuiteRan", "FunctionsRead", "CarvedTestsRan",
+    "DifferentialRan", "NovelTestsRan",
     "start_checks", "next_steps", "record", "verdict",
 ]
 
@@ -59,6 +63,13 @@ class RunCarvedTests(Frozen):
     target: str
 
 
+class RunDifferential(Frozen):
+    """Run the target's differential inputs on the patched program, against the original's results."""
+
+    kind: Literal["run-differential"] = "run-differential"
+    target: str
+
+
 class RunNovelTests(Frozen):
     """Run the model's novel-input tests of ``target`` on the patched program."""
 
@@ -66,7 +77,8 @@ class RunNovelTests(Frozen):
     target: str
 
 
-CheckStep = Annotated[RunSuite | ReadFunctions | RunCarvedTests | RunNovelTests, Field(discriminator="kind")]
+CheckStep = Annotated[RunSuite | ReadFunctions | RunCarvedTests | RunDifferential | RunNovelTests,
+                      Field(discriminator="kind")]
 
 
 class SuiteRan(Frozen):
@@ -101,7 +113,14 @@ class NovelTestsRan(Frozen):
     problems: tuple[str, ...] = ()
 
 
-CheckObservation = Annotated[SuiteRan | FunctionsRead | CarvedTestsRan | NovelTestsRan,
+class DifferentialRan(Frozen):
+    """The differential test's verdict; None when the target has no inputs for it."""
+
+    kind: Literal["differential-ran"] = "differential-ran"
+    verdict: DifferentialVerdict | None = None
+
+
+CheckObservation = Annotated[SuiteRan | FunctionsRead | CarvedTestsRan | DifferentialRan | NovelTestsRan,
                              Field(discriminator="kind")]
 
 
@@ -127,6 +146,7 @@ class CheckState(Frozen):
     functions_read: bool = False
     single_function: bool = False
     carved_done: bool = False
+    differential_done: bool = False
     novel_done: bool = False
     problems: tuple[str, ...] = ()
     ledger: CostLedger = Field(default_factory=CostLedger, description="The model calls the checks made.")
@@ -159,6 +179,8 @@ def next_steps(state: CheckState) -> list[CheckStep]:
         return [ReadFunctions(target=state.target)]
     if not state.carved_done and state.target:
         return [RunCarvedTests(target=state.target)]
+    if not state.differential_done and state.single_function and state.target:
+        return [RunDifferential(target=state.target)]
     if not state.novel_done and state.llm and state.single_function and state.target:
         return [RunNovelTests(target=state.target)]
     return []
@@ -175,6 +197,8 @@ def record(state: CheckState, observation: CheckObservation) -> CheckState:
             state = _functions_read(state, observation)
         case CarvedTestsRan():
             state = _carved_ran(state, observation.tests)
+        case DifferentialRan():
+            state = _differential_ran(state, observation.verdict)
         case NovelTestsRan():
             state = _novel_ran(_spent(state, observation), observation.tests)
     return _judged(state)
@@ -253,6 +277,20 @@ def _carved_ran(state: CheckState, tests: Sequence[TestResult] | None) -> CheckS
     return state.model_copy(update={"carved_done": True, "checks": checks, "reasons": reasons})
 
 
+def _differential_ran(state: CheckState, verdict: DifferentialVerdict | None) -> CheckState:
+    checks = dict(state.checks)
+    reasons = state.reasons
+    if verdict is None:
+        checks["differential inputs"] = ("not applicable: no call of the function with literal arguments "
+                                         "was recorded, or it is a method")
+    elif verdict.passed:
+        checks["differential inputs"] = f"passed ({verdict.reason()})"
+    else:
+        checks["differential inputs"] = verdict.reason()
+        reasons = (*reasons, verdict.reason())
+    return state.model_copy(update={"differential_done": True, "checks": checks, "reasons": reasons})
+
+
 def _novel_ran(state: CheckState, tests: Sequence[TestResult] | None) -> CheckState:
     checks = dict(state.checks)
     reasons, problems = state.reasons, state.problems
@@ -283,6 +321,7 @@ def _judged(state: CheckState) -> CheckState:
         return state
     checks = dict(state.checks)
     checks.setdefault("carved tests", "not applicable: no recorded passing execution could be carved")
+    checks.setdefault("differential inputs", "not applicable: the patch names no single function")
     if not state.llm:
         checks.setdefault("novel-input tests", "not run: deterministic mode")
     checks.setdefault("novel-input tests", "not applicable: the patch names no single function")

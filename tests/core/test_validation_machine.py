@@ -16,6 +16,7 @@ from equisa_core.common.loop import replay
 from equisa_core.common.models import TestOutcome, TestResult
 from equisa_core.validation import checks, machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.validation.differential import DifferentialVerdict, FarChange, Observed
 
 TESTGEN_TEST = "tests/equisa_generated/test_testgen_a.py::test_t"
 TESTS = [f"tests/test_m.py::test_{i}" for i in range(6)] + [TESTGEN_TEST]
@@ -88,6 +89,12 @@ def check_observation(step: checks.CheckStep, ids: list[str]) -> st.SearchStrate
                     if optional else checks.FunctionsRead()
             case checks.RunCarvedTests():
                 return checks.CarvedTestsRan(tests=results(draw, module) if optional else None)
+            case checks.RunDifferential():
+                if not optional:
+                    return checks.DifferentialRan(verdict=None)
+                far = tuple(FarChange(call=f"f({i})", original=Observed(result="1"),
+                                      patched=Observed(result="2")) for i in range(draw(st.integers(0, 2))))
+                return checks.DifferentialRan(verdict=DifferentialVerdict(compared=5, far_changes=far))
             case checks.RunNovelTests():
                 return checks.NovelTestsRan(tests=results(draw, module) if optional else None,
                                             calls=model_calls(draw, "novel"),
@@ -135,6 +142,7 @@ def test_a_candidate_is_accepted_only_after_every_check_passed(run):
     assert got["compiles"] == got["failing tests pass"] == got["no regressions"] == "passed"
     assert got["overfitting detectors"] in ("passed", "not applicable: the patch names no single function")
     assert got["carved tests"].startswith(("passed", "not applicable"))
+    assert got["differential inputs"].startswith(("passed", "not applicable"))
     assert got["novel-input tests"].startswith(("passed", "not run", "not applicable"))
 
 

@@ -78,7 +78,7 @@ def test_probe_arguments_carry_selection_shard_and_timeout():
     assert "--equisa-select=/o/select.txt" in args
     assert "--equisa-shard=1/3" in args
     assert "--equisa-trace=0" in args
-    assert "--equisa-test-timeout=10" in args  # --test-timeout auto: a test with no duration yet
+    assert "--equisa-test-timeout=30" in args  # --test-timeout auto: a test with no duration yet (first run)
     assert not any(a.startswith("--equisa-test-limits") for a in args)
     assert args[-1] == "tests"
 

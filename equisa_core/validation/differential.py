@@ -1,0 +1,239 @@
+"""The overfitting guard's differential test: a candidate against the original on inputs near the
+suite's own calls. Pure.
+
+A candidate that passes the visible tests may still be wrong where no test looks. The guard asks
+how it behaves next to what the tests exercise. It takes the target's calls recorded in the
+visible tests (``RecordedCall``: literal arguments only) and their neighbours
+(``neighbour_values``: a number one step off or 0; a sequence with an element dropped, repeated,
+swapped or sorted, reversed, or empty; a string shortened or empty; a boolean flipped), and runs each
+input on the original and on the candidate (``driver_module``: one test per call, the call guarded
+by ``try/except``, its result recorded by the probe).
+
+Each input carries the origin of the call it came from. The original program passes the tests
+that made the *passing* calls, so near them it is the best oracle there is: a candidate that
+changes a result there changes behaviour away from the failure (``far_changes``), which is what an
+overfitting patch does (a special case, a condition widened past the failing inputs). Near the
+*failing* calls the candidate is expected to differ, and it is not judged there. An input made
+from both kinds of call takes the strongest origin (``differential_inputs``): an exact call before
+a neighbour, a failing call before a passing one. The verdict (``judge``) lists the far changes;
+``flows.validation`` rejects a candidate with any as ``OVERFITTING``, with the first of them as
+the reason, so the search goes on to its next candidate.
+
+Inputs are capped (``MAX_INPUTS``, ``MAX_NEIGHBOURS_PER_CALL``) and deterministic. Results are
+compared by their literal (or, without one, their repr) and exceptions by type; an input on which
+either version timed out or recorded nothing is left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from equisa_core.common.models import RecordedCall
+
+__all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "DifferentialInput", "Observed", "FarChange",
+           "DifferentialVerdict", "DifferentialBaseline", "neighbour_values", "differential_inputs",
+           "driver_module", "observed_of", "judge"]
+
+#: At most this many inputs per target (the exact calls first, then their neighbours).
+MAX_INPUTS = 120
+#: At most this many neighbours of one recorded call.
+MAX_NEIGHBOURS_PER_CALL = 12
+#: Literals longer than this are not perturbed (their neighbours would make long tests).
+_MAX_LITERAL_CHARS = 400
+_DRIVER_PREFIX = "test_equisa_differential_"
+
+Origin = Literal["passing", "failing"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DifferentialInput(_Model):
+    """One call to make: its driver test's name, where it came from and its text."""
+
+    name: str
+    origin: Origin
+    call: str
+
+
+class Observed(_Model):
+    """What one call did: the result's literal (or repr), or the exception's type."""
+
+    result: str | None = None
+    raised: str | None = None
+
+
+class DifferentialBaseline(_Model):
+    """The inputs of one target, their driver module and what the original did with each."""
+
+    target: str
+    inputs: tuple[DifferentialInput, ...]
+    module: str
+    per_test_s: float
+    original: dict[str, Observed]
+
+
+class FarChange(_Model):
+    """An input near a passing call on which the candidate behaves differently from the original."""
+
+    call: str
+    original: Observed
+    patched: Observed
+
+
+class DifferentialVerdict(_Model):
+    """The guard's findings on one candidate."""
+
+    compared: int
+    far_changes: tuple[FarChange, ...] = ()
+    near_changes: int = 0
+
+    @property
+    def passed(self) -> bool:
+        """No change of behaviour away from the failure."""
+        return not self.far_changes
+
+    def reason(self) -> str:
+        """One line for the report."""
+        if self.passed:
+            return f"same as the original on {self.compared - self.near_changes} input(s) near passing calls"
+        first = self.far_changes[0]
+        return (f"changes behaviour away from the failure on {len(self.far_changes)} of {self.compared} "
+                f"input(s) near passing tests' calls, e.g. {first.call}: {_shown(first.original)} "
+                f"before, {_shown(first.patched)} now")
+
+
+def _shown(observed: Observed) -> str:
+    if observed.raised is not None:
+        return f"raised {observed.raised.rsplit('.', 1)[-1]}"
+    return f"returned {observed.result}"
+
+
+def neighbour_values(value: object) -> list[object]:
+    """Values next to ``value``: see the module docstring. Deterministic, without ``value`` itself."""
+    out: list[object] = []
+    if isinstance(value, bool):
+        out = [not value]
+    elif isinstance(value, int):
+        out = [value - 1, value + 1, 0, -value]
+    elif isinstance(value, float):
+        out = [value - 1.0, value + 1.0, 0.0]
+    elif isinstance(value, str):
+        out = [value[1:], value[:-1], "", value + value[-1:]]
+    elif isinstance(value, list | tuple):
+        out = list(_sequence_neighbours(list(value), type(value)))
+    seen: list[object] = []
+    for item in out:
+        if item != value and not any(type(item) is type(s) and item == s for s in seen):
+            seen.append(item)
+    return seen
+
+
+def _sequence_neighbours(items: list[Any], kind: type) -> Iterator[object]:
+    def made(new: list[Any]) -> object:
+        return kind(new) if kind is tuple else new
+
+    if items:
+        yield made(items[1:])
+        yield made(items[:-1])
+        yield made([*items, items[-1]])
+        yield made(items[::-1])
+        if len(items) > 2:
+            yield made([items[1], items[0], *items[2:]])
+        try:
+            yield made(sorted(items))
+        except TypeError:  # mixed types that do not compare: no sorted neighbour
+            pass
+    yield made([])
+
+
+def _call_text(function: str, args: Sequence[object]) -> str:
+    return f"{function}({', '.join(repr(a) for a in args)})"
+
+
+def _literal_args(call: RecordedCall, parameters: Sequence[str]) -> list[object] | None:
+    """The call's positional arguments as values, when every one is a literal."""
+    if list(call.args) != list(parameters):
+        return None
+    values = []
+    for name in parameters:
+        text = call.args[name].literal
+        if text is None or len(text) > _MAX_LITERAL_CHARS:
+            return None
+        try:
+            values.append(ast.literal_eval(text))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+    return values
+
+
+def differential_inputs(function: str, parameters: Sequence[str],
+                        calls: Sequence[tuple[Origin, RecordedCall]]) -> list[DifferentialInput]:
+    """The exact calls of ``function`` (a module-level function called by its name) and their
+    neighbours, one argument varied at a time, the failing calls' first, at most ``MAX_INPUTS``.
+
+    An input made more than once takes the strongest origin: an exact failing call, then an exact
+    passing call (the original passes that test there), then a failing call's neighbour, then a
+    passing call's neighbour."""
+    strength: dict[str, int] = {}
+    order: list[str] = []
+    for origin, call in sorted(calls, key=lambda c: c[0] != "failing"):
+        args = _literal_args(call, parameters)
+        if args is None:
+            continue
+        texts = [_call_text(function, args)]
+        for index, value in enumerate(args):
+            for neighbour in neighbour_values(value):
+                texts.append(_call_text(function, [*args[:index], neighbour, *args[index + 1:]]))
+        for position, text in enumerate(texts[:1 + MAX_NEIGHBOURS_PER_CALL]):
+            rank = (2 if position == 0 else 0) + (1 if origin == "failing" else 0)
+            if text not in strength:
+                order.append(text)
+            strength[text] = max(strength.get(text, -1), rank)
+    return [DifferentialInput(name=f"{_DRIVER_PREFIX}{i}", origin="failing" if strength[t] % 2 else "passing",
+                              call=t)
+            for i, t in enumerate(order[:MAX_INPUTS])]
+
+
+def driver_module(module: str, function: str, inputs: Sequence[DifferentialInput]) -> str:
+    """A pytest module with one driver test per input: the call, guarded by ``try/except``."""
+    tests = [f"def {i.name}():\n    try:\n        {i.call}\n    except Exception:\n        pass\n"
+             for i in inputs]
+    return f"from {module} import {function}\n\n\n" + "\n\n".join(tests)
+
+
+def observed_of(calls_by_test: Mapping[str, Sequence[RecordedCall]]) -> dict[str, Observed]:
+    """Driver test name -> what its (first) recorded call did; tests that recorded none, or a call
+    with neither a result nor an exception (stopped at its time limit), are left out."""
+    observed = {}
+    for test, calls in calls_by_test.items():
+        call = calls[0] if calls else None
+        if call is None or (call.result is None and call.raised is None):
+            continue  # no call, or one stopped at its time limit (the driver's ``except`` caught it)
+        result = None if call.result is None else (call.result.literal or call.result.repr)
+        observed[test] = Observed(result=result, raised=call.raised)
+    return observed
+
+
+def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
+          patched: Mapping[str, Observed]) -> DifferentialVerdict:
+    """The far changes of a candidate: inputs near passing calls where it differs from the original."""
+    far: list[FarChange] = []
+    near = compared = 0
+    for item in inputs:
+        before, after = original.get(item.name), patched.get(item.name)
+        if before is None or after is None:
+            continue
+        compared += 1
+        if before == after:
+            continue
+        if item.origin == "failing":
+            near += 1
+        else:
+            far.append(FarChange(call=item.call, original=before, patched=after))
+    return DifferentialVerdict(compared=compared, far_changes=tuple(far), near_changes=near)

@@ -1,0 +1,114 @@
+"""The overfitting guard's differential test (``equisa_core.validation.differential``)."""
+
+from __future__ import annotations
+
+import ast
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from equisa_core.common.models import EncodedValue, RecordedCall
+from equisa_core.validation.differential import (
+    MAX_INPUTS,
+    MAX_NEIGHBOURS_PER_CALL,
+    Observed,
+    differential_inputs,
+    driver_module,
+    judge,
+    neighbour_values,
+    observed_of,
+)
+
+
+def call(fqn: str, result: str | None = None, raised: str | None = None, **args: str) -> RecordedCall:
+    def encoded(text: str) -> EncodedValue:
+        return EncodedValue(type="builtins.object", literal=text)
+
+    return RecordedCall(fqn=fqn, args={k: encoded(v) for k, v in args.items()},
+                        result=None if result is None else encoded(result), raised=raised)
+
+
+def test_neighbours_of_numbers_sequences_strings_and_booleans():
+    assert neighbour_values(3) == [2, 4, 0, -3]
+    assert neighbour_values(True) == [False]
+    assert neighbour_values("ab") == ["b", "a", "", "abb"]
+    assert neighbour_values([3, 1, 2]) == [[1, 2], [3, 1], [3, 1, 2, 2], [2, 1, 3], [1, 3, 2], [1, 2, 3], []]
+    assert neighbour_values((1,)) == [(), (1, 1)]
+    assert neighbour_values([1, "a"]) == [["a"], [1], [1, "a", "a"], ["a", 1], []]  # no sorted: mixed types
+
+
+@given(st.recursive(st.integers() | st.text(max_size=5) | st.booleans(),
+                    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner), max_leaves=8))
+def test_a_neighbour_is_never_the_value_itself_and_never_repeats(value: object) -> None:
+    found = neighbour_values(value)
+    assert all(not (type(n) is type(value) and n == value) for n in found)
+    assert len({repr(n) for n in found}) == len(found)
+
+
+def test_inputs_are_the_calls_and_their_neighbours_failing_ones_first_and_the_strongest_origin_wins():
+    calls = [("passing", call("m.search", x="1", seq="(1, 2)")),
+             ("failing", call("m.search", x="2", seq="(1, 2)"))]
+    inputs = differential_inputs("search", ["x", "seq"], calls)
+    assert inputs[0].call == "search(2, (1, 2))" and inputs[0].origin == "failing"
+    by_call = {i.call: i.origin for i in inputs}
+    # an exact passing call stays passing, though it is also the failing call's neighbour (x - 1)
+    assert by_call["search(1, (1, 2))"] == "passing"
+    # the passing call's neighbour x + 1 is the exact failing call; x = 0 is both calls' neighbour
+    assert by_call["search(0, (1, 2))"] == "failing"
+    assert by_call["search(3, (1, 2))"] == "failing" and by_call["search(1, (2,))"] == "passing"
+    assert len({i.name for i in inputs}) == len(inputs)
+    for item in inputs:
+        ast.parse(item.call, mode="eval")
+
+
+def test_calls_without_literal_arguments_or_with_other_parameters_give_no_input():
+    no_literal = RecordedCall(fqn="m.f", args={"x": EncodedValue(type="m.Thing", repr="<Thing>")})
+    assert differential_inputs("f", ["x"], [("passing", no_literal)]) == []
+    assert differential_inputs("f", ["x", "y"], [("passing", call("m.f", x="1"))]) == []
+
+
+def test_inputs_are_capped_per_call_and_in_all():
+    calls = [("passing", call("m.f", xs=repr([i + 3, i, i + 2]), n=str(i + 7), s="'ab'")) for i in range(40)]
+    inputs = differential_inputs("f", ["xs", "n", "s"], calls)
+    assert len(inputs) == MAX_INPUTS
+    one = differential_inputs("f", ["xs", "n", "s"], calls[:1])  # 1 + 7 + 4 + 4 made
+    assert len(one) == 1 + MAX_NEIGHBOURS_PER_CALL
+
+
+def test_the_driver_module_makes_each_call_guarded():
+    inputs = differential_inputs("f", ["x"], [("passing", call("m.f", x="1"))])
+    module = driver_module("pkg.mod", "f", inputs)
+    tree = ast.parse(module)
+    assert module.startswith("from pkg.mod import f\n")
+    tests = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert [t.name for t in tests] == [i.name for i in inputs]
+    assert all(isinstance(t.body[0], ast.Try) for t in tests)
+
+
+def test_a_change_near_a_passing_call_is_far_and_near_a_failing_call_is_not():
+    calls = [("passing", call("m.f", x="5")), ("failing", call("m.f", x="-5"))]
+    inputs = differential_inputs("f", ["x"], calls)
+    names = {i.call: i.name for i in inputs}
+    original = {i.name: Observed(result="1") for i in inputs}
+    fixed = {**original, names["f(-5)"]: Observed(result="0"), names["f(-4)"]: Observed(result="0")}
+    verdict = judge(inputs, original, fixed)
+    assert verdict.passed and verdict.near_changes == 2 and verdict.compared == len(inputs)
+    overfit = {**fixed, names["f(6)"]: Observed(raised="builtins.ValueError")}
+    verdict = judge(inputs, original, overfit)
+    assert not verdict.passed
+    assert [c.call for c in verdict.far_changes] == ["f(6)"]
+    assert "f(6): returned 1 before, raised ValueError now" in verdict.reason()
+
+
+def test_inputs_without_a_record_in_either_run_are_not_compared():
+    inputs = differential_inputs("f", ["x"], [("passing", call("m.f", x="5"))])
+    original = {i.name: Observed(result="1") for i in inputs[1:]}
+    verdict = judge(inputs, original, {i.name: Observed(result="2") for i in inputs[:-1]})
+    assert verdict.compared == len(inputs) - 2 and len(verdict.far_changes) == verdict.compared
+
+
+def test_what_a_driver_test_observed_is_its_first_recorded_call():
+    observed = observed_of({"t1": [call("m.f", result="[1, 2]", x="1")], "t2": [],
+                            "t3": [call("m.f", raised="builtins.KeyError", x="2")],
+                            "t4": [call("m.f", x="3")]})  # stopped at its time limit: no result
+    assert observed == {"t1": Observed(result="[1, 2]"), "t3": Observed(raised="builtins.KeyError")}

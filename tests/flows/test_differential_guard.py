@@ -1,0 +1,80 @@
+"""The overfitting guard's differential test in Validation (``flows.validation``, step
+``run-differential``): real Discovery, real sandboxed runs, hand-written candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
+
+from equisa_core.common.source_edit import replace_function
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from flows.discovery import discovery
+from flows.validation import validate_candidate
+from tasks.discovery_suite import DiscoveryResult
+from tasks.parameters import DiscoveryParameters
+from tasks.validation_checks import ValidationContext, test_sources
+from tests.conftest import small_repo
+
+SHIPPING = '''def shipping(weight, express):
+    """5 for a parcel under 10 kg, 20 from 10 kg on; express doubles it."""
+    if weight > 10:  # bug: 10 kg is heavy too
+        cost = 20
+    else:
+        cost = 5
+    if express:
+        cost *= 2
+    return cost
+'''
+TESTS = '''from shipping import shipping
+
+
+def test_light():
+    assert shipping(3, False) == 5
+
+
+def test_heavy_express():
+    assert shipping(12, True) == 40
+
+
+def test_ten_kilograms_is_heavy():
+    assert shipping(10, False) == 20
+'''
+CORRECT = SHIPPING.replace("if weight > 10:  # bug: 10 kg is heavy too", "if weight >= 10:")
+# Passes the three tests, but makes every parcel over 3 kg heavy: shipping(4, False) becomes 20.
+OVERFIT = SHIPPING.replace("if weight > 10:  # bug: 10 kg is heavy too", "if weight > 3:")
+
+
+@flow(name="differential-guard-check")
+def _validated(found: DiscoveryResult, sources: dict[str, str]) -> dict[str, PatchEvaluation]:
+    trace = found.trace
+    ctx = ValidationContext(found=found, nodes={n.fqn: n for n in trace.nodes},
+                            failing_sources=test_sources(found, sorted(trace.failed_tests())))
+    text = (found.prepared.workspace.root / "shipping.py").read_text(encoding="utf-8")
+    return {name: validate_candidate(PatchCandidate(
+        id=name, generator="mutation", target="shipping.shipping", description=name,
+        files={"shipping.py": replace_function(text, "shipping", source)}), ctx)
+        for name, source in sources.items()}
+
+
+def test_a_patch_that_changes_behaviour_near_a_passing_call_is_overfitting_and_the_correct_one_is_sound(
+        tmp_path: Path, prefect_api_url, monkeypatch):
+    for name, folder in (("EQUISA_WORKSPACES", "workspaces"), ("EQUISA_DB", "history.duckdb"),
+                         ("EQUISA_ARTIFACTS", "artifacts"), ("EQUISA_SPOOL", "spool")):
+        monkeypatch.setenv(name, str(tmp_path / folder))
+    repo = small_repo(tmp_path / "shop")
+    (repo / "shipping.py").write_text(SHIPPING)
+    (repo / "tests" / "test_shipping.py").write_text(TESTS)
+    with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
+        found = discovery(DiscoveryParameters(path=str(repo), llm=False, testgen=False))
+        verdicts = _validated(found, {"correct": CORRECT, "overfit": OVERFIT})
+    correct, overfit = verdicts["correct"], verdicts["overfit"]
+    assert correct.status is PatchStatus.SOUND, correct.detail
+    assert correct.checks["differential inputs"].startswith("passed (same as the original on "), \
+        correct.checks
+    assert overfit.checks["failing tests pass"] == overfit.checks["no regressions"] == "passed"
+    assert overfit.checks["carved tests"].startswith("passed"), overfit.checks  # the carved calls agree
+    assert overfit.status is PatchStatus.OVERFITTING, overfit.detail
+    assert "changes behaviour away from the failure" in overfit.detail
+    assert "shipping(4, False): returned 5 before, returned 20 now" in overfit.detail

@@ -12,7 +12,11 @@ with:
 - the enclosing class (the nearest one around the function, if any): its attributes (``self.x``
   assigned in any of its methods, names assigned in its body, properties) and its method names;
 - the function's own constants, by type as above;
-- how many positional arguments the module's functions and the class's methods take.
+- how many positional arguments the module's functions and the class's methods take;
+- the module's conditions (tests of ``if``/``while``/ternaries/comprehensions, comparisons and
+  boolean calls such as ``isinstance``) as text, and the exception types it raises;
+- optionally, recorded calls of the function from passing and from failing tests (the guards of
+  ``fix_conditions`` negate the invariants that the failing calls break).
 
 Docstrings, f-string parts and strings longer than ``MAX_STRING_LENGTH`` are not constants here.
 Everything comes out in a deterministic order. The module is only parsed, never run.
@@ -22,16 +26,33 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.models import RecordedCall
 from equisa_core.common.source_edit import find_function
 
-__all__ = ["MAX_STRING_LENGTH", "FixContext", "arity", "fix_context", "literal_constants", "literal_text"]
+__all__ = [
+    "BOOLEAN_CALLS",
+    "MAX_CONDITIONS",
+    "MAX_STRING_LENGTH",
+    "FixContext",
+    "arity",
+    "fix_context",
+    "is_condition",
+    "literal_constants",
+    "literal_text",
+    "raised_types",
+]
 
 #: Longer string literals are not offered as replacement constants.
 MAX_STRING_LENGTH = 40
+#: At most this many module conditions are kept, each at most this long.
+MAX_CONDITIONS = 200
+_MAX_CONDITION_LENGTH = 80
+#: Calls that return a bool: ``isinstance(x, T)`` is a condition.
+BOOLEAN_CALLS = frozenset({"isinstance", "issubclass", "callable", "hasattr", "all", "any", "bool"})
 _CONSTANT_TYPES = (int, float, str, bytes)
 _DefinitionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -64,6 +85,19 @@ class FixContext(BaseModel):
     method_arities: dict[str, tuple[int, int | None]] = Field(
         default_factory=dict,
         description="The class's methods -> positional arguments (the receiver not counted).",
+    )
+    module_conditions: tuple[str, ...] = Field(
+        (),
+        description="The module's conditions (tests, comparisons, boolean calls), unparsed, in order.",
+    )
+    raised_exceptions: tuple[str, ...] = Field(
+        (), description="Exception types the module raises (`raise T(...)`, `raise T`), in source order."
+    )
+    passing_calls: tuple[RecordedCall, ...] = Field(
+        (), description="Recorded calls of the function in passing tests, when known."
+    )
+    failing_calls: tuple[RecordedCall, ...] = Field(
+        (), description="Recorded calls of the function in failing tests, when known."
     )
 
     def global_names(self, *kinds: str) -> tuple[str, ...]:
@@ -252,8 +286,65 @@ def _method_arities(cls: ast.ClassDef) -> dict[str, tuple[int, int | None]]:
     }
 
 
-def fix_context(module_text: str, qualname: str) -> FixContext:
-    """The context of the function ``qualname`` in ``module_text`` (see the module docstring).
+def is_condition(node: ast.AST) -> bool:
+    """A comparison or a call of a boolean builtin (``isinstance(x, T)``)."""
+    if isinstance(node, ast.Compare):
+        return True
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in BOOLEAN_CALLS
+
+
+def _tests(tree: ast.AST) -> Iterator[ast.expr]:
+    """Conditions under ``tree`` in source order: the tests of if/while/ternaries/comprehensions,
+    comparisons and boolean calls."""
+    for node in _in_source_order(tree):
+        if isinstance(node, ast.If | ast.While | ast.IfExp):
+            yield node.test
+        elif isinstance(node, ast.comprehension):
+            yield from node.ifs
+        elif isinstance(node, ast.expr) and is_condition(node):
+            yield node
+
+
+def _module_conditions(tree: ast.Module) -> tuple[str, ...]:
+    texts: dict[str, None] = {}
+    for node in _tests(tree):
+        if isinstance(node, ast.Constant) or any(
+            isinstance(n, ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom | ast.Lambda)
+            for n in ast.walk(node)
+        ):
+            continue
+        text = ast.unparse(node)
+        if len(text) <= _MAX_CONDITION_LENGTH:
+            texts.setdefault(text, None)
+        if len(texts) >= MAX_CONDITIONS:
+            break
+    return tuple(texts)
+
+
+def raised_types(tree: ast.AST) -> tuple[str, ...]:
+    """The exception types raised under ``tree``: ``T`` of ``raise T(...)`` and of ``raise T`` when
+    ``T`` is capitalized (``raise error`` re-raises a variable), in source order."""
+    found: dict[str, None] = {}
+    for node in _in_source_order(tree):
+        if not isinstance(node, ast.Raise) or node.exc is None:
+            continue
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        name = exc.attr if isinstance(exc, ast.Attribute) else exc.id if isinstance(exc, ast.Name) else ""
+        called = isinstance(node.exc, ast.Call)
+        if isinstance(exc, ast.Name | ast.Attribute) and (called or name[:1].isupper()):
+            found.setdefault(ast.unparse(exc), None)
+    return tuple(found)
+
+
+def fix_context(
+    module_text: str,
+    qualname: str,
+    *,
+    passing_calls: Sequence[RecordedCall] = (),
+    failing_calls: Sequence[RecordedCall] = (),
+) -> FixContext:
+    """The context of the function ``qualname`` in ``module_text`` (see the module docstring);
+    ``passing_calls`` and ``failing_calls`` are its recorded calls in passing and failing tests.
 
     Raises FunctionNotFoundError when the module has no such function and SourceEditError when
     it does not parse."""
@@ -280,4 +371,8 @@ def fix_context(module_text: str, qualname: str) -> FixContext:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
         },
         method_arities=_method_arities(cls) if cls is not None else {},
+        module_conditions=_module_conditions(tree),
+        raised_exceptions=raised_types(tree),
+        passing_calls=tuple(passing_calls),
+        failing_calls=tuple(failing_calls),
     )

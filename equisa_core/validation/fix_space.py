@@ -29,13 +29,21 @@ generation use):
   name in scope or ``None``.
 - ``slice_edit``: a slice bound moved by one, dropped or added (``1`` as a start, ``-1`` as a
   stop), and ``[::-1]`` added to an iterated, returned, assigned or compared value, or removed.
+- ``condition_edit`` (in ``fix_conditions``): the test of an ``if``/``elif``/``while``/ternary or
+  comprehension ``if`` with a clause of its ``and``/``or`` dropped, negated, widened
+  (``c or e``) or narrowed (``c and e``, ``c and not e``) by a condition ``e`` in scope.
+- ``guard_insert`` (in ``fix_conditions``): ``if <cond>: return <e>`` / ``continue`` /
+  ``raise T(...)`` inserted before the body's first statement, a statement that reads a
+  parameter, or a loop body's first; ``<cond>`` tests a name for None or emptiness, or negates an
+  invariant of the passing calls that a failing call breaks (when the context carries calls).
 
 Order and caps. Candidates come by operator (the order of ``REPAIR_OPERATORS``), then by site in
 source order, then by rank within the site. At most ``MAX_PER_SITE[operator]`` verified
 candidates are kept per site (a name read, an attribute, an argument, a call, a literal, a
-return, a subscript); candidates whose AST equals an earlier one's are dropped. The result is
-deterministic. Each candidate is a ``Mutant`` with ``pattern`` (the operator) and ``site_line``
-(the file line of the edited statement) set.
+return, a subscript, a condition, the statement a guard goes before); candidates whose AST
+equals an earlier one's are dropped. The result is deterministic. Each candidate is a
+``Mutant`` with ``pattern`` (the operator) and ``site_line`` (the file line of the edited
+statement) set.
 """
 
 from __future__ import annotations
@@ -58,6 +66,7 @@ from equisa_core.validation.edits import (
     shift,
     with_field,
 )
+from equisa_core.validation.fix_conditions import condition_edit, guard_insert
 from equisa_core.validation.fix_context import FixContext, literal_text
 from equisa_core.validation.mutation import Mutant
 
@@ -71,6 +80,8 @@ REPAIR_OPERATORS: tuple[str, ...] = (
     "constant_replace",
     "return_replace",
     "slice_edit",
+    "condition_edit",
+    "guard_insert",
 )
 #: At most this many verified candidates per site, per operator.
 MAX_PER_SITE: dict[str, int] = {
@@ -80,6 +91,8 @@ MAX_PER_SITE: dict[str, int] = {
     "constant_replace": 8,
     "return_replace": 10,
     "slice_edit": 8,
+    "condition_edit": 12,
+    "guard_insert": 12,
 }
 #: Methods that are easily mistaken for one another.
 METHOD_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -499,6 +512,8 @@ _GENERATORS: dict[str, Callable[[FunctionModel, FixContext], Iterator[Proposal]]
     "constant_replace": _constant_replace,
     "return_replace": _return_replace,
     "slice_edit": _slice_edit,
+    "condition_edit": condition_edit,
+    "guard_insert": guard_insert,
 }
 
 

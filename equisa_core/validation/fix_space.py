@@ -36,6 +36,8 @@ generation use):
   ``raise T(...)`` inserted before the body's first statement, a statement that reads a
   parameter, or a loop body's first; ``<cond>`` tests a name for None or emptiness, or negates an
   invariant of the passing calls that a failing call breaks (when the context carries calls).
+- ``initialize_local`` (in ``fix_initialization``): ``name = 0`` / ``[]`` / ``''`` / ... inserted
+  for a local updated (``+=``, ``.append``, an item assigned) before it is ever bound.
 
 Order and caps. Candidates come by operator (the order of ``REPAIR_OPERATORS``), then by site in
 source order, then by rank within the site. At most ``MAX_PER_SITE[operator]`` verified
@@ -67,6 +69,7 @@ from equisa_core.validation.edits import (
     with_field,
 )
 from equisa_core.validation.fix_conditions import condition_edit, guard_insert
+from equisa_core.validation.fix_initialization import initialize_local
 from equisa_core.validation.fix_context import FixContext, literal_text
 from equisa_core.validation.mutation import Mutant
 
@@ -82,6 +85,7 @@ REPAIR_OPERATORS: tuple[str, ...] = (
     "slice_edit",
     "condition_edit",
     "guard_insert",
+    "initialize_local",
 )
 #: At most this many verified candidates per site, per operator.
 MAX_PER_SITE: dict[str, int] = {
@@ -93,6 +97,7 @@ MAX_PER_SITE: dict[str, int] = {
     "slice_edit": 8,
     "condition_edit": 12,
     "guard_insert": 12,
+    "initialize_local": 6,
 }
 #: Methods that are easily mistaken for one another.
 METHOD_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -514,6 +519,7 @@ _GENERATORS: dict[str, Callable[[FunctionModel, FixContext], Iterator[Proposal]]
     "slice_edit": _slice_edit,
     "condition_edit": condition_edit,
     "guard_insert": guard_insert,
+    "initialize_local": initialize_local,
 }
 
 

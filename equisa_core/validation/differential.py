@@ -11,8 +11,9 @@ by ``try/except``, its result recorded by the probe).
 
 Each input carries the origin of the call it came from. The original program passes the tests
 that made the *passing* calls, so near them it is the best oracle there is: a candidate that
-changes a result there changes behaviour away from the failure (``far_changes``), which is what an
-overfitting patch does (a special case, a condition widened past the failing inputs). Near the
+changes results there changes behaviour away from the failure (``far_changes``), which is what an
+overfitting patch does (a special case, a condition widened past the failing inputs); one such
+change, or up to a tenth of those inputs, is tolerated (``FAR_CHANGES_TOLERATED``). Near the
 *failing* calls the candidate is expected to differ, and it is not judged there. An input made
 from both kinds of call takes the strongest origin (``differential_inputs``): an exact call before
 a neighbour, a failing call before a passing one. The verdict (``judge``) lists the far changes;
@@ -34,12 +35,18 @@ from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import RecordedCall
 
-__all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "DifferentialInput", "Observed", "FarChange",
-           "DifferentialVerdict", "DifferentialBaseline", "neighbour_values", "differential_inputs",
-           "driver_module", "observed_of", "judge"]
+__all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED",
+           "DifferentialInput", "Observed", "FarChange", "DifferentialVerdict", "DifferentialBaseline",
+           "neighbour_values", "differential_inputs", "driver_module", "observed_of", "judge"]
 
 #: At most this many inputs per target (the exact calls first, then their neighbours).
 MAX_INPUTS = 120
+#: A candidate may change the result of this many inputs near passing calls, or of this share of
+#: them, and pass: a correct fix of a boundary bug changes isolated inputs there (``x <= e`` for
+#: ``x < e`` changes the one neighbour that equals an element), while an overfitting patch
+#: (a condition widened past the failure) changes a region.
+FAR_CHANGES_TOLERATED = 1
+FAR_SHARE_TOLERATED = 0.1
 #: At most this many neighbours of one recorded call.
 MAX_NEIGHBOURS_PER_CALL = 12
 #: Literals longer than this are not perturbed (their neighbours would make long tests).
@@ -95,13 +102,19 @@ class DifferentialVerdict(_Model):
 
     @property
     def passed(self) -> bool:
-        """No change of behaviour away from the failure."""
-        return not self.far_changes
+        """No more change of behaviour away from the failure than a boundary fix makes."""
+        far, near_passing = len(self.far_changes), self.compared - self.near_changes
+        return far <= FAR_CHANGES_TOLERATED or far <= FAR_SHARE_TOLERATED * near_passing
 
     def reason(self) -> str:
         """One line for the report."""
-        if self.passed:
+        if self.passed and not self.far_changes:
             return f"same as the original on {self.compared - self.near_changes} input(s) near passing calls"
+        if self.passed:
+            first = self.far_changes[0]
+            return (f"same as the original on {self.compared - self.near_changes - len(self.far_changes)} of "
+                    f"{self.compared - self.near_changes} input(s) near passing calls; tolerated: "
+                    f"{first.call}: {_shown(first.original)} before, {_shown(first.patched)} now")
         first = self.far_changes[0]
         return (f"changes behaviour away from the failure on {len(self.far_changes)} of {self.compared} "
                 f"input(s) near passing tests' calls, e.g. {first.call}: {_shown(first.original)} "

@@ -42,8 +42,9 @@ def test_ten_kilograms_is_heavy():
     assert shipping(10, False) == 20
 '''
 CORRECT = SHIPPING.replace("if weight > 10:  # bug: 10 kg is heavy too", "if weight >= 10:")
-# Passes the three tests, but makes every parcel over 3 kg heavy: shipping(4, False) becomes 20.
-OVERFIT = SHIPPING.replace("if weight > 10:  # bug: 10 kg is heavy too", "if weight > 3:")
+# Passes the three tests (the condition widened past the failure), but makes every express parcel
+# heavy: shipping(3, True) becomes 40, shipping(0, True) too.
+OVERFIT = SHIPPING.replace("if weight > 10:  # bug: 10 kg is heavy too", "if weight >= 10 or express:")
 
 
 @flow(name="differential-guard-check")
@@ -77,4 +78,4 @@ def test_a_patch_that_changes_behaviour_near_a_passing_call_is_overfitting_and_t
     assert overfit.checks["carved tests"].startswith("passed"), overfit.checks  # the carved calls agree
     assert overfit.status is PatchStatus.OVERFITTING, overfit.detail
     assert "changes behaviour away from the failure" in overfit.detail
-    assert "shipping(4, False): returned 5 before, returned 20 now" in overfit.detail
+    assert "shipping(3, True): returned 10 before, returned 40 now" in overfit.detail

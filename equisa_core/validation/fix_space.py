@@ -38,6 +38,9 @@ generation use):
   invariant of the passing calls that a failing call breaks (when the context carries calls).
 - ``initialize_local`` (in ``fix_initialization``): ``name = 0`` / ``[]`` / ``''`` / ... inserted
   for a local updated (``+=``, ``.append``, an item assigned) before it is ever bound.
+- ``method_result_assign``, ``undefined_rename``, ``assignment_swap``, ``constant_to_name``,
+  ``list_wrap`` (in ``fix_idioms``): Python's own slips, such as ``xs = xs.append(x)``, a misspelt
+  name read everywhere, ``a = b`` for ``b = a``, a literal for a parameter, ``xs + x`` for ``xs + [x]``.
 
 Order and caps. Candidates come by operator (the order of ``REPAIR_OPERATORS``), then by site in
 source order, then by rank within the site. At most ``MAX_PER_SITE[operator]`` verified
@@ -69,8 +72,15 @@ from equisa_core.validation.edits import (
     with_field,
 )
 from equisa_core.validation.fix_conditions import condition_edit, guard_insert
-from equisa_core.validation.fix_initialization import initialize_local
 from equisa_core.validation.fix_context import FixContext, literal_text
+from equisa_core.validation.fix_idioms import (
+    assignment_swap,
+    constant_to_name,
+    list_wrap,
+    method_result_assign,
+    undefined_rename,
+)
+from equisa_core.validation.fix_initialization import initialize_local
 from equisa_core.validation.mutation import Mutant
 
 __all__ = ["MAX_PER_SITE", "METHOD_GROUPS", "REPAIR_OPERATORS", "fix_candidates"]
@@ -86,6 +96,11 @@ REPAIR_OPERATORS: tuple[str, ...] = (
     "condition_edit",
     "guard_insert",
     "initialize_local",
+    "method_result_assign",
+    "undefined_rename",
+    "assignment_swap",
+    "constant_to_name",
+    "list_wrap",
 )
 #: At most this many verified candidates per site, per operator.
 MAX_PER_SITE: dict[str, int] = {
@@ -98,6 +113,11 @@ MAX_PER_SITE: dict[str, int] = {
     "condition_edit": 12,
     "guard_insert": 12,
     "initialize_local": 6,
+    "method_result_assign": 1,
+    "undefined_rename": 4,
+    "assignment_swap": 1,
+    "constant_to_name": 6,
+    "list_wrap": 1,
 }
 #: Methods that are easily mistaken for one another.
 METHOD_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -520,6 +540,11 @@ _GENERATORS: dict[str, Callable[[FunctionModel, FixContext], Iterator[Proposal]]
     "condition_edit": condition_edit,
     "guard_insert": guard_insert,
     "initialize_local": initialize_local,
+    "method_result_assign": method_result_assign,
+    "undefined_rename": undefined_rename,
+    "assignment_swap": assignment_swap,
+    "constant_to_name": constant_to_name,
+    "list_wrap": list_wrap,
 }
 
 

@@ -64,7 +64,7 @@ def has_fix(found: list[Mutant], fixed_module: str, qualname: str) -> bool:
 
 
 def test_operators_are_registered_with_their_caps() -> None:
-    assert REPAIR_OPERATORS[-2:] == OPERATORS
+    assert set(OPERATORS) <= set(REPAIR_OPERATORS)
     assert all(MAX_PER_SITE[op] >= 1 for op in OPERATORS)
 
 

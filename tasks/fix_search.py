@@ -22,6 +22,8 @@ import os
 import time
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 
 from equisa_core.common.models import Node, TestOutcome
 from equisa_core.common.source_edit import replace_function
@@ -30,6 +32,7 @@ from equisa_core.localization.selection import tests_for_node
 from equisa_core.validation import machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
 from equisa_core.validation.fix_context import fix_context
+from equisa_core.validation.fix_prior import candidate_score, load_fix_prior
 from equisa_core.validation.fix_space import fix_candidates
 from equisa_core.validation.generated_tests import without_testgen
 from equisa_core.validation.mutation import Mutant, mutate_function
@@ -42,7 +45,7 @@ from tasks.parameters import RepairParameters
 from tasks.prepared_run import focused_request
 from tasks.sandbox import RunRequest
 
-__all__ = ["Searched", "edit_size_score", "fix_search", "target_candidates"]
+__all__ = ["Searched", "edit_size_score", "fix_search", "pattern_score_of", "target_candidates"]
 
 #: The pattern score until a fitted prior is given: the smaller edit first, every pattern alike.
 EDIT_WEIGHT = 1.0
@@ -57,6 +60,14 @@ MIN_SECOND_EDIT_S = 5.0
 def edit_size_score(pattern: str, edit_size: int) -> float:
     """Every pattern alike; the smaller edit first."""
     return -EDIT_WEIGHT * edit_size
+
+
+def pattern_score_of(fix_prior: str) -> PatternScore:
+    """The search order's pattern score for ``--fix-prior`` (``ValidationOptions.fix_prior``)."""
+    if fix_prior == "size":
+        return edit_size_score
+    prior = load_fix_prior(None if fix_prior == "fitted" else Path(fix_prior))
+    return partial(candidate_score, prior)
 
 
 @dataclass(frozen=True)
@@ -106,10 +117,12 @@ class _Screened:
 
 def fix_search(targets: Sequence[str], found: DiscoveryResult, nodes: Mapping[str, Node],
                confidence: Mapping[str, float], params: RepairParameters,
-               pattern_score: PatternScore = edit_size_score,
+               pattern_score: PatternScore | None = None,
                ) -> Generator[machine.Generated, PatchEvaluation | None, None]:
-    """The fixing candidates of ``targets``, best-ranked first (see the module docstring)."""
+    """The fixing candidates of ``targets``, best-ranked first (see the module docstring);
+    ``pattern_score`` defaults to the one ``params.fix_prior`` names."""
     started = time.monotonic()
+    pattern_score = pattern_score or pattern_score_of(params.fix_prior)
     searched = {}
     for target in targets:
         node = nodes[target]

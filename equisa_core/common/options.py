@@ -8,9 +8,10 @@ batch file's ``Budgets`` do too. Pure data: nothing here reads the environment o
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, Field, PositiveFloat
+from pydantic import BaseModel, Field, PositiveFloat, field_validator
 
 from equisa_core.localization.calibrated_likelihoods import (
     DEFAULT_MIN_EXPECTED_SHIFT,
@@ -37,9 +38,12 @@ __all__ = [
     "TIMEOUT_CAP_S",
     "FIRST_RUN_TIMEOUT_S",
     "NEW_TEST_TIMEOUT_S",
+    "FIX_PRIOR_NAMES",
 ]
 
 SandboxKind = Literal["local", "docker", "none"]
+#: The named fix-pattern priors (``ValidationOptions.fix_prior``); anything else is a JSON file's path.
+FIX_PRIOR_NAMES: Final = ("fitted", "size")
 
 #: ``--test-timeout auto``: each test's limit comes from its own duration
 #: (``equisa_core.common.time_limits``).
@@ -170,6 +174,10 @@ class ValidationOptions(BaseModel):
     max_fixes_per_function: int = Field(
         2000, ge=0, description="Candidates of the wider fix space (equisa_core.validation.fix_space) made "
         "per function, on top of its mutants; the search's time budget decides how many are screened.")
+    fix_prior: str = Field(
+        "fitted", description="The search order's prior over fix patterns: 'fitted' (bundled, "
+        "equisa_core.validation.fix_prior, fitted by bench/fix_prior_fit.py), 'size' (the smaller edit "
+        "first, every pattern alike), or the path of a fitted prior's JSON.")
     search_seconds: float = Field(
         60.0, gt=0, description="Wall-clock seconds the deterministic search screens candidates in each "
         "round (its parallel screens share them), best-ranked first.")
@@ -177,6 +185,16 @@ class ValidationOptions(BaseModel):
     max_llm_fixes: int = Field(3, ge=0, description="Fixes asked of the model (each re-ask included).")
     patcher_evaluations: int = Field(3, ge=0, description="Patches of the multi-retrieval patcher validated.")
     max_relocalizations: int = Field(1, ge=0, description="Returns to Discovery after regressions.")
+
+
+    @field_validator("fix_prior")
+    @classmethod
+    def _known_prior(cls, value: str) -> str:
+        if value not in FIX_PRIOR_NAMES and not Path(value).is_file():
+            names = " or ".join(FIX_PRIOR_NAMES)
+            raise ValueError(f"fix_prior must be {names} or the path of a prior's JSON file; "
+                             f"{value!r} is neither")
+        return value
 
 
 class TestgenOptions(BaseModel):

@@ -93,7 +93,8 @@ def _localized_observation(round_: RepairRound) -> machine.Localized:
     """What the round's localization observed: the patchable ranking and the model calls made."""
     localization = round_.localization
     return machine.Localized(
-        patchable=machine.patchable_functions([r.fqn for r in localization.ranking], round_.ctx.nodes),
+        patchable=machine.patchable_functions([r.fqn for r in localization.ranking], round_.ctx.nodes,
+                                              round_.found.trace.edges),
         calls=localization.ledger.calls)
 
 

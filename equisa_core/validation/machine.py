@@ -24,14 +24,14 @@ the problems to ``problems``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Literal
 
 from pydantic import Field
 
 from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
-from equisa_core.common.models import Node
+from equisa_core.common.models import Edge, Node
 from equisa_core.localization.selection import is_test_file, is_valid_node
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 
@@ -39,7 +39,7 @@ __all__ = [
     "RepairBudget", "RepairState", "RepairStep", "RepairObservation", "Localize", "FindTargets", "Generate",
     "Validate", "Localized", "TargetsFound", "Generated", "Exhausted", "Validated", "Noted",
     "GeneratorName", "EXTRA_TESTS_PER_RELOCALIZATION", "start_repair", "next_steps", "record", "verdict",
-    "last_verdict", "patchable_functions", "reported_evaluation", "spent_usd",
+    "last_verdict", "patchable_functions", "test_harness", "reported_evaluation", "spent_usd",
 ]
 
 GeneratorName = Literal["llm-fix", "patcher", "confirmed", "mutation"]
@@ -244,10 +244,29 @@ def last_verdict(state: RepairState, generator: GeneratorName) -> PatchEvaluatio
     return None
 
 
-def patchable_functions(ranking: Sequence[str], nodes: Mapping[str, Node]) -> tuple[str, ...]:
-    """The functions of ``ranking`` a patch may change: known nodes, not test code, in order."""
+def patchable_functions(ranking: Sequence[str], nodes: Mapping[str, Node],
+                        edges: Iterable[Edge] = ()) -> tuple[str, ...]:
+    """The functions of ``ranking`` a patch may change: known nodes, neither test code nor the test
+    harness, in order. The harness is code outside the test files that calls test code (a runner's
+    or a decorator's wrapper, as ``edges`` show): patching it could make a failing test pass by not
+    running it."""
+    harness = test_harness(nodes, edges)
     return tuple(f for f in ranking if (node := nodes.get(f)) is not None and is_valid_node(node)
-                 and not is_test_file(node.file or ""))
+                 and not is_test_file(node.file or "") and f not in harness)
+
+
+def test_harness(nodes: Mapping[str, Node], edges: Iterable[Edge]) -> frozenset[str]:
+    """Functions outside the test files that call a function of a test file."""
+
+    def in_tests(fqn: str) -> bool:
+        node = nodes.get(fqn)
+        return node is not None and is_test_file(node.file or "")
+
+    return frozenset(e.caller for e in edges if in_tests(e.callee) and not in_tests(e.caller)
+                     and e.caller in nodes)
+
+
+test_harness.__dict__["__test__"] = False  # not a pytest test (pytest reads the attribute)
 
 
 def reported_evaluation(evaluations: Sequence[PatchEvaluation]) -> PatchEvaluation | None:

@@ -376,3 +376,22 @@ def test_the_report_shows_the_first_sound_patch_else_the_first_plausible_one():
     assert machine.reported_evaluation(plausible).candidate == "b"
     assert machine.reported_evaluation([*plausible, evaluation("d", PatchStatus.SOUND)]).candidate == "d"
     assert machine.reported_evaluation(plausible[:1]) is None
+
+
+def test_the_test_harness_is_never_patched():
+    """A function outside the test files that calls test code (a runner's wrapper) is not patchable:
+    a patch there could make a failing test pass by not running it."""
+    from equisa_core.common.models import Edge, Node
+
+    def node(fqn: str, file: str) -> Node:
+        return Node(fqn=fqn, file=file, start_line=1, end_line=2)
+
+    nodes = {n.fqn: n for n in (node("pkg.web.serve", "pkg/web.py"),
+                                node("pkg.testing.Wrapper.__call__", "pkg/testing.py"),
+                                node("pkg.test.web_test.test_serve", "pkg/test/web_test.py"))}
+    edges = [Edge(caller="pkg.testing.Wrapper.__call__", callee="pkg.test.web_test.test_serve"),
+             Edge(caller="pkg.test.web_test.test_serve", callee="pkg.web.serve")]
+    ranking = ["pkg.testing.Wrapper.__call__", "pkg.web.serve", "pkg.test.web_test.test_serve"]
+    assert machine.test_harness(nodes, edges) == {"pkg.testing.Wrapper.__call__"}
+    assert machine.patchable_functions(ranking, nodes, edges) == ("pkg.web.serve",)
+    assert machine.patchable_functions(ranking, nodes) == ("pkg.testing.Wrapper.__call__", "pkg.web.serve")

@@ -12,7 +12,10 @@ with:
 - the enclosing class (the nearest one around the function, if any): its attributes (``self.x``
   assigned in any of its methods, names assigned in its body, properties) and its method names;
 - the function's own constants, by type as above;
-- how many positional arguments the module's functions and the class's methods take.
+- how many positional arguments the module's functions and the class's methods take;
+- the simple statements of the module's other functions (``copyable_statements``), nearest
+  function first, that ``fix_statements.statement_copy`` may copy into the function;
+- the exception classes the module names (``exceptions``): those it defines, raises or catches.
 
 Docstrings, f-string parts and strings longer than ``MAX_STRING_LENGTH`` are not constants here.
 Everything comes out in a deterministic order. The module is only parsed, never run.
@@ -28,12 +31,37 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.source_edit import find_function
 
-__all__ = ["MAX_STRING_LENGTH", "FixContext", "arity", "fix_context", "literal_constants", "literal_text"]
+__all__ = [
+    "MAX_COPYABLE_STATEMENTS",
+    "MAX_STRING_LENGTH",
+    "CopyableStatement",
+    "FixContext",
+    "arity",
+    "fix_context",
+    "is_copyable",
+    "literal_constants",
+    "literal_text",
+]
 
 #: Longer string literals are not offered as replacement constants.
 MAX_STRING_LENGTH = 40
+#: At most this many statements of the module's other functions are offered for copying.
+MAX_COPYABLE_STATEMENTS = 120
+#: The statements a fix may copy: assignments, expression calls, returns, break and continue.
+_COPYABLE_TYPES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Break, ast.Continue)
+# Statements holding these are not copied: they change what kind of function holds them.
+_UNCOPYABLE_PARTS = (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)
 _CONSTANT_TYPES = (int, float, str, bytes)
 _DefinitionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+class CopyableStatement(BaseModel):
+    """A simple statement of another function of the module, as text, and that function's parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = Field(description="The statement on one line, without indentation.")
+    parameters: tuple[str, ...] = Field((), description="The parameter names of the function it is in.")
 
 
 class FixContext(BaseModel):
@@ -64,6 +92,12 @@ class FixContext(BaseModel):
     method_arities: dict[str, tuple[int, int | None]] = Field(
         default_factory=dict,
         description="The class's methods -> positional arguments (the receiver not counted).",
+    )
+    copyable_statements: tuple[CopyableStatement, ...] = Field(
+        (), description="Simple statements of the module's other functions, nearest function first."
+    )
+    exceptions: tuple[str, ...] = Field(
+        (), description="Exception classes the module defines, raises or catches, in source order."
     )
 
     def global_names(self, *kinds: str) -> tuple[str, ...]:
@@ -252,13 +286,94 @@ def _method_arities(cls: ast.ClassDef) -> dict[str, tuple[int, int | None]]:
     }
 
 
+def is_copyable(stmt: ast.stmt) -> bool:
+    """A simple statement a fix may copy: an assignment, an expression call, a return, break or
+    continue, without ``yield``, ``await`` or ``:=``."""
+    if not isinstance(stmt, _COPYABLE_TYPES):
+        return False
+    if isinstance(stmt, ast.Expr) and not isinstance(stmt.value, ast.Call):
+        return False
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
+        return False
+    return not any(isinstance(node, _UNCOPYABLE_PARTS) for node in ast.walk(stmt))
+
+
+def _own_statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.stmt]:
+    """The statements of a function, nested definitions' statements left out, in source order."""
+    stack: list[ast.stmt] = list(reversed(function.body))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        yield stmt
+        children = [c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.stmt | ast.ExceptHandler)]
+        for child in reversed(children):
+            stack.extend(reversed(child.body) if isinstance(child, ast.ExceptHandler) else [child])
+
+
+def _copyable_statements(
+    module_text: str, tree: ast.Module, function: ast.AST
+) -> tuple[CopyableStatement, ...]:
+    """The copyable statements of the module's other functions, nearest function first, no repeats."""
+    others = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node is not function
+    ]
+    others.sort(key=lambda node: (abs(node.lineno - getattr(function, "lineno", 0)), node.lineno))
+    found: dict[str, CopyableStatement] = {}
+    for other in others:
+        parameters = tuple(a.arg for a in (*other.args.posonlyargs, *other.args.args, *other.args.kwonlyargs))
+        for stmt in _own_statements(other):
+            if not is_copyable(stmt):
+                continue
+            segment = ast.get_source_segment(module_text, stmt) if stmt.lineno == stmt.end_lineno else None
+            text = segment if segment is not None else ast.unparse(stmt)
+            found.setdefault(ast.dump(stmt), CopyableStatement(text=text, parameters=parameters))
+            if len(found) >= MAX_COPYABLE_STATEMENTS:
+                return tuple(found.values())
+    return tuple(found.values())
+
+
+def _exception_name(node: ast.AST | None) -> str | None:
+    """The class a ``raise`` or an ``except`` names (``E``, ``E(...)``, ``mod.E``), if it is one name."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return ast.unparse(node)
+    return None
+
+
+def _exceptions(tree: ast.Module) -> tuple[str, ...]:
+    """Exception classes the module defines (a class whose base ends in Error or Exception), raises
+    or catches, in source order."""
+    names: dict[str, None] = {}
+    for node in _in_source_order(tree):
+        found: list[ast.AST | None] = []
+        if isinstance(node, ast.ClassDef):
+            bases = [_exception_name(b) or "" for b in node.bases]
+            if any(b.endswith(("Error", "Exception")) for b in bases):
+                names.setdefault(node.name, None)
+        elif isinstance(node, ast.Raise):
+            found = [node.exc]
+        elif isinstance(node, ast.ExceptHandler):
+            found = list(node.type.elts) if isinstance(node.type, ast.Tuple) else [node.type]
+        for name in map(_exception_name, found):
+            if name is not None and name.rsplit(".", 1)[-1].endswith(("Error", "Exception")):
+                names.setdefault(name, None)
+    return tuple(names)
+
+
 def fix_context(module_text: str, qualname: str) -> FixContext:
     """The context of the function ``qualname`` in ``module_text`` (see the module docstring).
 
     Raises FunctionNotFoundError when the module has no such function and SourceEditError when
     it does not parse."""
     location = find_function(module_text, qualname)
-    tree = ast.parse(module_text.removeprefix("\ufeff"))
+    module_text = module_text.removeprefix("\ufeff")
+    tree = ast.parse(module_text)
     function = next(
         node
         for node in ast.walk(tree)
@@ -280,4 +395,6 @@ def fix_context(module_text: str, qualname: str) -> FixContext:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
         },
         method_arities=_method_arities(cls) if cls is not None else {},
+        copyable_statements=_copyable_statements(module_text, tree, function),
+        exceptions=_exceptions(tree),
     )

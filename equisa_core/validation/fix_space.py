@@ -29,13 +29,22 @@ generation use):
   name in scope or ``None``.
 - ``slice_edit``: a slice bound moved by one, dropped or added (``1`` as a start, ``-1`` as a
   stop), and ``[::-1]`` added to an iterated, returned, assigned or compared value, or removed.
+- ``statement_copy``, ``statement_swap``, ``statement_move`` (``fix_statements``): a simple
+  statement of the function or of the module's other functions inserted where the names it reads
+  are in scope (plastic surgery), two adjacent statements swapped, a statement moved by one
+  position across a block boundary (a ``return`` dedented out of a loop, an increment indented
+  into a ``while`` body).
+- ``template`` (``fix_templates``): the fix patterns of template-based repair: a None check or a
+  length check around a statement, a cast (``int()``, ``float()``, ``str()``, ``list()``), a copy
+  on return, ``==`` <-> ``in``/``is``, a ``try``/``except`` that returns a default, and the
+  operands of a non-commutative operator or of a two-argument call swapped.
 
 Order and caps. Candidates come by operator (the order of ``REPAIR_OPERATORS``), then by site in
 source order, then by rank within the site. At most ``MAX_PER_SITE[operator]`` verified
 candidates are kept per site (a name read, an attribute, an argument, a call, a literal, a
-return, a subscript); candidates whose AST equals an earlier one's are dropped. The result is
-deterministic. Each candidate is a ``Mutant`` with ``pattern`` (the operator) and ``site_line``
-(the file line of the edited statement) set.
+return, a subscript, a statement, an insertion position); candidates whose AST equals an earlier
+one's are dropped. The result is deterministic. Each candidate is a ``Mutant`` with ``pattern``
+(the operator) and ``site_line`` (the file line of the edited statement) set.
 """
 
 from __future__ import annotations
@@ -59,6 +68,8 @@ from equisa_core.validation.edits import (
     with_field,
 )
 from equisa_core.validation.fix_context import FixContext, literal_text
+from equisa_core.validation.fix_statements import statement_copy, statement_move, statement_swap
+from equisa_core.validation.fix_templates import template
 from equisa_core.validation.mutation import Mutant
 
 __all__ = ["MAX_PER_SITE", "METHOD_GROUPS", "REPAIR_OPERATORS", "fix_candidates"]
@@ -71,6 +82,10 @@ REPAIR_OPERATORS: tuple[str, ...] = (
     "constant_replace",
     "return_replace",
     "slice_edit",
+    "statement_copy",
+    "statement_swap",
+    "statement_move",
+    "template",
 )
 #: At most this many verified candidates per site, per operator.
 MAX_PER_SITE: dict[str, int] = {
@@ -80,6 +95,10 @@ MAX_PER_SITE: dict[str, int] = {
     "constant_replace": 8,
     "return_replace": 10,
     "slice_edit": 8,
+    "statement_copy": 3,
+    "statement_swap": 1,
+    "statement_move": 4,
+    "template": 3,
 }
 #: Methods that are easily mistaken for one another.
 METHOD_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -499,6 +518,10 @@ _GENERATORS: dict[str, Callable[[FunctionModel, FixContext], Iterator[Proposal]]
     "constant_replace": _constant_replace,
     "return_replace": _return_replace,
     "slice_edit": _slice_edit,
+    "statement_copy": statement_copy,
+    "statement_swap": statement_swap,
+    "statement_move": statement_move,
+    "template": template,
 }
 
 

@@ -311,6 +311,21 @@ def _own_statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterato
             stack.extend(reversed(child.body) if isinstance(child, ast.ExceptHandler) else [child])
 
 
+def _statement_text(lines: list[str], stmt: ast.stmt, dump: str) -> str:
+    """A statement's own text when it is on one line (and reads back as the same statement), else
+    its rendering by ``ast.unparse``."""
+    if stmt.lineno == stmt.end_lineno and stmt.lineno <= len(lines):
+        line = lines[stmt.lineno - 1].encode("utf-8", "surrogatepass")  # columns count bytes
+        segment = line[stmt.col_offset : stmt.end_col_offset].decode("utf-8", "replace")
+        try:
+            parsed = ast.parse(segment).body
+        except (SyntaxError, ValueError):
+            parsed = []
+        if len(parsed) == 1 and ast.dump(parsed[0]) == dump:
+            return segment
+    return ast.unparse(stmt)
+
+
 def _copyable_statements(
     module_text: str, tree: ast.Module, function: ast.AST
 ) -> tuple[CopyableStatement, ...]:
@@ -321,15 +336,17 @@ def _copyable_statements(
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node is not function
     ]
     others.sort(key=lambda node: (abs(node.lineno - getattr(function, "lineno", 0)), node.lineno))
+    lines = module_text.splitlines()  # may split where the tokenizer does not: each text is checked
     found: dict[str, CopyableStatement] = {}
     for other in others:
         parameters = tuple(a.arg for a in (*other.args.posonlyargs, *other.args.args, *other.args.kwonlyargs))
         for stmt in _own_statements(other):
             if not is_copyable(stmt):
                 continue
-            segment = ast.get_source_segment(module_text, stmt) if stmt.lineno == stmt.end_lineno else None
-            text = segment if segment is not None else ast.unparse(stmt)
-            found.setdefault(ast.dump(stmt), CopyableStatement(text=text, parameters=parameters))
+            dump = ast.dump(stmt)
+            if dump not in found:
+                text = _statement_text(lines, stmt, dump)
+                found[dump] = CopyableStatement(text=text, parameters=parameters)
             if len(found) >= MAX_COPYABLE_STATEMENTS:
                 return tuple(found.values())
     return tuple(found.values())

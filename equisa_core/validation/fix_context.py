@@ -17,6 +17,9 @@ with:
   boolean calls such as ``isinstance``) as text, and the exception types it raises;
 - optionally, recorded calls of the function from passing and from failing tests (the guards of
   ``fix_conditions`` negate the invariants that the failing calls break).
+- the simple statements of the module's other functions (``copyable_statements``), nearest
+  function first, that ``fix_statements.statement_copy`` may copy into the function;
+- the exception classes the module names (``exceptions``): those it defines, raises or catches.
 
 Docstrings, f-string parts and strings longer than ``MAX_STRING_LENGTH`` are not constants here.
 Everything comes out in a deterministic order. The module is only parsed, never run.
@@ -36,11 +39,14 @@ from equisa_core.common.source_edit import find_function
 __all__ = [
     "BOOLEAN_CALLS",
     "MAX_CONDITIONS",
+    "MAX_COPYABLE_STATEMENTS",
     "MAX_STRING_LENGTH",
+    "CopyableStatement",
     "FixContext",
     "arity",
     "fix_context",
     "is_condition",
+    "is_copyable",
     "literal_constants",
     "literal_text",
     "raised_types",
@@ -53,8 +59,23 @@ MAX_CONDITIONS = 200
 _MAX_CONDITION_LENGTH = 80
 #: Calls that return a bool: ``isinstance(x, T)`` is a condition.
 BOOLEAN_CALLS = frozenset({"isinstance", "issubclass", "callable", "hasattr", "all", "any", "bool"})
+#: At most this many statements of the module's other functions are offered for copying.
+MAX_COPYABLE_STATEMENTS = 120
+#: The statements a fix may copy: assignments, expression calls, returns, break and continue.
+_COPYABLE_TYPES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Break, ast.Continue)
+# Statements holding these are not copied: they change what kind of function holds them.
+_UNCOPYABLE_PARTS = (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)
 _CONSTANT_TYPES = (int, float, str, bytes)
 _DefinitionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+class CopyableStatement(BaseModel):
+    """A simple statement of another function of the module, as text, and that function's parameters."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = Field(description="The statement on one line, without indentation.")
+    parameters: tuple[str, ...] = Field((), description="The parameter names of the function it is in.")
 
 
 class FixContext(BaseModel):
@@ -98,6 +119,12 @@ class FixContext(BaseModel):
     )
     failing_calls: tuple[RecordedCall, ...] = Field(
         (), description="Recorded calls of the function in failing tests, when known."
+    )
+    copyable_statements: tuple[CopyableStatement, ...] = Field(
+        (), description="Simple statements of the module's other functions, nearest function first."
+    )
+    exceptions: tuple[str, ...] = Field(
+        (), description="Exception classes the module defines, raises or catches, in source order."
     )
 
     def global_names(self, *kinds: str) -> tuple[str, ...]:
@@ -286,6 +313,103 @@ def _method_arities(cls: ast.ClassDef) -> dict[str, tuple[int, int | None]]:
     }
 
 
+def is_copyable(stmt: ast.stmt) -> bool:
+    """A simple statement a fix may copy: an assignment, an expression call, a return, break or
+    continue, without ``yield``, ``await`` or ``:=``."""
+    if not isinstance(stmt, _COPYABLE_TYPES):
+        return False
+    if isinstance(stmt, ast.Expr) and not isinstance(stmt.value, ast.Call):
+        return False
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is None:
+        return False
+    return not any(isinstance(node, _UNCOPYABLE_PARTS) for node in ast.walk(stmt))
+
+
+def _own_statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.stmt]:
+    """The statements of a function, nested definitions' statements left out, in source order."""
+    stack: list[ast.stmt] = list(reversed(function.body))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        yield stmt
+        children = [c for c in ast.iter_child_nodes(stmt) if isinstance(c, ast.stmt | ast.ExceptHandler)]
+        for child in reversed(children):
+            stack.extend(reversed(child.body) if isinstance(child, ast.ExceptHandler) else [child])
+
+
+def _statement_text(lines: list[str], stmt: ast.stmt, dump: str) -> str:
+    """A statement's own text when it is on one line (and reads back as the same statement), else
+    its rendering by ``ast.unparse``."""
+    if stmt.lineno == stmt.end_lineno and stmt.lineno <= len(lines):
+        line = lines[stmt.lineno - 1].encode("utf-8", "surrogatepass")  # columns count bytes
+        segment = line[stmt.col_offset : stmt.end_col_offset].decode("utf-8", "replace")
+        try:
+            parsed = ast.parse(segment).body
+        except (SyntaxError, ValueError):
+            parsed = []
+        if len(parsed) == 1 and ast.dump(parsed[0]) == dump:
+            return segment
+    return ast.unparse(stmt)
+
+
+def _copyable_statements(
+    module_text: str, tree: ast.Module, function: ast.AST
+) -> tuple[CopyableStatement, ...]:
+    """The copyable statements of the module's other functions, nearest function first, no repeats."""
+    others = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node is not function
+    ]
+    others.sort(key=lambda node: (abs(node.lineno - getattr(function, "lineno", 0)), node.lineno))
+    lines = module_text.splitlines()  # may split where the tokenizer does not: each text is checked
+    found: dict[str, CopyableStatement] = {}
+    for other in others:
+        parameters = tuple(a.arg for a in (*other.args.posonlyargs, *other.args.args, *other.args.kwonlyargs))
+        for stmt in _own_statements(other):
+            if not is_copyable(stmt):
+                continue
+            dump = ast.dump(stmt)
+            if dump not in found:
+                text = _statement_text(lines, stmt, dump)
+                found[dump] = CopyableStatement(text=text, parameters=parameters)
+            if len(found) >= MAX_COPYABLE_STATEMENTS:
+                return tuple(found.values())
+    return tuple(found.values())
+
+
+def _exception_name(node: ast.AST | None) -> str | None:
+    """The class a ``raise`` or an ``except`` names (``E``, ``E(...)``, ``mod.E``), if it is one name."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return ast.unparse(node)
+    return None
+
+
+def _exceptions(tree: ast.Module) -> tuple[str, ...]:
+    """Exception classes the module defines (a class whose base ends in Error or Exception), raises
+    or catches, in source order."""
+    names: dict[str, None] = {}
+    for node in _in_source_order(tree):
+        found: list[ast.AST | None] = []
+        if isinstance(node, ast.ClassDef):
+            bases = [_exception_name(b) or "" for b in node.bases]
+            if any(b.endswith(("Error", "Exception")) for b in bases):
+                names.setdefault(node.name, None)
+        elif isinstance(node, ast.Raise):
+            found = [node.exc]
+        elif isinstance(node, ast.ExceptHandler):
+            found = list(node.type.elts) if isinstance(node.type, ast.Tuple) else [node.type]
+        for name in map(_exception_name, found):
+            if name is not None and name.rsplit(".", 1)[-1].endswith(("Error", "Exception")):
+                names.setdefault(name, None)
+    return tuple(names)
+
+
 def is_condition(node: ast.AST) -> bool:
     """A comparison or a call of a boolean builtin (``isinstance(x, T)``)."""
     if isinstance(node, ast.Compare):
@@ -349,7 +473,8 @@ def fix_context(
     Raises FunctionNotFoundError when the module has no such function and SourceEditError when
     it does not parse."""
     location = find_function(module_text, qualname)
-    tree = ast.parse(module_text.removeprefix("\ufeff"))
+    module_text = module_text.removeprefix("\ufeff")
+    tree = ast.parse(module_text)
     function = next(
         node
         for node in ast.walk(tree)
@@ -375,4 +500,6 @@ def fix_context(
         raised_exceptions=raised_types(tree),
         passing_calls=tuple(passing_calls),
         failing_calls=tuple(failing_calls),
+        copyable_statements=_copyable_statements(module_text, tree, function),
+        exceptions=_exceptions(tree),
     )

@@ -41,14 +41,23 @@ generation use):
 - ``method_result_assign``, ``undefined_rename``, ``assignment_swap``, ``constant_to_name``,
   ``list_wrap`` (in ``fix_idioms``): Python's own slips, such as ``xs = xs.append(x)``, a misspelt
   name read everywhere, ``a = b`` for ``b = a``, a literal for a parameter, ``xs + x`` for ``xs + [x]``.
+- ``statement_copy``, ``statement_swap``, ``statement_move`` (``fix_statements``): a simple
+  statement of the function or of the module's other functions inserted where the names it reads
+  are in scope (plastic surgery), two adjacent statements swapped, a statement moved by one
+  position across a block boundary (a ``return`` dedented out of a loop, an increment indented
+  into a ``while`` body).
+- ``template`` (``fix_templates``): the fix patterns of template-based repair: a None check or a
+  length check around a statement, a cast (``int()``, ``float()``, ``str()``, ``list()``), a copy
+  on return, ``==`` <-> ``in``/``is``, a ``try``/``except`` that returns a default, and the
+  operands of a non-commutative operator or of a two-argument call swapped.
 
 Order and caps. Candidates come by operator (the order of ``REPAIR_OPERATORS``), then by site in
 source order, then by rank within the site. At most ``MAX_PER_SITE[operator]`` verified
 candidates are kept per site (a name read, an attribute, an argument, a call, a literal, a
-return, a subscript, a condition, the statement a guard goes before); candidates whose AST
-equals an earlier one's are dropped. The result is deterministic. Each candidate is a
-``Mutant`` with ``pattern`` (the operator) and ``site_line`` (the file line of the edited
-statement) set.
+return, a subscript, a condition, the statement a guard goes before, a statement, an insertion
+position); candidates whose AST equals an earlier one's are dropped. The result is deterministic.
+Each candidate is a ``Mutant`` with ``pattern`` (the operator) and ``site_line`` (the file line of
+the edited statement) set.
 """
 
 from __future__ import annotations
@@ -81,6 +90,8 @@ from equisa_core.validation.fix_idioms import (
     undefined_rename,
 )
 from equisa_core.validation.fix_initialization import initialize_local
+from equisa_core.validation.fix_statements import statement_copy, statement_move, statement_swap
+from equisa_core.validation.fix_templates import template
 from equisa_core.validation.mutation import Mutant
 
 __all__ = ["MAX_PER_SITE", "METHOD_GROUPS", "REPAIR_OPERATORS", "fix_candidates"]
@@ -101,6 +112,10 @@ REPAIR_OPERATORS: tuple[str, ...] = (
     "assignment_swap",
     "constant_to_name",
     "list_wrap",
+    "statement_copy",
+    "statement_swap",
+    "statement_move",
+    "template",
 )
 #: At most this many verified candidates per site, per operator.
 MAX_PER_SITE: dict[str, int] = {
@@ -118,6 +133,10 @@ MAX_PER_SITE: dict[str, int] = {
     "assignment_swap": 1,
     "constant_to_name": 6,
     "list_wrap": 1,
+    "statement_copy": 3,
+    "statement_swap": 1,
+    "statement_move": 4,
+    "template": 3,
 }
 #: Methods that are easily mistaken for one another.
 METHOD_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -545,6 +564,10 @@ _GENERATORS: dict[str, Callable[[FunctionModel, FixContext], Iterator[Proposal]]
     "assignment_swap": assignment_swap,
     "constant_to_name": constant_to_name,
     "list_wrap": list_wrap,
+    "statement_copy": statement_copy,
+    "statement_swap": statement_swap,
+    "statement_move": statement_move,
+    "template": template,
 }
 
 

@@ -131,3 +131,39 @@ def test_the_context_is_frozen_and_serializable() -> None:
     context = fix_context(MODULE, "Basket.add")
     assert FixContext.model_validate_json(context.model_dump_json()) == context
     assert FixContext() == FixContext(qualname="")
+
+
+def test_the_other_functions_statements_and_the_module_s_exceptions() -> None:
+    module = textwrap.dedent(
+        """
+        import json
+
+        class ConfigError(ValueError):
+            pass
+
+        def load(path):
+            try:
+                return json.load(open(path))
+            except (OSError, json.JSONDecodeError):
+                raise ConfigError(path)
+
+        def keys(config):
+            found = []
+            for key in config:
+                found.append(key)
+                found.append(key)
+            return found
+
+        def far_away(items):
+            total = sum(items)
+            yield total
+        """
+    )
+    context = fix_context(module, "keys")
+    texts = [s.text for s in context.copyable_statements]
+    # the nearest function's first, repeats and the function's own statements left out; a
+    # statement that yields is not copyable, nor is a bare expression that is not a call
+    assert texts == ["return json.load(open(path))", "total = sum(items)"]
+    assert [s.parameters for s in context.copyable_statements] == [("path",), ("items",)]
+    assert context.exceptions == ("ConfigError", "OSError", "json.JSONDecodeError")
+    assert FixContext.model_validate_json(context.model_dump_json()) == context

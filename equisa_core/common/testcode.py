@@ -6,9 +6,11 @@ must tell the code under test from its tests; ``equisa_core.localization.selecti
 
 from __future__ import annotations
 
-__all__ = ["is_test_file", "is_test_id"]
+__all__ = ["is_test_file", "is_test_id", "is_test_support"]
 
 _TEST_DIRS = frozenset({"tests", "test"})
+#: Modules (and packages) that hold a project's test support: runners, case classes, wrappers.
+_TEST_SUPPORT = frozenset({"testing", "testutils", "test_utils", "testlib", "testcase", "pytest_plugin"})
 
 
 def is_test_file(path: str) -> bool:
@@ -34,3 +36,13 @@ def is_test_id(test_id: str) -> bool:
     file_part, _, rest = test_id.partition("::")
     function = rest.rsplit("::", 1)[-1].split("[", 1)[0]
     return is_test_file(file_part) or function.startswith("test")
+
+
+def is_test_support(path: str) -> bool:
+    """Whether a relative path is test code or a project's test support (``pkg/testing.py``,
+    ``pkg/testing/...``, ``testutils.py``, ...): code a repair must not patch, since a change there
+    can make a failing test pass by not running it."""
+    if is_test_file(path):
+        return True
+    *directories, basename = path.replace("\\", "/").split("/")
+    return basename.removesuffix(".py") in _TEST_SUPPORT or any(part in _TEST_SUPPORT for part in directories)

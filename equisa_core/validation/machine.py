@@ -32,6 +32,7 @@ from pydantic import Field
 from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import Edge, Node
+from equisa_core.common.testcode import is_test_support
 from equisa_core.localization.selection import is_test_file, is_valid_node
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 
@@ -247,12 +248,13 @@ def last_verdict(state: RepairState, generator: GeneratorName) -> PatchEvaluatio
 def patchable_functions(ranking: Sequence[str], nodes: Mapping[str, Node],
                         edges: Iterable[Edge] = ()) -> tuple[str, ...]:
     """The functions of ``ranking`` a patch may change: known nodes, neither test code nor the test
-    harness, in order. The harness is code outside the test files that calls test code (a runner's
-    or a decorator's wrapper, as ``edges`` show): patching it could make a failing test pass by not
+    harness, in order. The harness is the project's test support (``is_test_support``: its
+    ``testing.py`` and the like) and code outside the test files that calls test code (a runner's or
+    a decorator's wrapper, as ``edges`` show): patching it could make a failing test pass by not
     running it."""
     harness = test_harness(nodes, edges)
     return tuple(f for f in ranking if (node := nodes.get(f)) is not None and is_valid_node(node)
-                 and not is_test_file(node.file or "") and f not in harness)
+                 and not is_test_support(node.file or "") and f not in harness)
 
 
 def test_harness(nodes: Mapping[str, Node], edges: Iterable[Edge]) -> frozenset[str]:

@@ -394,4 +394,9 @@ def test_the_test_harness_is_never_patched():
     ranking = ["pkg.testing.Wrapper.__call__", "pkg.web.serve", "pkg.test.web_test.test_serve"]
     assert machine.test_harness(nodes, edges) == {"pkg.testing.Wrapper.__call__"}
     assert machine.patchable_functions(ranking, nodes, edges) == ("pkg.web.serve",)
-    assert machine.patchable_functions(ranking, nodes) == ("pkg.testing.Wrapper.__call__", "pkg.web.serve")
+    # without the edges, the module's name says it: pkg/testing.py is test support
+    assert machine.patchable_functions(ranking, nodes) == ("pkg.web.serve",)
+    runner = {"pkg.run.Runner.__call__": node("pkg.run.Runner.__call__", "pkg/run.py"), **nodes}
+    edges.append(Edge(caller="pkg.run.Runner.__call__", callee="pkg.test.web_test.test_serve"))
+    ranked = ["pkg.run.Runner.__call__", *ranking]
+    assert machine.patchable_functions(ranked, runner, edges) == ("pkg.web.serve",)

@@ -1,8 +1,11 @@
+"""Which paths are test code or a project's test support (``equisa_core.common.testcode``)."""
+
+from __future__ import annotations
+
+from equisa_core.common.testcode import is_test_support
 
 
 def test_test_support_is_test_code_and_a_projects_testing_modules():
-    from equisa_core.common.testcode import is_test_support
-
     for path in ("tornado/testing.py", "pkg/testing/runner.py", "testutils.py", "src/pkg/test_utils.py",
                  "tests/helpers.py", "pkg/test_x.py"):
         assert is_test_support(path), path

@@ -137,9 +137,9 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
     ValidationOptions: {
         "max_validations": Option("candidates validated in full before giving up (default {default})",
                                   metavar="N"),
-        "fix_prior": Option("the search order's prior over fix patterns: fitted (bundled), size (the "
-                            "smaller edit first) or a prior's JSON file (default {default})",
-                            metavar="fitted|size|FILE"),
+        "fix_prior": Option("the search order's prior over fix patterns: size (the smaller edit first), "
+                            "fitted (bundled) or a prior's JSON file (default {default})",
+                            metavar="size|fitted|FILE"),
         "search_seconds": Option("seconds the deterministic search screens candidates per round, best "
                                  "first (default {default})", metavar="SECONDS"),
     },

@@ -174,10 +174,13 @@ class ValidationOptions(BaseModel):
     max_fixes_per_function: int = Field(
         2000, ge=0, description="Candidates of the wider fix space (equisa_core.validation.fix_space) made "
         "per function, on top of its mutants; the search's time budget decides how many are screened.")
+    # 'size' by default: under leave-one-question/project-out validation the fitted prior did not
+    # beat the edit-size order (bench/results/fix_prior_2026-11-26.md), and it was fitted before
+    # the statement, template, idiom and initialization operators existed.
     fix_prior: str = Field(
-        "fitted", description="The search order's prior over fix patterns: 'fitted' (bundled, "
-        "equisa_core.validation.fix_prior, fitted by bench/fix_prior_fit.py), 'size' (the smaller edit "
-        "first, every pattern alike), or the path of a fitted prior's JSON.")
+        "size", description="The search order's prior over fix patterns: 'size' (the smaller edit "
+        "first, every pattern alike), 'fitted' (bundled, equisa_core.validation.fix_prior, fitted by "
+        "bench/fix_prior_fit.py), or the path of a fitted prior's JSON.")
     search_seconds: float = Field(
         60.0, gt=0, description="Wall-clock seconds the deterministic search screens candidates in each "
         "round (its parallel screens share them), best-ranked first.")

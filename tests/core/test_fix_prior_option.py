@@ -14,7 +14,7 @@ from tasks.fix_search import edit_size_score, pattern_score_of
 
 
 def test_the_named_priors_and_a_file(tmp_path):
-    assert ValidationOptions().fix_prior == "fitted"
+    assert ValidationOptions().fix_prior == "size"
     assert pattern_score_of("size") is edit_size_score
     fitted = load_fix_prior()
     assert pattern_score_of("fitted")("comparison_swap", 2) == pytest.approx(

@@ -22,11 +22,9 @@ from equisa_core.validation.differential import (
     judge,
     observed_of,
 )
-from equisa_core.validation.generated_tests import is_testgen_test
 from tasks.inspection import qualname_of, read_function
-from tasks.prepared_run import focused_request
 from tasks.sandbox import RunRequest
-from tasks.validation_checks import ValidationContext, run_request
+from tasks.validation_checks import ValidationContext, recorded_calls, run_request
 
 __all__ = ["DIFFERENTIAL_CHECK_PATH", "differential_baseline", "differential_verdict"]
 
@@ -49,18 +47,15 @@ def _positional_parameters(source: str) -> list[str] | None:
 def _recorded(ctx: ValidationContext, target: str) -> tuple[list[tuple[Origin, RecordedCall]], float]:
     """The target's calls in the visible tests that run it, each with its test's origin, and the
     slowest of those tests' durations."""
-    trace = ctx.found.trace
-    covering = sorted(t for t in trace.coverage().get(target, set()) - trace.flaky if not is_testgen_test(t))
-    if not covering:
+    recorded = recorded_calls(target, ctx)
+    if recorded is None:
         return [], 0.0
-    recorded = run_request(ctx, focused_request(ctx.found.prepared, covering, ctx.found.overlay,
-                                                record=(target,), trace=False))
     calls: list[tuple[Origin, RecordedCall]] = []
     for test in recorded.tests:
         origin: Origin = "passing" if test.test_id in ctx.passing else "failing"
-        if test.test_id in ctx.passing or test.test_id in ctx.failing:
-            calls += [(origin, call) for call in test.calls if call.fqn == target]
-    slowest = max((t.duration for t in trace.tests if t.test_id in covering), default=0.0)
+        calls += [(origin, call) for call in test.calls if call.fqn == target]
+    ran = {t.test_id for t in recorded.tests}
+    slowest = max((t.duration for t in ctx.found.trace.tests if t.test_id in ran), default=0.0)
     return calls, slowest
 
 

@@ -32,7 +32,7 @@ from tasks.run_tests import run_tests
 from tasks.testgen_publish import GenerateTests
 
 __all__ = ["ValidationContext", "NovelModule", "validation_context", "test_sources", "run_request",
-           "run_module", "functions_of", "novel_module", "carved_check_module",
+           "run_module", "functions_of", "recorded_calls", "novel_module", "carved_check_module",
            "CARVED_CHECK_PATH", "NOVEL_CHECK_PATH"]
 
 CARVED_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_carved.py"
@@ -53,6 +53,8 @@ class ValidationContext(BaseModel):
     llm_config: object | None = None
     carved: dict[str, str | None] = Field(default_factory=dict, description="Target -> carved module.")
     novel: dict[str, str | None] = Field(default_factory=dict, description="Target -> model's test module.")
+    recorded: dict[str, SuiteTrace | None] = Field(
+        default_factory=dict, description="Target -> its covering tests' run with its calls recorded.")
     differential: dict[str, DifferentialBaseline | None] = Field(
         default_factory=dict, description="Target -> its differential baseline, or None when it has none.")
 
@@ -127,18 +129,29 @@ def functions_of(candidate: PatchCandidate, ctx: ValidationContext) -> tuple[str
     return original, patched
 
 
+def recorded_calls(target: str, ctx: ValidationContext) -> SuiteTrace | None:
+    """The visible tests that run ``target`` (testgen tests and flaky ones left out), run once on the
+    original code with its calls recorded, for the carved tests and the differential test; None
+    when no such test exists. Made once per target."""
+    if target not in ctx.recorded:
+        trace = ctx.found.trace
+        covering = sorted(t for t in trace.coverage().get(target, set()) - trace.flaky
+                          if not is_testgen_test(t) and (t in ctx.passing or t in ctx.failing))
+        ctx.recorded[target] = None if not covering else run_request(ctx, focused_request(
+            ctx.found.prepared, covering, ctx.found.overlay, record=(target,), trace=False))
+    return ctx.recorded[target]
+
+
 def carved_check_module(target: str, ctx: ValidationContext) -> str | None:
     """Tests carved from passing executions of ``target`` on the original code, that pass there."""
     if target in ctx.carved:
         return ctx.carved[target]
-    trace = ctx.found.trace
-    coverage = trace.coverage()
-    passing = sorted(t for t in coverage.get(target, set()) & ctx.passing if not is_testgen_test(t))
     module = None
-    if passing:
-        recorded = run_request(ctx, focused_request(ctx.found.prepared, passing, ctx.found.overlay,
-                                                    record=(target,), trace=False))
-        carved = carve_tests(recorded, [target], ctx.nodes, max_per_member=6)
+    recorded = recorded_calls(target, ctx)
+    if recorded is not None:
+        passed = tuple(t for t in recorded.tests if t.test_id in ctx.passing)
+        passing = recorded.model_copy(update={"tests": passed})
+        carved = carve_tests(passing, [target], ctx.nodes, max_per_member=6)
         if carved:
             source = carved_module(carved)
             overlay = {**ctx.found.overlay, CARVED_CHECK_PATH: source}

@@ -46,6 +46,7 @@ __all__ = [
     "is_stringy",
     "load_function",
     "make",
+    "name_distance",
     "parse_quietly",
     "shape",
     "shift",
@@ -505,6 +506,19 @@ class FunctionModel:
         return shape(node, known)
 
 
+
+
+def name_distance(a: str, b: str) -> int:
+    """The Levenshtein distance of two names, case ignored (``LIMIT`` is near ``limit``). By hand: a
+    dozen lines for short identifiers, where a library would be a dependency for one function."""
+    a, b = a.lower(), b.lower()
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
 
 
 def int_node(value: int) -> ast.expr:

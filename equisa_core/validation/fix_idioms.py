@@ -20,7 +20,7 @@ import builtins
 import copy
 from collections.abc import Iterator
 
-from equisa_core.validation.edits import SELF_NAMES, Candidate, FunctionModel, Proposal, Site
+from equisa_core.validation.edits import SELF_NAMES, Candidate, FunctionModel, Proposal, Site, name_distance
 from equisa_core.validation.fix_context import FixContext
 
 __all__ = ["IN_PLACE_METHODS", "MAX_RENAME_DISTANCE", "method_result_assign", "assignment_swap",
@@ -33,16 +33,6 @@ IN_PLACE_METHODS = frozenset({"append", "extend", "insert", "remove", "sort", "r
 MAX_RENAME_DISTANCE = 3
 
 
-def _distance(a: str, b: str) -> int:
-    """The Levenshtein distance of two names, case ignored."""
-    a, b = a.lower(), b.lower()
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
 
 
 def _to_name(node: ast.AST) -> tuple[str, ast.expr] | None:
@@ -103,8 +93,8 @@ def undefined_rename(fn: FunctionModel, context: FixContext) -> Iterator[Proposa
     in_scope = sorted(set(fn.bound) | set(fn.parameters) | set(context.module_names))
     for name in _undefined(fn, context):
         reads = [n for n in ast.walk(fn.node) if isinstance(n, ast.Name) and n.id == name]
-        near = sorted((n for n in in_scope if _distance(n, name) <= MAX_RENAME_DISTANCE),
-                      key=lambda n: (_distance(n, name), n))
+        near = sorted((n for n in in_scope if name_distance(n, name) <= MAX_RENAME_DISTANCE),
+                      key=lambda n: (name_distance(n, name), n))
         for other in near:
             body = copy.deepcopy(fn.node.body)
             for node in ast.walk(ast.Module(body=body, type_ignores=[])):

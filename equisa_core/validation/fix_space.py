@@ -77,6 +77,7 @@ from equisa_core.validation.edits import (
     int_value,
     load_function,
     make,
+    name_distance,
     shift,
     with_field,
 )
@@ -214,16 +215,6 @@ _BUILTIN_ARITIES: dict[str, tuple[int, int | None]] = {
 # --- names in scope ------------------------------------------------------------------------------
 
 
-def _distance(a: str, b: str) -> int:
-    """The Levenshtein distance of two names, case ignored (``LIMIT`` is near ``limit``)."""
-    a, b = a.lower(), b.lower()
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
 
 
 def _visible(fn: FunctionModel, site: Site) -> frozenset[str]:
@@ -271,7 +262,7 @@ def _name_kind(fn: FunctionModel, context: FixContext, site: Site, name: str) ->
 def _closest(names: dict[str, str], name: str, kind: str) -> list[str]:
     """The other names, the same kind first, then by edit distance, then by name."""
     others = [n for n in names if n != name]
-    return sorted(others, key=lambda n: (names[n] != kind, _distance(n, name), n))
+    return sorted(others, key=lambda n: (names[n] != kind, name_distance(n, name), n))
 
 
 def _recent(names: dict[str, str], fn: FunctionModel, offset: int) -> list[str]:
@@ -327,7 +318,7 @@ def _attribute_options(node: ast.Attribute, called: bool, on_self: bool, context
     options = list(_SIBLING_METHODS.get(node.attr, ())) if called else []
     members = context.class_methods if called else context.class_attributes
     if on_self:
-        ranked = sorted(members, key=lambda m: (_distance(m, node.attr), m))
+        ranked = sorted(members, key=lambda m: (name_distance(m, node.attr), m))
         options += [m for m in ranked if m not in options and not (m.startswith("__") and m.endswith("__"))]
     return [m for m in options if m != node.attr]
 

@@ -45,6 +45,7 @@ from equisa_core.validation.edits import (
     Proposal,
     Shape,
     bounds,
+    name_distance,
     shape,
     splice,
     with_field,
@@ -266,16 +267,6 @@ def _positions(fn: FunctionModel) -> list[_Position]:
     return [position for _, position in found]
 
 
-def _name_distance(a: str, b: str) -> int:
-    """The Levenshtein distance of two names, case ignored."""
-    a, b = a.lower(), b.lower()
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
 
 
 class _Scope:
@@ -356,7 +347,7 @@ def _fitting(source: _Source, position: _Position, scope: _Scope) -> list[_Sourc
     options = [
         n for n in scope.locals_at(position.point) if n not in present and (n in scope.parameters) == kind
     ]
-    options.sort(key=lambda n: (_name_distance(n, old), n))
+    options.sort(key=lambda n: (name_distance(n, old), n))
     found = []
     for name in options[:MAX_RENAMES]:
         renamed = _renamed(source, old, name)

@@ -90,7 +90,10 @@ def read_test_record(record: dict[str, Any]) -> TestResult:
         duration=record.get("duration", 0.0),
         exception_type=record.get("exception_type"),
         message=record.get("message"),
-        traceback=tuple(TracebackFrame(**frame) for frame in record.get("traceback", ())),
+        # A frame may have no line (Python 3.11+ when a signal stops it between instructions: a test
+        # stopped at its time limit); 0 stands for it.
+        traceback=tuple(TracebackFrame(**{**frame, "line": frame.get("line") or 0})
+                        for frame in record.get("traceback", ())),
         stdout_tail=record.get("stdout", ""),
         stderr_tail=record.get("stderr", ""),
         covered=frozenset(record.get("covered", ())),

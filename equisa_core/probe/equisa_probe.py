@@ -1436,7 +1436,7 @@ class ProbePlugin:
         listed: list[Record] = []
         if frames:
             listed = [
-                {"file": self._relative(f.filename), "line": f.lineno, "function": f.name}
+                {"file": self._relative(f.filename), "line": f.lineno or 0, "function": f.name}
                 for f in _extract_tb(excinfo.tb)
             ]
             # Drop pytest's own frames above the first frame of the project (usually the test).

@@ -47,6 +47,7 @@ __all__ = [
     "load_function",
     "make",
     "name_distance",
+    "negate",
     "parse_quietly",
     "shape",
     "shift",
@@ -519,6 +520,17 @@ def name_distance(a: str, b: str) -> int:
             current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
         previous = current
     return previous[-1]
+
+
+def negate(fn: FunctionModel, site: Site) -> Candidate:
+    """``not X`` for ``X``, or ``X`` for ``not X`` (a mutation and a repair edit alike)."""
+    node = expression(site)
+    start, end = fn.span(node)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = fn.src(node.operand)
+        return fn.replace(site, node.operand, [[(start, end, inner)], [(start, end, f"({inner})")]])
+    new = ast.UnaryOp(ast.Not(), node)
+    return fn.replace(site, new, [[(start, start, "not ")], [(start, start, "not ("), (end, end, ")")]])
 
 
 def int_node(value: int) -> ast.expr:

@@ -50,6 +50,7 @@ from equisa_core.validation.edits import (
     Proposal,
     Site,
     expression,
+    negate,
     with_field,
 )
 from equisa_core.validation.fix_context import FixContext, is_condition, literal_text, raised_types
@@ -323,17 +324,6 @@ def _clause_drops(fn: FunctionModel, site: Site, sites: dict[int, Site]) -> Iter
             yield fn.replace(sites[id(node)], new, [[edit]], fn.span(expression(site)))
 
 
-def _negated(fn: FunctionModel, site: Site) -> Candidate:
-    """``not c`` for ``c``, ``c`` for ``not c``."""
-    node = expression(site)
-    start, end = fn.span(node)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = fn.src(node.operand)
-        return fn.replace(site, node.operand, [[(start, end, inner)], [(start, end, f"({inner})")]])
-    new = ast.UnaryOp(ast.Not(), node)
-    return fn.replace(site, new, [[(start, start, "not ")], [(start, start, "not ("), (end, end, ")")]])
-
-
 def _is_condition_site(site: Site) -> bool:
     if isinstance(site.node, ast.Constant):
         return False
@@ -353,7 +343,7 @@ def condition_edit(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]
         condition = expression(site)
         for candidate in _clause_drops(fn, site, sites):
             yield Proposal(candidate, condition)
-        yield Proposal(_negated(fn, site), condition)
+        yield Proposal(negate(fn, site), condition)
         names = _free_names(condition)
         for option in _ranked_options(fn, context, site, own, module):
             first = option.guard and bool(option.names & names)

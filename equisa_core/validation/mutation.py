@@ -61,13 +61,13 @@ from equisa_core.validation.edits import Edit as _Edit
 from equisa_core.validation.edits import FunctionModel as _Function
 from equisa_core.validation.edits import Site as _Site
 from equisa_core.validation.edits import bounds as _bounds
-from equisa_core.validation.edits import expression as _expression
 from equisa_core.validation.edits import int_node as _int_node
 from equisa_core.validation.edits import int_value as _int_value
 from equisa_core.validation.edits import is_int as _is_int
 from equisa_core.validation.edits import is_stringy as _is_stringy
 from equisa_core.validation.edits import load_function as _load
 from equisa_core.validation.edits import make as _make
+from equisa_core.validation.edits import negate as _negate
 from equisa_core.validation.edits import shift as _shift
 from equisa_core.validation.edits import with_field as _with
 
@@ -218,17 +218,6 @@ def _boolean_operator_swap(fn: _Function) -> Iterator[_Candidate]:
         primary = [] if None in gaps else [[(*gap, new) for gap in gaps if gap is not None]]
         display = gaps[0] if len(gaps) == 1 and gaps[0] is not None else None
         yield fn.replace(site, _with(node, "op", ast.Or() if old == "and" else ast.And()), primary, display)
-
-
-def _negate(fn: _Function, site: _Site) -> _Candidate:
-    """``not X`` for ``X``, or ``X`` for ``not X``."""
-    node = _expression(site)
-    start, end = fn.span(node)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = fn.src(node.operand)
-        return fn.replace(site, node.operand, [[(start, end, inner)], [(start, end, f"({inner})")]])
-    new = ast.UnaryOp(ast.Not(), node)
-    return fn.replace(site, new, [[(start, start, "not ")], [(start, start, "not ("), (end, end, ")")]])
 
 
 def _negate_condition(fn: _Function) -> Iterator[_Candidate]:

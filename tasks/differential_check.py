@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 
 from equisa_core.common.models import RecordedCall, TestOutcome
-from equisa_core.common.time_limits import limit_for
+from equisa_core.common.time_limits import limit_for, slowest_finished
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.differential import (
@@ -55,7 +55,7 @@ def _recorded(ctx: ValidationContext, target: str) -> tuple[list[tuple[Origin, R
         origin: Origin = "passing" if test.test_id in ctx.passing else "failing"
         calls += [(origin, call) for call in test.calls if call.fqn == target]
     ran = {t.test_id for t in recorded.tests}
-    slowest = max((t.duration for t in ctx.found.trace.tests if t.test_id in ran), default=0.0)
+    slowest = slowest_finished(t for t in ctx.found.trace.tests if t.test_id in ran)
     return calls, slowest
 
 

@@ -26,8 +26,8 @@ from equisa_core.common.options import (
     PerTestLimit,
 )
 
-__all__ = ["TIMED_OUT", "limit_for", "limits_from_run", "limits_from_history", "timed_out",
-           "uniform_limit", "stopped_note"]
+__all__ = ["TIMED_OUT", "limit_for", "limits_from_run", "limits_from_history", "slowest_finished",
+           "timed_out", "uniform_limit", "stopped_note"]
 
 #: The exception type the probe fails a test with when it outlives its limit.
 TIMED_OUT = "equisa_probe.TestTimeout"
@@ -49,6 +49,14 @@ def _rounded_up(seconds: float) -> float:
 def timed_out(result: TestResult) -> bool:
     """Whether ``result`` is a test the probe stopped at its time limit."""
     return result.outcome is not TestOutcome.PASSED and result.exception_type == TIMED_OUT
+
+
+def slowest_finished(results: Iterable[TestResult]) -> float:
+    """The longest duration among ``results`` that were not stopped at their limit (0 s when none).
+
+    A test stopped at its limit (one that loops on the buggy code) says nothing of how long a call
+    may take: its duration is the limit itself."""
+    return max((r.duration for r in results if not timed_out(r)), default=0.0)
 
 
 def limits_from_run(results: Iterable[TestResult], factor: float = TIMEOUT_FACTOR,

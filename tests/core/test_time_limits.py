@@ -19,6 +19,7 @@ from equisa_core.common.time_limits import (
     limit_for,
     limits_from_history,
     limits_from_run,
+    slowest_finished,
     stopped_note,
     timed_out,
     uniform_limit,
@@ -55,6 +56,16 @@ def test_a_test_that_timed_out_gets_ten_times_the_median_passing_duration():
     assert timed_out(results[-1]) and not timed_out(results[-2])
     # none passed: the slack alone
     assert limits_from_run([result("t::loops", "failed", 10.0, TIMED_OUT)]) == {"t::loops": 2.0}
+
+
+def test_the_slowest_finished_test_ignores_one_stopped_at_its_limit():
+    # the overfitting guard's driver tests take their limit from this: a looping test's 30 s would
+    # give each of them the cap
+    results = [result("t::a", "passed", 0.2), result("t::b", "failed", 0.7, "AssertionError"),
+               result("t::loops", "failed", 30.0, TIMED_OUT)]
+    assert slowest_finished(results) == 0.7
+    assert limit_for(slowest_finished(results)) == 9.0
+    assert slowest_finished(results[2:]) == 0.0 and slowest_finished([]) == 0.0
 
 
 def test_the_history_gives_the_first_runs_limits():

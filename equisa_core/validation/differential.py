@@ -13,8 +13,12 @@ Each input carries the origin of the call it came from. The original program pas
 that made the *passing* calls, so near them it is the best oracle there is: a candidate that
 changes results there changes behaviour away from the failure (``far_changes``), which is what an
 overfitting patch does (a special case, a condition widened past the failing inputs); one such
-change, or up to a tenth of those inputs, is tolerated (``FAR_CHANGES_TOLERATED``). Near the
-*failing* calls the candidate is expected to differ, and it is not judged there. An input made
+change, or up to a tenth of those inputs, is tolerated (``FAR_CHANGES_TOLERATED``), unless it
+makes the function worse there (``degraded``): a result that becomes None, an exception or a time-out
+is never what a fix does next to inputs the original gets right. Near the *failing* calls the
+candidate is expected to differ, and it is not judged there, except for one thing: a candidate that
+still crashes on a neighbour of any call (``CRASHES``: an ``IndexError``, a ``TypeError``, a
+time-out...) fixed the tests' inputs, not the function, and is withheld (``crashes``). An input made
 from both kinds of call takes the strongest origin (``differential_inputs``): an exact call before
 a neighbour, a failing call before a passing one. The verdict (``judge``) lists the far changes;
 ``flows.validation`` rejects a candidate with any as ``OVERFITTING``, with the first of them as
@@ -35,7 +39,7 @@ from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import RecordedCall
 
-__all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED",
+__all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED", "CRASHES",
            "DifferentialInput", "Observed", "FarChange", "DifferentialVerdict", "DifferentialBaseline",
            "neighbour_values", "differential_inputs", "driver_module", "observed_of", "judge"]
 
@@ -47,6 +51,10 @@ MAX_INPUTS = 120
 #: (a condition widened past the failure) changes a region.
 FAR_CHANGES_TOLERATED = 1
 FAR_SHARE_TOLERATED = 0.1
+#: The exceptions that mean the function crashed, not that it refused its input on purpose (a
+#: ``ValueError`` it raises itself is a refusal); ``TestTimeout`` is the probe's time limit.
+CRASHES = frozenset({"IndexError", "KeyError", "TypeError", "AttributeError", "NameError",
+                     "UnboundLocalError", "ZeroDivisionError", "RecursionError", "TestTimeout"})
 #: At most this many neighbours of one recorded call.
 MAX_NEIGHBOURS_PER_CALL = 12
 #: Literals longer than this are not perturbed (their neighbours would make long tests).
@@ -61,11 +69,13 @@ class _Model(BaseModel):
 
 
 class DifferentialInput(_Model):
-    """One call to make: its driver test's name, where it came from and its text."""
+    """One call to make: its driver test's name, where it came from, its text, and whether a test
+    made it as it is (``exact``) rather than a neighbour of such a call."""
 
     name: str
     origin: Origin
     call: str
+    exact: bool = False
 
 
 class Observed(_Model):
@@ -73,6 +83,11 @@ class Observed(_Model):
 
     result: str | None = None
     raised: str | None = None
+
+    @property
+    def crashed(self) -> bool:
+        """Whether the call raised one of ``CRASHES`` (or ran out of time)."""
+        return self.raised is not None and self.raised.rsplit(".", 1)[-1] in CRASHES
 
 
 class DifferentialBaseline(_Model):
@@ -92,6 +107,21 @@ class FarChange(_Model):
     original: Observed
     patched: Observed
 
+    @property
+    def degraded(self) -> bool:
+        """The original returned a value there, and the candidate returns None, crashes or runs out
+        of time: a fix does not do that next to inputs the original gets right."""
+        return (self.original.raised is None and self.original.result not in (None, "None")
+                and (self.patched.crashed
+                     or (self.patched.raised is None and self.patched.result in (None, "None"))))
+
+
+class Crash(_Model):
+    """A neighbour of a recorded call on which the candidate crashes."""
+
+    call: str
+    patched: Observed
+
 
 class DifferentialVerdict(_Model):
     """The guard's findings on one candidate."""
@@ -99,25 +129,47 @@ class DifferentialVerdict(_Model):
     compared: int
     far_changes: tuple[FarChange, ...] = ()
     near_changes: int = 0
+    crashes: tuple[Crash, ...] = ()
 
     @property
-    def passed(self) -> bool:
-        """No more change of behaviour away from the failure than a boundary fix makes."""
+    def degraded(self) -> tuple[FarChange, ...]:
+        """The far changes that make the function worse (``FarChange.degraded``)."""
+        return tuple(c for c in self.far_changes if c.degraded)
+
+    @property
+    def tolerated(self) -> bool:
+        """As many far changes as a boundary fix makes (``FAR_CHANGES_TOLERATED``), or fewer."""
         far, near_passing = len(self.far_changes), self.compared - self.near_changes
         return far <= FAR_CHANGES_TOLERATED or far <= FAR_SHARE_TOLERATED * near_passing
 
+    @property
+    def passed(self) -> bool:
+        """No more change of behaviour away from the failure than a boundary fix makes, none for
+        the worse, and no crash next to any call."""
+        return self.tolerated and not self.degraded and not self.crashes
+
     def reason(self) -> str:
         """One line for the report."""
-        if self.passed and not self.far_changes:
-            return f"same as the original on {self.compared - self.near_changes} input(s) near passing calls"
-        if self.passed:
+        near_passing = self.compared - self.near_changes
+        if self.degraded:
+            first = self.degraded[0]
+            return (f"makes the function worse away from the failure on {len(self.degraded)} of "
+                    f"{near_passing} input(s) near passing calls, e.g. {first.call}: "
+                    f"{_shown(first.original)} before, {_shown(first.patched)} now")
+        if not self.tolerated:
             first = self.far_changes[0]
-            return (f"same as the original on {self.compared - self.near_changes - len(self.far_changes)} of "
-                    f"{self.compared - self.near_changes} input(s) near passing calls; tolerated: "
-                    f"{first.call}: {_shown(first.original)} before, {_shown(first.patched)} now")
+            return (f"changes behaviour away from the failure on {len(self.far_changes)} of {near_passing} "
+                    f"input(s) near passing calls, e.g. {first.call}: {_shown(first.original)} "
+                    f"before, {_shown(first.patched)} now")
+        if self.crashes:
+            crash = self.crashes[0]
+            return (f"still crashes next to the tests' calls on {len(self.crashes)} of {self.compared} "
+                    f"input(s), e.g. {crash.call}: {_shown(crash.patched)}")
+        if not self.far_changes:
+            return f"same as the original on {near_passing} input(s) near passing calls"
         first = self.far_changes[0]
-        return (f"changes behaviour away from the failure on {len(self.far_changes)} of {self.compared} "
-                f"input(s) near passing tests' calls, e.g. {first.call}: {_shown(first.original)} "
+        return (f"same as the original on {near_passing - len(self.far_changes)} of {near_passing} "
+                f"input(s) near passing calls; tolerated: {first.call}: {_shown(first.original)} "
                 f"before, {_shown(first.patched)} now")
 
 
@@ -209,7 +261,7 @@ def differential_inputs(function: str, parameters: Sequence[str],
                 order.append(text)
             strength[text] = max(strength.get(text, -1), rank)
     return [DifferentialInput(name=f"{_DRIVER_PREFIX}{i}", origin="failing" if strength[t] % 2 else "passing",
-                              call=t)
+                              call=t, exact=strength[t] >= 2)
             for i, t in enumerate(order[:MAX_INPUTS])]
 
 
@@ -237,16 +289,20 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
           patched: Mapping[str, Observed]) -> DifferentialVerdict:
     """The far changes of a candidate: inputs near passing calls where it differs from the original."""
     far: list[FarChange] = []
+    crashes: list[Crash] = []
     near = compared = 0
     for item in inputs:
         before, after = original.get(item.name), patched.get(item.name)
         if before is None or after is None:
             continue
         compared += 1
+        if after.crashed and not item.exact:
+            crashes.append(Crash(call=item.call, patched=after))
         if before == after:
             continue
         if item.origin == "failing":
             near += 1
         else:
             far.append(FarChange(call=item.call, original=before, patched=after))
-    return DifferentialVerdict(compared=compared, far_changes=tuple(far), near_changes=near)
+    return DifferentialVerdict(compared=compared, far_changes=tuple(far), near_changes=near,
+                               crashes=tuple(crashes))

@@ -21,6 +21,7 @@ from equisa_core.validation.differential import (
     driver_module,
     judge,
     observed_of,
+    raised_by_name,
 )
 from tasks.inspection import qualname_of, read_function
 from tasks.sandbox import RunRequest
@@ -98,7 +99,8 @@ def differential_baseline(target: str, ctx: ValidationContext) -> DifferentialBa
                 per_test = limit_for(slowest)
                 original = _observed(ctx, _driver_request(ctx, None, text, target, per_test))
                 baseline = DifferentialBaseline(target=target, inputs=tuple(inputs), module=text,
-                                                per_test_s=per_test, original=original)
+                                                per_test_s=per_test, original=original,
+                                                refusals=raised_by_name(source))
     ctx.differential[target] = baseline
     return baseline
 
@@ -107,4 +109,4 @@ def differential_verdict(candidate: PatchCandidate, baseline: DifferentialBaseli
                          ctx: ValidationContext) -> DifferentialVerdict:
     """The candidate's behaviour on the baseline's inputs, judged against the original's."""
     request = _driver_request(ctx, candidate, baseline.module, baseline.target, baseline.per_test_s)
-    return judge(baseline.inputs, baseline.original, _observed(ctx, request))
+    return judge(baseline.inputs, baseline.original, _observed(ctx, request), baseline.refusals)

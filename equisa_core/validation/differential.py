@@ -18,7 +18,9 @@ makes the function worse there (``degraded``): a result that becomes None, an ex
 is never what a fix does next to inputs the original gets right. Near the *failing* calls the
 candidate is expected to differ, and it is not judged there, except for one thing: a candidate that
 still crashes on a neighbour of any call (``CRASHES``: an ``IndexError``, a ``TypeError``, a
-time-out...) fixed the tests' inputs, not the function, and is withheld (``crashes``). An input made
+time-out...) fixed the tests' inputs, not the function, and is withheld (``crashes``). An exception
+the function raises on purpose is a refusal, not a crash (``refusals``): one its source raises by
+name, or one the original raised on a call that a passing test makes. An input made
 from both kinds of call takes the strongest origin (``differential_inputs``): an exact call before
 a neighbour, a failing call before a passing one. The verdict (``judge``) lists the far changes;
 ``flows.validation`` rejects a candidate with any as ``OVERFITTING``, with the first of them as
@@ -40,8 +42,9 @@ from pydantic import BaseModel, ConfigDict
 from equisa_core.common.models import RecordedCall
 
 __all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED", "CRASHES",
-           "DifferentialInput", "Observed", "FarChange", "DifferentialVerdict", "DifferentialBaseline",
-           "neighbour_values", "differential_inputs", "driver_module", "observed_of", "judge"]
+           "DifferentialInput", "Observed", "FarChange", "Crash", "DifferentialVerdict",
+           "DifferentialBaseline", "neighbour_values", "differential_inputs", "driver_module", "observed_of",
+           "raised_by_name", "judge"]
 
 #: At most this many inputs per target (the exact calls first, then their neighbours).
 MAX_INPUTS = 120
@@ -85,9 +88,14 @@ class Observed(_Model):
     raised: str | None = None
 
     @property
+    def raised_name(self) -> str | None:
+        """The exception's class name, without its module."""
+        return None if self.raised is None else self.raised.rsplit(".", 1)[-1]
+
+    @property
     def crashed(self) -> bool:
         """Whether the call raised one of ``CRASHES`` (or ran out of time)."""
-        return self.raised is not None and self.raised.rsplit(".", 1)[-1] in CRASHES
+        return self.raised_name in CRASHES
 
 
 class DifferentialBaseline(_Model):
@@ -98,6 +106,7 @@ class DifferentialBaseline(_Model):
     module: str
     per_test_s: float
     original: dict[str, Observed]
+    refusals: frozenset[str] = frozenset()
 
 
 class FarChange(_Model):
@@ -285,18 +294,38 @@ def observed_of(calls_by_test: Mapping[str, Sequence[RecordedCall]]) -> dict[str
     return observed
 
 
+def raised_by_name(source: str) -> frozenset[str]:
+    """The exception classes ``source`` raises by name (``raise IndexError(...)``): its refusals."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(raised, ast.Name):
+                names.add(raised.id)
+            elif isinstance(raised, ast.Attribute):
+                names.add(raised.attr)
+    return frozenset(names)
+
+
 def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
-          patched: Mapping[str, Observed]) -> DifferentialVerdict:
-    """The far changes of a candidate: inputs near passing calls where it differs from the original."""
+          patched: Mapping[str, Observed], refusals: frozenset[str] = frozenset()) -> DifferentialVerdict:
+    """The far changes of a candidate (inputs near passing calls where it differs from the
+    original) and its crashes next to any call; an exception in ``refusals``, or one the original
+    raised on an exact passing call, is not a crash."""
     far: list[FarChange] = []
     crashes: list[Crash] = []
+    refused = set(refusals)
+    for item in inputs:
+        seen = original.get(item.name)
+        if item.exact and item.origin == "passing" and seen is not None and seen.raised_name:
+            refused.add(seen.raised_name)
     near = compared = 0
     for item in inputs:
         before, after = original.get(item.name), patched.get(item.name)
         if before is None or after is None:
             continue
         compared += 1
-        if after.crashed and not item.exact:
+        if after.crashed and not item.exact and after.raised_name not in refused:
             crashes.append(Crash(call=item.call, patched=after))
         if before == after:
             continue

@@ -17,6 +17,7 @@ from equisa_core.validation.differential import (
     judge,
     neighbour_values,
     observed_of,
+    raised_by_name,
 )
 
 
@@ -102,6 +103,54 @@ def test_a_change_near_a_passing_call_is_far_and_near_a_failing_call_is_not():
     assert not verdict.passed
     assert sorted(c.call for c in verdict.far_changes) == ["f(4)", "f(6)"]
     assert "changes behaviour away from the failure on 2 of" in verdict.reason()
+
+
+def test_a_single_change_for_the_worse_near_a_passing_call_is_not_tolerated():
+    # a special case for the failing input (``x < 0`` for ``x < xs[0]``) leaves the function without
+    # an answer next to a passing call: one such change is one too many
+    calls = [("passing", call("m.f", x="5")), ("failing", call("m.f", x="-5"))]
+    inputs = differential_inputs("f", ["x"], calls)
+    names = {i.call: i.name for i in inputs}
+    original = {i.name: Observed(result="1") for i in inputs}
+    for worse in (Observed(result="None"), Observed(raised="builtins.IndexError"),
+                  Observed(raised="equisa_probe.TestTimeout")):
+        verdict = judge(inputs, original, {**original, names["f(6)"]: worse})
+        assert not verdict.passed and len(verdict.far_changes) == 1
+        assert verdict.reason().startswith("makes the function worse away from the failure on 1 of")
+    # where the original returned None or crashed, a change is not for the worse
+    none_before = {**original, names["f(6)"]: Observed(result="None")}
+    assert judge(inputs, none_before, {**none_before, names["f(6)"]: Observed(result="0")}).passed
+
+
+def test_a_candidate_that_still_crashes_next_to_a_call_is_withheld():
+    # the candidate fixed the failing test's input, but the function still raises IndexError on a
+    # neighbour (the empty list), as the original did: the fix covers the tests, not the function
+    calls = [("passing", call("m.f", xs="[1, 2]")), ("failing", call("m.f", xs="[2, 1]"))]
+    inputs = differential_inputs("f", ["xs"], calls)
+    names = {i.call: i.name for i in inputs}
+    original = {i.name: Observed(result="1") for i in inputs}
+    crash = Observed(raised="builtins.IndexError")
+    original[names["f([])"]] = crash
+    verdict = judge(inputs, original, original)
+    assert not verdict.passed and not verdict.far_changes
+    assert [c.call for c in verdict.crashes] == ["f([])"]
+    assert verdict.reason().startswith("still crashes next to the tests' calls on 1 of")
+    # a refusal is not a crash: an exception the source raises by name, one the original raised
+    # on a call a passing test makes (the test expects it), or one outside CRASHES
+    assert judge(inputs, original, original, refusals=raised_by_name(
+        "def f(xs):\n    if not xs:\n        raise IndexError('empty')\n    return 1\n")).passed
+    expected = {**original, names["f([1, 2])"]: crash}
+    assert judge(inputs, expected, expected).passed
+    assert [i.call for i in inputs if i.exact] == ["f([2, 1])", "f([1, 2])"]
+    refused = {**original, names["f([])"]: Observed(raised="builtins.ValueError")}
+    assert judge(inputs, refused, refused).passed
+
+
+def test_the_exceptions_a_source_raises_by_name():
+    source = ("def f(x):\n    if x < 0:\n        raise ValueError('negative')\n    if x > 9:\n"
+              "        raise errors.TooBig\n    try:\n        return 1 / x\n    except ZeroDivisionError:\n"
+              "        raise\n")
+    assert raised_by_name(source) == {"ValueError", "TooBig"}
 
 
 def test_inputs_without_a_record_in_either_run_are_not_compared():

@@ -15,7 +15,8 @@ changes results there changes behaviour away from the failure (``far_changes``),
 overfitting patch does (a special case, a condition widened past the failing inputs); one such
 change, or up to a tenth of those inputs, is tolerated (``FAR_CHANGES_TOLERATED``), unless it
 makes the function worse there (``degraded``): a result that becomes None, an exception or a time-out
-is never what a fix does next to inputs the original gets right. Near the *failing* calls the
+is never what a fix does next to inputs the original gets right. Where the original crashed, it is
+no oracle: a candidate that answers there instead is not counted against it. Near the *failing* calls the
 candidate is expected to differ, and it is not judged there, except for one thing: a candidate that
 still crashes on a neighbour of any call (``CRASHES``: an ``IndexError``, a ``TypeError``, a
 time-out...) fixed the tests' inputs, not the function, and is withheld (``crashes``). An exception
@@ -327,7 +328,7 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
         compared += 1
         if after.crashed and not item.exact and after.raised_name not in refused:
             crashes.append(Crash(call=item.call, patched=after))
-        if before == after:
+        if before == after or (before.crashed and before.raised_name not in refused and not after.crashed):
             continue
         if item.origin == "failing":
             near += 1

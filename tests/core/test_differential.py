@@ -117,9 +117,15 @@ def test_a_single_change_for_the_worse_near_a_passing_call_is_not_tolerated():
         verdict = judge(inputs, original, {**original, names["f(6)"]: worse})
         assert not verdict.passed and len(verdict.far_changes) == 1
         assert verdict.reason().startswith("makes the function worse away from the failure on 1 of")
-    # where the original returned None or crashed, a change is not for the worse
+    # where the original returned None, a change is not for the worse
     none_before = {**original, names["f(6)"]: Observed(result="None")}
     assert judge(inputs, none_before, {**none_before, names["f(6)"]: Observed(result="0")}).passed
+    # and where it crashed it is no oracle: answers there are not far changes at all
+    crashed = {**original, names["f(6)"]: Observed(raised="builtins.IndexError"),
+               names["f(4)"]: Observed(raised="builtins.IndexError")}
+    verdict = judge(inputs, crashed, {**crashed, names["f(6)"]: Observed(result="2"),
+                                      names["f(4)"]: Observed(result="0")})
+    assert verdict.passed and not verdict.far_changes
 
 
 def test_a_candidate_that_still_crashes_next_to_a_call_is_withheld():

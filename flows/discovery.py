@@ -30,10 +30,10 @@ from prefect import flow
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
 from equisa_core.discovery import machine
-from equisa_core.discovery.rules import DiscoveryBudget, DiscoveryRound, group_sizes
+from equisa_core.discovery.rules import DiscoveryRound, group_sizes
 from equisa_core.localization.prior import node_signals, prior_scores
 from tasks.discovery_proposals import check_tests, propose_tests, testgen_call
-from tasks.discovery_suite import DiscoveryResult, groups_of, merged, traced
+from tasks.discovery_suite import DiscoveryResult, groups_of, merged, start_state, traced
 from tasks.llm import choose_llm_mode
 from tasks.parameters import DiscoveryParameters, TestgenParameters
 from tasks.prepared_run import PreparedRun
@@ -55,10 +55,7 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
     traced_suite, before = traced(params)
     prepared, trace, report = traced_suite.prepared, traced_suite.trace, traced_suite.report
     use_llm, config, problems = choose_llm_mode(params.llm) if params.discovery else (False, None, [])
-    state = machine.start_discovery(
-        DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.discovery_max_tests),
-        params.discovery_top, [tuple(sorted(g)) for g in before], enabled=params.discovery,
-        failing=bool(trace.failed_tests()), problems=problems)
+    state = start_state(params, trace, before, problems)
     if (stopped := machine.verdict(state)) is not None:
         return traced_suite.model_copy(update={"report": report.model_copy(
             update={"stopped_because": stopped.reason})})

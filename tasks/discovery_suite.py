@@ -1,7 +1,9 @@
 """The suite Discovery amplifies: its trace, the overlay of generated tests, the report of its groups.
 
 ``trace_only`` traces the suite as it is (the start of the ``discovery`` flow, and all of it
-without Discovery); ``merged`` adds the checked generated tests' results to its trace.
+without Discovery); ``merged`` adds the checked generated tests' results to its trace;
+``start_state`` is the Discovery machine's state on a traced suite, and ``stopped_at_once`` the
+suite as traced when Discovery would stop before it proposes a test.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ from pydantic import BaseModel, Field
 from equisa_core.common.cost import CostLedger
 from equisa_core.common.models import SuiteTrace
 from equisa_core.common.trace_merge import combine
-from equisa_core.discovery.rules import DiscoveryReport, group_sizes
+from equisa_core.discovery import machine
+from equisa_core.discovery.rules import DiscoveryBudget, DiscoveryReport, group_sizes
 from equisa_core.discovery.trace_report import build_trace_report
+from equisa_core.localization.prior import node_signals, prior_scores
+from tasks.llm import choose_llm_mode
 from tasks.parameters import DiscoveryParameters
 from tasks.prepared_run import PreparedRun, prepare_run, run_suite
 
-__all__ = ["DiscoveryResult", "trace_only", "traced", "as_traced", "groups_of", "merged"]
+__all__ = ["DiscoveryResult", "trace_only", "traced", "as_traced", "groups_of", "merged", "start_state",
+           "stopped_at_once"]
 
 
 class DiscoveryResult(BaseModel):
@@ -79,3 +85,29 @@ def merged(trace: SuiteTrace, checked: SuiteTrace, add: Sequence[str]) -> SuiteT
     new_results = tuple(t for t in checked.tests if t.test_id in wanted)
     return combine([trace, checked.model_copy(update={"tests": new_results, "crashed": False})],
                    [*trace.collected, *add])
+
+
+def start_state(params: DiscoveryParameters, trace: SuiteTrace, groups: Sequence[frozenset[str]],
+                problems: Sequence[str] = ()) -> machine.DiscoveryState:
+    """The Discovery machine's state on the suite as traced (``trace`` and its ``groups``)."""
+    budget = DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.discovery_max_tests)
+    return machine.start_discovery(budget, params.discovery_top, [tuple(sorted(g)) for g in groups],
+                                   enabled=params.discovery, failing=bool(trace.failed_tests()),
+                                   problems=problems)
+
+
+def stopped_at_once(params: DiscoveryParameters, result: DiscoveryResult) -> DiscoveryResult | None:
+    """``result`` (the suite as traced) with Discovery's report when Discovery would stop before it
+    proposes a test (``machine.stops_at_once``), as the ``discovery`` flow reports it; None when
+    Discovery has groups to split."""
+    groups = groups_of(result.trace, result.prepared)
+    problems = choose_llm_mode(params.llm)[2] if params.discovery else []
+    state = start_state(params, result.trace, groups, problems)
+    reason = machine.stops_at_once(state, groups, prior_scores(node_signals(result.trace)))
+    if reason is None:
+        return None
+    sizes = tuple(group_sizes(groups))
+    report = result.report.model_copy(update={
+        "enabled": params.discovery, "testgen": params.discovery and params.testgen,
+        "group_sizes_before": sizes, "group_sizes_after": sizes, "stopped_because": reason})
+    return result.model_copy(update={"report": report, "problems": (*result.problems, *problems)})

@@ -27,7 +27,7 @@ from equisa_core.localization.machine import (
     Traced,
     ValuesCompared,
 )
-from tasks.discovery_suite import DiscoveryResult, as_traced, trace_only
+from tasks.discovery_suite import DiscoveryResult, as_traced, stopped_at_once, trace_only
 from tasks.git_changes import changed_lines
 from tasks.inspections import inspect_step
 from tasks.llm import choose_llm_mode
@@ -101,8 +101,9 @@ class LocalizationSteps:
             if step.not_needed is not None and self.found is not None:
                 self.found = self.found.model_copy(update={"report": self.found.report.model_copy(
                     update={"enabled": True, "stopped_because": step.not_needed})})
-            else:
-                self.found = self.discover_suite(self.discovery_params)
+            else:  # when nothing is left to split, no ``discovery`` child flow is created
+                stopped = stopped_at_once(self.discovery_params, self.found) if self.found else None
+                self.found = stopped or self.discover_suite(self.discovery_params)
             problems = suite_problems(self.found, self.llm_problems)
             return Traced(suite=suite_of(self.found, self.changed, problems))
         return traced

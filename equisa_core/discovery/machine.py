@@ -16,7 +16,7 @@ generated test could be kept (``verdict``). The driver is ``flows.discovery``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -37,7 +37,7 @@ from equisa_core.validation.generated_tests import is_testgen_test
 __all__ = [
     "Group", "Proposal", "DiscoveryState", "DiscoveryStep", "DiscoveryObservation", "ScoreSuite",
     "ProposeTests", "CheckTests", "Scored", "Proposed", "Checked", "start_discovery", "next_steps", "record",
-    "verdict", "unfit",
+    "stops_at_once", "verdict", "unfit",
 ]
 
 #: An ambiguity group: its members' FQNs, sorted.
@@ -168,6 +168,17 @@ def record(state: DiscoveryState, observation: DiscoveryObservation) -> Discover
         case Checked():
             return _checked(state, observation)
     return state
+
+
+def stops_at_once(state: DiscoveryState, groups: Sequence[Collection[str]], prior: Mapping[str, float],
+                  ) -> str | None:
+    """Why Discovery, started as ``state``, stops before it proposes a test (its first scoring of
+    the suite as traced, ``groups`` and ``prior``, leaves no group to split), or None when it goes
+    on. The localization asks this before it starts the ``discovery`` child flow, whose creation
+    alone costs a second or more on a loaded Prefect server."""
+    if state.stopped_because is None:
+        state = record(state, Scored(groups=tuple(tuple(sorted(g)) for g in groups), prior=dict(prior)))
+    return state.stopped_because
 
 
 def verdict(state: DiscoveryState) -> Verdict | None:

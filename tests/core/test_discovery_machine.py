@@ -161,3 +161,27 @@ def test_a_carved_test_must_pass_and_a_models_may_fail_on_an_assertion():
                         exception_type="AssertionError")
     assert machine.unfit(failed, carved=False) is None
     assert machine.unfit(failed, carved=True).startswith("fails on the code it was carved from")
+
+
+@SETTINGS
+@given(starts(), groups(), st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.9]), min_size=len(FUNCTIONS),
+                                    max_size=len(FUNCTIONS)))
+def test_stops_at_once_says_whether_the_first_scoring_ends_the_loop(start, found, scores):
+    # the localization skips the ``discovery`` child flow exactly when its first scoring would stop it
+    prior = dict(zip(FUNCTIONS, scores, strict=True))
+    reason = machine.stops_at_once(start, [frozenset(g) for g in found], prior)
+    state = start
+    if machine.next_steps(state):
+        assert machine.next_steps(state) == [machine.ScoreSuite()]
+        state = machine.record(state, machine.Scored(groups=found, prior=prior))
+    assert reason == state.stopped_because
+    assert (reason is None) == bool(machine.next_steps(state))
+
+
+def test_a_suite_without_a_group_near_the_top_stops_discovery_at_once():
+    start = machine.start_discovery(DiscoveryBudget(max_rounds=2, max_tests=4), 3, [], enabled=True,
+                                    failing=True)
+    prior = {f: 0.5 for f in FUNCTIONS}
+    reason = machine.stops_at_once(start, [], prior)
+    assert reason == "no ambiguity group of two or more left near the top of the prior"
+    assert machine.stops_at_once(start, [frozenset(FUNCTIONS[:2])], prior) is None

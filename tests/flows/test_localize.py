@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from prefect import flow
 from pydantic import TypeAdapter
@@ -151,6 +152,13 @@ def test_screening_evidence_that_settles_nothing_is_counted_again_after_discover
     assert not report.discovery.stopped_because.startswith("not needed")
     assert [i.iteration for i in report.inspections] == list(range(1, len(report.inspections) + 1))
     assert report.ranking[0].fqn == "grades.letter"
+    # letter and card run in different tests: no group to split, so Discovery stopped before it
+    # proposed a test, and no ``discovery`` child flow was created for it
+    stopped = "no ambiguity group of two or more left near the top of the prior"
+    assert report.discovery.stopped_because == stopped
+    runs = httpx.post(f"{cli_env['PREFECT_API_URL']}/flow_runs/filter", timeout=30,
+                      json={"flow_runs": {"name": {"like_": str(repo)}}}).json()
+    assert {r["name"] for r in runs} == {f"localize {repo}"}
 
 
 def test_a_confirmed_fix_that_leads_without_converging_goes_on_without_discovery(tmp_path, cli_env):

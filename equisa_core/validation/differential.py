@@ -16,8 +16,9 @@ overfitting patch does (a special case, a condition widened past the failing inp
 change, or up to a tenth of those inputs, is tolerated (``FAR_CHANGES_TOLERATED``), unless it
 makes the function worse there (``degraded``): a result that becomes None, an exception or a time-out
 is never what a fix does next to inputs the original gets right. Where the original crashed, it is
-no oracle: a candidate that answers there instead is not counted against it. Near the *failing* calls the
-candidate is expected to differ, and it is not judged there, except for one thing: a candidate that
+no oracle: a candidate that answers there instead (a value, not None) is not counted against it.
+Near the *failing* calls the candidate is expected to differ, and it is not judged there, except for
+one thing: a candidate that
 still crashes on a neighbour of any call (``CRASHES``: an ``IndexError``, a ``TypeError``, a
 time-out...) fixed the tests' inputs, not the function, and is withheld (``crashes``). An exception
 the function raises on purpose is a refusal, not a crash (``refusals``): one its source raises by
@@ -94,6 +95,11 @@ class Observed(_Model):
         return None if self.raised is None else self.raised.rsplit(".", 1)[-1]
 
     @property
+    def answered(self) -> bool:
+        """Whether the call returned a value other than None."""
+        return self.raised is None and self.result not in (None, "None")
+
+    @property
     def crashed(self) -> bool:
         """Whether the call raised one of ``CRASHES`` (or ran out of time)."""
         return self.raised_name in CRASHES
@@ -121,9 +127,8 @@ class FarChange(_Model):
     def degraded(self) -> bool:
         """The original returned a value there, and the candidate returns None, crashes or runs out
         of time: a fix does not do that next to inputs the original gets right."""
-        return (self.original.raised is None and self.original.result not in (None, "None")
-                and (self.patched.crashed
-                     or (self.patched.raised is None and self.patched.result in (None, "None"))))
+        return self.original.answered and (self.patched.crashed or not self.patched.raised and
+                                           not self.patched.answered)
 
 
 class Crash(_Model):
@@ -328,7 +333,7 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
         compared += 1
         if after.crashed and not item.exact and after.raised_name not in refused:
             crashes.append(Crash(call=item.call, patched=after))
-        if before == after or (before.crashed and before.raised_name not in refused and not after.crashed):
+        if before == after or (before.crashed and before.raised_name not in refused and after.answered):
             continue
         if item.origin == "failing":
             near += 1

@@ -31,6 +31,8 @@ IN_PLACE_METHODS = frozenset({"append", "extend", "insert", "remove", "sort", "r
                               "add", "discard"})
 #: ``undefined_rename`` offers names at most this many edits away (case ignored).
 MAX_RENAME_DISTANCE = 3
+#: The constants a misspelt name may stand for (a lower-case ``true`` is a ``NameError``).
+_NAMED_CONSTANTS = frozenset({"True", "False", "None"})
 
 
 
@@ -89,20 +91,33 @@ def _undefined(fn: FunctionModel, context: FixContext) -> list[str]:
 
 
 def undefined_rename(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
-    """Every read of an undefined name renamed to a near name in scope."""
-    in_scope = sorted(set(fn.bound) | set(fn.parameters) | set(context.module_names))
+    """Every read of an undefined name renamed to a near name in scope, or to ``True``, ``False``
+    or ``None`` (``return true``)."""
+    in_scope = sorted(set(fn.bound) | set(fn.parameters) | set(context.module_names) | _NAMED_CONSTANTS)
     for name in _undefined(fn, context):
         reads = [n for n in ast.walk(fn.node) if isinstance(n, ast.Name) and n.id == name]
         near = sorted((n for n in in_scope if name_distance(n, name) <= MAX_RENAME_DISTANCE),
                       key=lambda n: (name_distance(n, name), n))
         for other in near:
-            body = copy.deepcopy(fn.node.body)
-            for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-                if isinstance(node, ast.Name) and node.id == name:
-                    node.id = other
+            body = _renamed(copy.deepcopy(fn.node.body), name, other)
             edits = tuple((*fn.span(r), other) for r in sorted(reads, key=lambda r: fn.span(r)[0]))
             first = fn.span(reads[0])
             yield Proposal(Candidate(fn.node, "body", body, (edits,), first), reads[0])
+
+
+def _renamed(body: list[ast.stmt], name: str, other: str) -> list[ast.stmt]:
+    """``body`` with every ``name`` read as ``other`` (a ``True``/``False``/``None`` constant node
+    for those, as the parser makes them)."""
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            if node.id != name:
+                return node
+            if other in _NAMED_CONSTANTS:
+                return ast.copy_location(ast.Constant(value={"True": True, "False": False}.get(other)), node)
+            return ast.copy_location(ast.Name(id=other, ctx=node.ctx), node)
+
+    module = Rename().visit(ast.Module(body=body, type_ignores=[]))
+    return list(module.body)
 
 
 def _int_names(fn: FunctionModel) -> list[str]:

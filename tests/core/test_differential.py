@@ -126,6 +126,9 @@ def test_a_single_change_for_the_worse_near_a_passing_call_is_not_tolerated():
     verdict = judge(inputs, crashed, {**crashed, names["f(6)"]: Observed(result="2"),
                                       names["f(4)"]: Observed(result="0")})
     assert verdict.passed and not verdict.far_changes
+    # None is no answer: a crash turned into None is a far change like any other
+    none_now = {**crashed, names["f(6)"]: Observed(result="None"), names["f(4)"]: Observed(result="None")}
+    assert len(judge(inputs, crashed, none_now).far_changes) == 2
 
 
 def test_a_candidate_that_still_crashes_next_to_a_call_is_withheld():

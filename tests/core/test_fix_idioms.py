@@ -65,6 +65,13 @@ def test_a_misspelt_loop_variable_is_renamed_at_every_read():
     assert all("valeu" not in c for c in found)
 
 
+def test_a_lower_case_constant_is_renamed_to_the_constant():
+    source = ("def unique(day, days):\n    count = 0\n    for d in days:\n        if d == day:\n"
+              "            count += 1\n    if count <= 1:\n        return true\n    return False\n")
+    found = candidates(source, "unique", "undefined_rename")
+    assert same(found[0], source.replace("return true", "return True"))
+
+
 def test_a_defined_name_is_never_renamed_and_a_module_name_counts_as_defined():
     source = "def f(xs):\n    return LIMIT + len(xs)\n"
     assert candidates(source, "f", "undefined_rename", module="LIMIT = 3\n\n\n") == []

@@ -16,7 +16,8 @@ overfitting patch does (a special case, a condition widened past the failing inp
 change, or up to a tenth of those inputs, is tolerated (``FAR_CHANGES_TOLERATED``), unless it
 makes the function worse there (``degraded``): a result that becomes None, an exception or a time-out
 is never what a fix does next to inputs the original gets right. Where the original crashed, it is
-no oracle: a candidate that answers there instead (a value, not None) is not counted against it.
+no oracle: a candidate that answers there instead (a value, not None, of a type the original
+returns elsewhere) is not counted against it.
 Near the *failing* calls the candidate is expected to differ, and it is not judged there, except for
 one thing: a candidate that
 still crashes on a neighbour of any call (``CRASHES``: an ``IndexError``, a ``TypeError``, a
@@ -98,6 +99,16 @@ class Observed(_Model):
     def answered(self) -> bool:
         """Whether the call returned a value other than None."""
         return self.raised is None and self.result not in (None, "None")
+
+    @property
+    def answer_type(self) -> str | None:
+        """The type of the value returned (``repr`` when it has no literal), None without one."""
+        if not self.answered or self.result is None:
+            return None
+        try:
+            return type(ast.literal_eval(self.result)).__name__
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return "repr"
 
     @property
     def crashed(self) -> bool:
@@ -321,6 +332,7 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
     far: list[FarChange] = []
     crashes: list[Crash] = []
     refused = set(refusals)
+    answer_types = {seen.answer_type for seen in original.values() if seen.answered}
     for item in inputs:
         seen = original.get(item.name)
         if item.exact and item.origin == "passing" and seen is not None and seen.raised_name:
@@ -333,7 +345,8 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
         compared += 1
         if after.crashed and not item.exact and after.raised_name not in refused:
             crashes.append(Crash(call=item.call, patched=after))
-        if before == after or (before.crashed and before.raised_name not in refused and after.answered):
+        if before == after or (before.crashed and before.raised_name not in refused and after.answered
+                               and (not answer_types or after.answer_type in answer_types)):
             continue
         if item.origin == "failing":
             near += 1

@@ -126,6 +126,12 @@ def test_a_single_change_for_the_worse_near_a_passing_call_is_not_tolerated():
     verdict = judge(inputs, crashed, {**crashed, names["f(6)"]: Observed(result="2"),
                                       names["f(4)"]: Observed(result="0")})
     assert verdict.passed and not verdict.far_changes
+    # an answer of a type the function never returns (an int where it returns booleans) is not one
+    booleans = {k: Observed(result="True") if not v.crashed else v for k, v in crashed.items()}
+    four = {names["f(4)"]: Observed(result="True")}
+    verdict = judge(inputs, booleans, {**booleans, **four, names["f(6)"]: Observed(result="1")})
+    assert [c.call for c in verdict.far_changes] == ["f(6)"]
+    assert judge(inputs, booleans, {**booleans, **four, names["f(6)"]: Observed(result="False")}).passed
     # None is no answer: a crash turned into None is a far change like any other
     none_now = {**crashed, names["f(6)"]: Observed(result="None"), names["f(4)"]: Observed(result="None")}
     assert len(judge(inputs, crashed, none_now).far_changes) == 2

@@ -21,40 +21,12 @@ from equisa_core.common.source_edit import find_function, function_source, list_
 from equisa_core.probe.equisa_probe import encode_value
 from equisa_core.validation.fix_conditions import broken_invariants, negation
 from equisa_core.validation.fix_context import FixContext, fix_context
-from equisa_core.validation.fix_space import MAX_PER_SITE, REPAIR_OPERATORS, fix_candidates
+from equisa_core.validation.fix_space import MAX_PER_SITE, REPAIR_OPERATORS
 from equisa_core.validation.mutation import Mutant
+from tests.fix_space_checks import candidates_of
 
 REPO = Path(__file__).resolve().parents[2]
 OPERATORS = ("condition_edit", "guard_insert")
-
-
-def candidates(module: str, qualname: str, operator: str, context: FixContext | None = None) -> list[Mutant]:
-    """The candidates of one operator for one function of ``module``, checked to be valid."""
-    module = textwrap.dedent(module)
-    source = function_source(module, qualname)
-    start = find_function(module, qualname).start_line
-    found = fix_candidates(
-        source,
-        qualname,
-        start_line=start,
-        context=context or fix_context(module, qualname),
-        operators=operator,
-    )
-    assert_valid(source, start, found)
-    return found
-
-
-def assert_valid(source: str, start_line: int, found: list[Mutant]) -> None:
-    """Every candidate compiles, differs from the original and from the others, and says where."""
-    dumps = {ast.dump(ast.parse(source))}
-    for candidate in found:
-        assert candidate.operator in OPERATORS and candidate.pattern == candidate.operator
-        compile(candidate.source, "<candidate>", "exec", dont_inherit=True)
-        dump = ast.dump(ast.parse(candidate.source))
-        assert dump not in dumps, candidate.description
-        dumps.add(dump)
-        assert candidate.site_line >= start_line and candidate.line >= start_line
-        assert candidate.description.startswith(f"line {candidate.line}: ")
 
 
 def has_fix(found: list[Mutant], fixed_module: str, qualname: str) -> bool:
@@ -87,7 +59,7 @@ def first_at_least(lst, target):
 
 
 def test_a_condition_is_widened_by_a_guard_of_the_name_it_reads() -> None:
-    found = candidates(SEARCH, "first_at_least", "condition_edit")
+    found = candidates_of(SEARCH, "first_at_least", "condition_edit")
     assert has_fix(
         found, SEARCH.replace("if lst[-1] < target:", "if not lst or lst[-1] < target:"), "first_at_least"
     )
@@ -107,7 +79,7 @@ def should_skip(lst, seen):
 
 
 def test_a_condition_is_widened_by_a_condition_of_the_module() -> None:
-    found = candidates(BATCHES, "should_skip", "condition_edit")
+    found = candidates_of(BATCHES, "should_skip", "condition_edit")
     fixed = BATCHES.replace("if tuple(lst) in seen:", "if tuple(lst) in seen or lst == []:")
     assert has_fix(found, fixed, "should_skip")
 
@@ -122,7 +94,7 @@ def discounted(price, member, coupon):
 
 
 def test_a_clause_is_dropped_and_a_condition_negated() -> None:
-    found = candidates(DISCOUNT, "discounted", "condition_edit")
+    found = candidates_of(DISCOUNT, "discounted", "condition_edit")
     assert has_fix(found, DISCOUNT.replace("if member and coupon:", "if member:"), "discounted")
     assert has_fix(found, DISCOUNT.replace("if member and coupon:", "if coupon:"), "discounted")
     assert has_fix(
@@ -141,7 +113,7 @@ def total_weight(items):
 
 
 def test_a_condition_is_narrowed_by_a_none_test_in_front() -> None:
-    found = candidates(WEIGHTS, "total_weight", "condition_edit")
+    found = candidates_of(WEIGHTS, "total_weight", "condition_edit")
     fixed = WEIGHTS.replace("if item.weight > 0:", "if item is not None and item.weight > 0:")
     assert has_fix(found, fixed, "total_weight")
 
@@ -153,7 +125,7 @@ def with_prefix(names, prefix):
 
 
 def test_a_comprehension_condition_is_narrowed() -> None:
-    found = candidates(PREFIXED, "with_prefix", "condition_edit")
+    found = candidates_of(PREFIXED, "with_prefix", "condition_edit")
     fixed = PREFIXED.replace("if name.startswith(prefix)", "if name and name.startswith(prefix)")
     assert has_fix(found, fixed, "with_prefix")
 
@@ -167,12 +139,12 @@ def factorial(n):
 
 
 def test_an_int_condition_is_widened_by_a_comparison_with_a_constant_of_the_function() -> None:
-    found = candidates(FACTORIAL, "factorial", "condition_edit")
+    found = candidates_of(FACTORIAL, "factorial", "condition_edit")
     assert has_fix(found, FACTORIAL.replace("if n == 1:", "if n == 1 or n < 1:"), "factorial")
 
 
 def test_names_bound_later_and_comparison_swaps_are_not_offered() -> None:
-    found = candidates(SEARCH, "first_at_least", "condition_edit")
+    found = candidates_of(SEARCH, "first_at_least", "condition_edit")
     first = [c.source for c in found if c.line == 4]
     assert first and not any("mid" in source.splitlines()[3] for source in first)
     assert not any("if lst[-1] <= target:" in source for source in first)
@@ -188,7 +160,7 @@ def test_a_ternary_condition_and_a_while_condition_are_edited() -> None:
             i += 1
         return out
     """
-    found = candidates(module, "clamp_all", "condition_edit")
+    found = candidates_of(module, "clamp_all", "condition_edit")
     lines = {c.line for c in found}
     assert {5, 6} <= lines
     fixed = module.replace(
@@ -225,7 +197,7 @@ def total_length(words):
 
 
 def test_a_loop_gets_a_none_guard_that_continues() -> None:
-    found = candidates(LENGTHS, "total_length", "guard_insert")
+    found = candidates_of(LENGTHS, "total_length", "guard_insert")
     fixed = LENGTHS.replace(
         "        total += len(word)",
         "        if word is None:\n            continue\n        total += len(word)",
@@ -242,7 +214,7 @@ def mean(values):
 
 
 def test_an_empty_input_returns_zero() -> None:
-    found = candidates(MEAN, "mean", "guard_insert")
+    found = candidates_of(MEAN, "mean", "guard_insert")
     fixed = MEAN.replace('mean."""\n', 'mean."""\n    if not values:\n        return 0\n')
     assert has_fix(found, fixed, "mean")
     # a guard goes after the docstring, never before it
@@ -268,7 +240,7 @@ def unit_price(total, quantity):
 
 
 def test_a_guard_raises_an_exception_the_module_raises() -> None:
-    found = candidates(ORDERS, "unit_price", "guard_insert")
+    found = candidates_of(ORDERS, "unit_price", "guard_insert")
     fixed = ORDERS.replace(
         "    return total / quantity",
         "    if not quantity:\n        raise InvalidOrder('not quantity')\n    return total / quantity",
@@ -284,7 +256,7 @@ def test_a_function_without_a_return_value_gets_a_bare_return() -> None:
             sink.write(line)
     """
     module = textwrap.dedent(module)
-    found = candidates(module, "log_all", "guard_insert")
+    found = candidates_of(module, "log_all", "guard_insert")
     fixed = module.replace("    for line", "    if sink is None:\n        return\n    for line")
     assert has_fix(found, fixed, "log_all")
     assert not any("return None" in c.source or "return lines" in c.source for c in found)
@@ -318,11 +290,11 @@ def test_a_guard_negates_the_invariant_a_failing_call_breaks() -> None:
     context = fix_context(module, "safe_ratio", passing_calls=passing, failing_calls=failing)
     assert context.passing_calls == tuple(passing) and context.failing_calls == tuple(failing)
     assert broken_invariants(context, ["part", "whole"]) == ["whole > 0"]
-    found = candidates(RATIO, "safe_ratio", "guard_insert", context)
+    found = candidates_of(RATIO, "safe_ratio", "guard_insert", context)
     fixed = RATIO.replace("    share =", "    if not whole > 0:\n        return 0\n    share =")
     assert has_fix(found, fixed, "safe_ratio")
     assert found[0].source == textwrap.dedent(fixed).lstrip("\n")  # the broken invariant comes first
-    without = candidates(RATIO, "safe_ratio", "guard_insert")
+    without = candidates_of(RATIO, "safe_ratio", "guard_insert")
     assert not has_fix(without, fixed, "safe_ratio")
     # calls that break nothing give no invariant guard
     quiet = fix_context(module, "safe_ratio", passing_calls=passing, failing_calls=[call(5, 10, 0.5)])
@@ -345,7 +317,7 @@ def test_guards_never_go_before_an_elif_or_a_statement_sharing_its_line() -> Non
             return -1
         return zero
     """
-    found = candidates(module, "sign", "guard_insert")
+    found = candidates_of(module, "sign", "guard_insert")
     assert found and all("elif x < 0:" in c.source for c in found)
     start = find_function(textwrap.dedent(module), "sign").start_line
     assert {c.site_line for c in found} == {start + 1, start + 4}  # before the `if` and `return zero`
@@ -368,13 +340,7 @@ def test_candidates_over_the_example_functions_stay_bounded() -> None:
     functions = example_functions()
     started = time.perf_counter()
     for path, qualname in functions:
-        module = (REPO / path).read_text()
-        source = function_source(module, qualname)
-        start = find_function(module, qualname).start_line
-        found = fix_candidates(
-            source, qualname, start_line=start, context=fix_context(module, qualname), operators=OPERATORS
-        )
-        assert_valid(source, start, found)
+        found = candidates_of((REPO / path).read_text(), qualname, OPERATORS)
         for candidate in found:
             counts[candidate.operator] += 1
     elapsed = time.perf_counter() - started
@@ -422,16 +388,6 @@ def small_modules(draw: st.DrawFn) -> str:
 @settings(max_examples=60, deadline=None)
 @given(small_modules())
 def test_candidates_are_distinct_and_never_the_original(module: str) -> None:
-    source = function_source(module, "target")
-    start = find_function(module, "target").start_line
-    found = fix_candidates(
-        source, "target", start_line=start, context=fix_context(module, "target"), operators=OPERATORS
-    )
-    assert_valid(source, start, found)
+    found = candidates_of(module, "target", OPERATORS)
     assert len(found) == len({c.source for c in found})
-    assert (
-        fix_candidates(
-            source, "target", start_line=start, context=fix_context(module, "target"), operators=OPERATORS
-        )
-        == found
-    )
+    assert candidates_of(module, "target", OPERATORS) == found  # deterministic

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from equisa_core.validation.fix_context import fix_context
 from equisa_core.validation.fix_space import fix_candidates
+from tests.fix_space_checks import same_source
 
 IDIOMS = ("method_result_assign", "undefined_rename", "assignment_swap", "constant_to_name", "list_wrap")
 
@@ -20,10 +21,6 @@ def candidates(source: str, name: str, operator: str, module: str = "") -> list[
     start = text.count("\n", 0, text.index(f"def {name}")) + 1
     return [m.source for m in fix_candidates(source, f"m.{name}", start_line=start,
                                              context=fix_context(text, name), operators=operator)]
-
-
-def same(a: str, b: str) -> bool:
-    return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
 
 
 CASES = [
@@ -51,17 +48,17 @@ def test_the_known_fix_is_a_candidate_and_every_candidate_compiles(operator, nam
                                                                     buggy_line):
     found = candidates(source, name, operator)
     fixed = source.replace(buggy_line, fixed_line)
-    assert any(same(c, fixed) for c in found), found
+    assert any(same_source(c, fixed) for c in found), found
     for text in found:
         compile(text, "m.py", "exec")
-        assert not same(text, source)
+        assert not same_source(text, source)
 
 
 def test_a_misspelt_loop_variable_is_renamed_at_every_read():
     source = ("def largest(values):\n    best = values[0]\n    for value in values:\n"
               "        if valeu > best:\n            best = valeu\n    return best\n")
     found = candidates(source, "largest", "undefined_rename")
-    assert same(found[0], source.replace("valeu", "value"))  # the nearest name first
+    assert same_source(found[0], source.replace("valeu", "value"))  # the nearest name first
     assert all("valeu" not in c for c in found)
 
 
@@ -69,7 +66,7 @@ def test_a_lower_case_constant_is_renamed_to_the_constant():
     source = ("def unique(day, days):\n    count = 0\n    for d in days:\n        if d == day:\n"
               "            count += 1\n    if count <= 1:\n        return true\n    return False\n")
     found = candidates(source, "unique", "undefined_rename")
-    assert same(found[0], source.replace("return true", "return True"))
+    assert same_source(found[0], source.replace("return true", "return True"))
 
 
 def test_a_defined_name_is_never_renamed_and_a_module_name_counts_as_defined():
@@ -80,7 +77,7 @@ def test_a_defined_name_is_never_renamed_and_a_module_name_counts_as_defined():
 def test_a_name_read_before_its_binding_is_not_offered_for_a_literal():
     source = "def f(xs):\n    head = xs[0]\n    size = len(xs)\n    return head + size\n"
     found = candidates(source, "f", "constant_to_name")
-    assert not any(same(c, source.replace("xs[0]", "xs[size]")) for c in found)
+    assert not any(same_source(c, source.replace("xs[0]", "xs[size]")) for c in found)
 
 
 @settings(max_examples=40, deadline=None)
@@ -89,4 +86,4 @@ def test_candidates_are_distinct_and_never_the_original(case, operator) -> None:
     _, name, source, _, _ = case
     found = candidates(source, name, operator)
     assert len({ast.dump(ast.parse(c)) for c in found}) == len(found)
-    assert not any(same(c, source) for c in found)
+    assert not any(same_source(c, source) for c in found)

@@ -20,38 +20,9 @@ from equisa_core.errors import InvalidReplacementError
 from equisa_core.validation.fix_context import FixContext, fix_context
 from equisa_core.validation.fix_space import MAX_PER_SITE, REPAIR_OPERATORS, fix_candidates
 from equisa_core.validation.mutation import Mutant, mutate_function
+from tests.fix_space_checks import assert_valid, candidates_of
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def candidates(module: str, qualname: str, operators: tuple[str, ...] = REPAIR_OPERATORS) -> list[Mutant]:
-    """The fix candidates of one function of ``module``, checked to be valid one-edit candidates."""
-    module = textwrap.dedent(module)
-    source = function_source(module, qualname)
-    start = find_function(module, qualname).start_line
-    found = fix_candidates(
-        source, qualname, start_line=start, context=fix_context(module, qualname), operators=operators
-    )
-    assert_valid(source, qualname, start, found)
-    return found
-
-
-def assert_valid(source: str, qualname: str, start_line: int, found: list[Mutant]) -> None:
-    """Every candidate compiles, keeps the signature, differs from the original and from the others."""
-    original = ast.parse(source)
-    dumps = {ast.dump(original)}
-    n_lines = source.count("\n")
-    for candidate in found:
-        assert candidate.fqn == qualname and candidate.operator in REPAIR_OPERATORS
-        assert candidate.pattern == candidate.operator
-        compile(candidate.source, "<candidate>", "exec", dont_inherit=True)
-        tree = ast.parse(candidate.source)
-        dump = ast.dump(tree)
-        assert dump not in dumps, candidate.description
-        dumps.add(dump)
-        assert start_line <= candidate.line < start_line + n_lines
-        assert start_line <= candidate.site_line < start_line + n_lines
-        assert candidate.description.startswith(f"line {candidate.line}: ")
 
 
 def has_fix(found: list[Mutant], fixed_module: str, qualname: str) -> bool:
@@ -75,7 +46,7 @@ ZONES = """
 
 
 def test_a_global_read_becomes_the_parameter() -> None:
-    found = candidates(ZONES, "count_zone", ("name_replace",))
+    found = candidates_of(ZONES, "count_zone", ("name_replace",))
     assert has_fix(found, ZONES.replace("for z in SHIPPING_ZONES", "for z in zones"), "count_zone")
     # the parameter is the closest name to the global it replaces
     at_loop = [c.description for c in found if c.line == 6]
@@ -103,7 +74,7 @@ MEAN = """
 
 
 def test_a_parameter_is_reached_past_three_locals() -> None:
-    found = candidates(MEAN, "weighted_mean", ("name_replace",))
+    found = candidates_of(MEAN, "weighted_mean", ("name_replace",))
     fixed = MEAN.replace("return count\n", "return default\n")
     assert has_fix(found, fixed, "weighted_mean")
     source = function_source(textwrap.dedent(MEAN), "weighted_mean")
@@ -124,7 +95,7 @@ def test_a_called_helper_becomes_another_module_function() -> None:
         def invoice_total(lines):
             return sum(net(price) for price in lines)
     """
-    found = candidates(module, "invoice_total", ("name_replace",))
+    found = candidates_of(module, "invoice_total", ("name_replace",))
     assert has_fix(found, module.replace("sum(net(price)", "sum(gross(price)"), "invoice_total")
 
 
@@ -136,7 +107,7 @@ def test_names_are_ranked_same_kind_then_by_edit_distance() -> None:
             item_total = item_count * item_size
             return item_total * factor
     """
-    found = candidates(module, "scale", ("name_replace",))
+    found = candidates_of(module, "scale", ("name_replace",))
     after = [c.description.split("-> ")[1] for c in found if "`item_total * factor` ->" in c.description]
     at_return = [text for text in after if text.startswith("`item_total * ")]  # the read of `factor`
     # `factor` is a parameter: the other parameters first, then the rest by the distance of the names
@@ -163,7 +134,7 @@ INVENTORY = """
 
 
 def test_a_self_attribute_becomes_another_attribute_of_the_class() -> None:
-    found = candidates(INVENTORY, "Inventory.reserve", ("attribute_replace",))
+    found = candidates_of(INVENTORY, "Inventory.reserve", ("attribute_replace",))
     fixed = INVENTORY.replace("self.stock[sku] = self.reserved", "self.reserved[sku] = self.reserved")
     assert has_fix(found, fixed, "Inventory.reserve")
 
@@ -176,7 +147,7 @@ def test_a_method_becomes_its_sibling() -> None:
                 tags.append(post["tags"])
             return sorted(set(tags))
     """
-    found = candidates(module, "collect_tags", ("attribute_replace",))
+    found = candidates_of(module, "collect_tags", ("attribute_replace",))
     assert [c.description for c in found] == [
         "line 5: `tags.append` -> `tags.extend`",
         "line 5: `tags.append` -> `tags.insert`",
@@ -196,7 +167,7 @@ def test_a_call_on_self_becomes_another_method() -> None:
             def refund(self, amount):
                 self.withdraw(amount)
     """
-    found = candidates(module, "Account.refund", ("attribute_replace",))
+    found = candidates_of(module, "Account.refund", ("attribute_replace",))
     assert has_fix(found, module.replace("self.withdraw(amount)", "self.deposit(amount)"), "Account.refund")
 
 
@@ -213,7 +184,7 @@ CLAMP = """
 
 
 def test_an_argument_is_added() -> None:
-    found = candidates(CLAMP, "normalise", ("argument_edit",))
+    found = candidates_of(CLAMP, "normalise", ("argument_edit",))
     assert has_fix(found, CLAMP.replace("clamp(s / top, 0)", "clamp(s / top, 0, ceiling)"), "normalise")
 
 
@@ -223,7 +194,7 @@ def test_an_argument_is_removed_or_replaced() -> None:
             prefix = "> "
             return prefix + label.ljust(len(label), " ", "-")
     """
-    found = candidates(module, "pad_label", ("argument_edit",))
+    found = candidates_of(module, "pad_label", ("argument_edit",))
     fixed = module.replace('label.ljust(len(label), " ", "-")', 'label.ljust(width, " ", "-")')
     assert has_fix(found, fixed, "pad_label")
     removed = module.replace('label.ljust(len(label), " ", "-")', 'label.ljust(len(label), " ")')
@@ -243,7 +214,7 @@ def test_a_known_callee_keeps_an_argument_count_it_accepts() -> None:
             def factor(self, scale, extra=1):
                 return scale * extra
     """
-    found = candidates(module, "Room.floor", ("argument_edit",))
+    found = candidates_of(module, "Room.floor", ("argument_edit",))
     edited = {c.description.split("-> ")[1] for c in found}
     # area takes exactly 2, len exactly 1: no removal and no addition; factor takes 1 or 2
     assert not any(text.startswith(("`area(self.width)", "`area(self.depth)", "`len()")) for text in edited)
@@ -258,7 +229,7 @@ def test_a_comprehension_variable_is_not_offered_in_its_own_iterable() -> None:
         def flatten(rows):
             return [cell for row in rows for cell in row]
     """
-    found = candidates(module, "flatten", ("name_replace",))
+    found = candidates_of(module, "flatten", ("name_replace",))
     replaced = {c.description for c in found}
     assert "line 3: `rows` -> `row`" not in replaced and "line 3: `rows` -> `cell`" not in replaced
     assert "line 3: `row` -> `rows`" in replaced  # the second iterable sees `row` and `rows` only
@@ -271,7 +242,7 @@ def test_argument_edits_are_capped_per_site() -> None:
         def many({names}):
             return helper()
     """
-    found = candidates(module, "many", ("argument_edit",))
+    found = candidates_of(module, "many", ("argument_edit",))
     assert len(found) == MAX_PER_SITE["argument_edit"]
 
 
@@ -289,7 +260,7 @@ def test_a_literal_becomes_a_module_constant_of_its_type() -> None:
                 return "warn"
             return "info"
     """
-    found = candidates(module, "level_name", ("constant_replace",))
+    found = candidates_of(module, "level_name", ("constant_replace",))
     assert has_fix(found, module.replace('return "warn"', 'return "warning"'), "level_name")
     # a string is only replaced by strings, an int by ints
     replaced = [c.description for c in found if c.line == 7]
@@ -305,7 +276,7 @@ def test_a_negative_literal_is_one_constant() -> None:
                 return -2
             return len(items) - 1
     """
-    found = candidates(module, "last_index", ("constant_replace",))
+    found = candidates_of(module, "last_index", ("constant_replace",))
     assert has_fix(found, module.replace("return -2", "return -1"), "last_index")
     assert not any("--" in c.source for c in found)
 
@@ -322,7 +293,7 @@ FIRST_NEGATIVE = """
 
 
 def test_a_return_returns_another_name_or_another_return_expression() -> None:
-    found = candidates(FIRST_NEGATIVE, "first_negative", ("return_replace",))
+    found = candidates_of(FIRST_NEGATIVE, "first_negative", ("return_replace",))
     assert has_fix(found, FIRST_NEGATIVE.replace("return number", "return index"), "first_negative")
     assert has_fix(found, FIRST_NEGATIVE.replace("return number", "return -1"), "first_negative")
     assert has_fix(found, FIRST_NEGATIVE.replace("return number", "return None"), "first_negative")
@@ -337,7 +308,7 @@ def test_a_slice_bound_moves_by_one() -> None:
             lines = text.splitlines()
             return lines[-n - 1:]
     """
-    found = candidates(module, "tail", ("slice_edit",))
+    found = candidates_of(module, "tail", ("slice_edit",))
     assert has_fix(found, module.replace("lines[-n - 1:]", "lines[-n:]"), "tail")
     assert has_fix(found, module.replace("lines[-n - 1:]", "lines[:]"), "tail")
     assert has_fix(found, module.replace("lines[-n - 1:]", "lines[-n - 1:-1]"), "tail")
@@ -349,7 +320,7 @@ def test_a_reversal_is_added_or_removed() -> None:
             letters = [c.lower() for c in word if c.isalpha()]
             return letters == letters
     """
-    found = candidates(module, "is_palindrome", ("slice_edit",))
+    found = candidates_of(module, "is_palindrome", ("slice_edit",))
     assert has_fix(found, module.replace("letters == letters", "letters == letters[::-1]"), "is_palindrome")
     reversed_loop = """
         def countdown(steps):
@@ -358,7 +329,7 @@ def test_a_reversal_is_added_or_removed() -> None:
                 out.append(step)
             return out
     """
-    found = candidates(reversed_loop, "countdown", ("slice_edit",))
+    found = candidates_of(reversed_loop, "countdown", ("slice_edit",))
     assert has_fix(found, reversed_loop.replace("steps[::-1]", "steps"), "countdown")
 
 
@@ -367,7 +338,7 @@ def test_a_missing_start_is_added() -> None:
         def without_header(rows):
             return rows[:]
     """
-    found = candidates(module, "without_header", ("slice_edit",))
+    found = candidates_of(module, "without_header", ("slice_edit",))
     assert has_fix(found, module.replace("rows[:]", "rows[1:]"), "without_header")
 
 
@@ -392,7 +363,7 @@ def test_order_is_operator_then_site_and_the_limit_keeps_the_first() -> None:
 
 
 def test_a_candidate_serializes_with_its_pattern_and_a_mutant_as_before() -> None:
-    found = candidates(FIRST_NEGATIVE, "first_negative", ("return_replace",))
+    found = candidates_of(FIRST_NEGATIVE, "first_negative", ("return_replace",))
     data = found[0].model_dump()
     assert data["pattern"] == "return_replace" and data["site_line"] == found[0].site_line >= 1
     assert Mutant.model_validate(data) == found[0]

@@ -13,40 +13,13 @@ import textwrap
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from equisa_core.common.source_edit import find_function, function_source
+from equisa_core.common.source_edit import function_source
 from equisa_core.validation.fix_context import fix_context
-from equisa_core.validation.fix_space import MAX_PER_SITE, REPAIR_OPERATORS, fix_candidates
+from equisa_core.validation.fix_space import MAX_PER_SITE, fix_candidates
 from equisa_core.validation.mutation import Mutant
+from tests.fix_space_checks import assert_valid, candidates_of
 
 STATEMENT_OPERATORS = ("statement_copy", "statement_swap", "statement_move")
-
-
-def candidates(module: str, qualname: str, operators: tuple[str, ...] = STATEMENT_OPERATORS) -> list[Mutant]:
-    """The candidates of one function of ``module``, checked to be valid one-edit candidates."""
-    module = textwrap.dedent(module)
-    source = function_source(module, qualname)
-    start = find_function(module, qualname).start_line
-    found = fix_candidates(
-        source, qualname, start_line=start, context=fix_context(module, qualname), operators=operators
-    )
-    assert_valid(source, qualname, start, found)
-    return found
-
-
-def assert_valid(source: str, qualname: str, start_line: int, found: list[Mutant]) -> None:
-    """Every candidate compiles, differs from the original and from the others."""
-    dumps = {ast.dump(ast.parse(source))}
-    n_lines = source.count("\n") + (0 if source.endswith("\n") else 1)
-    for candidate in found:
-        assert candidate.fqn == qualname and candidate.operator in REPAIR_OPERATORS
-        assert candidate.pattern == candidate.operator
-        compile(candidate.source, "<candidate>", "exec", dont_inherit=True)
-        dump = ast.dump(ast.parse(candidate.source))
-        assert dump not in dumps, candidate.description
-        dumps.add(dump)
-        assert start_line <= candidate.line < start_line + n_lines
-        assert start_line <= candidate.site_line < start_line + n_lines
-        assert candidate.description.startswith(f"line {candidate.line}: ")
 
 
 def has_fix(found: list[Mutant], fixed_module: str, qualname: str) -> bool:
@@ -80,7 +53,7 @@ CONTAINS_FIXED = """
 
 
 def test_a_return_inside_a_loop_is_dedented_after_it() -> None:
-    found = candidates(CONTAINS, "contains", ("statement_move",))
+    found = candidates_of(CONTAINS, "contains", ("statement_move",))
     fix = fixing(found, CONTAINS_FIXED, "contains")
     assert fix.description == "line 6: dedented out of its block `return False`"
     # a one-line edit: only the indentation of the moved line changes
@@ -100,7 +73,7 @@ COUNT_UP = """
 
 
 def test_an_increment_after_a_while_body_is_indented_into_it() -> None:
-    found = candidates(COUNT_UP, "count_up", ("statement_move",))
+    found = candidates_of(COUNT_UP, "count_up", ("statement_move",))
     fixed = COUNT_UP.replace(
         "            seen.append(i)\n        i += 1", "            seen.append(i)\n            i += 1"
     )
@@ -121,7 +94,7 @@ ROW_COUNTS = """
 
 
 def test_an_initialisation_moves_into_the_loop_it_should_reset_in() -> None:
-    found = candidates(ROW_COUNTS, "row_counts", ("statement_move",))
+    found = candidates_of(ROW_COUNTS, "row_counts", ("statement_move",))
     fixed = ROW_COUNTS.replace(
         "        count = 0\n        for row in rows:\n", "        for row in rows:\n            count = 0\n"
     )
@@ -137,7 +110,7 @@ def test_a_block_s_first_statement_moves_out_before_it() -> None:
                 result[order.id] = order.net * (1 + tax_rate)
             return result
     """
-    found = candidates(module, "totals", ("statement_move",))
+    found = candidates_of(module, "totals", ("statement_move",))
     fixed = """
         def totals(orders):
             result = {}
@@ -158,7 +131,7 @@ def test_a_text_without_a_final_line_ending_and_a_multi_line_statement() -> None
         "                    x * 2))\n"
         "    return out"
     )
-    found = candidates(module, "pairs")
+    found = candidates_of(module, "pairs")
     fixed = (
         "def pairs(xs):\n"
         "    out = []\n"
@@ -182,7 +155,7 @@ SEGMENTS = """
 
 
 def test_two_adjacent_statements_swap() -> None:
-    found = candidates(SEGMENTS, "segments", ("statement_swap",))
+    found = candidates_of(SEGMENTS, "segments", ("statement_swap",))
     fixed = """
         def segments(path):
             path = path.strip("/")
@@ -203,7 +176,7 @@ def test_a_statement_hops_over_a_block_but_two_blocks_do_not_swap() -> None:
                 log.sort()
             log.clear()
     """
-    found = candidates(module, "drain", ("statement_swap",))
+    found = candidates_of(module, "drain", ("statement_swap",))
     assert len(found) == 1
     assert has_fix(
         found,
@@ -229,7 +202,7 @@ def test_nothing_moves_above_the_binding_of_a_name_it_reads() -> None:
                 print(total)
             return total / count
     """
-    found = candidates(module, "mean", ("statement_swap", "statement_move"))
+    found = candidates_of(module, "mean", ("statement_swap", "statement_move"))
     for candidate in found:
         lines = candidate.source.splitlines()
         assert lines.index("    total = 0") < min(i for i, ln in enumerate(lines) if "total +=" in ln)
@@ -257,7 +230,7 @@ SQUARES = """
 
 
 def test_a_missing_statement_is_copied_from_a_sibling_function() -> None:
-    found = candidates(SQUARES, "even_squares", ("statement_copy",))
+    found = candidates_of(SQUARES, "even_squares", ("statement_copy",))
     fixed = SQUARES.replace(
         "            if v % 2 == 0:\n                pass\n",
         "            if v % 2 == 0:\n                acc.append(v * v)\n                pass\n",
@@ -282,7 +255,7 @@ def test_a_copied_statement_with_one_name_out_of_scope_is_renamed() -> None:
                 print(item)
             return total
     """
-    found = candidates(module, "total_weight", ("statement_copy",))
+    found = candidates_of(module, "total_weight", ("statement_copy",))
     fixed = module.replace(
         "                print(item)\n", "                print(item)\n                total += item\n"
     )
@@ -299,7 +272,7 @@ def test_names_must_be_in_scope_where_a_statement_goes() -> None:
             print(body)
             return header + body
     """
-    found = candidates(module, "report", ("statement_copy",))
+    found = candidates_of(module, "report", ("statement_copy",))
     assert found
     for candidate in found:
         bound = {"lines"}
@@ -313,7 +286,7 @@ def test_names_must_be_in_scope_where_a_statement_goes() -> None:
 
 
 def test_copies_are_capped_per_position_and_the_function_s_own_come_first() -> None:
-    found = candidates(SQUARES, "even_squares", ("statement_copy",))
+    found = candidates_of(SQUARES, "even_squares", ("statement_copy",))
     per_position: dict[tuple[int, str], int] = {}
     for c in found:
         inserted = c.source.splitlines()[c.line - 8]  # the function starts on line 8
@@ -340,7 +313,7 @@ def test_break_is_copied_only_into_a_loop() -> None:
                     break
             return v
     """
-    found = candidates(module, "first_even", ("statement_copy",))
+    found = candidates_of(module, "first_even", ("statement_copy",))
     fixed = module.replace("found = v\n", "found = v\n                    break\n", 1)
     assert has_fix(found, fixed, "first_even")
     for c in found:

@@ -8,41 +8,20 @@ from every other candidate.
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from equisa_core.common.source_edit import find_function, function_source
+from equisa_core.common.source_edit import function_source
 from equisa_core.validation.fix_context import fix_context
-from equisa_core.validation.fix_space import MAX_PER_SITE, REPAIR_OPERATORS, fix_candidates
+from equisa_core.validation.fix_space import MAX_PER_SITE, fix_candidates
 from equisa_core.validation.mutation import Mutant
+from tests.fix_space_checks import assert_valid, candidates_of
 
-
-def candidates(module: str, qualname: str) -> list[Mutant]:
-    """The template candidates of one function of ``module``, checked to be valid."""
-    module = textwrap.dedent(module)
-    source = function_source(module, qualname)
-    start = find_function(module, qualname).start_line
-    found = fix_candidates(
-        source, qualname, start_line=start, context=fix_context(module, qualname), operators="template"
-    )
-    assert_valid(source, qualname, start, found)
-    return found
-
-
-def assert_valid(source: str, qualname: str, start_line: int, found: list[Mutant]) -> None:
-    """Every candidate compiles, differs from the original and from the others."""
-    dumps = {ast.dump(ast.parse(source))}
-    n_lines = source.count("\n") + (0 if source.endswith("\n") else 1)
-    for candidate in found:
-        assert candidate.fqn == qualname and candidate.operator in REPAIR_OPERATORS
-        compile(candidate.source, "<candidate>", "exec", dont_inherit=True)
-        dump = ast.dump(ast.parse(candidate.source))
-        assert dump not in dumps, candidate.description
-        dumps.add(dump)
-        assert start_line <= candidate.line < start_line + n_lines
-        assert start_line <= candidate.site_line < start_line + n_lines
+#: The templates' candidates of one function, checked valid (a template's pattern names the template).
+template_candidates = functools.partial(candidates_of, operators="template", pattern_is_operator=False)
 
 
 def fixing(found: list[Mutant], fixed_module: str, qualname: str) -> Mutant:
@@ -66,7 +45,7 @@ def test_a_none_check_around_a_dereference() -> None:
                 if handle is not None:
                     handle.close()
     """
-    fix = fixing(candidates(module, "close_all"), fixed, "close_all")
+    fix = fixing(template_candidates(module, "close_all"), fixed, "close_all")
     assert fix.source == textwrap.dedent(fixed).lstrip("\n")  # the statement's text, indented
 
 
@@ -84,7 +63,7 @@ def test_a_length_check_around_an_index() -> None:
                 result = items[n]
             return result
     """
-    fixing(candidates(module, "nth_or_default"), fixed, "nth_or_default")
+    fixing(template_candidates(module, "nth_or_default"), fixed, "nth_or_default")
 
 
 def test_a_try_returns_a_default_for_an_exception_the_module_names() -> None:
@@ -100,7 +79,7 @@ def test_a_try_returns_a_default_for_an_exception_the_module_names() -> None:
                 return 0
             return int(text)
     """
-    found = candidates(module, "parse_port")
+    found = template_candidates(module, "parse_port")
     wrapped = "try:\n                return int(text)\n            except OSError:\n                return 0"
     fixed = module.replace("return int(text)", wrapped)
     fixing(found, fixed, "parse_port")
@@ -118,7 +97,7 @@ def test_a_number_concatenated_to_a_string_is_cast() -> None:
         def label(count):
             return "items: " + count
     """
-    fix = fixing(candidates(module, "label"), module.replace("+ count", "+ str(count)"), "label")
+    fix = fixing(template_candidates(module, "label"), module.replace("+ count", "+ str(count)"), "label")
     assert fix.description == 'line 3: `"items: " + count` -> `"items: " + str(count)`'
 
 
@@ -128,7 +107,7 @@ def test_a_true_division_used_as_a_bound_is_cast_to_int() -> None:
             return [values[i] for i in range(len(values) / 2)]
     """
     fixed = module.replace("range(len(values) / 2)", "range(int(len(values) / 2))")
-    fixing(candidates(module, "first_half"), fixed, "first_half")
+    fixing(template_candidates(module, "first_half"), fixed, "first_half")
 
 
 def test_an_indexed_iterator_is_made_a_list() -> None:
@@ -137,7 +116,7 @@ def test_an_indexed_iterator_is_made_a_list() -> None:
             return map(str.upper, words)[0]
     """
     fixed = module.replace("map(str.upper, words)[0]", "list(map(str.upper, words))[0]")
-    fixing(candidates(module, "first_upper"), fixed, "first_upper")
+    fixing(template_candidates(module, "first_upper"), fixed, "first_upper")
 
 
 # --- returns, comparisons, operands ----------------------------------------------------------------
@@ -153,7 +132,7 @@ STACK = """
 
 
 def test_a_returned_container_is_copied() -> None:
-    found = candidates(STACK, "Stack.snapshot")
+    found = template_candidates(STACK, "Stack.snapshot")
     fixing(found, STACK.replace("return self.items", "return list(self.items)"), "Stack.snapshot")
     fixing(found, STACK.replace("return self.items", "return self.items.copy()"), "Stack.snapshot")
     fixing(found, STACK.replace("return self.items", "return sorted(self.items)"), "Stack.snapshot")
@@ -164,13 +143,13 @@ def test_equality_becomes_membership_and_identity_becomes_equality() -> None:
         def is_vowel(letter):
             return letter.lower() == "aeiou"
     """
-    fixing(candidates(module, "is_vowel"), module.replace('== "aeiou"', 'in "aeiou"'), "is_vowel")
+    fixing(template_candidates(module, "is_vowel"), module.replace('== "aeiou"', 'in "aeiou"'), "is_vowel")
     module = """
         def same_total(first, second):
             return sum(first) is not sum(second)
     """
     fixed = module.replace("is not", "!=")
-    fixing(candidates(module, "same_total"), fixed, "same_total")
+    fixing(template_candidates(module, "same_total"), fixed, "same_total")
 
 
 def test_the_operands_of_a_subtraction_and_of_a_call_swap() -> None:
@@ -181,11 +160,12 @@ def test_the_operands_of_a_subtraction_and_of_a_call_swap() -> None:
         def is_count(value):
             return isinstance(int, value)
     """
-    fixing(candidates(module, "remaining"), module.replace("spent - budget", "budget - spent"), "remaining")
+    swapped = module.replace("spent - budget", "budget - spent")
+    fixing(template_candidates(module, "remaining"), swapped, "remaining")
     fixed = module.replace("isinstance(int, value)", "isinstance(value, int)")
-    fixing(candidates(module, "is_count"), fixed, "is_count")
+    fixing(template_candidates(module, "is_count"), fixed, "is_count")
     # an addition of numbers is commutative: its operands never swap
-    assert not candidates("def total(a, b):\n    return a + b\n", "total")
+    assert not template_candidates("def total(a, b):\n    return a + b\n", "total")
 
 
 # --- properties ------------------------------------------------------------------------------------
@@ -228,5 +208,5 @@ def test_candidates_differ_from_the_original_and_from_each_other(module: str) ->
     source = function_source(module, "target")
     context = fix_context(module, "target")
     found = fix_candidates(source, "target", start_line=4, context=context, operators="template")
-    assert_valid(source, "target", 4, found)
+    assert_valid(source, "target", 4, found, pattern_is_operator=False)
     assert fix_candidates(source, "target", start_line=4, context=context, operators="template") == found

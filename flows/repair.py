@@ -33,7 +33,7 @@ from equisa_core.validation import machine
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.repair import RepairReport
 from flows.localize import run_localization
-from flows.validation import check_candidate
+from flows.validation import check_candidate, settle
 from tasks.llm import LLMConfig, choose_llm_mode
 from tasks.parameters import LocalizeParameters, RepairParameters
 from tasks.progress_events import Stage, emit
@@ -65,6 +65,8 @@ def repair(params: RepairParameters) -> RepairReport:
     while steps := machine.next_steps(state):
         step = steps[0]
         if isinstance(step, machine.Localize):
+            if round_ is not None:
+                settle(round_.ctx)
             round_ = _localized(params, step, llm)
             state = record(state, _localized_observation(round_))
             continue
@@ -78,6 +80,7 @@ def repair(params: RepairParameters) -> RepairReport:
             print(f"regressions: back to Discovery (round {state.relocalizations}); "
                   f"not patching {', '.join(state.excluded)} again")
     assert round_ is not None, "the repair loop stopped before localizing"
+    settle(round_.ctx)
     report = repair_report(round_.found, round_.localization, state, use_llm)
     _publish(report)
     return record_finished_run("repair", report, str(round_.found.prepared.repo), params.artifacts, params.db,

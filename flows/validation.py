@@ -27,9 +27,18 @@ the workspace copy (never the user's tree). A candidate is accepted (``SOUND``) 
 
 ``check_candidate`` returns the verdict with the model calls the checks made and the problems they
 met (the repair machine's ``Validated`` observation); ``validate_candidate`` the verdict alone.
+
+The runs on the original code that the checks of a target need (its covering tests with its calls
+recorded, the carved tests' check, the differential baseline) do not depend on the candidate: they
+start in the background while the first candidate of that target runs the suite, and the carved and
+differential checks wait for them (``_prepare_target``). The verdict is the same; the checks of a
+target's first candidate take two or three sandboxed runs fewer one after another.
 """
 
 from __future__ import annotations
+
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
 
 from equisa_core.validation import checks, machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
@@ -49,13 +58,16 @@ from tasks.validation_checks import (
     run_request,
 )
 
-__all__ = ["check_candidate", "validate_candidate"]
+__all__ = ["check_candidate", "validate_candidate", "settle"]
 
 
 def validate_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> PatchEvaluation:
     """The verdict of ``check_candidate``, without the calls and problems (for callers outside a
-    repair run, which has no ledger to add them to)."""
-    return check_candidate(candidate, ctx).evaluation
+    repair run, which has no ledger to add them to); no background run is left going."""
+    try:
+        return check_candidate(candidate, ctx).evaluation
+    finally:
+        settle(ctx)
 
 
 def check_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> machine.Validated:
@@ -76,12 +88,46 @@ def check_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> machin
     return machine.Validated(evaluation=judged.evaluation, calls=state.ledger.calls, problems=state.problems)
 
 
+#: Runs the original code's side of a target's checks while a candidate's suite runs (one thread per
+#: target at most; each run in it is a sandboxed ``run-tests`` task like the others).
+_BACKGROUND = ThreadPoolExecutor(max_workers=2, thread_name_prefix="equisa-validation-prepare")
+
+
+def _prepare_target(target: str | None, ctx: ValidationContext) -> None:
+    """Start the target's runs on the original code (the carved tests' module, the differential
+    baseline) in the background, once per target; in the flow run's context, so that they are its
+    task runs."""
+    if target is None or target in ctx.preparing:
+        return
+
+    def prepare() -> None:
+        carved_check_module(target, ctx)
+        differential_baseline(target, ctx)
+
+    ctx.preparing[target] = _BACKGROUND.submit(contextvars.copy_context().run, prepare)
+
+
+def settle(ctx: ValidationContext) -> None:
+    """Wait for every target's background runs (a round's last candidates may not have needed
+    them): none is left running when the flow run ends. Their errors were the checks' to see."""
+    for running in ctx.preparing.values():
+        running.exception()
+
+
+def _prepared(target: str, ctx: ValidationContext) -> None:
+    """Wait for the target's runs on the original code, if they were started (their errors raise here)."""
+    running = ctx.preparing.get(target)
+    if running is not None:
+        running.result()
+
+
 def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationContext,
              ) -> checks.CheckObservation:
     """Run one check step for ``candidate`` and say what it observed."""
     found = ctx.found
     match step:
         case checks.RunSuite():
+            _prepare_target(candidate.target, ctx)
             overlay = {**found.overlay, **candidate.files}
             run = run_request(ctx, focused_request(found.prepared, step.tests, overlay, trace=False))
             return checks.SuiteRan(tests=run.tests)
@@ -89,10 +135,12 @@ def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationC
             pair = functions_of(candidate, ctx)
             return checks.FunctionsRead(original=pair[0], patched=pair[1]) if pair else checks.FunctionsRead()
         case checks.RunCarvedTests():
+            _prepared(step.target, ctx)
             module = carved_check_module(step.target, ctx)
             tests = None if module is None else run_module(ctx, candidate, CARVED_CHECK_PATH, module)
             return checks.CarvedTestsRan(tests=tests)
         case checks.RunDifferential():
+            _prepared(step.target, ctx)
             baseline = differential_baseline(step.target, ctx)
             verdict = None if baseline is None else differential_verdict(candidate, baseline, ctx)
             return checks.DifferentialRan(verdict=verdict)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,6 +58,9 @@ class ValidationContext(BaseModel):
         default_factory=dict, description="Target -> its covering tests' run with its calls recorded.")
     differential: dict[str, DifferentialBaseline | None] = Field(
         default_factory=dict, description="Target -> its differential baseline, or None when it has none.")
+    preparing: dict[str, Future[None]] = Field(
+        default_factory=dict, description="Target -> the future of its runs on the original code "
+        "(``flows.validation``: they start while its first candidate runs the suite).")
 
     @property
     def failing(self) -> set[str]:

@@ -53,10 +53,14 @@ def _validated(found: DiscoveryResult, sources: dict[str, str]) -> dict[str, Pat
     ctx = ValidationContext(found=found, nodes={n.fqn: n for n in trace.nodes},
                             failing_sources=test_sources(found, sorted(trace.failed_tests())))
     text = (found.prepared.workspace.root / "shipping.py").read_text(encoding="utf-8")
-    return {name: validate_candidate(PatchCandidate(
+    verdicts = {name: validate_candidate(PatchCandidate(
         id=name, generator="mutation", target="shipping.shipping", description=name,
         files={"shipping.py": replace_function(text, "shipping", source)}), ctx)
         for name, source in sources.items()}
+    # the original code's runs were made once, in the background of the first candidate's suite run
+    assert list(ctx.preparing) == ["shipping.shipping"] and ctx.preparing["shipping.shipping"].done()
+    assert ctx.differential["shipping.shipping"] is not None and ctx.carved["shipping.shipping"]
+    return verdicts
 
 
 def test_a_patch_that_changes_behaviour_near_a_passing_call_is_overfitting_and_the_correct_one_is_sound(

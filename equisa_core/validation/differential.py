@@ -14,20 +14,22 @@ that made the *passing* calls, so near them it is the best oracle there is: a ca
 changes results there changes behaviour away from the failure (``far_changes``), which is what an
 overfitting patch does (a special case, a condition widened past the failing inputs); one such
 change, or up to a tenth of those inputs, is tolerated (``FAR_CHANGES_TOLERATED``), unless it
-makes the function worse there (``degraded``): a result that becomes None, an exception or a time-out
-is never what a fix does next to inputs the original gets right. Where the original crashed, it is
-no oracle: a candidate that answers there instead (a value, not None, of a type the original
-returns elsewhere) is not counted against it.
-Near the *failing* calls the candidate is expected to differ, and it is not judged there, except for
-one thing: a candidate that
-still crashes on a neighbour of any call (``CRASHES``: an ``IndexError``, a ``TypeError``, a
-time-out...) fixed the tests' inputs, not the function, and is withheld (``crashes``). An exception
-the function raises on purpose is a refusal, not a crash (``refusals``): one its source raises by
-name, or one the original raised on a call that a passing test makes. An input made
-from both kinds of call takes the strongest origin (``differential_inputs``): an exact call before
-a neighbour, a failing call before a passing one. The verdict (``judge``) lists the far changes;
-``flows.validation`` rejects a candidate with any as ``OVERFITTING``, with the first of them as
-the reason, so the search goes on to its next candidate.
+makes the function worse there (``degraded``): a result that becomes None, an exception or a
+time-out is never what a fix does next to inputs the original gets right. Where the original
+crashed, it is no oracle: a candidate that answers there instead (a value, not None, of a type the
+original returns elsewhere) is not counted against it.
+
+Near the *failing* calls the candidate is expected to differ, and it is not judged there, except
+for one thing: a candidate that still crashes on a neighbour of any call (``CRASHES``: an
+``IndexError``, a ``TypeError``, a time-out...) fixed the tests' inputs, not the function, and is
+withheld (``crashes``). An exception the function raises on purpose is a refusal, not a crash
+(``refusals``): one its source raises by name, or one the original raised on a call that a
+passing test makes.
+
+An input made from both kinds of call takes the strongest origin (``differential_inputs``): an
+exact call before a neighbour, a failing call before a passing one. The verdict (``judge``) lists
+the far changes and the crashes; ``flows.validation`` rejects a candidate that does not pass as
+``OVERFITTING``, with the first of them as the reason, so the search goes on to its next candidate.
 
 Inputs are capped (``MAX_INPUTS``, ``MAX_NEIGHBOURS_PER_CALL``) and deterministic. Results are
 compared by their literal (or, without one, their repr) and exceptions by type; an input on which

@@ -45,6 +45,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import RecordedCall
+from equisa_core.validation.fix_context import raised_types
 
 __all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED", "CRASHES",
            "DifferentialInput", "Observed", "FarChange", "Crash", "DifferentialVerdict",
@@ -314,16 +315,9 @@ def observed_of(calls_by_test: Mapping[str, Sequence[RecordedCall]]) -> dict[str
 
 
 def raised_by_name(source: str) -> frozenset[str]:
-    """The exception classes ``source`` raises by name (``raise IndexError(...)``): its refusals."""
-    names = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Raise) and node.exc is not None:
-            raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            if isinstance(raised, ast.Name):
-                names.add(raised.id)
-            elif isinstance(raised, ast.Attribute):
-                names.add(raised.attr)
-    return frozenset(names)
+    """The exception classes ``source`` raises by name (``raise IndexError(...)``), module left
+    off: its refusals (``fix_context.raised_types`` finds them)."""
+    return frozenset(name.rsplit(".", 1)[-1] for name in raised_types(ast.parse(source)))
 
 
 def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],

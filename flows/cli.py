@@ -95,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     console = Console(stderr=True)
     set_prefect_defaults(args.verbose)
+    _start_interpreter_check(args)
     try:
         if getattr(args, "option_models", None):
             from tasks.settings import apply_settings
@@ -104,6 +105,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Exception, KeyboardInterrupt) as error:
         print_error(error, args.debug, console)
         return exit_code_for(error)
+
+
+def _start_interpreter_check(args: argparse.Namespace) -> None:
+    """For a command that runs a repository's suite on this machine, start checking its interpreter
+    now, while the command's flow is imported (``tasks.interpreter.start_check``)."""
+    path = getattr(args, "path", None)
+    if path is not None and hasattr(args, "python") and getattr(args, "sandbox", "local") != "docker":
+        from tasks.interpreter import start_check
+
+        start_check(Path(path).resolve(), args.python)
 
 
 def _trace_command(args: argparse.Namespace, console: Console) -> int:

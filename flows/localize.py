@@ -38,7 +38,7 @@ from equisa_core.localization.steps import LocalizationReport
 from flows.discovery import discovery
 from tasks.discovery_suite import DiscoveryResult
 from tasks.localization_run import Collect, LocalizationSteps
-from tasks.localization_steps import print_records
+from tasks.localization_steps import RecordedTests, print_records
 from tasks.parameters import LocalizeParameters
 from tasks.progress_events import Note, emit
 from tasks.record import record_finished_run
@@ -76,6 +76,8 @@ class LocalizationRun:
     report: LocalizationReport
     initial: LocalizationState
     observations: tuple[LocalizationObservation, ...]
+    recorded: RecordedTests | None = None
+    """The last recording's results (the candidates' calls in their tests), for Validation to reuse."""
 
 
 def drive_localization(params: LocalizeParameters) -> LocalizationRun:
@@ -113,8 +115,10 @@ class _Driver:
         found = self.steps.found
         if self.state.stage == "screened":  # settled before Discovery, whose report says so
             found = found.model_copy(update={"report": final.discovery})
+        recording = self.steps.recording
         return LocalizationRun(found=found, report=final, initial=initial,
-                               observations=tuple(self.observations))
+                               observations=tuple(self.observations),
+                               recorded=None if recording is None else recording.finished())
 
     def _start(self, step: LocalizationStep) -> Collect:
         """Start ``step``'s runs; the function returned waits for them and says what they saw."""

@@ -32,7 +32,7 @@ from prefect.artifacts import create_markdown_artifact, update_progress_artifact
 from equisa_core.validation import machine
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.repair import RepairReport
-from flows.localize import run_localization
+from flows.localize import drive_localization
 from flows.validation import check_candidate, settle
 from tasks.llm import LLMConfig, choose_llm_mode
 from tasks.parameters import LocalizeParameters, RepairParameters
@@ -109,8 +109,9 @@ def _localized(params: RepairParameters, step: machine.Localize, config: LLMConf
             "discovery_rounds": params.discovery_rounds + step.extra_rounds,
             "discovery_max_tests": params.discovery_max_tests + step.extra_tests,
         })
-    found, localization = run_localization(current)
-    return RepairRound(found, localization, validation_context(found, localization, params, config))
+    run = drive_localization(current)
+    ctx = validation_context(run.found, run.report, params, config, recorded=run.recorded)
+    return RepairRound(run.found, run.report, ctx)
 
 
 def _observe(step: machine.RepairStep, state: machine.RepairState, round_: RepairRound,

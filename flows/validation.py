@@ -29,10 +29,11 @@ the workspace copy (never the user's tree). A candidate is accepted (``SOUND``) 
 met (the repair machine's ``Validated`` observation); ``validate_candidate`` the verdict alone.
 
 The runs on the original code that the checks of a target need (its covering tests with its calls
-recorded, the carved tests' check, the differential baseline) do not depend on the candidate: they
-start in the background while the first candidate of that target runs the suite, and the carved and
-differential checks wait for them (``_prepare_target``). The verdict is the same; the checks of a
-target's first candidate take two or three sandboxed runs fewer one after another.
+recorded, unless the localization recorded them already; its carved tests and differential inputs,
+in one run) do not depend on the candidate: they start in the background while the first candidate
+of that target runs the suite, and the carved and differential checks wait for them
+(``_prepare_target``). Those two checks then run together, in one run per candidate
+(``tasks.target_checks``). The verdict is the same as one check at a time.
 """
 
 from __future__ import annotations
@@ -42,16 +43,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 from equisa_core.validation import checks, machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
-from tasks.differential_check import differential_baseline, differential_verdict
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun, focused_request
 from tasks.progress_events import not_listening
+from tasks.target_checks import prepare_target, run_target_checks
 from tasks.testgen_publish import GeneratedTests
 from tasks.validation_checks import (
-    CARVED_CHECK_PATH,
     NOVEL_CHECK_PATH,
     ValidationContext,
-    carved_check_module,
     functions_of,
     novel_module,
     run_module,
@@ -82,7 +81,8 @@ def check_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> machin
         [t.test_id for t in trace.tests if t.test_id not in trace.flaky], ctx.failing_sources,
         llm=ctx.llm_config is not None)
     while (steps := checks.next_steps(state)):
-        state = checks.record(state, _observe(steps[0], candidate, ctx))
+        for observation in _observe(steps, candidate, ctx):
+            state = checks.record(state, observation)
     judged = checks.verdict(state)
     assert judged is not None, "the checks ended without a verdict"
     return machine.Validated(evaluation=judged.evaluation, calls=state.ledger.calls, problems=state.problems)
@@ -100,11 +100,7 @@ def _prepare_target(target: str | None, ctx: ValidationContext) -> None:
     if target is None or target in ctx.preparing:
         return
 
-    def prepare() -> None:
-        carved_check_module(target, ctx)
-        differential_baseline(target, ctx)
-
-    ctx.preparing[target] = _BACKGROUND.submit(contextvars.copy_context().run, prepare)
+    ctx.preparing[target] = _BACKGROUND.submit(contextvars.copy_context().run, prepare_target, target, ctx)
 
 
 def settle(ctx: ValidationContext) -> None:
@@ -121,35 +117,31 @@ def _prepared(target: str, ctx: ValidationContext) -> None:
         running.result()
 
 
-def _observe(step: checks.CheckStep, candidate: PatchCandidate, ctx: ValidationContext,
-             ) -> checks.CheckObservation:
-    """Run one check step for ``candidate`` and say what it observed."""
+def _observe(steps: list[checks.CheckStep], candidate: PatchCandidate, ctx: ValidationContext,
+             ) -> list[checks.CheckObservation]:
+    """Run the next check step for ``candidate`` (the carved and differential steps together, in one
+    run) and say what it observed."""
     found = ctx.found
-    match step:
-        case checks.RunSuite():
+    match steps[0]:
+        case checks.RunSuite(tests=tests):
             _prepare_target(candidate.target, ctx)
             overlay = {**found.overlay, **candidate.files}
-            run = run_request(ctx, focused_request(found.prepared, step.tests, overlay, trace=False))
-            return checks.SuiteRan(tests=run.tests)
+            run = run_request(ctx, focused_request(found.prepared, tests, overlay, trace=False))
+            return [checks.SuiteRan(tests=run.tests)]
         case checks.ReadFunctions():
             pair = functions_of(candidate, ctx)
-            return checks.FunctionsRead(original=pair[0], patched=pair[1]) if pair else checks.FunctionsRead()
-        case checks.RunCarvedTests():
-            _prepared(step.target, ctx)
-            module = carved_check_module(step.target, ctx)
-            tests = None if module is None else run_module(ctx, candidate, CARVED_CHECK_PATH, module)
-            return checks.CarvedTestsRan(tests=tests)
-        case checks.RunDifferential():
-            _prepared(step.target, ctx)
-            baseline = differential_baseline(step.target, ctx)
-            verdict = None if baseline is None else differential_verdict(candidate, baseline, ctx)
-            return checks.DifferentialRan(verdict=verdict)
-        case checks.RunNovelTests():
-            novel = novel_module(step.target, ctx, _generate_tests)
+            read = checks.FunctionsRead(original=pair[0], patched=pair[1]) if pair else checks.FunctionsRead()
+            return [read]
+        case checks.RunCarvedTests(target=target) | checks.RunDifferential(target=target):
+            _prepared(target, ctx)
+            together = [s for s in steps if isinstance(s, (checks.RunCarvedTests, checks.RunDifferential))]
+            return run_target_checks(candidate, together, ctx)
+        case checks.RunNovelTests(target=target):
+            novel = novel_module(target, ctx, _generate_tests)
             module = novel.module
-            tests = None if module is None else run_module(ctx, candidate, NOVEL_CHECK_PATH, module)
-            return checks.NovelTestsRan(tests=tests, calls=novel.calls, problems=novel.problems)
-    raise AssertionError(f"unknown check step {step!r}")
+            tests_run = None if module is None else run_module(ctx, candidate, NOVEL_CHECK_PATH, module)
+            return [checks.NovelTestsRan(tests=tests_run, calls=novel.calls, problems=novel.problems)]
+    raise AssertionError(f"unknown check step {steps[0]!r}")
 
 
 def _generate_tests(prepared: PreparedRun, params: TestgenParameters) -> GeneratedTests:

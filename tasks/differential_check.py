@@ -1,37 +1,43 @@
-"""The overfitting guard's runs (``equisa_core.validation.differential``): the target's calls
-recorded in the visible tests, their neighbours run on the original once per target (the
-baseline), then on each candidate. Every run is a cached ``run-tests`` task in the sandbox, the
-driver module an overlay on the workspace copy.
+"""The overfitting guard's differential test (``equisa_core.validation.differential``): the target's
+calls recorded in the visible tests, their neighbours as inputs of a driver module, and what the
+target did on each, read from a run's results. ``tasks.target_checks`` runs the module, with the
+carved tests, on the original once per target (the baseline), then on each candidate.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from equisa_core.common.models import RecordedCall, TestOutcome
-from equisa_core.common.time_limits import limit_for, slowest_finished
+from equisa_core.common.models import RecordedCall, TestOutcome, TestResult
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR
-from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.differential import (
-    DifferentialBaseline,
-    DifferentialVerdict,
+    DifferentialInput,
     Observed,
     Origin,
     differential_inputs,
     driver_module,
-    judge,
     observed_of,
     raised_by_name,
 )
 from tasks.inspection import qualname_of, read_function
-from tasks.sandbox import RunRequest
-from tasks.validation_checks import ValidationContext, recorded_calls, run_request
+from tasks.validation_checks import ValidationContext, recorded_calls
 
-__all__ = ["DIFFERENTIAL_CHECK_PATH", "differential_baseline", "differential_verdict"]
+__all__ = ["DIFFERENTIAL_CHECK_PATH", "DifferentialPlan", "differential_plan", "observed_in", "recorded_of"]
 
 DIFFERENTIAL_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_differential.py"
-#: The driver module's runs stop after this long; the inputs left without a record are not compared.
-DIFFERENTIAL_WALL_CLOCK_S = 60.0
+
+
+@dataclass(frozen=True)
+class DifferentialPlan:
+    """A target's differential inputs, their driver module and the exceptions its source raises by
+    name, before any run (``tasks.target_checks`` runs the module)."""
+
+    target: str
+    inputs: tuple[DifferentialInput, ...]
+    module: str
+    refusals: frozenset[str]
 
 
 def _positional_parameters(source: str) -> list[str] | None:
@@ -45,68 +51,36 @@ def _positional_parameters(source: str) -> list[str] | None:
     return [a.arg for a in args.args]
 
 
-def _recorded(ctx: ValidationContext, target: str) -> tuple[list[tuple[Origin, RecordedCall]], float]:
-    """The target's calls in the visible tests that run it, each with its test's origin, and the
-    slowest of those tests' durations."""
-    recorded = recorded_calls(target, ctx)
-    if recorded is None:
-        return [], 0.0
+def recorded_of(target: str, ctx: ValidationContext) -> list[tuple[Origin, RecordedCall]]:
+    """The target's calls in the visible tests that run it, each with its test's origin."""
     calls: list[tuple[Origin, RecordedCall]] = []
-    for test in recorded.tests:
+    for test in recorded_calls(target, ctx) or ():
         origin: Origin = "passing" if test.test_id in ctx.passing else "failing"
         calls += [(origin, call) for call in test.calls if call.fqn == target]
-    ran = {t.test_id for t in recorded.tests}
-    slowest = slowest_finished(t for t in ctx.found.trace.tests if t.test_id in ran)
-    return calls, slowest
+    return calls
 
 
-def _driver_request(ctx: ValidationContext, candidate: PatchCandidate | None, baseline_module: str,
-                    target: str, per_test_s: float) -> RunRequest:
-    base = ctx.found.prepared.base
-    patched = candidate.files if candidate else {}
-    overlay = {**ctx.found.overlay, **patched, DIFFERENTIAL_CHECK_PATH: baseline_module}
-    limits = base.limits.model_copy(update={
-        "test_timeout_s": per_test_s, "per_test": {},
-        "wall_clock_s": min(base.limits.wall_clock_s, DIFFERENTIAL_WALL_CLOCK_S)})
-    return base.model_copy(update={"overlay": overlay, "tests": (DIFFERENTIAL_CHECK_PATH,), "only": None,
-                                   "trace": False, "record": (target,), "limits": limits})
-
-
-def _observed(ctx: ValidationContext, request: RunRequest) -> dict[str, Observed]:
-    run = run_request(ctx, request)
-    return observed_of({t.test_id.split("::")[-1]: t.calls for t in run.tests
-                        if t.outcome is TestOutcome.PASSED})
-
-
-def differential_baseline(target: str, ctx: ValidationContext) -> DifferentialBaseline | None:
-    """The target's differential inputs and the original's behaviour on them (once per target);
-    None when it has none: a method or a function with ``*args``/keywords, no recorded call with
-    literal arguments."""
-    if target in ctx.differential:
-        return ctx.differential[target]
-    baseline = None
+def differential_plan(target: str, ctx: ValidationContext) -> DifferentialPlan | None:
+    """The target's differential inputs and their driver module (no run); None when it has none: a
+    method or a function with ``*args``/keywords, no recorded call with literal arguments."""
     node = ctx.nodes[target]
     qualname = qualname_of(node)
     module = node.fqn[: -len(qualname) - 1] if node.fqn.endswith("." + qualname) else ""
-    if "." not in qualname and module:
-        _, source = read_function(ctx.found.prepared.workspace.root, node)
-        parameters = _positional_parameters(source)
-        if parameters is not None:
-            calls, slowest = _recorded(ctx, target)
-            inputs = differential_inputs(qualname, parameters, calls)
-            if inputs:
-                text = driver_module(module, qualname, inputs)
-                per_test = limit_for(slowest)
-                original = _observed(ctx, _driver_request(ctx, None, text, target, per_test))
-                baseline = DifferentialBaseline(target=target, inputs=tuple(inputs), module=text,
-                                                per_test_s=per_test, original=original,
-                                                refusals=raised_by_name(source))
-    ctx.differential[target] = baseline
-    return baseline
+    if "." in qualname or not module:
+        return None
+    _, source = read_function(ctx.found.prepared.workspace.root, node)
+    parameters = _positional_parameters(source)
+    if parameters is None:
+        return None
+    inputs = differential_inputs(qualname, parameters, recorded_of(target, ctx))
+    if not inputs:
+        return None
+    return DifferentialPlan(target=target, inputs=tuple(inputs),
+                            module=driver_module(module, qualname, inputs), refusals=raised_by_name(source))
 
 
-def differential_verdict(candidate: PatchCandidate, baseline: DifferentialBaseline,
-                         ctx: ValidationContext) -> DifferentialVerdict:
-    """The candidate's behaviour on the baseline's inputs, judged against the original's."""
-    request = _driver_request(ctx, candidate, baseline.module, baseline.target, baseline.per_test_s)
-    return judge(baseline.inputs, baseline.original, _observed(ctx, request), baseline.refusals)
+def observed_in(tests: Sequence[TestResult]) -> dict[str, Observed]:
+    """What the target did on each input of the driver module, from its tests' results (those that
+    did not pass recorded no call to compare)."""
+    return observed_of({t.test_id.split("::")[-1]: t.calls for t in tests
+                        if t.test_id.startswith(DIFFERENTIAL_CHECK_PATH) and t.outcome is TestOutcome.PASSED})

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from equisa_core.errors import InterpreterError
 from equisa_core.probe import MIN_PYTHON
 
-__all__ = ["Interpreter", "resolve_interpreter"]
+__all__ = ["Interpreter", "resolve_interpreter", "start_check"]
 
 _PROBE_SCRIPT = (
     "import sys; print('%d.%d.%d' % sys.version_info[:3]);\n"
@@ -35,28 +35,57 @@ class Interpreter(BaseModel):
     chosen_because: str
 
 
+#: Checks started early (``start_check``), by interpreter path, for ``resolve_interpreter`` to read.
+_STARTED: dict[str, subprocess.Popen[str]] = {}
+
+
+def _chosen(repo: Path, python: str | None) -> tuple[str, str]:
+    """The interpreter's path (``python``, else the repo's own venv, else EQUISA's) and why."""
+    if python:
+        return _locate(python), "given with --python"
+    for name in _REPO_VENVS:
+        candidate = repo / name / "bin" / "python"
+        if candidate.exists():
+            return str(candidate), f"the repository's virtualenv {name}/"
+    return sys.executable, "EQUISA's own interpreter (no --python, no venv in the repository)"
+
+
+def _check(path: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([path, "-c", _PROBE_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def start_check(repo: Path, python: str | None) -> None:
+    """Start checking the interpreter ``resolve_interpreter`` will pick, in the background: the
+    command line calls this before its slow imports, so that the check (an interpreter start and
+    a pytest import) costs no time of its own. Any error is left for ``resolve_interpreter``."""
+    try:
+        path, _ = _chosen(repo, python)
+        if path not in _STARTED:
+            _STARTED[path] = _check(path)
+    except (OSError, InterpreterError):
+        pass
+
+
 def resolve_interpreter(repo: Path, python: str | None) -> Interpreter:
-    """Pick the interpreter (``python``, else the repo's own venv, else EQUISA's) and check it.
+    """Pick the interpreter (``python``, else the repo's own venv, else EQUISA's) and check it
+    (reading the check ``start_check`` started, if it did).
 
     Raises ``InterpreterError`` when it does not exist, does not run, is older than 3.8 or
     cannot import pytest.
     """
-    if python:
-        path, because = _locate(python), "given with --python"
-    else:
-        path, because = sys.executable, "EQUISA's own interpreter (no --python, no venv in the repository)"
-        for name in _REPO_VENVS:
-            candidate = repo / name / "bin" / "python"
-            if candidate.exists():
-                path, because = str(candidate), f"the repository's virtualenv {name}/"
-                break
+    path, because = _chosen(repo, python)
     try:
-        done = subprocess.run(
-            [path, "-c", _PROBE_SCRIPT], capture_output=True, text=True, timeout=60,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        )
+        process = _STARTED.pop(path, None) or _check(path)
+        try:
+            stdout, stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
     except (OSError, subprocess.TimeoutExpired) as error:
         raise InterpreterError(f"interpreter {path} does not run: {error}") from None
+    done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     lines = done.stdout.split()
     if done.returncode != 0 or not lines:
         raise InterpreterError(f"interpreter {path} does not run: {done.stderr.strip()[-300:]}")

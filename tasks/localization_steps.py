@@ -54,9 +54,9 @@ from tasks.parameters import LocalizeParameters
 from tasks.prepared_run import focused_request
 from tasks.run_tests import run_tests
 
-__all__ = ["MIN_TEST_SECONDS", "Recording", "Screening", "suite_of", "own_packages", "submit_recording",
-           "record_calls", "value_findings", "submit_screening", "screening_evidence", "screened_suite_run",
-           "confirm_fix_on_suite", "confirm_step", "even_shares", "suite_problems",
+__all__ = ["MIN_TEST_SECONDS", "Recording", "RecordedTests", "Screening", "suite_of", "own_packages",
+           "submit_recording", "record_calls", "value_findings", "submit_screening", "screening_evidence",
+           "screened_suite_run", "confirm_fix_on_suite", "confirm_step", "even_shares", "suite_problems",
            "print_records"]
 
 #: A test's least cost in a mutant round (swapping the code in, fixtures, the report).
@@ -126,6 +126,14 @@ def _counts(trace: SuiteTrace, found: DiscoveryResult) -> TestCounts:
 
 
 @dataclass(frozen=True)
+class RecordedTests:
+    """A finished recording: the functions whose calls it recorded, and its tests' results."""
+
+    functions: frozenset[str]
+    tests: tuple[TestResult, ...]
+
+
+@dataclass(frozen=True)
 class Recording:
     """A recording run under way (``submit_recording``): the tests each function's calls count from."""
 
@@ -139,6 +147,11 @@ class Recording:
 
     def _tests(self) -> list[TestResult]:
         return [test for run in self.runs for test in run.result().tests]
+
+    def finished(self) -> RecordedTests:
+        """The runs' results, waited for: what Validation reuses instead of recording again."""
+        return RecordedTests(functions=frozenset(self.own) if self.runs else frozenset(),
+                             tests=tuple(self._tests()))
 
     def calls(self) -> dict[str, list[RecordedCall]]:
         """Each function's recorded calls (arguments, results), from its own passing tests only."""

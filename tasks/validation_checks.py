@@ -16,24 +16,25 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.cost import LLMCall
-from equisa_core.common.models import Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.models import Node, SuiteTrace, TestResult
 from equisa_core.common.source_edit import function_source
 from equisa_core.errors import EquisaError
 from equisa_core.localization.steps import LocalizationReport
-from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module
+from equisa_core.testgen.carving import GENERATED_TESTS_DIR, CarvedTest, carve_tests
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.differential import DifferentialBaseline
 from equisa_core.validation.generated_tests import is_testgen_test
 from tasks.discovery_suite import DiscoveryResult
 from tasks.inspection import qualname_of
 from tasks.llm import LLMConfig
+from tasks.localization_steps import RecordedTests
 from tasks.parameters import RepairParameters, TestgenParameters
 from tasks.prepared_run import focused_request, narrowed
 from tasks.run_tests import run_tests
 from tasks.testgen_publish import GenerateTests
 
 __all__ = ["ValidationContext", "NovelModule", "validation_context", "test_sources", "run_request",
-           "run_module", "functions_of", "recorded_calls", "novel_module", "carved_check_module",
+           "run_module", "functions_of", "recorded_calls", "novel_module", "carved_from_recording",
            "CARVED_CHECK_PATH", "NOVEL_CHECK_PATH"]
 
 CARVED_CHECK_PATH = f"{GENERATED_TESTS_DIR}/test_validation_carved.py"
@@ -54,8 +55,10 @@ class ValidationContext(BaseModel):
     llm_config: object | None = None
     carved: dict[str, str | None] = Field(default_factory=dict, description="Target -> carved module.")
     novel: dict[str, str | None] = Field(default_factory=dict, description="Target -> model's test module.")
-    recorded: dict[str, SuiteTrace | None] = Field(
-        default_factory=dict, description="Target -> its covering tests' run with its calls recorded.")
+    localization_recorded: RecordedTests | None = Field(
+        default=None, description="The localization's recording (its tests' results, calls included).")
+    recorded: dict[str, tuple[TestResult, ...] | None] = Field(
+        default_factory=dict, description="Target -> its covering tests' results with its calls recorded.")
     differential: dict[str, DifferentialBaseline | None] = Field(
         default_factory=dict, description="Target -> its differential baseline, or None when it has none.")
     preparing: dict[str, Future[None]] = Field(
@@ -100,14 +103,16 @@ def run_request(ctx: ValidationContext, request) -> SuiteTrace:
 
 
 def validation_context(found: DiscoveryResult, localization: LocalizationReport, params: RepairParameters,
-                       config: LLMConfig | None) -> ValidationContext:
+                       config: LLMConfig | None, recorded: RecordedTests | None = None) -> ValidationContext:
     """What every candidate of one repair round is judged against: the round's suite, the sandbox,
-    the failing tests' sources, the model (None: deterministic mode)."""
+    the failing tests' sources, the model (None: deterministic mode), and the calls the
+    localization recorded (``recorded``, reused by ``recorded_calls``)."""
     trace = found.trace
     nodes = {n.fqn: n for n in trace.nodes}
     return ValidationContext(
         found=found, sandbox=params.sandbox, docker_image=params.docker_image, no_cache=params.no_cache,
         nodes=nodes, failing_sources=test_sources(found, sorted(trace.failed_tests())), llm_config=config,
+        localization_recorded=recorded,
     )
 
 
@@ -133,39 +138,41 @@ def functions_of(candidate: PatchCandidate, ctx: ValidationContext) -> tuple[str
     return original, patched
 
 
-def recorded_calls(target: str, ctx: ValidationContext) -> SuiteTrace | None:
-    """The visible tests that run ``target`` (testgen tests and flaky ones left out), run once on the
-    original code with its calls recorded, for the carved tests and the differential test; None
-    when no such test exists. Made once per target."""
+def recorded_calls(target: str, ctx: ValidationContext) -> tuple[TestResult, ...] | None:
+    """The results of the visible tests that run ``target`` (testgen tests and flaky ones left out)
+    on the original code, with its calls recorded, in the suite's order, for the carved tests and
+    the differential test; None when no such test exists. Made once per target.
+
+    The localization's recording is reused for the tests it ran with ``target`` recorded (a test's
+    recorded calls of one function do not depend on what else is recorded with it); only the
+    others run here, in one sandboxed run."""
     if target not in ctx.recorded:
         trace = ctx.found.trace
-        covering = sorted(t for t in trace.coverage().get(target, set()) - trace.flaky
-                          if not is_testgen_test(t) and (t in ctx.passing or t in ctx.failing))
-        ctx.recorded[target] = None if not covering else run_request(ctx, focused_request(
-            ctx.found.prepared, covering, ctx.found.overlay, record=(target,), trace=False))
+        covering = {t for t in trace.coverage().get(target, set()) - trace.flaky
+                    if not is_testgen_test(t) and (t in ctx.passing or t in ctx.failing)}
+        reused = ctx.localization_recorded
+        results = {t.test_id: t for t in reused.tests if t.test_id in covering} if (
+            reused is not None and target in reused.functions) else {}
+        missing = sorted(covering - set(results))
+        if missing:
+            run = run_request(ctx, focused_request(ctx.found.prepared, missing, ctx.found.overlay,
+                                                   record=(target,), trace=False))
+            results.update((t.test_id, t) for t in run.tests)
+        order = {t.test_id: index for index, t in enumerate(trace.tests)}
+        ctx.recorded[target] = tuple(sorted(results.values(), key=lambda t: order.get(t.test_id, len(order)))
+                                     ) if covering else None
     return ctx.recorded[target]
 
 
-def carved_check_module(target: str, ctx: ValidationContext) -> str | None:
-    """Tests carved from passing executions of ``target`` on the original code, that pass there."""
-    if target in ctx.carved:
-        return ctx.carved[target]
-    module = None
+def carved_from_recording(target: str, ctx: ValidationContext) -> list[CarvedTest]:
+    """Tests carved from the passing executions of ``target`` that ``recorded_calls`` holds (not yet
+    run: ``tasks.target_checks`` keeps those that pass on the original code)."""
     recorded = recorded_calls(target, ctx)
-    if recorded is not None:
-        passed = tuple(t for t in recorded.tests if t.test_id in ctx.passing)
-        passing = recorded.model_copy(update={"tests": passed})
-        carved = carve_tests(passing, [target], ctx.nodes, max_per_member=6)
-        if carved:
-            source = carved_module(carved)
-            overlay = {**ctx.found.overlay, CARVED_CHECK_PATH: source}
-            check = run_request(ctx, ctx.found.prepared.base.model_copy(update={
-                "overlay": overlay, "tests": (CARVED_CHECK_PATH,), "only": None, "trace": False}))
-            passed = {r.test_id.split("::")[-1] for r in check.tests if r.outcome is TestOutcome.PASSED}
-            good = [t for t in carved if t.name in passed]
-            module = carved_module(good) if good else None
-    ctx.carved[target] = module
-    return module
+    if recorded is None:
+        return []
+    passed = tuple(t for t in recorded if t.test_id in ctx.passing)
+    passing = ctx.found.trace.model_copy(update={"tests": passed})
+    return carve_tests(passing, [target], ctx.nodes, max_per_member=6)
 
 
 class NovelModule(BaseModel):

@@ -11,7 +11,8 @@ A candidate is accepted (``SOUND``) only when, in this order:
    executions of the target (``run-carved-tests``), the differential test on inputs near the
    suite's own calls (``run-differential``: no change of behaviour near a passing test's call,
    ``equisa_core.validation.differential``) and, in LLM mode, the model's novel-input tests
-   (``run-novel-tests``).
+   (``run-novel-tests``). The carved and differential steps are given together: both call the
+   target on recorded inputs, and the driver runs them in one sandboxed run.
 
 The driver (``flows.validation``) runs each step in a sandbox and records what it observed. The
 model calls a step made (the novel-input tests') and the problems it met ride on its observation;
@@ -170,17 +171,22 @@ def start_checks(candidate: PatchCandidate, failing: Sequence[str], passing: Seq
 
 
 def next_steps(state: CheckState) -> list[CheckStep]:
-    """The next check to run (one at a time, in the order of the module docstring), or none."""
+    """The next checks to run, in the order of the module docstring, or none: one at a time, except
+    the carved tests and the differential inputs, which are given together (both call the target
+    on recorded inputs: the driver may run them at once, and records their observations in order)."""
     if state.evaluation is not None:
         return []
     if "failing tests pass" not in state.checks:
         return [RunSuite(tests=state.suite)]
     if not state.functions_read:
         return [ReadFunctions(target=state.target)]
+    together: list[CheckStep] = []
     if not state.carved_done and state.target:
-        return [RunCarvedTests(target=state.target)]
+        together.append(RunCarvedTests(target=state.target))
     if not state.differential_done and state.single_function and state.target:
-        return [RunDifferential(target=state.target)]
+        together.append(RunDifferential(target=state.target))
+    if together:
+        return together
     if not state.novel_done and state.llm and state.single_function and state.target:
         return [RunNovelTests(target=state.target)]
     return []

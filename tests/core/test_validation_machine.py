@@ -67,9 +67,11 @@ def check_runs(draw: st.DrawFn) -> tuple[checks.CheckState, list[checks.CheckObs
                                 llm=draw(st.booleans()))
     start, observations = state, []
     while steps := checks.next_steps(state):
-        observation = draw(check_observation(steps[0], failing + passing))
-        observations.append(observation)
-        state = checks.record(state, observation)
+        # as the driver does: steps given together are all run, their observations recorded in order
+        for step in steps:
+            observation = draw(check_observation(step, failing + passing))
+            observations.append(observation)
+            state = checks.record(state, observation)
     return start, observations
 
 
@@ -144,6 +146,24 @@ def test_a_candidate_is_accepted_only_after_every_check_passed(run):
     assert got["carved tests"].startswith(("passed", "not applicable"))
     assert got["differential inputs"].startswith(("passed", "not applicable"))
     assert got["novel-input tests"].startswith(("passed", "not run", "not applicable"))
+
+
+def test_the_carved_tests_and_the_differential_inputs_are_given_together():
+    candidate = PatchCandidate(id="c", generator="mutation", target="pkg.f", description="d",
+                               files={"pkg.py": "def f(x):\n    return x + 1\n"})
+    passed = tuple(TestResult(test_id=t, outcome=TestOutcome.PASSED, duration=0.0) for t in TESTS)
+    state = checks.start_checks(candidate, TESTS[:1], TESTS[1:], TESTS, {}, llm=False)
+    state = checks.record(state, checks.SuiteRan(tests=passed))
+    state = checks.record(state, checks.FunctionsRead(original=ORIGINAL, patched=PATCHED[0]))
+    together = checks.next_steps(state)
+    assert together == [checks.RunCarvedTests(target="pkg.f"), checks.RunDifferential(target="pkg.f")]
+    failed = TestResult(test_id="tests/equisa_generated/test_x.py::test_a", outcome=TestOutcome.FAILED,
+                        duration=0.0, exception_type="AssertionError", message="1 != 2")
+    carved = checks.record(state, checks.CarvedTestsRan(tests=(failed,)))
+    assert checks.next_steps(carved) == [checks.RunDifferential(target="pkg.f")], "the rest is given again"
+    judged = checks.verdict(checks.record(carved, checks.DifferentialRan(verdict=None)))
+    assert judged is not None and judged.evaluation.status is PatchStatus.OVERFITTING
+    assert judged.evaluation.checks["carved tests"].startswith("changes the result on inputs the suite")
 
 
 def test_a_regression_names_the_test_and_why():

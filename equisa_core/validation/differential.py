@@ -20,9 +20,12 @@ crashed, it is no oracle: a candidate that answers there instead (a value, not N
 original returns elsewhere) is not counted against it.
 
 Near the *failing* calls the candidate is expected to differ, and it is not judged there, except
-for one thing: a candidate that still crashes on a neighbour of any call (``CRASHES``: an
-``IndexError``, a ``TypeError``, a time-out...) fixed the tests' inputs, not the function, and is
-withheld (``crashes``). An exception the function raises on purpose is a refusal, not a crash
+for two things. A candidate that gives one and the same answer on every compared input where the
+original's answers differed (``collapsed``: at least ``COLLAPSE_MIN_INPUTS`` inputs, booleans
+aside) no longer depends on its input: it silenced the function rather than fixed it. And a
+candidate that still crashes on a neighbour of any call (``CRASHES``: an ``IndexError``, a
+``TypeError``, a time-out...) fixed the tests' inputs, not the function, and is withheld
+(``crashes``). An exception the function raises on purpose is a refusal, not a crash
 (``refusals``): one its source raises by name, or one the original raised on a call that a
 passing test makes.
 
@@ -48,6 +51,7 @@ from equisa_core.common.models import RecordedCall
 from equisa_core.validation.fix_context import raised_types
 
 __all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED", "CRASHES",
+           "COLLAPSE_MIN_INPUTS",
            "DifferentialInput", "Observed", "FarChange", "Crash", "DifferentialVerdict",
            "DifferentialBaseline", "neighbour_values", "differential_inputs", "driver_module", "observed_of",
            "raised_by_name", "judge"]
@@ -64,6 +68,9 @@ FAR_SHARE_TOLERATED = 0.1
 #: ``ValueError`` it raises itself is a refusal); ``TestTimeout`` is the probe's time limit.
 CRASHES = frozenset({"IndexError", "KeyError", "TypeError", "AttributeError", "NameError",
                      "UnboundLocalError", "ZeroDivisionError", "RecursionError", "TestTimeout"})
+#: A candidate that gives one and the same answer on at least this many compared inputs, where the
+#: original gave different answers, no longer depends on its input there (``collapsed``).
+COLLAPSE_MIN_INPUTS = 4
 #: At most this many neighbours of one recorded call.
 MAX_NEIGHBOURS_PER_CALL = 12
 #: Literals longer than this are not perturbed (their neighbours would make long tests).
@@ -159,6 +166,8 @@ class DifferentialVerdict(_Model):
     far_changes: tuple[FarChange, ...] = ()
     near_changes: int = 0
     crashes: tuple[Crash, ...] = ()
+    collapsed: str | None = None
+    """The one answer the candidate gives on every compared input, where the original's differed."""
 
     @property
     def degraded(self) -> tuple[FarChange, ...]:
@@ -174,12 +183,15 @@ class DifferentialVerdict(_Model):
     @property
     def passed(self) -> bool:
         """No more change of behaviour away from the failure than a boundary fix makes, none for
-        the worse, and no crash next to any call."""
-        return self.tolerated and not self.degraded and not self.crashes
+        the worse, no crash next to any call, and answers that still depend on the input."""
+        return self.tolerated and not self.degraded and not self.crashes and self.collapsed is None
 
     def reason(self) -> str:
         """One line for the report."""
         near_passing = self.compared - self.near_changes
+        if self.collapsed is not None:
+            return (f"no longer depends on its input: returns {self.collapsed} on all {self.compared} "
+                    "inputs, on which the original's answers differed")
         if self.degraded:
             first = self.degraded[0]
             return (f"makes the function worse away from the failure on {len(self.degraded)} of "
@@ -334,11 +346,13 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
         if item.exact and item.origin == "passing" and seen is not None and seen.raised_name:
             refused.add(seen.raised_name)
     near = compared = 0
+    pairs: list[tuple[Observed, Observed]] = []
     for item in inputs:
         before, after = original.get(item.name), patched.get(item.name)
         if before is None or after is None:
             continue
         compared += 1
+        pairs.append((before, after))
         if after.crashed and not item.exact and after.raised_name not in refused:
             crashes.append(Crash(call=item.call, patched=after))
         if before == after or (before.crashed and before.raised_name not in refused and after.answered
@@ -349,4 +363,18 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
         else:
             far.append(FarChange(call=item.call, original=before, patched=after))
     return DifferentialVerdict(compared=compared, far_changes=tuple(far), near_changes=near,
-                               crashes=tuple(crashes))
+                               crashes=tuple(crashes), collapsed=_collapsed(pairs))
+
+
+def _collapsed(pairs: Sequence[tuple[Observed, Observed]]) -> str | None:
+    """The candidate's one answer on every compared input (at least ``COLLAPSE_MIN_INPUTS``), when
+    the original answered them with at least two different values; None otherwise. A boolean is
+    not counted: a predicate fixed to hold on every input near the failure is plausible."""
+    answers = {after.result for _, after in pairs}
+    if len(pairs) < COLLAPSE_MIN_INPUTS or len(answers) != 1:
+        return None
+    first = pairs[0][1]
+    if not first.answered or first.answer_type == "bool":
+        return None
+    original_answers = {before.result for before, _ in pairs if before.answered}
+    return first.result if len(original_answers) >= 2 else None

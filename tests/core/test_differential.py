@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from equisa_core.common.models import EncodedValue, RecordedCall
 from equisa_core.validation.differential import (
+    COLLAPSE_MIN_INPUTS,
     MAX_INPUTS,
     MAX_NEIGHBOURS_PER_CALL,
     Observed,
@@ -159,6 +160,32 @@ def test_a_candidate_that_still_crashes_next_to_a_call_is_withheld():
     assert [i.call for i in inputs if i.exact] == ["f([2, 1])", "f([1, 2])"]
     refused = {**original, names["f([])"]: Observed(raised="builtins.ValueError")}
     assert judge(inputs, refused, refused).passed
+
+
+def test_a_candidate_that_answers_the_same_whatever_the_input_is_withheld():
+    # the original splits each header ("Basic x" -> ("Basic", "x")); the candidate's negated guard
+    # returns ("", "") for every one: it passes a test that expects a refusal, and no longer
+    # depends on its input
+    calls = [("failing", call("m.split", header="'Basic x'"))]
+    inputs = differential_inputs("split", ["header"], calls)
+    assert len(inputs) >= COLLAPSE_MIN_INPUTS
+    def split(header: str) -> Observed:
+        scheme, _, param = header.partition(" ")
+        return Observed(result=repr((scheme, param)))
+    original = {i.name: split(ast.literal_eval(i.call[len("split("):-1])) for i in inputs}
+    silenced = {i.name: Observed(result="('', '')") for i in inputs}
+    verdict = judge(inputs, original, silenced)
+    assert not verdict.passed and verdict.collapsed == "('', '')"
+    expected = f"no longer depends on its input: returns ('', '') on all {len(inputs)} "
+    assert verdict.reason().startswith(expected)
+    # not a collapse: a constant original, a boolean answer, an original that only crashed, or too few inputs
+    assert judge(inputs, silenced, silenced).passed
+    yes = {i.name: Observed(result="True") for i in inputs}
+    assert judge(inputs, {**yes, inputs[0].name: Observed(result="False")}, yes).passed
+    crashed = {i.name: Observed(raised="builtins.IndexError") for i in inputs}
+    assert judge(inputs, crashed, silenced).collapsed is None
+    few = inputs[:COLLAPSE_MIN_INPUTS - 1]
+    assert judge(few, original, silenced).collapsed is None
 
 
 def test_the_exceptions_a_source_raises_by_name():

@@ -47,6 +47,17 @@ CORRECT = SHIPPING.replace("if weight > 10:  # bug: 10 kg is heavy too", "if wei
 OVERFIT = SHIPPING.replace("if weight > 10:  # bug: 10 kg is heavy too", "if weight >= 10 or express:")
 
 
+def shipping_repo(tmp_path: Path, monkeypatch) -> Path:
+    """The shipping module and its tests as a repository, with EQUISA's stores under ``tmp_path``."""
+    for name, folder in (("EQUISA_WORKSPACES", "workspaces"), ("EQUISA_DB", "history.duckdb"),
+                         ("EQUISA_ARTIFACTS", "artifacts"), ("EQUISA_SPOOL", "spool")):
+        monkeypatch.setenv(name, str(tmp_path / folder))
+    repo = small_repo(tmp_path / "shop")
+    (repo / "shipping.py").write_text(SHIPPING)
+    (repo / "tests" / "test_shipping.py").write_text(TESTS)
+    return repo
+
+
 @flow(name="differential-guard-check")
 def _validated(found: DiscoveryResult, sources: dict[str, str]) -> dict[str, PatchEvaluation]:
     trace = found.trace
@@ -65,12 +76,7 @@ def _validated(found: DiscoveryResult, sources: dict[str, str]) -> dict[str, Pat
 
 def test_a_patch_that_changes_behaviour_near_a_passing_call_is_overfitting_and_the_correct_one_is_sound(
         tmp_path: Path, prefect_api_url, monkeypatch):
-    for name, folder in (("EQUISA_WORKSPACES", "workspaces"), ("EQUISA_DB", "history.duckdb"),
-                         ("EQUISA_ARTIFACTS", "artifacts"), ("EQUISA_SPOOL", "spool")):
-        monkeypatch.setenv(name, str(tmp_path / folder))
-    repo = small_repo(tmp_path / "shop")
-    (repo / "shipping.py").write_text(SHIPPING)
-    (repo / "tests" / "test_shipping.py").write_text(TESTS)
+    repo = shipping_repo(tmp_path, monkeypatch)
     with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
         found = discovery(DiscoveryParameters(path=str(repo), llm=False, testgen=False))
         verdicts = _validated(found, {"correct": CORRECT, "overfit": OVERFIT})

@@ -16,8 +16,7 @@ from tasks.localization_steps import RecordedTests
 from tasks.parameters import DiscoveryParameters
 from tasks.target_checks import prepare_target
 from tasks.validation_checks import ValidationContext, recorded_calls
-from tests.conftest import small_repo
-from tests.flows.test_differential_guard import SHIPPING, TESTS
+from tests.flows.test_differential_guard import shipping_repo
 
 TARGET = "shipping.shipping"
 MARK = 99.0
@@ -48,12 +47,7 @@ def _recordings(found: DiscoveryResult) -> dict[str, tuple[TestResult, ...]]:
 
 def test_the_localization_s_recording_is_reused_and_only_the_tests_it_lacks_run_again(
         tmp_path: Path, prefect_api_url, monkeypatch):
-    for name, folder in (("EQUISA_WORKSPACES", "workspaces"), ("EQUISA_DB", "history.duckdb"),
-                         ("EQUISA_ARTIFACTS", "artifacts"), ("EQUISA_SPOOL", "spool")):
-        monkeypatch.setenv(name, str(tmp_path / folder))
-    repo = small_repo(tmp_path / "shop")
-    (repo / "shipping.py").write_text(SHIPPING)
-    (repo / "tests" / "test_shipping.py").write_text(TESTS)
+    repo = shipping_repo(tmp_path, monkeypatch)
     with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
         found = discovery(DiscoveryParameters(path=str(repo), llm=False, testgen=False))
         got = _recordings(found)

@@ -13,7 +13,11 @@ to be validated in full.
 Two-edit patches come from partial fixes: when no candidate fixes every failing test but some fix
 a part of them and break nothing, the best few (``MAX_PARTIAL_FIXES_EXTENDED``) each get every
 one-edit candidate of their own text, ranked the same way (the edit size counts both edits), and
-screened in the time left.
+screened in the time left. A candidate that only replaces a name nothing defines (it reads fewer
+such names than the original and no new one: ``removes_undefined``) counts as a partial fix
+whenever it ran, even if it fixes no failing test: the original raised ``NameError`` wherever that
+name was read, so the replacement changes no run that did not crash there, and any fix of the
+function must make it (a misspelt name and a wrong comparison: two edits).
 """
 
 from __future__ import annotations
@@ -21,17 +25,19 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, replace
+from functools import cache, partial
 from pathlib import Path
 
 from equisa_core.common.models import Node, TestOutcome
 from equisa_core.common.source_edit import replace_function
+from equisa_core.errors import InvalidReplacementError
 from equisa_core.localization.fix_evidence import classify_mutants
 from equisa_core.localization.selection import tests_for_node
 from equisa_core.validation import machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
 from equisa_core.validation.fix_context import fix_context
+from equisa_core.validation.fix_idioms import undefined_names
 from equisa_core.validation.fix_prior import candidate_score, load_fix_prior
 from equisa_core.validation.fix_space import fix_candidates
 from equisa_core.validation.generated_tests import without_testgen
@@ -79,6 +85,7 @@ class Searched:
     module_text: str
     candidates: list[Mutant]
     tests: tuple[str, ...]
+    source: str  # the target's text: the partial fix's, for second edits
 
 
 def target_candidates(target: str, node: Node, found: DiscoveryResult, params: RepairParameters,
@@ -86,7 +93,7 @@ def target_candidates(target: str, node: Node, found: DiscoveryResult, params: R
     """The target's mutants, then its fix-space candidates (no source twice), and its tests."""
     text, source = read_function(found.prepared.workspace.root, node)
     tests = tests_for_node(target, found.trace, max_tests=params.max_tests_per_inspection).test_ids
-    return Searched(target, node, text, _one_edit(source, target, node, text, params), tuple(tests))
+    return Searched(target, node, text, _one_edit(source, target, node, text, params), tuple(tests), source)
 
 
 def _one_edit(source: str, target: str, node: Node, module_text: str, params: RepairParameters,
@@ -191,8 +198,7 @@ def _second_edits(partial: Sequence[RankedCandidate], searched: Mapping[str, Sea
                 made.setdefault(first.target, []).append(second.model_copy(update={
                     "description": f"{first.mutant.description}; and {second.description}",
                     "edit_size": first.mutant.edit_size + second.edit_size, "pattern": TWO_EDITS}))
-    return {target: Searched(target, searched[target].node, searched[target].module_text, candidates,
-                             searched[target].tests) for target, candidates in made.items()}
+    return {target: replace(searched[target], candidates=candidates) for target, candidates in made.items()}
 
 
 def _spec_id(candidate: RankedCandidate) -> str:
@@ -228,9 +234,26 @@ def _fixing(part: Sequence[RankedCandidate], report: MutantRunReport, searched: 
         verdict = classify_mutants(own, {"c": without_testgen(result.outcomes)})
         if verdict.fixing:
             fixing.append(candidate)
-        elif verdict.partial:
+        elif verdict.partial or removes_undefined(candidate.mutant.source, searched[candidate.target]):
             partial.append(candidate)
     return ran, fixing, partial
+
+
+def removes_undefined(candidate_source: str, searched: Searched) -> bool:
+    """Whether a candidate reads fewer names that nothing defines than its target, and no new one."""
+    before = _undefined_in(searched.source, searched.module_text, qualname_of(searched.node))
+    if not before:
+        return False
+    try:
+        after = _undefined_in(candidate_source, searched.module_text, qualname_of(searched.node))
+    except InvalidReplacementError:
+        return False
+    return after < before
+
+
+@cache
+def _undefined_in(source: str, module_text: str, qualname: str) -> frozenset[str]:
+    return undefined_names(source, fix_context(module_text, qualname))
 
 
 def _with_function(searched: Searched, function: str) -> str:

@@ -39,7 +39,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--sources", default=",".join(SOURCES), help="comma-separated among refactory,bugsinpy"
     )
     parser.add_argument("--sample", type=int, default=150, help="Refactory programs kept (30 per question)")
-    parser.add_argument("--bugs", help="explicit bugs: refactory-wrong_1_001, black:10 (BugsInPy)")
+    parser.add_argument(
+        "--bugs", help="explicit bugs: refactory-wrong_1_001, black:10 or bugsinpy-black-10 (BugsInPy)"
+    )
     parser.add_argument("--limit", type=int, help="run/report: at most N bugs per source")
     parser.add_argument("--quick", action="store_true", help="10 Refactory programs and 6 BugsInPy bugs")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per repair (600)")
@@ -63,7 +65,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         if args.bugs:
             items = [b.strip() for b in args.bugs.split(",") if b.strip()]
             args.refactory_bugs = {b for b in items if b.startswith("refactory-")}
-            pairs = [b.partition(":") for b in items if not b.startswith("refactory-")]
+            # BugsInPy bugs as ``black:10`` or as the reports name them, ``bugsinpy-black-10``.
+            pairs = [b.removeprefix("bugsinpy-").rpartition("-" if b.startswith("bugsinpy-") else ":")
+                     for b in items if not b.startswith("refactory-")]
             args.bugsinpy_bugs = [(check_project(p), int(n)) for p, _, n in pairs]
     except Refused as error:
         parser.error(str(error))

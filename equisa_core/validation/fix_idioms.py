@@ -11,6 +11,12 @@ verified edit (``edits.make``, like every operator of ``fix_space``). Pure.
   (``result[:3]`` for ``result[:k]``).
 - ``list_wrap``: ``xs + x`` or ``xs += x``, where ``xs`` starts as a list and ``x`` is a plain
   name, becomes ``xs + [x]`` (concatenating an element rather than a list).
+- ``bare_call``: a statement that only names a method (``xs.pop``, pointless as it stands: the
+  parentheses were forgotten) becomes its call, ``xs.pop()``.
+- ``lost_swap``: ``a = b`` followed by ``b = a`` (any targets: names, items, attributes), where the
+  second reads the value the first just overwrote, becomes ``a, b = b, a``.
+- ``print_return``: a function that returns no value and prints one value as its last statement
+  (``print(result)``) returns it instead.
 """
 
 from __future__ import annotations
@@ -20,11 +26,20 @@ import builtins
 import copy
 from collections.abc import Iterator
 
-from equisa_core.validation.edits import SELF_NAMES, Candidate, FunctionModel, Proposal, Site, name_distance
+from equisa_core.validation.edits import (
+    SELF_NAMES,
+    Candidate,
+    FunctionModel,
+    Proposal,
+    Site,
+    load_function,
+    name_distance,
+)
 from equisa_core.validation.fix_context import FixContext
 
 __all__ = ["IN_PLACE_METHODS", "MAX_RENAME_DISTANCE", "method_result_assign", "assignment_swap",
-           "undefined_rename", "constant_to_name", "list_wrap"]
+           "undefined_rename", "undefined_names", "constant_to_name", "list_wrap", "bare_call", "lost_swap",
+           "print_return"]
 
 #: Methods of the builtin containers that change their object and return None.
 IN_PLACE_METHODS = frozenset({"append", "extend", "insert", "remove", "sort", "reverse", "clear", "update",
@@ -33,8 +48,6 @@ IN_PLACE_METHODS = frozenset({"append", "extend", "insert", "remove", "sort", "r
 MAX_RENAME_DISTANCE = 3
 #: The constants a misspelt name may stand for (a lower-case ``true`` is a ``NameError``).
 _NAMED_CONSTANTS = frozenset({"True", "False", "None"})
-
-
 
 
 def _to_name(node: ast.AST) -> tuple[str, ast.expr] | None:
@@ -88,6 +101,11 @@ def _undefined(fn: FunctionModel, context: FixContext) -> list[str]:
     known = set(fn.bound) | set(fn.parameters) | set(context.module_names) | set(dir(builtins))
     reads = [n.id for n in ast.walk(fn.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
     return list(dict.fromkeys(n for n in reads if n not in known))
+
+
+def undefined_names(function_source: str, context: FixContext) -> frozenset[str]:
+    """The names a function (one definition at column 0) reads that nothing defines."""
+    return frozenset(_undefined(load_function(function_source, "f"), context))
 
 
 def undefined_rename(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
@@ -174,3 +192,86 @@ def list_wrap(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
                 start, end = fn.span(right)
                 wrapped = ast.List([ast.Name(right.id, ast.Load())], ast.Load())
                 yield Proposal(fn.replace(right_site, wrapped, [[(start, end, f"[{right.id}]")]]), right)
+
+
+def bare_call(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
+    """``xs.pop`` as a statement -> ``xs.pop()``."""
+    for site, stmt in _statement_sites(fn):
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Attribute):
+            text = f"{fn.src(stmt.value)}()"
+            new = ast.Expr(ast.Call(copy.deepcopy(stmt.value), [], []))
+            yield Proposal(_replace_statement(fn, site, new, text), stmt)
+
+
+def _single_target(stmt: ast.stmt) -> tuple[ast.expr, ast.expr] | None:
+    """(target, value) of ``target = value`` with one target of any kind but a tuple or a starred one."""
+    if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name | ast.Subscript | ast.Attribute)):
+        return stmt.targets[0], stmt.value
+    return None
+
+
+def _same(a: ast.AST, b: ast.AST) -> bool:
+    """The same expression, whether read or written."""
+    def read(node: ast.AST) -> str:
+        return ast.dump(node).replace("ctx=Store()", "ctx=Load()")
+    return read(a) == read(b)
+
+
+def lost_swap(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
+    """``a = b`` then ``b = a`` -> ``a, b = b, a``."""
+    for site, first in _statement_sites(fn):
+        assert site.index is not None
+        siblings = list(getattr(site.parent, site.field))
+        if site.index + 1 >= len(siblings):
+            continue
+        second = siblings[site.index + 1]
+        one, two = _single_target(first), _single_target(second)
+        if not (one and two and fn.own_lines(second)):
+            continue
+        (a, b), (b_again, a_again) = one, two
+        if _same(a, a_again) and _same(b, b_again) and not _same(a, b):
+            targets = ast.Tuple([copy.deepcopy(a), copy.deepcopy(b_again)], ast.Store())
+            values = ast.Tuple([copy.deepcopy(b), copy.deepcopy(a_again)], ast.Load())
+            new = ast.Assign([targets], values)
+            text = f"{fn.src(a)}, {fn.src(b_again)} = {fn.src(b)}, {fn.src(a_again)}"
+            start, end = fn.span(first)[0], fn.span(second)[1]
+            siblings[site.index:site.index + 2] = [new]
+            edits = (((start, end, text),),)
+            yield Proposal(Candidate(site.parent, site.field, siblings, edits, (start, end)), first)
+
+
+def _returns_value(fn: FunctionModel) -> bool:
+    """Whether the function (not a function or lambda nested in it) returns a value anywhere."""
+    pending: list[ast.AST] = list(fn.node.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            return True
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def print_return(fn: FunctionModel, context: FixContext) -> Iterator[Proposal]:
+    """A last ``print(value)`` of a function that returns nothing -> ``return value``."""
+    body = [s for s in fn.node.body if not (isinstance(s, ast.Pass) or s is _docstring_of(fn))]
+    last = body[-1] if body else None
+    if not (isinstance(last, ast.Expr) and _calls(last.value, "print")) or _returns_value(fn):
+        return
+    call = last.value
+    assert isinstance(call, ast.Call)
+    if len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+        return
+    site = next((s for s, stmt in _statement_sites(fn) if stmt is last), None)
+    if site is not None:
+        value = call.args[0]
+        new = ast.Return(copy.deepcopy(value))
+        yield Proposal(_replace_statement(fn, site, new, f"return {fn.src(value)}"), last)
+
+
+def _docstring_of(fn: FunctionModel) -> ast.stmt | None:
+    first = fn.node.body[0] if fn.node.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+        return first if isinstance(first.value.value, str) else None
+    return None

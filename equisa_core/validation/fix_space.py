@@ -39,8 +39,10 @@ generation use):
 - ``initialize_local`` (in ``fix_initialization``): ``name = 0`` / ``[]`` / ``''`` / ... inserted
   for a local updated (``+=``, ``.append``, an item assigned) before it is ever bound.
 - ``method_result_assign``, ``undefined_rename``, ``assignment_swap``, ``constant_to_name``,
-  ``list_wrap`` (in ``fix_idioms``): Python's own slips, such as ``xs = xs.append(x)``, a misspelt
-  name read everywhere, ``a = b`` for ``b = a``, a literal for a parameter, ``xs + x`` for ``xs + [x]``.
+  ``list_wrap``, ``bare_call``, ``lost_swap``, ``print_return`` (in ``fix_idioms``): Python's own
+  slips, such as ``xs = xs.append(x)``, a misspelt name read everywhere, ``a = b`` for ``b = a``, a
+  literal for a parameter, ``xs + x`` for ``xs + [x]``, ``xs.pop`` for ``xs.pop()``, a swap written
+  as two assignments, ``print(result)`` for ``return result``.
 - ``statement_copy``, ``statement_swap``, ``statement_move`` (``fix_statements``): a simple
   statement of the function or of the module's other functions inserted where the names it reads
   are in scope (plastic surgery), two adjacent statements swapped, a statement moved by one
@@ -85,9 +87,12 @@ from equisa_core.validation.fix_conditions import condition_edit, guard_insert
 from equisa_core.validation.fix_context import FixContext, literal_text
 from equisa_core.validation.fix_idioms import (
     assignment_swap,
+    bare_call,
     constant_to_name,
     list_wrap,
+    lost_swap,
     method_result_assign,
+    print_return,
     undefined_rename,
 )
 from equisa_core.validation.fix_initialization import initialize_local
@@ -113,6 +118,9 @@ REPAIR_OPERATORS: tuple[str, ...] = (
     "assignment_swap",
     "constant_to_name",
     "list_wrap",
+    "bare_call",
+    "lost_swap",
+    "print_return",
     "statement_copy",
     "statement_swap",
     "statement_move",
@@ -134,6 +142,9 @@ MAX_PER_SITE: dict[str, int] = {
     "assignment_swap": 1,
     "constant_to_name": 6,
     "list_wrap": 1,
+    "bare_call": 1,
+    "lost_swap": 1,
+    "print_return": 1,
     "statement_copy": 3,
     "statement_swap": 1,
     "statement_move": 4,
@@ -555,6 +566,9 @@ _GENERATORS: dict[str, Callable[[FunctionModel, FixContext], Iterator[Proposal]]
     "assignment_swap": assignment_swap,
     "constant_to_name": constant_to_name,
     "list_wrap": list_wrap,
+    "bare_call": bare_call,
+    "lost_swap": lost_swap,
+    "print_return": print_return,
     "statement_copy": statement_copy,
     "statement_swap": statement_swap,
     "statement_move": statement_move,

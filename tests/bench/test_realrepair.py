@@ -306,6 +306,12 @@ def test_other_projects_are_refused(project, tmp_path, capsys):
     assert "not part of this benchmark" in capsys.readouterr().err
 
 
+def test_bugs_are_named_as_on_the_command_line_or_as_the_reports_name_them():
+    args = cli.parse(["run", "--bugs", "refactory-wrong_1_001,black:10,bugsinpy-scrapy-2"])
+    assert args.refactory_bugs == {"refactory-wrong_1_001"}
+    assert args.bugsinpy_bugs == [("black", 10), ("scrapy", 2)]
+
+
 def test_the_single_function_bugs_of_the_manifest():
     chosen = bugsinpy_single.single_function_bugs()
     assert len(chosen) == 72

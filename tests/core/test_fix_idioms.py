@@ -13,7 +13,8 @@ from equisa_core.validation.fix_context import fix_context
 from equisa_core.validation.fix_space import fix_candidates
 from tests.fix_space_checks import same_source
 
-IDIOMS = ("method_result_assign", "undefined_rename", "assignment_swap", "constant_to_name", "list_wrap")
+IDIOMS = ("method_result_assign", "undefined_rename", "assignment_swap", "constant_to_name", "list_wrap",
+          "bare_call", "lost_swap", "print_return")
 
 
 def candidates(source: str, name: str, operator: str, module: str = "") -> list[str]:
@@ -39,6 +40,21 @@ CASES = [
      "def unique(items):\n    kept = []\n    for i in items:\n        if i not in kept:\n"
      "            kept = kept + i\n    return kept\n",
      "            kept = kept + [i]\n", "            kept = kept + i\n"),
+    ("bare_call", "unique",
+     "def unique(items):\n    kept = []\n    for i in items:\n        kept.append(i)\n"
+     "        if kept.count(i) > 1:\n            kept.pop\n    return kept\n",
+     "            kept.pop()\n", "            kept.pop\n"),
+    ("lost_swap", "bubble",
+     "def bubble(xs):\n    for _ in xs:\n        for j in range(len(xs) - 1):\n"
+     "            if xs[j] > xs[j + 1]:\n"
+     "                xs[j] = xs[j + 1]\n                xs[j + 1] = xs[j]\n"
+     "    return xs\n",
+     "                xs[j], xs[j + 1] = xs[j + 1], xs[j]\n",
+     "                xs[j] = xs[j + 1]\n                xs[j + 1] = xs[j]\n"),
+    ("print_return", "total",
+     "def total(xs):\n    \"\"\"The sum.\"\"\"\n    result = 0\n"
+     "    for x in xs:\n        result += x\n    print(result)\n",
+     "    return result\n", "    print(result)\n"),
 ]
 
 
@@ -78,6 +94,31 @@ def test_a_name_read_before_its_binding_is_not_offered_for_a_literal():
     source = "def f(xs):\n    head = xs[0]\n    size = len(xs)\n    return head + size\n"
     found = candidates(source, "f", "constant_to_name")
     assert not any(same_source(c, source.replace("xs[0]", "xs[size]")) for c in found)
+
+
+def test_a_bare_name_or_a_called_method_is_not_called_again():
+    source = "def f(xs):\n    xs\n    xs.sort()\n    return xs\n"
+    assert candidates(source, "f", "bare_call") == []
+
+
+def test_two_assignments_that_do_not_swap_are_left_alone():
+    source = "def f(a, b):\n    a = b\n    c = a\n    a = a\n    return a, c\n"
+    assert candidates(source, "f", "lost_swap") == []
+
+
+@pytest.mark.parametrize("source", [
+    "def f(xs):\n    if not xs:\n        return 0\n    print(len(xs))\n",  # it returns a value elsewhere
+    "def f(xs):\n    print(len(xs), xs)\n",  # two values printed
+    "def f(xs):\n    print(xs)\n    xs.sort()\n",  # the print is not the last statement
+])
+def test_print_is_left_alone_unless_it_is_the_last_statement_of_a_function_returning_nothing(source):
+    assert candidates(source, "f", "print_return") == []
+
+
+def test_a_nested_functions_return_does_not_count_as_the_functions_own():
+    source = "def f(xs):\n    def key(x):\n        return -x\n    print(sorted(xs, key=key))\n"
+    found = candidates(source, "f", "print_return")
+    assert [c.splitlines()[-1] for c in found] == ["    return sorted(xs, key=key)"]
 
 
 @settings(max_examples=40, deadline=None)

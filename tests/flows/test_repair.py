@@ -129,6 +129,29 @@ def test_a_bug_no_single_edit_fixes_is_not_fixed(tmp_path, cli_env):
     assert report.candidates_tried > 0
 
 
+def test_a_misspelt_name_and_a_wrong_comparison_are_fixed_together(tmp_path, cli_env):
+    """Renaming the misspelt name fixes no test by itself (the order stays wrong), yet it is the
+    first edit of the two-edit patch: it can only change runs that raised NameError there."""
+    repo = small_repo(tmp_path / "two")
+    (repo / "ages.py").write_text(
+        "def by_age(people):\n    ordered = []\n    while people:\n        oldest = people[0]\n"
+        "        for person in people:\n            if person[1] < oldst[1]:\n"
+        "                oldest = person\n"
+        "        people.remove(oldest)\n        ordered.append(oldest)\n    return ordered\n")
+    (repo / "tests" / "test_ages.py").write_text(
+        "from ages import by_age\n\n\n"
+        "def test_empty():\n    assert by_age([]) == []\n\n\n"
+        "def test_two():\n    assert by_age([('a', 1), ('b', 5)]) == [('b', 5), ('a', 1)]\n\n\n"
+        "def test_three():\n"
+        "    assert by_age([('a', 3), ('b', 9), ('c', 4)]) == [('b', 9), ('c', 4), ('a', 3)]\n")
+    out = tmp_path / "r.json"
+    code, err = repair(cli_env, str(repo), "--no-llm", "--json", str(out))
+    assert code == 0, err
+    report = RepairReport.model_validate_json(out.read_text())
+    assert report.status == "fixed" and report.target == "ages.by_age"
+    assert "+            if person[1] > oldest[1]:" in report.diff.splitlines()
+
+
 OVERFIT = '''def applies(self, subtotal: Money) -> bool:
     """Whether the order reaches the minimum order value."""
     if subtotal.amount == Decimal("100.00"):

@@ -34,6 +34,9 @@ boundary where they occur. Each class that introduces a code says what it means 
     ├── WeakSandboxError (14)          unreviewed code would run where the sandbox cannot confine files
     ├── EnvironmentFailureError (15)   every failing test fails for want of a third-party module: the
     │                                  environment, not the code, is at fault
+    ├── EnvironmentBuildError (16)     the test environment could not be built (uv failed, or no
+    │                                  interpreter here satisfies the project's requires-python)
+    ├── NoProjectCodeError (17)        the failing tests ran no function of the repository's copy
     ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
     ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
@@ -106,6 +109,8 @@ __all__ = [
     "DeployError",
     "PrefectServerError",
     "EnvironmentFailureError",
+    "EnvironmentBuildError",
+    "NoProjectCodeError",
     "EXIT_BATCH_FAILURES",
     "EXIT_OK",
     "EXIT_PLAUSIBLE_ONLY",
@@ -389,6 +394,26 @@ class EnvironmentFailureError(EquisaError):
     meaning = ("every failing test fails because a module from outside the repository is missing "
                "(`ModuleNotFoundError`): install it in the suite's interpreter (`--python`); the JSON "
                "report is written with what is known")
+
+
+class EnvironmentBuildError(EquisaError):
+    """The suite's environment could not be built from what the repository declares: uv failed (its
+    message is kept), or no interpreter on this machine satisfies the project's ``requires-python``."""
+
+    exit_code = 16
+    meaning = ("the test environment could not be built from what the repository declares (uv's message "
+               "is shown), or no interpreter here satisfies its `requires-python`; `--python` or "
+               "`--no-provision` runs the suite with another interpreter")
+
+
+class NoProjectCodeError(EquisaError):
+    """Tests fail, but no function of the repository's copy ran in the suite: a ranking would be
+    empty. The code the tests import comes from elsewhere (a copy of the project installed in the
+    interpreter shadows the repository's), or the failures lie in the tests alone."""
+
+    exit_code = 17
+    meaning = ("tests fail, but they ran no function of the repository: the code they import comes from "
+               "elsewhere (an installed copy of the project?), or the failures lie in the tests alone")
 
 
 class NothingToLocalizeError(EquisaError):

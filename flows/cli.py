@@ -145,7 +145,7 @@ def _start_interpreter_check(args: argparse.Namespace) -> None:
     if path is not None and hasattr(args, "python") and getattr(args, "sandbox", "local") != "docker":
         from tasks.interpreter import start_check
 
-        start_check(Path(path).resolve(), args.python)
+        start_check(Path(path).resolve(), args.python, getattr(args, "provision", True))
 
 
 def _trace_command(args: argparse.Namespace, console: Console) -> int:

@@ -71,7 +71,13 @@ class Option:
 SPELLING: dict[type[BaseModel], dict[str, Option]] = {
     SandboxOptions: {
         "python": Option("interpreter that runs the suite (default: the repository's .venv, else "
+                         "$VIRTUAL_ENV's, else one built with uv from what the repository declares, else "
                          "EQUISA's own)", metavar="INTERPRETER"),
+        "provision": Option("build the suite's environment with uv from the repository's pyproject.toml, "
+                            "lock, requirements, setup.py/setup.cfg and tox.ini when no interpreter is given "
+                            "(default: {default})", off_help="use EQUISA's own interpreter instead"),
+        "environments": Option("folder of the built environments (default: ~/.cache/equisa/environments)",
+                               metavar="FOLDER"),
         "sandbox": Option("where tests run: local (the strongest isolation here: bubblewrap, else "
                           "util-linux namespaces), docker, or none (a plain subprocess; generated code "
                           "runs unconfined) (default {default})"),

@@ -1,4 +1,9 @@
-"""Finds and checks the interpreter that runs a repository's suite (which is not EQUISA's)."""
+"""Finds and checks the interpreter that runs a repository's suite (which is not EQUISA's).
+
+The first that applies: ``--python``; a virtualenv inside the repository (``.venv``, ``venv``,
+``env``); ``$VIRTUAL_ENV``; an environment built with uv from what the repository declares
+(``tasks.environments``, unless ``provision`` is off); EQUISA's own interpreter.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import InterpreterError
 from equisa_core.probe import MIN_PYTHON
+from tasks.environments import Provisioned, provisioned, read_declared
 
 __all__ = ["Interpreter", "resolve_interpreter", "start_check"]
 
@@ -33,21 +40,40 @@ class Interpreter(BaseModel):
     version: str
     pytest_version: str
     chosen_because: str
+    provisioned: Provisioned | None = None
+
+    def environment(self) -> SuiteEnvironment:
+        """What the reports say about it."""
+        built = self.provisioned
+        return SuiteEnvironment(interpreter=self.path, python_version=self.version,
+                                chosen_because=self.chosen_because, built=built is not None,
+                                reused=bool(built and built.reused),
+                                build_seconds=round(built.seconds, 2) if built else None,
+                                made_from=built.made_from if built else ())
 
 
 #: Checks started early (``start_check``), by interpreter path, for ``resolve_interpreter`` to read.
 _STARTED: dict[str, subprocess.Popen[str]] = {}
 
 
-def _chosen(repo: Path, python: str | None) -> tuple[str, str]:
-    """The interpreter's path (``python``, else the repo's own venv, else EQUISA's) and why."""
+def _chosen(repo: Path, python: str | None, provision: bool) -> tuple[str, str] | None:
+    """The interpreter's path and why it was chosen, in the module docstring's order; None when an
+    environment is to be built."""
     if python:
         return _locate(python), "given with --python"
     for name in _REPO_VENVS:
         candidate = repo / name / "bin" / "python"
         if candidate.exists():
             return str(candidate), f"the repository's virtualenv {name}/"
-    return sys.executable, "EQUISA's own interpreter (no --python, no venv in the repository)"
+    active = os.environ.get("VIRTUAL_ENV")
+    if active and (Path(active) / "bin" / "python").exists():
+        return str(Path(active) / "bin" / "python"), f"the active virtualenv $VIRTUAL_ENV ({active})"
+    if not provision:
+        return sys.executable, "EQUISA's own interpreter (no --python, no venv, provisioning off)"
+    if not read_declared(repo).declares_anything:
+        return sys.executable, ("EQUISA's own interpreter (no --python, no venv, and the repository "
+                                "declares no environment)")
+    return None
 
 
 def _check(path: str) -> subprocess.Popen[str]:
@@ -55,26 +81,33 @@ def _check(path: str) -> subprocess.Popen[str]:
                             text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
 
 
-def start_check(repo: Path, python: str | None) -> None:
+def start_check(repo: Path, python: str | None, provision: bool = True) -> None:
     """Start checking the interpreter ``resolve_interpreter`` will pick, in the background: the
     command line calls this before its slow imports, so that the check (an interpreter start and
     a pytest import) costs no time of its own. Any error is left for ``resolve_interpreter``."""
     try:
-        path, _ = _chosen(repo, python)
-        if path not in _STARTED:
-            _STARTED[path] = _check(path)
+        chosen = _chosen(repo, python, provision)
+        if chosen is not None and chosen[0] not in _STARTED:
+            _STARTED[chosen[0]] = _check(chosen[0])
     except (OSError, InterpreterError):
         pass
 
 
-def resolve_interpreter(repo: Path, python: str | None) -> Interpreter:
-    """Pick the interpreter (``python``, else the repo's own venv, else EQUISA's) and check it
-    (reading the check ``start_check`` started, if it did).
+def resolve_interpreter(repo: Path, python: str | None, provision: bool = False,
+                        environments: Path | None = None) -> Interpreter:
+    """Pick the interpreter (the module docstring's order; ``provision``: build an environment
+    under ``environments`` rather than use EQUISA's own) and check it (reading the check
+    ``start_check`` started, if it did).
 
     Raises ``InterpreterError`` when it does not exist, does not run, is older than 3.8 or
-    cannot import pytest.
+    cannot import pytest; ``EnvironmentBuildError`` when the environment cannot be built.
     """
-    path, because = _chosen(repo, python)
+    chosen = _chosen(repo, python, provision)
+    built = None
+    if chosen is None:
+        built = provisioned(repo, environments)
+        chosen = built.python, built.describe()
+    path, because = chosen
     try:
         process = _STARTED.pop(path, None) or _check(path)
         try:
@@ -100,7 +133,8 @@ def resolve_interpreter(repo: Path, python: str | None) -> Interpreter:
             f"pytest is not importable by {path} (Python {version}); install it there: "
             f"{path} -m pip install pytest"
         )
-    return Interpreter(path=path, version=version, pytest_version=lines[1], chosen_because=because)
+    return Interpreter(path=path, version=version, pytest_version=lines[1], chosen_because=because,
+                       provisioned=built)
 
 
 def _locate(python: str) -> str:

@@ -21,7 +21,13 @@ from prefect.futures import PrefectFuture
 from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
 from equisa_core.discovery.environment_failures import environment_failures
 from equisa_core.discovery.trace_report import build_trace_report
-from equisa_core.errors import EnvironmentFailureError, EquisaError, NothingToLocalizeError, WeakSandboxError
+from equisa_core.errors import (
+    EnvironmentFailureError,
+    EquisaError,
+    NoProjectCodeError,
+    NothingToLocalizeError,
+    WeakSandboxError,
+)
 from equisa_core.localization.fix_evidence import FixEvidence, confirm_fix
 from equisa_core.localization.machine import (
     FIX_CONFIRMATION,
@@ -69,8 +75,9 @@ MIN_TEST_SECONDS = 0.005
 def suite_of(found: DiscoveryResult, changed: Mapping[str, AbstractSet[int]] | None,
              problems: Sequence[str] = ()) -> Suite:
     """The traced suite as the loop needs it: its nodes, their Tarantula scores, the prior's signals
-    (``equisa_core.localization.prior``); raises ``NothingToLocalizeError`` when no test fails and
-    ``EnvironmentFailureError`` when every failure is a missing module.
+    (``equisa_core.localization.prior``); raises ``NothingToLocalizeError`` when no test fails,
+    ``EnvironmentFailureError`` when every failure is a missing module and ``NoProjectCodeError``
+    when the suite ran no function of the repository.
     ``changed``: lines changed since ``--since``, by file; ``problems``: the report's so far."""
     trace = found.trace
     if not trace.failed_tests():
@@ -87,13 +94,19 @@ def suite_of(found: DiscoveryResult, changed: Mapping[str, AbstractSet[int]] | N
             f"{', '.join(repr(m) for m in modules[:5])} (ModuleNotFoundError), not because of the code: "
             "install it there, or give an interpreter that has it (--python)")
     scored = build_trace_report(trace, str(found.prepared.repo))
+    if not scored.nodes:
+        raise NoProjectCodeError(
+            f"the {len(failing)} failing test(s) ran no function of the repository: the code they import is "
+            "not the repository's (is a copy of the project installed in the suite's interpreter, "
+            f"{found.prepared.base.interpreter}?), or the failures lie in the tests alone")
     return Suite(
         nodes={n.fqn: Node(fqn=n.fqn, file=n.file, start_line=n.start_line, end_line=n.end_line)
                for n in scored.nodes},
         suspiciousness={n.fqn: n.tarantula for n in scored.nodes},
         signals=node_signals(trace, changed),
         ambiguity_groups=scored.ambiguity_groups, tests=_counts(trace, found), discovery=found.report,
-        sandbox=found.prepared.sandbox, problems=tuple(problems), ledger=found.ledger,
+        sandbox=found.prepared.sandbox, environment=found.prepared.environment, problems=tuple(problems),
+        ledger=found.ledger,
     )
 
 

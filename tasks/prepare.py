@@ -64,6 +64,9 @@ def snapshot_workspace(source: str, ref: str | None = None) -> Workspace:
 
 
 @task(name="check-interpreter", cache_policy=NO_CACHE)
-def check_interpreter(repo: Path, python: str | None) -> Interpreter:
-    """The interpreter that runs the suite, checked: exists, Python 3.8+, pytest importable."""
-    return resolve_interpreter(repo, python)
+def check_interpreter(repo: Path, python: str | None, provision: bool = False,
+                      environments: str | None = None) -> Interpreter:
+    """The interpreter that runs the suite (built with uv when ``provision`` says so and none is
+    given), checked: exists, Python 3.8+, pytest importable."""
+    folder = Path(environments).expanduser() if environments else None
+    return resolve_interpreter(repo, python, provision, folder)

@@ -28,6 +28,7 @@ from equisa_core.common.time_limits import (
     uniform_limit,
 )
 from equisa_core.common.trace_merge import combine, interleave, mark_flaky
+from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import NoTestsCollectedError
 from equisa_core.operations.storage import resolve_db
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR
@@ -55,6 +56,7 @@ class PreparedRun(BaseModel):
     interpreter_version: str
     base: RunRequest
     sandbox: SandboxIsolation
+    environment: SuiteEnvironment | None = None  # None: the docker sandbox (the image's interpreter)
 
 
 def prepare_run(params: TraceParameters) -> PreparedRun:
@@ -73,17 +75,19 @@ def prepare_run(params: TraceParameters) -> PreparedRun:
     repo = check_repository(Path(params.path))
     workspace = snapshot_workspace(str(repo))
     if params.sandbox != "docker":
-        interpreter = check_interpreter(repo, params.python)
+        interpreter = check_interpreter(repo, params.python, params.provision, params.environments)
         command, version = interpreter.path, interpreter.version
+        environment = interpreter.environment()
     else:
         command, version = params.python or "python3", f"image:{params.docker_image or 'default'}"
+        environment = None
     limits = SandboxLimits(wall_clock_s=params.wall_clock_s,
                            test_timeout_s=uniform_limit(params.test_timeout_s),
                            per_test=_first_run_limits(params, repo))
     base = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, tests=tuple(params.tests),
                       interpreter=command, limits=limits, allow_weak_isolation=isolation.weak_allowed)
     return PreparedRun(repo=repo, workspace=workspace, interpreter_version=version, base=base,
-                       sandbox=isolation)
+                       sandbox=isolation, environment=environment)
 
 
 def _first_run_limits(params: TraceParameters, repo: Path) -> dict[str, float]:

@@ -43,6 +43,7 @@ def repair_report(found: DiscoveryResult, localization: LocalizationReport, stat
         localization=localization, cost={"usd": machine.spent_usd(state)},
         problems=tuple(dict.fromkeys([*localization.problems, *state.problems])),
         patched_files=patched, original_files=originals, sandbox=found.prepared.sandbox,
+        environment=found.prepared.environment,
     )
 
 

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
@@ -42,6 +43,7 @@ __all__ = [
     "SandboxInfrastructureError",
     "RecordCallback",
     "scrubbed_environment",
+    "import_roots",
     "prepare_run_folder",
     "probe_arguments",
     "cap_text",
@@ -302,6 +304,27 @@ def scrubbed_environment(extra: Mapping[str, str], home: str, tmp: str) -> dict[
         "NO_COLOR": "1",
     })
     return env
+
+
+def import_roots(repo: Path) -> list[str]:
+    """The folders of a repository's copy that go first on the suite's ``PYTHONPATH``, relative: the
+    copy must be what runs, whatever the interpreter's site-packages hold (an editable install of
+    the original tree, a ``.pth`` entry). The root itself is on ``sys.path`` already
+    (``python -m pytest`` from it); a src layout (``src/`` holding a package or a module, or
+    setuptools' ``package-dir`` root) adds that folder, as an install of the project would."""
+    roots = []
+    source = repo / "src"
+    if source.is_dir() and any(p.suffix == ".py" or (p / "__init__.py").is_file() for p in source.iterdir()):
+        roots.append("src")
+    try:
+        pyproject = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        pyproject = {}
+    package_dir = pyproject.get("tool", {}).get("setuptools", {}).get("package-dir", {})
+    root = package_dir.get("") if isinstance(package_dir, dict) else None
+    if isinstance(root, str) and root.strip("/.") and (repo / root).is_dir() and root.strip("/") not in roots:
+        roots.append(root.strip("/"))
+    return roots
 
 
 def prepare_run_folder(request: RunRequest, folder: Path) -> Path:

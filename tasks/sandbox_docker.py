@@ -54,6 +54,7 @@ from tasks.sandbox import (
     SandboxInfrastructureError,
     SandboxRun,
     cap_text,
+    import_roots,
     prepare_run_folder,
     probe_arguments,
     scrubbed_environment,
@@ -231,7 +232,8 @@ class DockerSandbox:
             if name not in request.env:
                 env.pop(name, None)
         env.setdefault("LANG", "C.UTF-8")
-        env["PYTHONPATH"] = f"{SANDBOX_DIR}/probe"
+        roots = [f"{repo}/{r}" for r in import_roots(request.workspace)]
+        env["PYTHONPATH"] = ":".join([f"{SANDBOX_DIR}/probe", *roots])
         interpreter = request.interpreter or "python3"
         tmp_size = min(limits.file_size_bytes, limits.memory_bytes // 2)
         log_size = max(4 * limits.output_bytes, MIB)

@@ -35,6 +35,7 @@ from tasks.sandbox import (
     SandboxInfrastructureError,
     SandboxRun,
     cap_text,
+    import_roots,
     prepare_run_folder,
     probe_arguments,
     scrubbed_environment,
@@ -145,7 +146,8 @@ class LocalSandbox:
             inner = [request.interpreter, "-m", "pytest",
                      *probe_arguments(request, str(repo), str(out_dir))]
             env = scrubbed_environment(request.env, home=str(folder / "home"), tmp=str(folder / "tmp"))
-            env["PYTHONPATH"] = str(folder / "probe")
+            roots = [str(repo / r) for r in import_roots(repo)]
+            env["PYTHONPATH"] = os.pathsep.join([str(folder / "probe"), *roots])
             cgroup = _PidsCgroup(request.limits.max_processes)
             log_path = folder / "pytest.log"
             try:

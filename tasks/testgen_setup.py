@@ -138,6 +138,7 @@ def start_report(ctx: TestgenContext, problems: Sequence[str] = ()) -> TestgenRe
         baseline=figures(ctx.baseline) if ctx.baseline else None,
         problems=list(problems),
         sandbox=ctx.prepared.sandbox,
+        environment=ctx.prepared.environment,
     )
 
 

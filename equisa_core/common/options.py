@@ -73,6 +73,12 @@ class SandboxOptions(BaseModel):
     """Where and how the suite runs: the interpreter, the sandbox, its shards and its time limits."""
 
     python: str | None = Field(None, description="Interpreter (local) or command in the image (docker).")
+    provision: bool = Field(
+        True, description="With no interpreter given (--python, a venv in the repository, $VIRTUAL_ENV), "
+        "build the suite's environment with uv from what the repository declares; off: EQUISA's own.")
+    environments: str | None = Field(
+        None, description="Folder of the built environments; None: $XDG_CACHE_HOME/equisa/environments, "
+        "else ~/.cache/equisa/environments.")
     sandbox: SandboxKind = Field(
         "local", description="local: the strongest isolation this machine has; docker: a container; "
         "none: a plain subprocess (accepts running generated code unconfined).")

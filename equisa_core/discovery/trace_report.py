@@ -11,6 +11,7 @@ from equisa_core.common.models import CollectError, Edge, SuiteTrace, TestOutcom
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.ambiguity import ambiguity_groups
 from equisa_core.discovery.spectrum import score_nodes
+from equisa_core.environment import SuiteEnvironment
 
 __all__ = ["ScoredNode", "TraceSummary", "TraceReport", "build_trace_report"]
 
@@ -67,6 +68,8 @@ class TraceReport(BaseModel):
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run (storage).")
     run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
     sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
+    environment: SuiteEnvironment | None = Field(
+        None, description="The interpreter that ran the suite, and how it was chosen or built.")
     artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
 
 

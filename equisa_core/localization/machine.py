@@ -33,6 +33,7 @@ from equisa_core.common.models import Node
 from equisa_core.common.options import LocalizationOptions, default_of
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.rules import DiscoveryReport
+from equisa_core.environment import SuiteEnvironment
 from equisa_core.localization.bayes import (
     CONFIDENCE_THRESHOLD,
     Outcome,
@@ -140,6 +141,7 @@ class Suite(Frozen):
     tests: TestCounts
     discovery: DiscoveryReport | None = None
     sandbox: SandboxIsolation | None = None
+    environment: SuiteEnvironment | None = None
     problems: tuple[str, ...] = Field((), description="What went wrong while it was traced.")
     ledger: CostLedger = Field(default_factory=CostLedger, description="Discovery's model calls.")
 
@@ -408,6 +410,7 @@ def report(state: LocalizationState) -> LocalizationReport:
         cost={"usd": ledger.usd},
         problems=(*suite.problems, *state.problems),
         sandbox=suite.sandbox,
+        environment=suite.environment,
         prior=PriorEvidence(weights=DEFAULT_WEIGHTS, signals=signals),
         likelihoods=state.settings.likelihoods,
         ledger=ledger,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.common.cost import CostLedger
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.rules import DiscoveryReport
+from equisa_core.environment import SuiteEnvironment
 from equisa_core.localization.bayes import (
     Outcome,
     classify,
@@ -117,6 +118,8 @@ class LocalizationReport(BaseModel):
     cost: dict[str, float] = Field(default_factory=dict, description="LLM tokens and USD.")
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
     sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
+    environment: SuiteEnvironment | None = Field(
+        None, description="The interpreter that ran the suite, and how it was chosen or built.")
     prior: PriorEvidence | None = Field(None, description="The prior's signals and weights.")
     likelihoods: str | None = Field(
         None, description="The likelihood table the evidence was counted with: 'fitted' or 'seed' "

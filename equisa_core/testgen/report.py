@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.sandbox_policy import SandboxIsolation
+from equisa_core.environment import SuiteEnvironment
 from equisa_core.testgen.critique import Critique
 from equisa_core.testgen.reliability import PostReliability, PreReliability
 from equisa_core.testgen.static import StaticReport
@@ -98,5 +99,7 @@ class TestgenReport(BaseModel):
     cost_usd: float = 0.0
     problems: list[str] = Field(default_factory=list)
     sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
+    environment: SuiteEnvironment | None = Field(
+        None, description="The interpreter that ran the suite, and how it was chosen or built.")
     run_id: str | None = Field(None, description="The run's id in the history (``equisa testgen`` only).")
     artifacts: str | None = Field(None, description="Where the run's artifacts were stored.")

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.sandbox_policy import SandboxIsolation
+from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import EXIT_NOT_FIXED, EXIT_OK, EXIT_PLAUSIBLE_ONLY
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.validation.candidates import PatchEvaluation, PatchStatus
@@ -40,6 +41,8 @@ class RepairReport(BaseModel):
     problems: tuple[str, ...] = ()
     error: str | None = None
     sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")
+    environment: SuiteEnvironment | None = Field(
+        None, description="The interpreter that ran the suite, and how it was chosen or built.")
     run_id: str | None = Field(None, description="Flow run id the run was recorded under.")
     artifacts: str | None = Field(None, description="The run's folder in the artifact store.")
     patched_files: dict[str, str] = Field(default_factory=dict, exclude=True,

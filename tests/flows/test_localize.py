@@ -14,7 +14,7 @@ from prefect import flow
 from pydantic import TypeAdapter
 
 from equisa_core.common.loop import replay
-from equisa_core.errors import NothingToLocalizeError
+from equisa_core.errors import NoProjectCodeError, NothingToLocalizeError
 from equisa_core.localization.bayes import CLAMP_LOW
 from equisa_core.localization.machine import LocalizationObservation, LocalizationState, record
 from equisa_core.localization.machine import report as report_of
@@ -473,3 +473,14 @@ def test_failing_only_for_a_missing_third_party_module_is_an_environment_failure
     code, err = localize(cli_env, str(repo), "--no-llm")
     assert code == 15, err
     assert "equisa_absent_package" in err and "--python" in err
+
+
+def test_failing_tests_that_run_no_function_of_the_repository_are_no_ranking(tmp_path, cli_env):
+    """The failing test runs only the standard library: an empty ranking is exit 17, not a success."""
+    repo = small_repo(tmp_path / "nocode")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (repo / "tests" / "test_calc.py").write_text(
+        "import json\n\n\ndef test_dump():\n    assert json.dumps([1]) == '[1, ]'\n")
+    code, err = localize(cli_env, str(repo), "--no-llm")
+    assert code == NoProjectCodeError.exit_code == 17, err
+    assert "ran no function of the repository" in err

@@ -11,6 +11,7 @@ from tasks.sandbox import (
     RunRequest,
     SandboxLimits,
     cap_text,
+    import_roots,
     prepare_run_folder,
     probe_arguments,
     scrubbed_environment,
@@ -101,3 +102,21 @@ def test_cap_text_keeps_the_tail():
     assert cap_text(b"abc", 10) == "abc"
     capped = cap_text(b"a" * 100 + b"END", 10)
     assert capped.endswith("aaaaaaaEND") and capped.startswith("...[truncated]...")
+
+
+def test_the_import_roots_put_a_src_layout_first_and_a_flat_one_needs_none(tmp_path):
+    flat = tmp_path / "flat"
+    (flat / "shop").mkdir(parents=True)
+    (flat / "shop" / "__init__.py").write_text("")
+    (flat / "src").mkdir()  # a src folder with no package in it is not a layout
+    (flat / "src" / "notes.txt").write_text("")
+    assert import_roots(flat) == []
+    layout = tmp_path / "layout"
+    (layout / "src" / "shop").mkdir(parents=True)
+    (layout / "src" / "shop" / "__init__.py").write_text("")
+    assert import_roots(layout) == ["src"]
+    mapped = tmp_path / "mapped"
+    (mapped / "lib").mkdir(parents=True)
+    (mapped / "lib" / "shop.py").write_text("")
+    (mapped / "pyproject.toml").write_text('[tool.setuptools.package-dir]\n"" = "lib"\n')
+    assert import_roots(mapped) == ["lib"]

@@ -1,0 +1,230 @@
+"""What a repository declares about the environment its tests need, read from its files. Pure.
+
+The files, in the order a build uses them (``DECLARATION_FILES``, ``requirement_files``):
+
+- ``uv.lock`` with a PEP 621 ``[project]``: the lock is the environment (``uv sync --frozen``);
+- ``pyproject.toml``: the project itself (installable when it has ``[project]`` or a
+  ``[build-system]``), ``requires-python``, its test extras (``[project.optional-dependencies]``)
+  and test dependency groups (PEP 735 ``[dependency-groups]``, ``include-group`` resolved), and
+  Poetry's test groups (``[tool.poetry.group.<g>.dependencies]``, ``[tool.poetry.dev-dependencies]``);
+- ``poetry.lock``: every locked version, as constraints;
+- ``requirements*.txt`` and ``requirements/*.txt`` (documentation requirements aside);
+- ``setup.py`` / ``setup.cfg``: installable; ``python_requires`` and the test extras;
+- ``tox.ini``: the ``deps`` of ``[testenv]``.
+
+A *test* extra or group is one whose name holds ``test`` or is one of ``TEST_GROUP_NAMES``.
+Nothing here runs or imports the repository's code: ``setup.py`` is read with ``ast``.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import hashlib
+import re
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["DECLARATION_FILES", "TEST_GROUP_NAMES", "DeclaredEnvironment", "declared_environment",
+           "is_test_group", "requirement_files"]
+
+#: The files at the repository's root that declare its environment (with ``requirement_files``).
+DECLARATION_FILES = ("pyproject.toml", "uv.lock", "poetry.lock", "setup.py", "setup.cfg", "tox.ini")
+#: Extras and groups installed for the tests besides those whose name holds ``test``.
+TEST_GROUP_NAMES = frozenset({"dev", "develop", "development"})
+
+
+class DeclaredEnvironment(BaseModel):
+    """The environment a repository's files ask for, as a build needs it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    inputs: dict[str, str] = Field(default_factory=dict, description="Declaring file -> sha256 of its text.")
+    requires_python: str | None = Field(None, description="The Python versions the project supports.")
+    installable: bool = Field(False, description="The project itself can be installed (pip install -e).")
+    extras: tuple[str, ...] = Field((), description="Test extras of the project, to install with it.")
+    requirements: tuple[str, ...] = Field((), description="Requirement strings of test groups and tox.")
+    requirement_files: tuple[str, ...] = Field((), description="requirements*.txt files, relative.")
+    constraints: tuple[str, ...] = Field((), description="Pins from poetry.lock (name==version).")
+    uv_lock: bool = Field(False, description="uv.lock and a [project]: sync the lock.")
+
+    @property
+    def declares_anything(self) -> bool:
+        """Whether any declaring file was found."""
+        return bool(self.inputs)
+
+    def digest(self, python_version: str, recipe: str) -> str:
+        """The cache key of the environment built from these inputs with ``python_version``."""
+        text = "\n".join([recipe, python_version, *(f"{k}={v}" for k, v in sorted(self.inputs.items()))])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def is_test_group(name: str) -> bool:
+    """Whether an extra or a dependency group is for the tests."""
+    lowered = name.lower()
+    return "test" in lowered or lowered in TEST_GROUP_NAMES
+
+
+def requirement_files(names: list[str]) -> list[str]:
+    """Of the repository's relative file names, the requirement files a build installs, sorted:
+    ``requirements*.txt`` at the root and ``requirements/*.txt``, documentation's aside."""
+    found = [n for n in names if re.fullmatch(r"requirements[^/]*\.txt|requirements/[^/]+\.txt", n)]
+    return sorted(n for n in found if "doc" not in n.lower())
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def declared_environment(files: Mapping[str, str]) -> DeclaredEnvironment:
+    """The declared environment, from the text of each declaring file present (by relative name:
+    those of ``DECLARATION_FILES`` and ``requirement_files``). Files that do not parse count as
+    inputs (their change rebuilds) but declare nothing."""
+    pyproject = _toml(files.get("pyproject.toml"))
+    project = pyproject.get("project") if isinstance(pyproject.get("project"), dict) else None
+    setup_py, setup_cfg = files.get("setup.py"), _ini(files.get("setup.cfg"))
+    extras: list[str] = []
+    requirements: list[str] = []
+    requires_python = None
+    if project is not None:
+        requires_python = _string(project.get("requires-python"))
+        optional = project.get("optional-dependencies")
+        if isinstance(optional, dict):
+            extras += [name for name in optional if is_test_group(name)]
+    groups = pyproject.get("dependency-groups")
+    if isinstance(groups, dict):
+        for name in groups:
+            if is_test_group(name):
+                requirements += _group_requirements(groups, name, set())
+    requirements += _poetry_test_requirements(pyproject)
+    if setup_cfg is not None:
+        requires_python = requires_python or _option(setup_cfg, "options", "python_requires")
+        if setup_cfg.has_section("options.extras_require"):
+            extras += [name for name in setup_cfg.options("options.extras_require") if is_test_group(name)]
+    if setup_py is not None:
+        keywords = _setup_keywords(setup_py)
+        requires_python = requires_python or _string(keywords.get("python_requires"))
+        extras_require = keywords.get("extras_require")
+        if isinstance(extras_require, dict):
+            extras += [str(name) for name in extras_require if is_test_group(str(name))]
+    tox_requirements, tox_files = _tox_deps(files.get("tox.ini"))
+    requirements += tox_requirements
+    names = list(files)
+    return DeclaredEnvironment(
+        inputs={name: _sha(text) for name, text in sorted(files.items())},
+        requires_python=requires_python,
+        installable=project is not None or "build-system" in pyproject or setup_py is not None
+        or setup_cfg is not None and setup_cfg.has_section("metadata"),
+        extras=tuple(dict.fromkeys(extras)),
+        requirements=tuple(dict.fromkeys(requirements)),
+        requirement_files=tuple(dict.fromkeys([*requirement_files(names),
+                                               *(f for f in tox_files if f in files)])),
+        constraints=tuple(_poetry_pins(files.get("poetry.lock"))),
+        uv_lock="uv.lock" in files and project is not None,
+    )
+
+
+def _toml(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _ini(text: str | None) -> configparser.ConfigParser | None:
+    if text is None:
+        return None
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None
+    return parser
+
+
+def _option(parser: configparser.ConfigParser, section: str, option: str) -> str | None:
+    return parser.get(section, option, fallback=None) or None
+
+
+def _string(value: object) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _group_requirements(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
+    """A PEP 735 group's requirements, its ``include-group`` entries expanded (cycles cut)."""
+    if name in seen or not isinstance(groups.get(name), list):
+        return []
+    seen.add(name)
+    found: list[str] = []
+    for entry in groups[name]:
+        if isinstance(entry, str):
+            found.append(entry)
+        elif isinstance(entry, dict) and isinstance(entry.get("include-group"), str):
+            found += _group_requirements(groups, entry["include-group"], seen)
+    return found
+
+
+def _poetry_test_requirements(pyproject: dict[str, Any]) -> list[str]:
+    """The names of Poetry's test dependencies (their versions come from poetry.lock, if any)."""
+    poetry = pyproject.get("tool", {}).get("poetry", {}) if isinstance(pyproject.get("tool"), dict) else {}
+    if not isinstance(poetry, dict):
+        return []
+    tables = []
+    if isinstance(poetry.get("dev-dependencies"), dict):
+        tables.append(poetry["dev-dependencies"])
+    groups = poetry.get("group")
+    if isinstance(groups, dict):
+        tables += [g["dependencies"] for name, g in groups.items()
+                   if is_test_group(name) and isinstance(g, dict) and isinstance(g.get("dependencies"), dict)]
+    return [name for table in tables for name in table if name.lower() != "python"]
+
+
+def _poetry_pins(text: str | None) -> list[str]:
+    lock = _toml(text)
+    packages = lock.get("package")
+    if not isinstance(packages, list):
+        return []
+    return [f"{p['name']}=={p['version']}" for p in packages
+            if isinstance(p, dict) and isinstance(p.get("name"), str) and isinstance(p.get("version"), str)]
+
+
+def _setup_keywords(text: str) -> dict[str, object]:
+    """The literal keyword arguments of the ``setup(...)`` call in ``setup.py`` (others left out)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup":
+            found: dict[str, object] = {}
+            for keyword in node.keywords:
+                try:
+                    if keyword.arg:
+                        found[keyword.arg] = ast.literal_eval(keyword.value)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    continue
+            return found
+    return {}
+
+
+def _tox_deps(text: str | None) -> tuple[list[str], list[str]]:
+    """``[testenv] deps``: the requirement lines, and the requirement files they name with ``-r``
+    (relative to the root); lines with tox substitutions other than ``{toxinidir}`` are left out."""
+    parser = _ini(text)
+    deps = _option(parser, "testenv", "deps") if parser is not None else None
+    requirements: list[str] = []
+    files: list[str] = []
+    for raw in (deps or "").splitlines():
+        line = raw.split("#", 1)[0].strip().replace("{toxinidir}/", "")
+        if not line or line in (".", "-e .", "-e."):
+            continue
+        if line.startswith("-r"):
+            files.append(line[2:].strip())
+        elif "{" not in line and not line.startswith("-"):
+            requirements.append(line)
+    return requirements, files

@@ -1,0 +1,248 @@
+"""Test environments built with uv from what a repository declares (``equisa_core.environment``).
+
+When no interpreter is given (``--python``, a venv inside the repository, ``$VIRTUAL_ENV``),
+``provisioned`` builds one: a venv of the newest interpreter on this machine that satisfies the
+project's ``requires-python``, holding
+
+- with ``uv.lock`` and a ``[project]``: the lock (``uv sync --frozen``, every extra and group);
+- otherwise: the project installed editable with its test extras, the requirement files, the test
+  dependency groups and tox's ``deps``, with ``poetry.lock``'s versions as constraints;
+- and pytest, whatever was declared.
+
+The project is installed from a private copy of its declaring files and sources kept inside the
+environment (``PROJECT_COPY``): building never writes into the user's tree (a setuptools build
+writes ``*.egg-info`` next to the sources). What runs is still the sandbox's copy: its import
+roots come first on ``PYTHONPATH`` (``tasks.sandbox_local``).
+
+Environments are cached under ``environments`` by the hash of the declaring files, the Python
+version and ``RECIPE`` (``DeclaredEnvironment.digest``): a reuse only reads a marker file, a change
+to any declaring file builds another. Builds of one environment are serialised by a lock file;
+a failed build leaves nothing behind. The network is used by uv here only; the suite's runs stay
+offline in the sandbox.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import BaseModel, ConfigDict
+
+from equisa_core.environment.declared import DECLARATION_FILES, DeclaredEnvironment, declared_environment
+from equisa_core.errors import EnvironmentBuildError
+from equisa_core.probe import MIN_PYTHON
+
+__all__ = ["RECIPE", "MARKER", "PROJECT_COPY", "Provisioned", "default_environments", "find_uv",
+           "machine_pythons", "provisioned", "read_declared"]
+
+#: Bumped whenever the build's steps change: environments built otherwise are not reused.
+RECIPE = "equisa-environment-1"
+#: The file a finished build writes last, inside the environment.
+MARKER = "equisa-environment.json"
+#: The private copy of the project the environment installs (editable) from.
+PROJECT_COPY = "equisa-project"
+#: Folders never copied into the project's private copy.
+_NOT_COPIED = shutil.ignore_patterns(".git", ".hg", ".venv", "venv", ".tox", ".nox", "node_modules",
+                                     "__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+                                     "build", "dist", "*.egg-info")
+#: uv's output kept in an error message.
+_ERROR_TAIL_CHARS = 2000
+
+
+class Provisioned(BaseModel):
+    """A built environment: its interpreter, how it was made, and whether it was reused."""
+
+    model_config = ConfigDict(frozen=True)
+
+    python: str
+    python_version: str
+    folder: str
+    digest: str
+    reused: bool
+    seconds: float
+    made_from: tuple[str, ...]
+    steps: tuple[str, ...]
+
+    def describe(self) -> str:
+        """One line for the report: which environment ran and how it was made."""
+        how = "reused" if self.reused else f"built in {self.seconds:.1f} s"
+        return (f"an environment built with uv from {', '.join(self.made_from)} "
+                f"(Python {self.python_version}, {how}; {self.folder})")
+
+
+def default_environments() -> Path:
+    """``$XDG_CACHE_HOME/equisa/environments``, else ``~/.cache/equisa/environments``."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "equisa" / "environments"
+
+
+def read_declared(repo: Path) -> DeclaredEnvironment:
+    """What ``repo``'s files declare (``equisa_core.environment.declared``)."""
+    names = [name for name in DECLARATION_FILES if (repo / name).is_file()]
+    names += [p.name for p in repo.glob("requirements*.txt") if p.is_file()]
+    if (repo / "requirements").is_dir():
+        names += [f"requirements/{p.name}" for p in (repo / "requirements").glob("*.txt") if p.is_file()]
+    files = {name: (repo / name).read_text(encoding="utf-8", errors="replace") for name in sorted(set(names))}
+    declared = declared_environment(files)
+    # tox may name requirement files elsewhere: they are inputs too.
+    extra = [f for f in declared.requirement_files if f not in files and (repo / f).is_file()]
+    if extra:
+        files.update({f: (repo / f).read_text(encoding="utf-8", errors="replace") for f in extra})
+        declared = declared_environment(files)
+    return declared
+
+
+def find_uv() -> str:
+    """The ``uv`` executable: on PATH, else beside EQUISA's interpreter (installed with EQUISA)."""
+    found = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+    if found is None:
+        raise EnvironmentBuildError("uv is not installed: it builds the suite's environment "
+                                    "(pip install uv), or give --python, or --no-provision")
+    return found
+
+
+def _version_of(python: str) -> tuple[int, int, int] | None:
+    try:
+        done = subprocess.run([python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", done.stdout.strip())
+    return (int(match[1]), int(match[2]), int(match[3])) if done.returncode == 0 and match else None
+
+
+def machine_pythons() -> dict[tuple[int, int, int], str]:
+    """The CPython interpreters of this machine, by version: EQUISA's own, pyenv's, and the
+    ``python3.X`` commands on PATH (the first found of each version)."""
+    candidates = [sys.executable]
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    if pyenv.is_dir():
+        candidates += [str(p / "bin" / "python") for p in sorted(pyenv.iterdir())
+                       if (p / "bin" / "python").exists()]
+    for minor in range(MIN_PYTHON[1], 20):
+        found = shutil.which(f"python3.{minor}")
+        if found and "/.pyenv/shims/" not in found:
+            candidates.append(found)
+    pythons: dict[tuple[int, int, int], str] = {}
+    for candidate in candidates:
+        version = _version_of(candidate)
+        if version and version[:2] >= MIN_PYTHON and version not in pythons:
+            pythons[version] = candidate
+    return pythons
+
+
+def _chosen_python(requires_python: str | None) -> tuple[str, str]:
+    """The newest interpreter here that ``requires_python`` admits (EQUISA's own when it says nothing)."""
+    own = sys.executable, ".".join(map(str, sys.version_info[:3]))
+    if not requires_python:
+        return own
+    try:
+        allowed = SpecifierSet(requires_python)
+    except InvalidSpecifier:
+        return own
+    pythons = machine_pythons()
+    admitted = sorted((v for v in pythons if allowed.contains(".".join(map(str, v)), prereleases=True)),
+                      reverse=True)
+    if not admitted:
+        shown = ", ".join(".".join(map(str, v)) for v in sorted(pythons)) or "none"
+        raise EnvironmentBuildError(f"no interpreter here satisfies requires-python {requires_python!r} "
+                                    f"(found: {shown}); give one with --python")
+    best = admitted[0]
+    return pythons[best], ".".join(map(str, best))
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (fcntl: one environment built once, even by parallel runs; the
+    standard library's lock is all this needs, so no lock package)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run(words: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
+    done = subprocess.run(words, capture_output=True, text=True, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        message = (done.stderr or done.stdout).strip()[-_ERROR_TAIL_CHARS:]
+        raise EnvironmentBuildError(f"building the test environment failed: `{' '.join(words[1:4])} ...` "
+                                    f"exited {done.returncode}:\n{message}")
+
+
+def _build_steps(uv: str, repo_copy: Path, folder: Path, python: str, declared: DeclaredEnvironment,
+                 ) -> list[list[str]]:
+    """The uv commands that fill the venv ``folder`` (already made)."""
+    target = ["--python", str(folder / "bin" / "python")]
+    if declared.uv_lock:
+        return [[uv, "sync", "--frozen", "--all-extras", "--all-groups", "--project", str(repo_copy)],
+                [uv, "pip", "install", *target, "pytest"]]
+    words = [uv, "pip", "install", *target]
+    if declared.installable:
+        extras = f"[{','.join(declared.extras)}]" if declared.extras else ""
+        words += ["-e", f"{repo_copy}{extras}"]
+    for name in declared.requirement_files:
+        words += ["-r", str(repo_copy / name)]
+    words += [*declared.requirements, "pytest"]
+    if declared.constraints:
+        constraints = folder / "equisa-constraints.txt"
+        constraints.write_text("".join(f"{pin}\n" for pin in declared.constraints), encoding="utf-8")
+        words += ["-c", str(constraints)]
+    return [words]
+
+
+def provisioned(repo: Path, environments: Path | None = None) -> Provisioned:
+    """The environment of ``repo``'s tests, built (or reused) under ``environments``; raises
+    ``EnvironmentBuildError`` when uv fails or no interpreter fits ``requires-python``."""
+    started = time.monotonic()
+    declared = read_declared(repo)
+    python, version = _chosen_python(declared.requires_python)
+    root = environments or default_environments()
+    digest = declared.digest(version, RECIPE)
+    folder = root / digest
+    with _locked(root / f"{digest}.lock"):
+        marker = folder / MARKER
+        if marker.is_file():
+            made = json.loads(marker.read_text(encoding="utf-8"))
+            return Provisioned(python=str(folder / "bin" / "python"), python_version=version,
+                               folder=str(folder), digest=digest, reused=True,
+                               seconds=time.monotonic() - started, made_from=tuple(made.get("made_from", ())),
+                               steps=tuple(made.get("steps", ())))
+        shutil.rmtree(folder, ignore_errors=True)  # a build that died half-way
+        try:
+            steps = _build(repo, folder, python, declared)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        made_from = tuple(declared.inputs) or ("nothing declared: pytest only",)
+        marker.write_text(json.dumps({"recipe": RECIPE, "python": version, "made_from": made_from,
+                                      "inputs": declared.inputs, "steps": steps}, indent=2), encoding="utf-8")
+    return Provisioned(python=str(folder / "bin" / "python"), python_version=version, folder=str(folder),
+                       digest=digest, reused=False, seconds=time.monotonic() - started, made_from=made_from,
+                       steps=tuple(steps))
+
+
+def _build(repo: Path, folder: Path, python: str, declared: DeclaredEnvironment) -> list[str]:
+    uv = find_uv()
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")}
+    env.update({"UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"})
+    _run([uv, "venv", "--quiet", "--python", python, str(folder)], env)
+    repo_copy = folder / PROJECT_COPY
+    shutil.copytree(repo, repo_copy, ignore=_NOT_COPIED, symlinks=True)
+    steps = _build_steps(uv, repo_copy, folder, python, declared)
+    for words in steps:
+        step_env = {**env, "UV_PROJECT_ENVIRONMENT": str(folder)} if words[1] == "sync" else env
+        _run(words, step_env, cwd=repo_copy)
+    return [" ".join(words[1:]) for words in steps]

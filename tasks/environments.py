@@ -9,6 +9,9 @@ project's ``requires-python``, holding
   dependency groups and tox's ``deps``, with ``poetry.lock``'s versions as constraints;
 - and pytest, whatever was declared.
 
+The interpreter is the newest of this machine that ``requires-python`` admits; when the build
+fails there, the next older one is tried (``MAX_PYTHON_ATTEMPTS``).
+
 The project is installed from a private copy of its declaring files and sources kept inside the
 environment (``PROJECT_COPY``): building never writes into the user's tree (a setuptools build
 writes ``*.egg-info`` next to the sources). What runs is still the sandbox's copy: its import
@@ -42,8 +45,8 @@ from equisa_core.environment.declared import DECLARATION_FILES, DeclaredEnvironm
 from equisa_core.errors import EnvironmentBuildError
 from equisa_core.probe import MIN_PYTHON
 
-__all__ = ["RECIPE", "MARKER", "PROJECT_COPY", "Provisioned", "default_environments", "find_uv",
-           "machine_pythons", "provisioned", "read_declared"]
+__all__ = ["RECIPE", "MARKER", "MAX_PYTHON_ATTEMPTS", "PROJECT_COPY", "Provisioned", "default_environments",
+           "find_uv", "machine_pythons", "provisioned", "read_declared"]
 
 #: Bumped whenever the build's steps change: environments built otherwise are not reused.
 RECIPE = "equisa-environment-1"
@@ -55,6 +58,8 @@ PROJECT_COPY = "equisa-project"
 _NOT_COPIED = shutil.ignore_patterns(".git", ".hg", ".venv", "venv", ".tox", ".nox", "node_modules",
                                      "__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache", ".ruff_cache",
                                      "build", "dist", "*.egg-info")
+#: Interpreters a build tries, newest first, before it gives up.
+MAX_PYTHON_ATTEMPTS = 3
 #: uv's output kept in an error message.
 _ERROR_TAIL_CHARS = 2000
 
@@ -141,9 +146,10 @@ def machine_pythons() -> dict[tuple[int, int, int], str]:
     return pythons
 
 
-def _chosen_python(requires_python: str | None) -> tuple[str, str]:
-    """The newest interpreter here that ``requires_python`` admits (EQUISA's own when it says nothing)."""
-    own = sys.executable, ".".join(map(str, sys.version_info[:3]))
+def _admitted_pythons(requires_python: str | None) -> list[tuple[str, str]]:
+    """The interpreters here that ``requires_python`` admits, newest first (EQUISA's own alone when
+    it says nothing or cannot be read); raises ``EnvironmentBuildError`` when none does."""
+    own = [(sys.executable, ".".join(map(str, sys.version_info[:3])))]
     if not requires_python:
         return own
     try:
@@ -157,8 +163,7 @@ def _chosen_python(requires_python: str | None) -> tuple[str, str]:
         shown = ", ".join(".".join(map(str, v)) for v in sorted(pythons)) or "none"
         raise EnvironmentBuildError(f"no interpreter here satisfies requires-python {requires_python!r} "
                                     f"(found: {shown}); give one with --python")
-    best = admitted[0]
-    return pythons[best], ".".join(map(str, best))
+    return [(pythons[v], ".".join(map(str, v))) for v in admitted]
 
 
 @contextmanager
@@ -205,21 +210,43 @@ def _build_steps(uv: str, repo_copy: Path, folder: Path, python: str, declared: 
 
 def provisioned(repo: Path, environments: Path | None = None) -> Provisioned:
     """The environment of ``repo``'s tests, built (or reused) under ``environments``; raises
-    ``EnvironmentBuildError`` when uv fails or no interpreter fits ``requires-python``."""
+    ``EnvironmentBuildError`` when uv fails or no interpreter fits ``requires-python``.
+
+    A finished environment of any admitted interpreter is reused (the newest first). Otherwise the
+    build tries the admitted interpreters newest first, at most ``MAX_PYTHON_ATTEMPTS`` of them: an
+    older project's pinned dependencies often have no build for the newest Python."""
     started = time.monotonic()
     declared = read_declared(repo)
-    python, version = _chosen_python(declared.requires_python)
     root = environments or default_environments()
-    digest = declared.digest(version, RECIPE)
+    candidates = [(python, version, declared.digest(version, RECIPE))
+                  for python, version in _admitted_pythons(declared.requires_python)]
+    for _, version, digest in candidates:
+        marker = root / digest / MARKER
+        if marker.is_file():
+            return _reused(root / digest, version, digest, started)
+    failures = []
+    for python, version, digest in candidates[:MAX_PYTHON_ATTEMPTS]:
+        try:
+            return _built(repo, root, python, version, digest, declared, started)
+        except EnvironmentBuildError as error:
+            failures.append(f"with Python {version}: {error}")
+    raise EnvironmentBuildError("\n".join(failures))
+
+
+def _reused(folder: Path, version: str, digest: str, started: float) -> Provisioned:
+    made = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    return Provisioned(python=str(folder / "bin" / "python"), python_version=version, folder=str(folder),
+                       digest=digest, reused=True, seconds=time.monotonic() - started,
+                       made_from=tuple(made.get("made_from", ())), steps=tuple(made.get("steps", ())))
+
+
+def _built(repo: Path, root: Path, python: str, version: str, digest: str, declared: DeclaredEnvironment,
+           started: float) -> Provisioned:
+    """Build the environment ``digest`` (or reuse it, when a parallel run built it meanwhile)."""
     folder = root / digest
     with _locked(root / f"{digest}.lock"):
-        marker = folder / MARKER
-        if marker.is_file():
-            made = json.loads(marker.read_text(encoding="utf-8"))
-            return Provisioned(python=str(folder / "bin" / "python"), python_version=version,
-                               folder=str(folder), digest=digest, reused=True,
-                               seconds=time.monotonic() - started, made_from=tuple(made.get("made_from", ())),
-                               steps=tuple(made.get("steps", ())))
+        if (folder / MARKER).is_file():
+            return _reused(folder, version, digest, started)
         shutil.rmtree(folder, ignore_errors=True)  # a build that died half-way
         try:
             steps = _build(repo, folder, python, declared)
@@ -227,8 +254,9 @@ def provisioned(repo: Path, environments: Path | None = None) -> Provisioned:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         made_from = tuple(declared.inputs) or ("nothing declared: pytest only",)
-        marker.write_text(json.dumps({"recipe": RECIPE, "python": version, "made_from": made_from,
-                                      "inputs": declared.inputs, "steps": steps}, indent=2), encoding="utf-8")
+        (folder / MARKER).write_text(json.dumps({"recipe": RECIPE, "python": version, "made_from": made_from,
+                                                 "inputs": declared.inputs, "steps": steps}, indent=2),
+                                     encoding="utf-8")
     return Provisioned(python=str(folder / "bin" / "python"), python_version=version, folder=str(folder),
                        digest=digest, reused=False, seconds=time.monotonic() - started, made_from=made_from,
                        steps=tuple(steps))

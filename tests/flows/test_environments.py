@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from equisa_core.errors import EnvironmentBuildError
+from tasks.environments import machine_pythons
 from tests.integration.test_probe import tree_digest
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
@@ -158,3 +159,18 @@ def test_no_interpreter_for_the_required_python_exits_16_and_no_provision_uses_e
     done = run(provisioning_env, "localize", str(repo), "--no-llm", "--no-provision", "--json", str(out))
     environment = json.loads(out.read_text())["environment"]
     assert environment["chosen_because"].startswith("EQUISA's own interpreter") and not environment["built"]
+
+
+def test_a_build_that_fails_on_the_newest_python_is_tried_on_the_next(tmp_path, provisioning_env):
+    versions = sorted({v[:2] for v in machine_pythons()}, reverse=True)
+    if len(versions) < 2:
+        pytest.skip("this machine has one Python minor version: there is no older one to fall back to")
+    newest = ".".join(map(str, versions[0]))
+    missing_there = f'"equisa-no-such-package-5b1d7e; python_version >= \'{newest}\'", "more-itertools>=10"'
+    repo = src_layout(tmp_path / "chunks", dependencies=missing_there)
+    out = tmp_path / "fallback.json"
+    done = run(provisioning_env, "localize", str(repo), "--no-llm", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    environment = json.loads(out.read_text())["environment"]
+    older = ".".join(map(str, versions[1])) + "."
+    assert environment["built"] and environment["python_version"].startswith(older)

@@ -21,7 +21,7 @@ from rich.console import Console
 from equisa_core.common import options
 from equisa_core.errors import EXIT_OK, SuiteCrashedError, exit_code_for
 from tasks.cli_options import RUN_OPTIONS, add_run_options, given_options
-from tasks.cli_run import print_error, run_flow, set_prefect_defaults, show, write_json
+from tasks.cli_run import announce_written, print_error, run_flow, set_prefect_defaults, show, write_json
 
 __all__ = ["main", "run", "build_parser"]
 
@@ -158,8 +158,7 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
                       "starting (snapshot, interpreter, Prefect)", trace_suite)
     write_json(args.json, report)
     show(console, [*shown.trace_summary(report), *shown.stored(report)])
-    if args.json:
-        console.print(f"Report written to {args.json}")
+    announce_written(console, args.json)
     if report.crashed:
         raise SuiteCrashedError(
             f"the suite's interpreter died ({report.crash_reason}) while running "
@@ -180,8 +179,7 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
                       "tracing the suite, then inspecting candidates", localize)
     write_json(args.json, report)
     show(console, [*shown.localization_summary(report), *shown.stored(report)])
-    if args.json:
-        console.print(f"Report written to {args.json}")
+    announce_written(console, args.json)
     return EXIT_OK
 
 
@@ -207,8 +205,7 @@ def _repair_command(args: argparse.Namespace, console: Console) -> int:
     show(console, [*shown.repair_summary(report), *shown.stored(report)])
     if args.apply and report.status != "fixed":
         console.print("Nothing applied: no patch was accepted.")
-    if args.json:
-        console.print(f"Report written to {args.json}")
+    announce_written(console, args.json)
     if args.diff and report.diff:
         console.print(f"Patch written to {args.diff} (apply with: git -C {args.path} apply "
                       f"{args.diff.resolve()})", highlight=False, soft_wrap=True)

@@ -211,7 +211,8 @@ def add_run_options(command: argparse.ArgumentParser, *models: type[BaseModel],
     command.add_argument("path", type=Path, help="the repository's root folder")
     command.add_argument("--tests", nargs="+", default=[], metavar="TEST",
                          help="pytest node ids or paths to run (default: the whole suite)")
-    command.add_argument("--json", type=Path, metavar="OUT", help="write the full report here")
+    command.add_argument("--json", type=Path, metavar="OUT",
+                         help="write the full report here (-: standard output)")
     add_model_options(command, *RUN_OPTIONS, *models, spelling=spelling)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from equisa_core.report.console import Printed
 
 __all__ = ["PREFECT_DEFAULTS", "connect_prefect", "print_error", "run_flow", "set_prefect_defaults", "show",
-           "write_json"]
+           "write_json", "announce_written", "STDOUT"]
 
 #: Prefect settings for a laptop run with no server configured; the user's own settings win.
 #: (Flows run on the shared local server, see ``connect_prefect``; these serve the fallback.)
@@ -99,11 +100,26 @@ def run_flow(args: argparse.Namespace, console: Console, model: type[BaseModel],
     return run_with_progress(console, label, flow, params)
 
 
+#: ``--json -``: the report goes to standard output (everything else the command prints goes to
+#: standard error).
+STDOUT = Path("-")
+
+
 def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any) -> None:
     """Write ``data`` (a report, or plain data with ``json.dumps``' options ``dumps``) to ``path``
-    (``--json``), unless None."""
+    (``--json``; ``-``: standard output), unless None."""
     if path:
-        path.parent.mkdir(parents=True, exist_ok=True)
         text = (data.model_dump_json(indent=2) if isinstance(data, BaseModel)
                 else json.dumps(data, indent=2, **dumps))
+        if path == STDOUT:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text + "\n", encoding="utf-8")
+
+
+def announce_written(console: Console, path: Path | None, what: str = "Report") -> None:
+    """Say where ``--json`` wrote ``what`` (nothing for none, or for standard output)."""
+    if path and path != STDOUT:
+        console.print(f"{what} written to {path}")

@@ -38,7 +38,7 @@ def register(commands: Any) -> None:
 def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import stored, testgen_summary
     from flows.testgen import testgen
-    from tasks.cli_run import run_flow, show, write_json
+    from tasks.cli_run import announce_written, run_flow, show, write_json
     from tasks.parameters import TestgenParameters
 
     out = args.out or _default_out(Path(args.path))
@@ -48,8 +48,7 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
                       "measuring the existing tests, then generating", testgen, out=str(out.resolve()))
     write_json(args.json, report)
     show(console, [*testgen_summary(report), *stored(report)])
-    if args.json:
-        console.print(f"Report written to {args.json}")
+    announce_written(console, args.json)
     return EXIT_OK
 
 

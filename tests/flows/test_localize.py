@@ -484,3 +484,12 @@ def test_failing_tests_that_run_no_function_of_the_repository_are_no_ranking(tmp
     code, err = localize(cli_env, str(repo), "--no-llm")
     assert code == NoProjectCodeError.exit_code == 17, err
     assert "ran no function of the repository" in err
+
+
+def test_json_dash_writes_the_report_to_standard_output_and_nothing_else_there(tmp_path, cli_env):
+    done = subprocess.run([EQUISA, "localize", str(INVOICING), "--no-llm", "--json", "-"],
+                          capture_output=True, text=True, env=cli_env, timeout=900, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = LocalizationReport.model_validate_json(done.stdout)
+    assert report.ranking[0].fqn == "invoicing.discounts.ThresholdDiscount.applies"
+    assert "Report written" not in done.stderr and not (tmp_path / "-").exists()

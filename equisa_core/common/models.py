@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.common.testcode import is_test_file
 
 __all__ = [
+    "REPORT_SCHEMA_VERSION",
     "Node",
     "Edge",
     "TestOutcome",
@@ -23,6 +24,11 @@ __all__ = [
     "CollectError",
     "SuiteTrace",
 ]
+
+#: The version of the JSON reports' schema (``trace``, ``localize``, ``repair``, ``testgen``;
+#: ``docs/schema/``): the major part changes when a field is removed or changes meaning, the minor
+#: part when one is added.
+REPORT_SCHEMA_VERSION = "1.0"
 
 
 class _Frozen(BaseModel):

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.common.models import CollectError, Edge, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.models import (
+    REPORT_SCHEMA_VERSION,
+    CollectError,
+    Edge,
+    SuiteTrace,
+    TestOutcome,
+    TestResult,
+)
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.ambiguity import ambiguity_groups
 from equisa_core.discovery.spectrum import score_nodes
@@ -51,6 +58,7 @@ class TraceReport(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    schema_version: str = Field(REPORT_SCHEMA_VERSION, description="The schema's version (docs/schema/).")
     repository: str
     python_version: str
     backend: str

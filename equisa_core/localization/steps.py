@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.cost import CostLedger
+from equisa_core.common.models import REPORT_SCHEMA_VERSION
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.rules import DiscoveryReport
 from equisa_core.environment import SuiteEnvironment
@@ -107,6 +108,7 @@ class LocalizationReport(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    schema_version: str = Field(REPORT_SCHEMA_VERSION, description="The schema's version (docs/schema/).")
     mode: str = Field(description="'llm' or 'deterministic'.")
     converged: bool
     stopped_because: str

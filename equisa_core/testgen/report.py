@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.models import REPORT_SCHEMA_VERSION
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.environment import SuiteEnvironment
 from equisa_core.testgen.critique import Critique
@@ -83,6 +84,7 @@ class TestgenReport(BaseModel):
     __test__ = False
     model_config = ConfigDict(extra="forbid")
 
+    schema_version: str = Field(REPORT_SCHEMA_VERSION, description="The schema's version (docs/schema/).")
     mode: Literal["llm", "deterministic"]
     path: str
     target: str

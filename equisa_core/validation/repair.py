@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.models import REPORT_SCHEMA_VERSION
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import EXIT_NOT_FIXED, EXIT_OK, EXIT_PLAUSIBLE_ONLY
@@ -23,6 +24,7 @@ class RepairReport(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    schema_version: str = Field(REPORT_SCHEMA_VERSION, description="The schema's version (docs/schema/).")
     status: RepairStatus = Field(description="fixed: a patch passed every check; plausible_only: one "
                                              "passed the suite but not the anti-overfitting checks.")
     mode: str = Field(description="'llm' or 'deterministic'.")

@@ -31,9 +31,10 @@ EXAMPLES = sorted(p.name for p in (ROOT / "examples").iterdir() if (p / "pyproje
 KEPT = ROOT / "tests" / "data" / "example_reports"
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 
-#: Keys whose values change from run to run: timings, ids, where things were written.
+#: Keys whose values change from run to run or machine to machine: timings, ids, where things were
+#: written, the interpreter that ran the suite.
 VOLATILE_KEYS = frozenset({"seconds", "wall_seconds", "elapsed_s", "started", "finished", "run_id",
-                           "artifacts", "flow_run_id", "created", "duration_s", "timings"})
+                           "artifacts", "flow_run_id", "created", "duration_s", "timings", "environment"})
 
 
 def normalized(value: Any) -> Any:

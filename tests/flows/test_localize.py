@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import jsonschema
 import pytest
 from prefect import flow
 from pydantic import TypeAdapter
@@ -19,6 +21,7 @@ from equisa_core.localization.bayes import CLAMP_LOW
 from equisa_core.localization.machine import LocalizationObservation, LocalizationState, record
 from equisa_core.localization.machine import report as report_of
 from equisa_core.localization.steps import LocalizationReport
+from equisa_core.report.schema import report_schema
 from flows.localize import LocalizationRun, drive_localization
 from tasks.localization_steps import even_shares
 from tasks.parameters import LocalizeParameters
@@ -492,4 +495,5 @@ def test_json_dash_writes_the_report_to_standard_output_and_nothing_else_there(t
     assert done.returncode == 0, done.stderr
     report = LocalizationReport.model_validate_json(done.stdout)
     assert report.ranking[0].fqn == "invoicing.discounts.ThresholdDiscount.applies"
+    jsonschema.validate(json.loads(done.stdout), report_schema("localize"))  # the report its schema describes
     assert "Report written" not in done.stderr and not (tmp_path / "-").exists()

@@ -78,6 +78,8 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
                             "(default: {default})", off_help="use EQUISA's own interpreter instead"),
         "environments": Option("folder of the built environments (default: ~/.cache/equisa/environments)",
                                metavar="FOLDER"),
+        "test_env": Option("a variable the suite needs in the sandbox (repeatable; names that look like "
+                           "secrets are dropped)", metavar="KEY=VALUE"),
         "sandbox": Option("where tests run: local (the strongest isolation here: bubblewrap, else "
                           "util-linux namespaces), docker, or none (a plain subprocess; generated code "
                           "runs unconfined) (default {default})"),
@@ -239,6 +241,10 @@ def _add_field_option(parser: argparse.ArgumentParser, model: type[BaseModel], n
                             help=help_text)
     elif choices:
         parser.add_argument(flag, dest=dest, choices=choices, default=default, help=help_text)
+    elif field.annotation in (dict[str, str], "dict[str, str]"):
+        # repeated KEY=VALUE; the model's validator makes the mapping
+        parser.add_argument(flag, dest=dest, action="append", default=None, type=_key_value,
+                            metavar=option.metavar or "KEY=VALUE", help=help_text)
     else:
         parser.add_argument(flag, dest=dest, type=field_type(model, name), default=default,
                             metavar=option.metavar or _metavar(name, field.annotation), help=help_text)
@@ -285,6 +291,14 @@ def _choices(annotation: Any) -> tuple[str, ...]:
     if get_origin(annotation) is Literal:
         return tuple(str(value) for value in get_args(annotation))
     return ()
+
+
+def _key_value(text: str) -> str:
+    """One ``KEY=VALUE`` of a mapping option, checked."""
+    key, equals, _ = text.partition("=")
+    if not equals or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return text
 
 
 def field_type(model: type[BaseModel], name: str) -> Callable[[str], Any]:

@@ -85,7 +85,8 @@ def prepare_run(params: TraceParameters) -> PreparedRun:
                            test_timeout_s=uniform_limit(params.test_timeout_s),
                            per_test=_first_run_limits(params, repo))
     base = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, tests=tuple(params.tests),
-                      interpreter=command, limits=limits, allow_weak_isolation=isolation.weak_allowed)
+                      interpreter=command, limits=limits, allow_weak_isolation=isolation.weak_allowed,
+                      env=dict(params.test_env))
     return PreparedRun(repo=repo, workspace=workspace, interpreter_version=version, base=base,
                        sandbox=isolation, environment=environment)
 

@@ -79,6 +79,9 @@ class SandboxOptions(BaseModel):
     environments: str | None = Field(
         None, description="Folder of the built environments; None: $XDG_CACHE_HOME/equisa/environments, "
         "else ~/.cache/equisa/environments.")
+    test_env: dict[str, str] = Field(
+        default_factory=dict, description="Variables the suite needs in the sandbox, KEY=VALUE (names that "
+        "look like secrets, *TOKEN*, *KEY*, *SECRET*, *PASSWORD*, are dropped).")
     sandbox: SandboxKind = Field(
         "local", description="local: the strongest isolation this machine has; docker: a container; "
         "none: a plain subprocess (accepts running generated code unconfined).")
@@ -93,6 +96,23 @@ class SandboxOptions(BaseModel):
         f"test's own duration in the first run + {TIMEOUT_SLACK_S:g}s, at most {TIMEOUT_CAP_S:g}s (in the "
         f"first run: from the history's durations, else {FIRST_RUN_TIMEOUT_S:g}s; a test made during the "
         f"run: {NEW_TEST_TIMEOUT_S:g}s).")
+
+
+    @field_validator("test_env", mode="before")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        """``KEY=VALUE`` strings (the command line's ``--test-env``) as a mapping; None as none."""
+        if value is None:
+            return {}
+        if isinstance(value, list | tuple):
+            pairs = {}
+            for item in value:
+                key, equals, text = str(item).partition("=")
+                if not equals or not key.strip():
+                    raise ValueError(f"{item!r} is not KEY=VALUE")
+                pairs[key.strip()] = text
+            return pairs
+        return value
 
 
 class StorageOptions(BaseModel):

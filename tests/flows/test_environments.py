@@ -174,3 +174,29 @@ def test_a_build_that_fails_on_the_newest_python_is_tried_on_the_next(tmp_path, 
     environment = json.loads(out.read_text())["environment"]
     older = ".".join(map(str, versions[1])) + "."
     assert environment["built"] and environment["python_version"].startswith(older)
+
+
+def test_variables_the_suite_needs_reach_the_sandbox_from_the_command_line_or_the_settings(tmp_path,
+                                                                                          cli_env):
+    repo = tmp_path / "shop"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "conftest.py").write_text("")
+    (repo / "shop.py").write_text(
+        "import os\n\n\ndef mode():\n    return os.environ.get('SHOP_MODE', 'off')\n\n\n"
+        "def token():\n    return os.environ.get('SHOP_TOKEN', 'none')\n")
+    (repo / "tests" / "test_shop.py").write_text(
+        "from shop import mode, token\n\n\ndef test_mode():\n    assert mode() == 'strict'\n\n\n"
+        "def test_no_secret():\n    assert token() == 'none'\n")
+
+    def summary(*options: str) -> dict:
+        out = tmp_path / "trace.json"
+        done = run(cli_env, "trace", str(repo), "--json", str(out), *options)
+        assert done.returncode == 0, done.stderr
+        return json.loads(out.read_text())["summary"]
+
+    assert summary()["failed"] == 1
+    assert summary("--test-env", "SHOP_MODE=strict", "--test-env", "SHOP_TOKEN=abc")["failed"] == 0
+    (repo / "pyproject.toml").write_text('[tool.equisa]\ntest_env = {SHOP_MODE = "strict"}\n')
+    assert summary("--no-provision")["failed"] == 0
+    done = run(cli_env, "trace", str(repo), "--test-env", "SHOP_MODE")
+    assert done.returncode == 2 and "'SHOP_MODE' is not KEY=VALUE" in done.stderr

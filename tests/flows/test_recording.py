@@ -110,6 +110,32 @@ def test_the_html_report_renders_in_headless_chromium(tmp_path):
     assert colours[(46, 125, 50)] > 200  # the green "fixed" badge
 
 
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/setup-machine installs it)")
+def test_the_html_reports_checks_show_their_status_in_a_browser_with_no_console_errors(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    report = json.loads(REPAIR.read_text())
+    report["validation"]["differential inputs"] = "changes behaviour away from the failure on 2 input(s)"
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_report("repair", report, run_id="run-1", repository="examples/invoicing"),
+                         encoding="utf-8")
+    errors: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(page_file.as_uri())
+        shown = {row.locator("td").nth(0).inner_text(): row.locator("td").nth(1).inner_text()
+                 for row in page.locator("tr.check").all()}
+        browser.close()
+    assert shown["compiles"] == "✅ passed"
+    assert shown["carved tests"] == "✅ passed (3 tests)"
+    assert shown["novel-input tests"] == "➖ not run: deterministic mode"
+    assert shown["differential inputs"].startswith("❌ changes behaviour")
+    assert errors == []
+
+
 def test_prefect_results_can_live_on_s3_through_prefect_aws(moto_s3, cli_env, tmp_path):
     """The documented setting: an S3Bucket block as the default result storage of the cached tasks."""
     from prefect_aws import AwsCredentials, S3Bucket

@@ -21,7 +21,15 @@ from rich.console import Console
 from equisa_core.common import options
 from equisa_core.errors import EXIT_OK, SuiteCrashedError, exit_code_for
 from tasks.cli_options import RUN_OPTIONS, add_run_options, given_options
-from tasks.cli_run import announce_written, print_error, run_flow, set_prefect_defaults, show, write_json
+from tasks.cli_run import (
+    announce_written,
+    print_error,
+    run_flow,
+    set_prefect_defaults,
+    show,
+    write_failure_report,
+    write_json,
+)
 
 __all__ = ["main", "run", "build_parser"]
 
@@ -94,6 +102,8 @@ def _register_extra_commands(commands: Any) -> None:
 
 #: The exit code ``run`` hands to ``_exit_without_teardown`` (None: exit the usual way).
 _EXIT_CODE: list[int] = []
+#: The commands whose --json holds a report; when one stops with an error, a FailureReport.
+REPORTING_COMMANDS = frozenset({"trace", "localize", "repair", "testgen"})
 
 
 def run() -> int:
@@ -135,7 +145,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args, console)
     except (Exception, KeyboardInterrupt) as error:
         print_error(error, args.debug, console)
-        return exit_code_for(error)
+        code = exit_code_for(error)
+        if args.command in REPORTING_COMMANDS:
+            write_failure_report(args.command, getattr(args, "json", None), error, code)
+        return code
 
 
 def _start_interpreter_check(args: argparse.Namespace) -> None:

@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from rich.console import Console
 
-from equisa_core.errors import EquisaError
+from equisa_core.errors import EquisaError, NothingToLocalizeError
+from equisa_core.report.failure import FailureReport
 from tasks.cli_options import parameters_from
 
 if TYPE_CHECKING:
     from equisa_core.report.console import Printed
 
 __all__ = ["PREFECT_DEFAULTS", "connect_prefect", "print_error", "run_flow", "set_prefect_defaults", "show",
-           "write_json", "announce_written", "STDOUT"]
+           "write_json", "announce_written", "STDOUT", "write_failure_report"]
 
 #: Prefect settings for a laptop run with no server configured; the user's own settings win.
 #: (Flows run on the shared local server, see ``connect_prefect``; these serve the fallback.)
@@ -103,6 +104,18 @@ def run_flow(args: argparse.Namespace, console: Console, model: type[BaseModel],
 #: ``--json -``: the report goes to standard output (everything else the command prints goes to
 #: standard error).
 STDOUT = Path("-")
+#: The ``--json`` targets this process has written (a failure's report never replaces a report).
+_WRITTEN: set[Path] = set()
+
+
+def write_failure_report(command: str, path: Path | None, error: BaseException, code: int) -> None:
+    """Write a ``FailureReport`` to ``path`` (``--json``) unless the command wrote its report there."""
+    if not path or path in _WRITTEN:
+        return
+    status = ("nothing_to_do" if isinstance(error, NothingToLocalizeError)
+              else "interrupted" if isinstance(error, KeyboardInterrupt) else "error")
+    write_json(path, FailureReport(command=command, status=status, exit_code=code,
+                                   error_type=type(error).__name__, error=str(error)))
 
 
 def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any) -> None:
@@ -111,6 +124,7 @@ def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any
     if path:
         text = (data.model_dump_json(indent=2) if isinstance(data, BaseModel)
                 else json.dumps(data, indent=2, **dumps))
+        _WRITTEN.add(path)
         if path == STDOUT:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()

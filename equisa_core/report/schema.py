@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from equisa_core.common.models import REPORT_SCHEMA_VERSION
 from equisa_core.discovery.trace_report import TraceReport
 from equisa_core.localization.steps import LocalizationReport
+from equisa_core.report.failure import FailureReport
 from equisa_core.testgen.report import TestgenReport
 from equisa_core.validation.repair import RepairReport
 
@@ -21,13 +22,15 @@ __all__ = ["REPORTS", "SCHEMA_FOLDER", "report_schema", "schema_files"]
 
 #: The report model of each command.
 REPORTS: dict[str, type[BaseModel]] = {"trace": TraceReport, "localize": LocalizationReport,
-                                       "repair": RepairReport, "testgen": TestgenReport}
+                                       "repair": RepairReport, "testgen": TestgenReport,
+                                       "failure": FailureReport}
 #: Where the schemas are kept, in the repository.
 SCHEMA_FOLDER = Path(__file__).resolve().parents[2] / "docs" / "schema"
 
 
 def report_schema(command: str) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``equisa <command> --json``'s report."""
+    """The JSON Schema (draft 2020-12) of ``equisa <command> --json``'s report (``failure``: what it
+    holds when the command stopped before its report existed)."""
     schema = REPORTS[command].model_json_schema(mode="serialization")
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"https://equisa.dev/schema/{REPORT_SCHEMA_VERSION}/{command}.schema.json", **schema}

@@ -336,9 +336,17 @@ def test_a_suite_without_failures_has_nothing_to_localize(tmp_path, cli_env):
     (repo / "mod.py").write_text("def ok():\n    return 1\n")
     test = "from mod import ok\n\n\ndef test_ok():\n    assert ok() == 1\n"
     (repo / "tests" / "test_ok.py").write_text(test)
-    code, err = localize(cli_env, str(repo), "--no-llm")
+    out = tmp_path / "report.json"
+    code, err = localize(cli_env, str(repo), "--no-llm", "--json", str(out))
     assert code == NothingToLocalizeError.exit_code
     assert "nothing to localize" in err and "Traceback" not in err
+    report = json.loads(out.read_text())  # the JSON report is written whatever the outcome
+    assert report["status"] == "nothing_to_do" and report["exit_code"] == NothingToLocalizeError.exit_code
+    assert report["command"] == "localize" and report["error_type"] == "NothingToLocalizeError"
+    jsonschema.validate(report, report_schema("failure"))
+    done = subprocess.run([EQUISA, "localize", str(tmp_path / "missing"), "--json", "-"], capture_output=True,
+                          text=True, env=cli_env, timeout=300)
+    assert done.returncode == 3 and json.loads(done.stdout)["status"] == "error"
 
 
 def test_llm_mode_finishes_on_the_backup_model_when_30_percent_of_calls_fail(tmp_path, cli_env, scripted_llm):

@@ -37,6 +37,7 @@ boundary where they occur. Each class that introduces a code says what it means 
     ├── EnvironmentBuildError (16)     the test environment could not be built (uv failed, or no
     │                                  interpreter here satisfies the project's requires-python)
     ├── NoProjectCodeError (17)        the failing tests ran no function of the repository's copy
+    ├── DoctorError (18)               ``equisa doctor``: a part a run needs is missing or broken
     ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
     ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
@@ -111,6 +112,7 @@ __all__ = [
     "EnvironmentFailureError",
     "EnvironmentBuildError",
     "NoProjectCodeError",
+    "DoctorError",
     "EXIT_BATCH_FAILURES",
     "EXIT_OK",
     "EXIT_PLAUSIBLE_ONLY",
@@ -414,6 +416,15 @@ class NoProjectCodeError(EquisaError):
     exit_code = 17
     meaning = ("tests fail, but they ran no function of the repository: the code they import comes from "
                "elsewhere (an installed copy of the project?), or the failures lie in the tests alone")
+
+
+class DoctorError(EquisaError):
+    """``equisa doctor`` found a part a run needs missing or broken (its line says what to do)."""
+
+    exit_code = 18
+    meaning = ("`equisa doctor`: a part a run needs is missing or broken (the interpreter or its "
+               "environment, the sandbox, the artifact store, the history, or a Prefect server or model "
+               "endpoint that is configured but does not answer); its line says what to do")
 
 
 class NothingToLocalizeError(EquisaError):

@@ -241,9 +241,8 @@ def _add_field_option(parser: argparse.ArgumentParser, model: type[BaseModel], n
                             help=help_text)
     elif choices:
         parser.add_argument(flag, dest=dest, choices=choices, default=default, help=help_text)
-    elif field.annotation in (dict[str, str], "dict[str, str]"):
-        # repeated KEY=VALUE; the model's validator makes the mapping
-        parser.add_argument(flag, dest=dest, action="append", default=None, type=_key_value,
+    elif field.annotation in (dict[str, str], "dict[str, str]"):  # repeated KEY=VALUE
+        parser.add_argument(flag, dest=dest, action=_KeyValues, default=default,
                             metavar=option.metavar or "KEY=VALUE", help=help_text)
     else:
         parser.add_argument(flag, dest=dest, type=field_type(model, name), default=default,
@@ -293,12 +292,16 @@ def _choices(annotation: Any) -> tuple[str, ...]:
     return ()
 
 
-def _key_value(text: str) -> str:
-    """One ``KEY=VALUE`` of a mapping option, checked."""
-    key, equals, _ = text.partition("=")
-    if not equals or not key.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
-    return text
+class _KeyValues(argparse.Action):
+    """A repeatable ``KEY=VALUE`` option that makes a mapping (a new one each time: the default is
+    never changed)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        key, equals, value = str(values).partition("=")
+        if not equals or not key.strip():
+            parser.error(f"argument {option_string}: {values!r} is not KEY=VALUE")
+        setattr(namespace, self.dest, {**(getattr(namespace, self.dest, None) or {}), key.strip(): value})
 
 
 def field_type(model: type[BaseModel], name: str) -> Callable[[str], Any]:

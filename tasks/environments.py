@@ -9,8 +9,12 @@ project's ``requires-python``, holding
   dependency groups and tox's ``deps``, with ``poetry.lock``'s versions as constraints;
 - and pytest, whatever was declared.
 
-The interpreter is the newest of this machine that ``requires-python`` admits; when the build
-fails there, the next older one is tried (``MAX_PYTHON_ATTEMPTS``).
+The interpreter is the best of this machine's that ``requires-python`` admits
+(``equisa_core.environment.declared.python_preference``: the versions the project's classifiers
+name first, else the newest; EQUISA's own when nothing says). When the install
+fails, it is tried again with the build back-ends an older project's unpinned ``build-system``
+still works with (``LEGACY_BUILD_CONSTRAINTS``), then on the next older interpreter
+(``MAX_PYTHON_ATTEMPTS``).
 
 The project is installed from a private copy of its declaring files and sources kept inside the
 environment (``PROJECT_COPY``): building never writes into the user's tree (a setuptools build
@@ -38,14 +42,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict
 
-from equisa_core.environment.declared import DECLARATION_FILES, DeclaredEnvironment, declared_environment
+from equisa_core.environment.declared import (
+    DECLARATION_FILES,
+    DeclaredEnvironment,
+    declared_environment,
+    python_preference,
+)
 from equisa_core.errors import EnvironmentBuildError
 from equisa_core.probe import MIN_PYTHON
 
-__all__ = ["RECIPE", "MARKER", "MAX_PYTHON_ATTEMPTS", "PROJECT_COPY", "Provisioned", "default_environments",
+__all__ = ["RECIPE", "MARKER", "MAX_PYTHON_ATTEMPTS", "LEGACY_BUILD_CONSTRAINTS", "PROJECT_COPY",
+           "Provisioned", "default_environments",
            "find_uv", "machine_pythons", "provisioned", "read_declared"]
 
 #: Bumped whenever the build's steps change: environments built otherwise are not reused.
@@ -60,6 +69,12 @@ _NOT_COPIED = shutil.ignore_patterns(".git", ".hg", ".venv", "venv", ".tox", ".n
                                      "build", "dist", "*.egg-info")
 #: Interpreters a build tries, newest first, before it gives up.
 MAX_PYTHON_ATTEMPTS = 3
+#: Build back-ends an older project's unpinned ``build-system`` still works with, tried when the
+#: first install fails: setuptools before the removal of ``pkg_resources``' import path in build
+#: environments and of ``setup.py test``, flit before it dropped ``[tool.flit.metadata]``.
+LEGACY_BUILD_CONSTRAINTS = ("setuptools<70", "flit_core<4")
+#: The environments this process built (a command prepares its run more than once).
+_BUILT_HERE: dict[Path, Provisioned] = {}
 #: uv's output kept in an error message.
 _ERROR_TAIL_CHARS = 2000
 
@@ -146,24 +161,18 @@ def machine_pythons() -> dict[tuple[int, int, int], str]:
     return pythons
 
 
-def _admitted_pythons(requires_python: str | None) -> list[tuple[str, str]]:
-    """The interpreters here that ``requires_python`` admits, newest first (EQUISA's own alone when
-    it says nothing or cannot be read); raises ``EnvironmentBuildError`` when none does."""
-    own = [(sys.executable, ".".join(map(str, sys.version_info[:3])))]
-    if not requires_python:
-        return own
-    try:
-        allowed = SpecifierSet(requires_python)
-    except InvalidSpecifier:
-        return own
+def _admitted_pythons(declared: DeclaredEnvironment) -> list[tuple[str, str]]:
+    """The interpreters here to build on, best first (``declared.python_preference``); raises
+    ``EnvironmentBuildError`` when ``requires-python`` admits none."""
     pythons = machine_pythons()
-    admitted = sorted((v for v in pythons if allowed.contains(".".join(map(str, v)), prereleases=True)),
-                      reverse=True)
-    if not admitted:
+    own = tuple(sys.version_info[:3])
+    pythons.setdefault(own, sys.executable)  # type: ignore[arg-type]
+    chosen = python_preference(sorted(pythons), declared, own)  # type: ignore[arg-type]
+    if not chosen:
         shown = ", ".join(".".join(map(str, v)) for v in sorted(pythons)) or "none"
-        raise EnvironmentBuildError(f"no interpreter here satisfies requires-python {requires_python!r} "
-                                    f"(found: {shown}); give one with --python")
-    return [(pythons[v], ".".join(map(str, v))) for v in admitted]
+        raise EnvironmentBuildError(f"no interpreter here satisfies requires-python "
+                                    f"{declared.requires_python!r} (found: {shown}); give one with --python")
+    return [(pythons[v], ".".join(map(str, v))) for v in chosen]
 
 
 @contextmanager
@@ -219,8 +228,10 @@ def provisioned(repo: Path, environments: Path | None = None) -> Provisioned:
     declared = read_declared(repo)
     root = environments or default_environments()
     candidates = [(python, version, declared.digest(version, RECIPE))
-                  for python, version in _admitted_pythons(declared.requires_python)]
+                  for python, version in _admitted_pythons(declared)]
     for _, version, digest in candidates:
+        if (root / digest) in _BUILT_HERE:
+            return _BUILT_HERE[root / digest]  # this command built it: say so, not "reused"
         marker = root / digest / MARKER
         if marker.is_file():
             return _reused(root / digest, version, digest, started)
@@ -257,18 +268,38 @@ def _built(repo: Path, root: Path, python: str, version: str, digest: str, decla
         (folder / MARKER).write_text(json.dumps({"recipe": RECIPE, "python": version, "made_from": made_from,
                                                  "inputs": declared.inputs, "steps": steps}, indent=2),
                                      encoding="utf-8")
-    return Provisioned(python=str(folder / "bin" / "python"), python_version=version, folder=str(folder),
-                       digest=digest, reused=False, seconds=time.monotonic() - started, made_from=made_from,
-                       steps=tuple(steps))
+    built = Provisioned(python=str(folder / "bin" / "python"), python_version=version, folder=str(folder),
+                        digest=digest, reused=False, seconds=time.monotonic() - started, made_from=made_from,
+                        steps=tuple(steps))
+    _BUILT_HERE[folder] = built
+    return built
 
 
 def _build(repo: Path, folder: Path, python: str, declared: DeclaredEnvironment) -> list[str]:
+    """Make the venv and install into it; when that fails, once more with the legacy build
+    back-ends (``LEGACY_BUILD_CONSTRAINTS``). Returns the steps that succeeded."""
     uv = find_uv()
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")}
     env.update({"UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"})
     _run([uv, "venv", "--quiet", "--python", python, str(folder)], env)
     repo_copy = folder / PROJECT_COPY
     shutil.copytree(repo, repo_copy, ignore=_NOT_COPIED, symlinks=True)
+    try:
+        return _install(uv, repo_copy, folder, python, declared, env, legacy=False)
+    except EnvironmentBuildError as first:
+        try:
+            return _install(uv, repo_copy, folder, python, declared, env, legacy=True)
+        except EnvironmentBuildError:
+            raise first from None  # the first message names what the project itself asks for
+
+
+def _install(uv: str, repo_copy: Path, folder: Path, python: str, declared: DeclaredEnvironment,
+             env: dict[str, str], legacy: bool) -> list[str]:
+    """Run the build's steps; ``legacy``: with ``LEGACY_BUILD_CONSTRAINTS`` on the build back-ends."""
+    if legacy:
+        constraints = folder / "equisa-build-constraints.txt"
+        constraints.write_text("".join(f"{c}\n" for c in LEGACY_BUILD_CONSTRAINTS), encoding="utf-8")
+        env = {**env, "UV_BUILD_CONSTRAINT": str(constraints)}
     steps = _build_steps(uv, repo_copy, folder, python, declared)
     for words in steps:
         step_env = {**env, "UV_PROJECT_ENVIRONMENT": str(folder)} if words[1] == "sync" else env

@@ -4,9 +4,10 @@ The files, in the order a build uses them (``DECLARATION_FILES``, ``requirement_
 
 - ``uv.lock`` with a PEP 621 ``[project]``: the lock is the environment (``uv sync --frozen``);
 - ``pyproject.toml``: the project itself (installable when it has ``[project]`` or a
-  ``[build-system]``), ``requires-python``, its test extras (``[project.optional-dependencies]``)
-  and test dependency groups (PEP 735 ``[dependency-groups]``, ``include-group`` resolved), and
-  Poetry's test groups (``[tool.poetry.group.<g>.dependencies]``, ``[tool.poetry.dev-dependencies]``);
+  ``[build-system]``), ``requires-python``, its test extras (``[project.optional-dependencies]``,
+  or flit's older ``[tool.flit.metadata] requires-extra``) and test dependency groups (PEP 735
+  ``[dependency-groups]``, ``include-group`` resolved), and Poetry's test groups
+  (``[tool.poetry.group.<g>.dependencies]``, ``[tool.poetry.dev-dependencies]``);
 - ``poetry.lock``: every locked version, as constraints;
 - ``requirements*.txt`` and ``requirements/*.txt`` (documentation requirements aside);
 - ``setup.py`` / ``setup.cfg``: installable; ``python_requires`` and the test extras;
@@ -26,10 +27,11 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["DECLARATION_FILES", "TEST_GROUP_NAMES", "DeclaredEnvironment", "declared_environment",
-           "is_test_group", "requirement_files"]
+           "is_test_group", "python_preference", "requirement_files"]
 
 #: The files at the repository's root that declare its environment (with ``requirement_files``).
 DECLARATION_FILES = ("pyproject.toml", "uv.lock", "poetry.lock", "setup.py", "setup.cfg", "tox.ini")
@@ -44,6 +46,8 @@ class DeclaredEnvironment(BaseModel):
 
     inputs: dict[str, str] = Field(default_factory=dict, description="Declaring file -> sha256 of its text.")
     requires_python: str | None = Field(None, description="The Python versions the project supports.")
+    classifier_versions: tuple[str, ...] = Field(
+        (), description="The Python versions its trove classifiers name, e.g. 3.8 (those it was tested on).")
     installable: bool = Field(False, description="The project itself can be installed (pip install -e).")
     extras: tuple[str, ...] = Field((), description="Test extras of the project, to install with it.")
     requirements: tuple[str, ...] = Field((), description="Requirement strings of test groups and tox.")
@@ -94,6 +98,12 @@ def declared_environment(files: Mapping[str, str]) -> DeclaredEnvironment:
         optional = project.get("optional-dependencies")
         if isinstance(optional, dict):
             extras += [name for name in optional if is_test_group(name)]
+    flit = _flit_metadata(pyproject)
+    if flit:
+        requires_python = requires_python or _string(flit.get("requires-python"))
+        optional = flit.get("requires-extra")
+        if isinstance(optional, dict):
+            extras += [name for name in optional if is_test_group(name)]
     groups = pyproject.get("dependency-groups")
     if isinstance(groups, dict):
         for name in groups:
@@ -110,12 +120,19 @@ def declared_environment(files: Mapping[str, str]) -> DeclaredEnvironment:
         extras_require = keywords.get("extras_require")
         if isinstance(extras_require, dict):
             extras += [str(name) for name in extras_require if is_test_group(str(name))]
+    classifiers = [*_strings(project.get("classifiers") if project else None),
+                   *_strings(flit.get("classifiers")),
+                   *_strings(setup_py and _setup_keywords(setup_py).get("classifiers")),
+                   *((setup_cfg and _option(setup_cfg, "metadata", "classifiers")) or "").splitlines()]
     tox_requirements, tox_files = _tox_deps(files.get("tox.ini"))
     requirements += tox_requirements
     names = list(files)
     return DeclaredEnvironment(
         inputs={name: _sha(text) for name, text in sorted(files.items())},
         requires_python=requires_python,
+        classifier_versions=tuple(sorted({m[1] for c in classifiers
+                                          if (m := _PYTHON_CLASSIFIER.fullmatch(c.strip()))},
+                                         key=lambda v: tuple(map(int, v.split("."))))),
         installable=project is not None or "build-system" in pyproject or setup_py is not None
         or setup_cfg is not None and setup_cfg.has_section("metadata"),
         extras=tuple(dict.fromkeys(extras)),
@@ -125,6 +142,44 @@ def declared_environment(files: Mapping[str, str]) -> DeclaredEnvironment:
         constraints=tuple(_poetry_pins(files.get("poetry.lock"))),
         uv_lock="uv.lock" in files and project is not None,
     )
+
+
+_PYTHON_CLASSIFIER = re.compile(r"Programming Language :: Python :: (3\.\d+)")
+
+
+def _strings(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list | tuple) else []
+
+
+def python_preference(available: list[tuple[int, int, int]], declared: DeclaredEnvironment,
+                      own: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    """The interpreters to build on, best first, of those ``available`` that ``requires-python``
+    admits (all of them when it says nothing or cannot be read):
+
+    - with trove classifiers naming Python versions, those versions first (newest first), then the
+      others by their distance from the newest one named (the project was tested there; a newer
+      Python may have dropped what its pinned dependencies need, such as ``distutils``);
+    - otherwise, with a ``requires-python``, the newest first;
+    - with neither, ``own`` (EQUISA's) first, then the newest first.
+    """
+    admitted = list(available)
+    if declared.requires_python:
+        try:
+            allowed = SpecifierSet(declared.requires_python)
+            admitted = [v for v in available if allowed.contains(".".join(map(str, v)), prereleases=True)]
+        except InvalidSpecifier:
+            pass
+    newest_first = sorted(admitted, reverse=True)
+    listed = {tuple(map(int, v.split("."))) for v in declared.classifier_versions}
+    if listed:
+        top = max(listed)
+        def rank(v: tuple[int, int, int]) -> tuple[bool, int, int, int]:
+            unlisted = v[:2] not in listed
+            return unlisted, abs(v[1] - top[1]) if unlisted else 0, -v[1], -v[2]
+        return sorted(newest_first, key=rank)
+    if declared.requires_python or own not in admitted:
+        return newest_first
+    return [own, *(v for v in newest_first if v != own)]
 
 
 def _toml(text: str | None) -> dict[str, Any]:
@@ -184,6 +239,14 @@ def _poetry_test_requirements(pyproject: dict[str, Any]) -> list[str]:
     return [name for table in tables for name in table if name.lower() != "python"]
 
 
+def _flit_metadata(pyproject: dict[str, Any]) -> dict[str, Any]:
+    """Flit's own table (``[tool.flit.metadata]``, before flit took PEP 621's ``[project]``)."""
+    tool = pyproject.get("tool")
+    flit = tool.get("flit") if isinstance(tool, dict) else None
+    metadata = flit.get("metadata") if isinstance(flit, dict) else None
+    return metadata if isinstance(metadata, dict) else {}
+
+
 def _poetry_pins(text: str | None) -> list[str]:
     lock = _toml(text)
     packages = lock.get("package")
@@ -212,16 +275,21 @@ def _setup_keywords(text: str) -> dict[str, object]:
     return {}
 
 
+#: A tox ``deps`` line for some environments only: ``py3: ...``, ``cdh,hdp: ...``, ``!py27: ...``.
+_FACTOR = re.compile(r"^!?[\w.-]+(\s*,\s*!?[\w.-]+)*\s*:\s")
+
+
 def _tox_deps(text: str | None) -> tuple[list[str], list[str]]:
     """``[testenv] deps``: the requirement lines, and the requirement files they name with ``-r``
-    (relative to the root); lines with tox substitutions other than ``{toxinidir}`` are left out."""
+    (relative to the root). Left out: lines with tox substitutions other than ``{toxinidir}``, and
+    those of some environments only (``py3: pycurl``, ``cdh,hdp: snakebite``: tox's factors)."""
     parser = _ini(text)
     deps = _option(parser, "testenv", "deps") if parser is not None else None
     requirements: list[str] = []
     files: list[str] = []
     for raw in (deps or "").splitlines():
         line = raw.split("#", 1)[0].strip().replace("{toxinidir}/", "")
-        if not line or line in (".", "-e .", "-e."):
+        if not line or line in (".", "-e .", "-e.") or _FACTOR.match(line):
             continue
         if line.startswith("-r"):
             files.append(line[2:].strip())

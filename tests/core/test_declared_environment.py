@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from equisa_core.environment.declared import declared_environment, is_test_group, requirement_files
+from equisa_core.environment.declared import (
+    declared_environment,
+    is_test_group,
+    python_preference,
+    requirement_files,
+)
 
 PEP621 = """
 [project]
@@ -113,3 +118,33 @@ def test_the_digest_changes_with_any_input_and_the_python_version():
     assert len({one.digest("3.11.7", "r1"), other.digest("3.11.7", "r1"), one.digest("3.12.1", "r1"),
                 one.digest("3.11.7", "r2")}) == 4
     assert not declared_environment({}).declares_anything
+
+
+def test_flits_own_table_and_toxs_factor_lines():
+    pyproject = ('[build-system]\nrequires = ["flit"]\nbuild-backend = "flit.buildapi"\n'
+                 '[tool.flit.metadata]\nmodule = "shop"\nrequires-python = ">=3.6"\n'
+                 '[tool.flit.metadata.requires-extra]\ntest = ["pytest"]\ndoc = ["mkdocs"]\n')
+    tox = "[testenv]\ndeps =\n    mock\n    py3: pycurl>=7.19\n    cdh,hdp: snakebite>=2.5\n    !py27: trio\n"
+    declared = declared_environment({"pyproject.toml": pyproject, "tox.ini": tox})
+    assert declared.installable and declared.requires_python == ">=3.6" and declared.extras == ("test",)
+    assert declared.requirements == ("mock",)
+
+
+def test_the_python_to_build_on_prefers_the_versions_the_classifiers_name():
+    available = [(3, 8, 18), (3, 9, 18), (3, 11, 7), (3, 12, 1), (3, 13, 0)]
+    own = (3, 11, 7)
+    tested = declared_environment({"setup.py": (
+        "from setuptools import setup\nsetup(name='shop', python_requires='>=3.6', classifiers=[\n"
+        "    'Programming Language :: Python :: 3.6', 'Programming Language :: Python :: 3.8'])\n")})
+    assert tested.classifier_versions == ("3.6", "3.8")
+    assert python_preference(available, tested, own)[:3] == [(3, 8, 18), (3, 9, 18), (3, 11, 7)]
+    old = declared_environment({"setup.cfg": "[metadata]\nname = shop\nclassifiers =\n"
+                                             "    Programming Language :: Python :: 3.7\n"})
+    assert python_preference(available, old, own)[0] == (3, 8, 18)  # the nearest to what it names
+    bounded = declared_environment({"pyproject.toml": ('[project]\nname = "x"\n'
+                                                       'requires-python = ">=3.9,<3.13"\n')})
+    assert python_preference(available, bounded, own) == [(3, 12, 1), (3, 11, 7), (3, 9, 18)]
+    silent = declared_environment({"requirements.txt": "six\n"})
+    assert python_preference(available, silent, own)[:2] == [own, (3, 13, 0)]
+    assert python_preference(available, declared_environment({"pyproject.toml": (
+        '[project]\nname = "x"\nrequires-python = ">=4"\n')}), own) == []

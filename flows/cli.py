@@ -142,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from tasks.settings import apply_settings
 
             apply_settings(args, given_options(build_parser(), argv))
+        if getattr(args, "llm", None) is True:  # before any work: --llm without an endpoint is an error
+            from tasks.llm import require_endpoint
+
+            require_endpoint()
         return args.handler(args, console)
     except (Exception, KeyboardInterrupt) as error:
         print_error(error, args.debug, console)

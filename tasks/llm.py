@@ -86,6 +86,7 @@ __all__ = [
     "FunctionAnswer",
     "llm_available",
     "choose_llm_mode",
+    "require_endpoint",
     "call_llm",
     "llm_task",
     "ask",
@@ -245,18 +246,32 @@ def llm_available(env: Mapping[str, str] | None = None) -> bool:
     return bool(env.get("OPENAI_API_KEY", "").strip() or env.get("OPENAI_BASE_URL", "").strip())
 
 
+def require_endpoint(env: Mapping[str, str] | None = None) -> None:
+    """For ``--llm``: raise ``LLMRequestError`` (exit 12) when no endpoint is configured, rather
+    than run deterministically when the model was asked for."""
+    if not llm_available(env):
+        raise LLMRequestError("--llm asks for the model, but no endpoint is configured: set OPENAI_API_KEY "
+                              "(and OPENAI_BASE_URL for an endpoint other than OpenAI's), or use --no-llm")
+
+
 def choose_llm_mode(wanted: bool | None) -> tuple[bool, LLMConfig | None, list[str]]:
     """Whether to use the model, its configuration, and the problems met deciding.
 
-    ``wanted`` None means "when an endpoint is configured". An endpoint whose configuration is
-    unusable does not stop the run: it runs deterministically and says why.
+    ``wanted`` None means "when an endpoint is configured": an endpoint whose configuration is
+    unusable then does not stop the run (it runs deterministically and says why). ``wanted`` True
+    (``--llm``) with no endpoint, or an unusable one, is ``LLMRequestError``.
     """
+    if wanted:
+        require_endpoint()
     use = llm_available() if wanted is None else wanted
     if not use:
         return False, None, []
     try:
         return True, LLMConfig.from_env(), []
     except Exception as error:  # any bad setting: report it, run without the model
+        if wanted:
+            raise LLMRequestError(f"--llm asks for the model, but its settings are unusable: {error}",
+                                  ) from None
         return False, None, [f"LLM mode unavailable ({error}); ran deterministically"]
 
 

@@ -16,7 +16,7 @@ from prefect import flow
 from pydantic import TypeAdapter
 
 from equisa_core.common.loop import replay
-from equisa_core.errors import NoProjectCodeError, NothingToLocalizeError
+from equisa_core.errors import LLMRequestError, NoProjectCodeError, NothingToLocalizeError
 from equisa_core.localization.bayes import CLAMP_LOW
 from equisa_core.localization.machine import LocalizationObservation, LocalizationState, record
 from equisa_core.localization.machine import report as report_of
@@ -505,3 +505,13 @@ def test_json_dash_writes_the_report_to_standard_output_and_nothing_else_there(t
     assert report.ranking[0].fqn == "invoicing.discounts.ThresholdDiscount.applies"
     jsonschema.validate(json.loads(done.stdout), report_schema("localize"))  # the report its schema describes
     assert "Report written" not in done.stderr and not (tmp_path / "-").exists()
+
+
+def test_llm_asked_for_with_no_endpoint_is_an_error_before_any_work(tmp_path, cli_env):
+    env = {k: v for k, v in cli_env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    out = tmp_path / "report.json"
+    code, err = localize(env, str(INVOICING), "--llm", "--json", str(out))
+    assert code == LLMRequestError.exit_code == 12, err
+    assert "--llm asks for the model, but no endpoint is configured" in err
+    assert json.loads(out.read_text())["error_type"] == "LLMRequestError"
+    assert not (tmp_path / "artifacts").exists()  # nothing ran

@@ -37,7 +37,10 @@ def test_generated_code_is_refused_at_once_where_files_are_not_confined(weak_env
         assert done.returncode == 14, done.stderr
         assert "refusing to run generated tests, inspection patches and fixes" in done.stderr
         assert "isolation network-only" in done.stderr and "--allow-weak-sandbox" in done.stderr
-        assert "Traceback" not in done.stderr and not (tmp_path / "r.json").exists()
+        assert "Traceback" not in done.stderr
+        refused = json.loads((tmp_path / "r.json").read_text())  # the JSON says why the run stopped
+        assert (refused["status"], refused["exit_code"]) == ("error", 14)
+        assert refused["error_type"] == "WeakSandboxError"
         assert time.monotonic() - started < 60  # refused before any Prefect server or sandbox start
     done = equisa(weak_env, "testgen", str(SHAPES), "--target", "shapes/geometry.py", "--no-llm")
     assert done.returncode == 14 and "refusing to run generated tests" in done.stderr, done.stderr

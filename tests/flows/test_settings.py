@@ -181,4 +181,6 @@ def test_the_command_exits_3_naming_an_unknown_key(tmp_path: Path, cli_env: dict
     code, printed, out = _trace_hangs(tmp_path, cli_env, "test_timeout = 2")
     assert code == ConfigurationError.exit_code == 3
     assert "[tool.equisa] has no setting test_timeout" in printed
-    assert not out.exists()
+    stopped = json.loads(out.read_text())  # no trace ran: the JSON is the failure report
+    assert (stopped["status"], stopped["exit_code"]) == ("error", 3)
+    assert stopped["error_type"] == "ConfigurationError"

@@ -160,9 +160,9 @@ def _start_interpreter_check(args: argparse.Namespace) -> None:
     now, while the command's flow is imported (``tasks.interpreter.start_check``)."""
     path = getattr(args, "path", None)
     if path is not None and hasattr(args, "python") and getattr(args, "sandbox", "local") != "docker":
-        from tasks.interpreter import start_check
+        from tasks.interpreter import PROVISION, start_check
 
-        start_check(Path(path).resolve(), args.python, getattr(args, "provision", True))
+        start_check(Path(path).resolve(), args.python, getattr(args, "provision", PROVISION))
 
 
 def _trace_command(args: argparse.Namespace, console: Console) -> int:

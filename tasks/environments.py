@@ -1,8 +1,8 @@
 """Test environments built with uv from what a repository declares (``equisa_core.environment``).
 
 When no interpreter is given (``--python``, a venv inside the repository, ``$VIRTUAL_ENV``),
-``provisioned`` builds one: a venv of the newest interpreter on this machine that satisfies the
-project's ``requires-python``, holding
+``provisioned`` builds one: a venv of an interpreter of this machine that the project admits
+(chosen as below), holding
 
 - with ``uv.lock`` and a ``[project]``: the lock (``uv sync --frozen``, every extra and group);
 - otherwise: the project installed editable with its test extras, the requirement files, the test
@@ -40,6 +40,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -67,7 +68,7 @@ PROJECT_COPY = "equisa-project"
 _NOT_COPIED = shutil.ignore_patterns(".git", ".hg", ".venv", "venv", ".tox", ".nox", "node_modules",
                                      "__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache", ".ruff_cache",
                                      "build", "dist", "*.egg-info")
-#: Interpreters a build tries, newest first, before it gives up.
+#: Interpreters a build tries, best first, before it gives up.
 MAX_PYTHON_ATTEMPTS = 3
 #: Build back-ends an older project's unpinned ``build-system`` still works with, tried when the
 #: first install fails: setuptools before the removal of ``pkg_resources``' import path in build
@@ -141,9 +142,11 @@ def _version_of(python: str) -> tuple[int, int, int] | None:
     return (int(match[1]), int(match[2]), int(match[3])) if done.returncode == 0 and match else None
 
 
+@cache
 def machine_pythons() -> dict[tuple[int, int, int], str]:
     """The CPython interpreters of this machine, by version: EQUISA's own, pyenv's, and the
-    ``python3.X`` commands on PATH (the first found of each version)."""
+    ``python3.X`` commands on PATH (the first found of each version). Found once per process:
+    each is started to read its version, and a command prepares its run more than once."""
     candidates = [sys.executable]
     pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
     if pyenv.is_dir():
@@ -164,7 +167,7 @@ def machine_pythons() -> dict[tuple[int, int, int], str]:
 def _admitted_pythons(declared: DeclaredEnvironment) -> list[tuple[str, str]]:
     """The interpreters here to build on, best first (``declared.python_preference``); raises
     ``EnvironmentBuildError`` when ``requires-python`` admits none."""
-    pythons = machine_pythons()
+    pythons = dict(machine_pythons())
     own = tuple(sys.version_info[:3])
     pythons.setdefault(own, sys.executable)  # type: ignore[arg-type]
     chosen = python_preference(sorted(pythons), declared, own)  # type: ignore[arg-type]
@@ -196,8 +199,7 @@ def _run(words: list[str], env: dict[str, str], cwd: Path | None = None) -> None
                                     f"exited {done.returncode}:\n{message}")
 
 
-def _build_steps(uv: str, repo_copy: Path, folder: Path, python: str, declared: DeclaredEnvironment,
-                 ) -> list[list[str]]:
+def _build_steps(uv: str, repo_copy: Path, folder: Path, declared: DeclaredEnvironment) -> list[list[str]]:
     """The uv commands that fill the venv ``folder`` (already made)."""
     target = ["--python", str(folder / "bin" / "python")]
     if declared.uv_lock:
@@ -221,9 +223,10 @@ def provisioned(repo: Path, environments: Path | None = None) -> Provisioned:
     """The environment of ``repo``'s tests, built (or reused) under ``environments``; raises
     ``EnvironmentBuildError`` when uv fails or no interpreter fits ``requires-python``.
 
-    A finished environment of any admitted interpreter is reused (the newest first). Otherwise the
-    build tries the admitted interpreters newest first, at most ``MAX_PYTHON_ATTEMPTS`` of them: an
-    older project's pinned dependencies often have no build for the newest Python."""
+    A finished environment of any admitted interpreter is reused (the best first). Otherwise the
+    build tries the admitted interpreters best first (``python_preference``), at most
+    ``MAX_PYTHON_ATTEMPTS`` of them: an older project's pinned dependencies often have no build for
+    the newest Python."""
     started = time.monotonic()
     declared = read_declared(repo)
     root = environments or default_environments()
@@ -285,22 +288,22 @@ def _build(repo: Path, folder: Path, python: str, declared: DeclaredEnvironment)
     repo_copy = folder / PROJECT_COPY
     shutil.copytree(repo, repo_copy, ignore=_NOT_COPIED, symlinks=True)
     try:
-        return _install(uv, repo_copy, folder, python, declared, env, legacy=False)
+        return _install(uv, repo_copy, folder, declared, env, legacy=False)
     except EnvironmentBuildError as first:
         try:
-            return _install(uv, repo_copy, folder, python, declared, env, legacy=True)
+            return _install(uv, repo_copy, folder, declared, env, legacy=True)
         except EnvironmentBuildError:
             raise first from None  # the first message names what the project itself asks for
 
 
-def _install(uv: str, repo_copy: Path, folder: Path, python: str, declared: DeclaredEnvironment,
-             env: dict[str, str], legacy: bool) -> list[str]:
+def _install(uv: str, repo_copy: Path, folder: Path, declared: DeclaredEnvironment, env: dict[str, str],
+             legacy: bool) -> list[str]:
     """Run the build's steps; ``legacy``: with ``LEGACY_BUILD_CONSTRAINTS`` on the build back-ends."""
     if legacy:
         constraints = folder / "equisa-build-constraints.txt"
         constraints.write_text("".join(f"{c}\n" for c in LEGACY_BUILD_CONSTRAINTS), encoding="utf-8")
         env = {**env, "UV_BUILD_CONSTRAINT": str(constraints)}
-    steps = _build_steps(uv, repo_copy, folder, python, declared)
+    steps = _build_steps(uv, repo_copy, folder, declared)
     for words in steps:
         step_env = {**env, "UV_PROJECT_ENVIRONMENT": str(folder)} if words[1] == "sync" else env
         _run(words, step_env, cwd=repo_copy)

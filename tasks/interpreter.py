@@ -15,18 +15,21 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from equisa_core.common.options import SandboxOptions, default_of
 from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import InterpreterError
 from equisa_core.probe import MIN_PYTHON
 from tasks.environments import Provisioned, provisioned, read_declared
 
-__all__ = ["Interpreter", "resolve_interpreter", "start_check"]
+__all__ = ["PROVISION", "Interpreter", "resolve_interpreter", "start_check"]
 
 _PROBE_SCRIPT = (
     "import sys; print('%d.%d.%d' % sys.version_info[:3]);\n"
     "try:\n import pytest; print(pytest.__version__)\n"
     "except Exception as e:\n print('!' + type(e).__name__)"
 )
+#: Whether an environment is built when no interpreter is given: the option's default.
+PROVISION: bool = default_of(SandboxOptions, "provision")
 #: Virtualenv folders looked for inside the repository when no interpreter is named.
 _REPO_VENVS = (".venv", "venv", "env")
 
@@ -81,7 +84,7 @@ def _check(path: str) -> subprocess.Popen[str]:
                             text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
 
 
-def start_check(repo: Path, python: str | None, provision: bool = True) -> None:
+def start_check(repo: Path, python: str | None, provision: bool = PROVISION) -> None:
     """Start checking the interpreter ``resolve_interpreter`` will pick, in the background: the
     command line calls this before its slow imports, so that the check (an interpreter start and
     a pytest import) costs no time of its own. Any error is left for ``resolve_interpreter``."""
@@ -93,7 +96,7 @@ def start_check(repo: Path, python: str | None, provision: bool = True) -> None:
         pass
 
 
-def resolve_interpreter(repo: Path, python: str | None, provision: bool = False,
+def resolve_interpreter(repo: Path, python: str | None, provision: bool = PROVISION,
                         environments: Path | None = None) -> Interpreter:
     """Pick the interpreter (the module docstring's order; ``provision``: build an environment
     under ``environments`` rather than use EQUISA's own) and check it (reading the check

@@ -9,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.errors import RepositoryNotFoundError
-from tasks.interpreter import Interpreter, resolve_interpreter
+from tasks.interpreter import PROVISION, Interpreter, resolve_interpreter
 from tasks.workspace import Workspace, WorkspaceError, snapshot
 
 __all__ = ["check_repository", "preflight", "snapshot_workspace", "check_interpreter"]
@@ -64,7 +64,7 @@ def snapshot_workspace(source: str, ref: str | None = None) -> Workspace:
 
 
 @task(name="check-interpreter", cache_policy=NO_CACHE)
-def check_interpreter(repo: Path, python: str | None, provision: bool = False,
+def check_interpreter(repo: Path, python: str | None, provision: bool = PROVISION,
                       environments: str | None = None) -> Interpreter:
     """The interpreter that runs the suite (built with uv when ``provision`` says so and none is
     given), checked: exists, Python 3.8+, pytest importable."""

@@ -98,23 +98,6 @@ class SandboxOptions(BaseModel):
         f"run: {NEW_TEST_TIMEOUT_S:g}s).")
 
 
-    @field_validator("test_env", mode="before")
-    @classmethod
-    def _pairs(cls, value: Any) -> Any:
-        """``KEY=VALUE`` strings (the command line's ``--test-env``) as a mapping; None as none."""
-        if value is None:
-            return {}
-        if isinstance(value, list | tuple):
-            pairs = {}
-            for item in value:
-                key, equals, text = str(item).partition("=")
-                if not equals or not key.strip():
-                    raise ValueError(f"{item!r} is not KEY=VALUE")
-                pairs[key.strip()] = text
-            return pairs
-        return value
-
-
 class StorageOptions(BaseModel):
     """Where runs are recorded: the artifact store and the DuckDB history."""
 

@@ -2,10 +2,11 @@
 on BugsInPy bugs of the real-bug benchmark, one per project, as a user runs it on a fresh clone.
 
 For each bug, a fresh copy of its buggy checkout (``bench.realbugs``' cache, a git repository as a
-user's clone is) is localized twice, as whole processes, with no ``$VIRTUAL_ENV`` and an
-environments folder of its own: *cold* (the environment is built with uv from what the checkout
-declares: its ``setup.py``, ``setup.cfg``, ``tox.ini``, ``requirements*.txt``, ``pyproject.toml``)
-and *warm* (the same command again: the environment is reused). The checkout's own files only:
+user's clone is, committed on the buggy commit's date) is localized twice, as whole processes, with
+no ``$VIRTUAL_ENV`` and an environments folder of its own: *cold* (the environment is built with
+uv from what the checkout declares: its ``setup.py``, ``setup.cfg``, ``tox.ini``,
+``requirements*.txt``, ``pyproject.toml``) and *warm* (the same command again: the environment is
+reused). The checkout's own files only:
 BugsInPy's curated ``requirements.txt`` is not used (that would be ``--python``). uv's own
 download cache is shared, as on a user's machine.
 
@@ -23,9 +24,11 @@ import argparse
 import datetime as dt
 import json
 import statistics
+import subprocess
 import tempfile
 from pathlib import Path
 
+from bench.realbugs.bugsinpy import DEFAULT_MIRRORS, Mirrors, load_bug
 from bench.realbugs.steps import clean_env, equisa_command, fresh_copy, timed_run
 from bench.realrepair.bugsinpy_single import REALBUGS_CACHE, realbugs_record
 
@@ -45,10 +48,21 @@ def _rank(report: dict, truth: set[str]) -> float | None:
     return None
 
 
+def buggy_commit_date(project: str, number: int) -> str:
+    """The buggy commit's date (ISO 8601), from the project's snapshot: the copy's commit carries it,
+    as the commit does in a user's clone (EQUISA takes pytest's release of the project's time)."""
+    mirrors = Mirrors(DEFAULT_MIRRORS, REALBUGS_CACHE)
+    bug = load_bug(mirrors.bugsinpy(), project, number)
+    repo = mirrors.project(project, bug.github_url)
+    return subprocess.run(["git", f"--git-dir={repo}", "show", "-s", "--format=%cI", bug.buggy_commit],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
 def run_one(project: str, number: int, work: Path) -> dict:
     record = realbugs_record(project, number)
     truth = {f["fqn"] for f in record["truth"]["functions"]}
-    copy = fresh_copy(REALBUGS_CACHE / "bugs" / f"{project}-{number}" / "buggy", work / "repo")
+    copy = fresh_copy(REALBUGS_CACHE / "bugs" / f"{project}-{number}" / "buggy", work / "repo",
+                      committed_at=buggy_commit_date(project, number))
     equisa = equisa_command("worktree", work)
     env = clean_env({
         "EQUISA_ENVIRONMENTS": str(work / "environments"), "PREFECT_HOME": str(work / "prefect-home"),

@@ -129,22 +129,21 @@ class _Plan:
 @functools.cache
 def _plan(repo: Path, environments: str | None) -> _Plan:
     """What ``tasks.environments.provisioned`` would do for ``repo``, without doing it."""
-    from tasks.environments import MARKER, RECIPE, _admitted_pythons, default_environments, read_declared
+    from tasks.environments import MARKER, build_candidates, default_environments, read_declared
 
     declared = read_declared(repo)
     root = Path(environments).expanduser() if environments else default_environments()
     made_from = tuple(declared.inputs)
     try:
-        admitted = _admitted_pythons(declared)
+        candidates = build_candidates(repo, declared)
     except EnvironmentBuildError as error:
         return _Plan(made_from=made_from, root=root, problem=error.message)
-    for _, version in admitted:  # as ``provisioned``: a finished one of any admitted interpreter
-        folder = root / declared.digest(version, RECIPE)
+    for candidate in candidates:  # as ``provisioned``: a finished one of any admitted interpreter
+        folder = root / candidate.digest
         if (folder / MARKER).is_file():
             return _Plan(made_from=made_from, root=root, python=str(folder / "bin" / "python"),
-                         version=version, cached=folder)
-    python, version = admitted[0]
-    return _Plan(made_from=made_from, root=root, python=python, version=version)
+                         version=candidate.version, cached=folder)
+    return _Plan(made_from=made_from, root=root, python=candidates[0].python, version=candidates[0].version)
 
 
 def _chosen_interpreter(repo: Path, python: str | None, provision: bool) -> tuple[str, str] | None:

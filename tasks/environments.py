@@ -7,13 +7,16 @@ When no interpreter is given (``--python``, a venv inside the repository, ``$VIR
 - with ``uv.lock`` and a ``[project]``: the lock (``uv sync --frozen``, every extra and group);
 - otherwise: the project installed editable with its test extras, the requirement files, the test
   dependency groups and tox's ``deps``, with ``poetry.lock``'s versions as constraints;
-- and pytest, whatever was declared.
+- and pytest, whatever was declared: no release uploaded after the declaring files were last
+  committed (``equisa_core.environment.declared.pytest_cutoff``; the newest without git history).
 
 The interpreter is the best of this machine's that ``requires-python`` admits
 (``equisa_core.environment.declared.python_preference``: the versions the project's classifiers
 name first, else the newest; EQUISA's own when nothing says). When the install
 fails, it is tried again with the build back-ends an older project's unpinned ``build-system``
-still works with (``LEGACY_BUILD_CONSTRAINTS``), then on the next older interpreter
+still works with (``LEGACY_BUILD_CONSTRAINTS``), then one requirement at a time, those that do not
+install left out (requirement files, groups and tox's ``deps`` may pin what no resolver satisfies
+together, as pip's old resolver let them), then on the next older interpreter
 (``MAX_PYTHON_ATTEMPTS``).
 
 The project is installed from a private copy of its declaring files and sources kept inside the
@@ -30,6 +33,7 @@ offline in the sandbox.
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import json
 import os
@@ -40,6 +44,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -49,13 +54,14 @@ from equisa_core.environment.declared import (
     DECLARATION_FILES,
     DeclaredEnvironment,
     declared_environment,
+    pytest_cutoff,
     python_preference,
 )
 from equisa_core.errors import EnvironmentBuildError
 from equisa_core.probe import MIN_PYTHON
 
 __all__ = ["RECIPE", "MARKER", "MAX_PYTHON_ATTEMPTS", "LEGACY_BUILD_CONSTRAINTS", "PROJECT_COPY",
-           "Provisioned", "default_environments",
+           "Candidate", "Provisioned", "build_candidates", "default_environments",
            "find_uv", "machine_pythons", "provisioned", "read_declared"]
 
 #: Bumped whenever the build's steps change: environments built otherwise are not reused.
@@ -199,9 +205,18 @@ def _run(words: list[str], env: dict[str, str], cwd: Path | None = None) -> None
                                     f"exited {done.returncode}:\n{message}")
 
 
-def _build_steps(uv: str, repo_copy: Path, folder: Path, declared: DeclaredEnvironment) -> list[list[str]]:
-    """The uv commands that fill the venv ``folder`` (already made)."""
-    target = ["--python", str(folder / "bin" / "python")]
+def _target(folder: Path, cutoff: dt.date | None) -> list[str]:
+    """``uv pip install``'s options for the venv ``folder``, pytest uploaded by ``cutoff``."""
+    words = ["--python", str(folder / "bin" / "python")]
+    if cutoff is not None:
+        words += ["--exclude-newer-package", f"pytest={cutoff.isoformat()}"]
+    return words
+
+
+def _build_steps(uv: str, repo_copy: Path, folder: Path, declared: DeclaredEnvironment,
+                 cutoff: dt.date | None) -> list[list[str]]:
+    """The uv commands that fill the venv ``folder`` (already made); pytest uploaded by ``cutoff``."""
+    target = _target(folder, cutoff)
     if declared.uv_lock:
         return [[uv, "sync", "--frozen", "--all-extras", "--all-groups", "--project", str(repo_copy)],
                 [uv, "pip", "install", *target, "pytest"]]
@@ -230,20 +245,19 @@ def provisioned(repo: Path, environments: Path | None = None) -> Provisioned:
     started = time.monotonic()
     declared = read_declared(repo)
     root = environments or default_environments()
-    candidates = [(python, version, declared.digest(version, RECIPE))
-                  for python, version in _admitted_pythons(declared)]
-    for _, version, digest in candidates:
-        if (root / digest) in _BUILT_HERE:
-            return _BUILT_HERE[root / digest]  # this command built it: say so, not "reused"
-        marker = root / digest / MARKER
+    candidates = build_candidates(repo, declared)
+    for candidate in candidates:
+        if (root / candidate.digest) in _BUILT_HERE:
+            return _BUILT_HERE[root / candidate.digest]  # this command built it: say so, not "reused"
+        marker = root / candidate.digest / MARKER
         if marker.is_file():
-            return _reused(root / digest, version, digest, started)
+            return _reused(root / candidate.digest, candidate.version, candidate.digest, started)
     failures = []
-    for python, version, digest in candidates[:MAX_PYTHON_ATTEMPTS]:
+    for candidate in candidates[:MAX_PYTHON_ATTEMPTS]:
         try:
-            return _built(repo, root, python, version, digest, declared, started)
+            return _built(repo, root, candidate, declared, started)
         except EnvironmentBuildError as error:
-            failures.append(f"with Python {version}: {error}")
+            failures.append(f"with Python {candidate.version}: {error}")
     raise EnvironmentBuildError("\n".join(failures))
 
 
@@ -254,16 +268,56 @@ def _reused(folder: Path, version: str, digest: str, started: float) -> Provisio
                        made_from=tuple(made.get("made_from", ())), steps=tuple(made.get("steps", ())))
 
 
-def _built(repo: Path, root: Path, python: str, version: str, digest: str, declared: DeclaredEnvironment,
+@dataclass(frozen=True)
+class Candidate:
+    """An interpreter an environment may be built on: its path and version, the newest pytest for
+    it (``pytest_cutoff``) and the environment's cache key."""
+
+    python: str
+    version: str
+    cutoff: dt.date | None
+    digest: str
+
+
+def build_candidates(repo: Path, declared: DeclaredEnvironment) -> list[Candidate]:
+    """The environments ``provisioned`` would reuse or build for ``repo``, best first; raises
+    ``EnvironmentBuildError`` when ``requires-python`` admits no interpreter here."""
+    declared_on = _declared_on(repo, declared)
+    candidates = []
+    for python, version in _admitted_pythons(declared):
+        major, minor, micro = (int(n) for n in version.split("."))
+        cutoff = pytest_cutoff(declared_on, (major, minor, micro))
+        recipe = RECIPE if cutoff is None else f"{RECIPE}; pytest uploaded by {cutoff}"
+        candidates.append(Candidate(python, version, cutoff, declared.digest(version, recipe)))
+    return candidates
+
+
+def _declared_on(repo: Path, declared: DeclaredEnvironment) -> dt.date | None:
+    """The day the declaring files were last committed (git), None outside git or when untracked."""
+    if not declared.inputs:
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%cs", "--", *declared.inputs],
+                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    try:
+        return dt.date.fromisoformat(done.stdout.strip()) if done.returncode == 0 else None
+    except ValueError:
+        return None
+
+
+def _built(repo: Path, root: Path, candidate: Candidate, declared: DeclaredEnvironment,
            started: float) -> Provisioned:
-    """Build the environment ``digest`` (or reuse it, when a parallel run built it meanwhile)."""
+    """Build ``candidate``'s environment (or reuse it, when a parallel run built it meanwhile)."""
+    version, digest = candidate.version, candidate.digest
     folder = root / digest
     with _locked(root / f"{digest}.lock"):
         if (folder / MARKER).is_file():
             return _reused(folder, version, digest, started)
         shutil.rmtree(folder, ignore_errors=True)  # a build that died half-way
         try:
-            steps = _build(repo, folder, python, declared)
+            steps = _build(repo, folder, candidate, declared)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
@@ -278,32 +332,77 @@ def _built(repo: Path, root: Path, python: str, version: str, digest: str, decla
     return built
 
 
-def _build(repo: Path, folder: Path, python: str, declared: DeclaredEnvironment) -> list[str]:
+def _build(repo: Path, folder: Path, candidate: Candidate, declared: DeclaredEnvironment) -> list[str]:
     """Make the venv and install into it; when that fails, once more with the legacy build
-    back-ends (``LEGACY_BUILD_CONSTRAINTS``). Returns the steps that succeeded."""
+    back-ends (``LEGACY_BUILD_CONSTRAINTS``), then, for an installable project, one requirement at
+    a time (``_install_one_by_one``). Returns the steps that succeeded."""
     uv = find_uv()
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")}
     env.update({"UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"})
-    _run([uv, "venv", "--quiet", "--python", python, str(folder)], env)
+    _run([uv, "venv", "--quiet", "--python", candidate.python, str(folder)], env)
     repo_copy = folder / PROJECT_COPY
     shutil.copytree(repo, repo_copy, ignore=_NOT_COPIED, symlinks=True)
     try:
-        return _install(uv, repo_copy, folder, declared, env, legacy=False)
+        return _install(uv, repo_copy, folder, declared, candidate.cutoff, env, legacy=False)
     except EnvironmentBuildError as first:
         try:
-            return _install(uv, repo_copy, folder, declared, env, legacy=True)
+            return _install(uv, repo_copy, folder, declared, candidate.cutoff, env, legacy=True)
         except EnvironmentBuildError:
-            raise first from None  # the first message names what the project itself asks for
+            pinned_beside = declared.requirements or declared.requirement_files
+            if not (declared.installable and not declared.uv_lock and pinned_beside):
+                raise first from None  # the first message names what the project itself asks for
+        try:
+            return _install_one_by_one(uv, repo_copy, folder, declared, candidate.cutoff, env)
+        except EnvironmentBuildError:
+            raise first from None
 
 
-def _install(uv: str, repo_copy: Path, folder: Path, declared: DeclaredEnvironment, env: dict[str, str],
-             legacy: bool) -> list[str]:
+def _install_one_by_one(uv: str, repo_copy: Path, folder: Path, declared: DeclaredEnvironment,
+                        cutoff: dt.date | None, env: dict[str, str]) -> list[str]:
+    """The project with its test extras, then each further requirement (tox's ``deps``, groups, the
+    requirement files' lines) on its own, as pip's old resolver installed them: pins that no resolver
+    satisfies together, or a dependency that no longer builds, are left out and listed in the steps."""
+    alone = declared.model_copy(update={"requirements": (), "requirement_files": ()})
+    steps = _install(uv, repo_copy, folder, alone, cutoff, env, legacy=True)
+    env = _legacy_env(folder, env)
+    left_out = []
+    for requirement in [*declared.requirements, *_file_requirements(repo_copy, declared.requirement_files)]:
+        words = [uv, "pip", "install", *_target(folder, cutoff), requirement]
+        try:
+            _run(words, env, cwd=repo_copy)
+        except EnvironmentBuildError:
+            left_out.append(requirement)
+        else:
+            steps.append(" ".join(words[1:]))
+    if left_out:
+        steps.append(f"left out, as they did not install beside the project: {', '.join(left_out)}")
+    return steps
+
+
+def _file_requirements(repo_copy: Path, names: tuple[str, ...]) -> list[str]:
+    """The requirement lines of the files ``names`` (options, includes and editables aside)."""
+    found = []
+    for name in names:
+        for line in (repo_copy / name).read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.split(" #")[0].strip()
+            if line and not line.startswith(("#", "-")):
+                found.append(line)
+    return found
+
+
+def _legacy_env(folder: Path, env: dict[str, str]) -> dict[str, str]:
+    """``env`` with ``LEGACY_BUILD_CONSTRAINTS`` on the build back-ends."""
+    constraints = folder / "equisa-build-constraints.txt"
+    constraints.write_text("".join(f"{c}\n" for c in LEGACY_BUILD_CONSTRAINTS), encoding="utf-8")
+    return {**env, "UV_BUILD_CONSTRAINT": str(constraints)}
+
+
+def _install(uv: str, repo_copy: Path, folder: Path, declared: DeclaredEnvironment, cutoff: dt.date | None,
+             env: dict[str, str], legacy: bool) -> list[str]:
     """Run the build's steps; ``legacy``: with ``LEGACY_BUILD_CONSTRAINTS`` on the build back-ends."""
     if legacy:
-        constraints = folder / "equisa-build-constraints.txt"
-        constraints.write_text("".join(f"{c}\n" for c in LEGACY_BUILD_CONSTRAINTS), encoding="utf-8")
-        env = {**env, "UV_BUILD_CONSTRAINT": str(constraints)}
-    steps = _build_steps(uv, repo_copy, folder, declared)
+        env = _legacy_env(folder, env)
+    steps = _build_steps(uv, repo_copy, folder, declared, cutoff)
     for words in steps:
         step_env = {**env, "UV_PROJECT_ENVIRONMENT": str(folder)} if words[1] == "sync" else env
         _run(words, step_env, cwd=repo_copy)

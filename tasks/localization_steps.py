@@ -57,7 +57,7 @@ from tasks.inspections import (
 )
 from tasks.mutants import MutantRunReport
 from tasks.parameters import LocalizeParameters
-from tasks.prepared_run import focused_request
+from tasks.prepared_run import elsewhere_note, focused_request
 from tasks.run_tests import run_tests
 
 __all__ = ["MIN_TEST_SECONDS", "Recording", "RecordedTests", "Screening", "suite_of", "own_packages",
@@ -94,6 +94,9 @@ def suite_of(found: DiscoveryResult, changed: Mapping[str, AbstractSet[int]] | N
             f"{', '.join(repr(m) for m in modules[:5])} (ModuleNotFoundError), not because of the code: "
             "install it there, or give an interpreter that has it (--python)")
     scored = build_trace_report(trace, str(found.prepared.repo))
+    if not scored.nodes and trace.imported_elsewhere:
+        raise NoProjectCodeError(f"the {len(failing)} failing test(s) ran no function of the repository's "
+                                 f"copy: {elsewhere_note(trace.imported_elsewhere)}")
     if not scored.nodes:
         raise NoProjectCodeError(
             f"the {len(failing)} failing test(s) ran no function of the repository: the code they import is "

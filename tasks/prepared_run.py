@@ -40,7 +40,7 @@ from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.workspace import Workspace
 
 __all__ = ["PreparedRun", "prepare_run", "run_suite", "submit_flaky_rerun", "with_flaky", "focused_request",
-           "narrowed", "limited", "MAX_FLAKY_RERUNS"]
+           "narrowed", "limited", "elsewhere_note", "MAX_FLAKY_RERUNS"]
 
 #: Failing tests re-run alone to tell flaky ones apart; more than this are not re-run.
 MAX_FLAKY_RERUNS = 20
@@ -146,7 +146,21 @@ def run_suite(prepared: PreparedRun, params: TraceParameters) -> tuple[PreparedR
     prepared, note = limited(prepared, trace, params)
     if params.rerun_failures:
         trace = with_flaky(trace, submit_flaky_rerun(prepared, params, trace))
-    return prepared, trace, [note] if note else []
+    problems = [note] if note else []
+    if trace.imported_elsewhere:
+        problems.append(elsewhere_note(trace.imported_elsewhere))
+        _run_logger().warning(problems[-1])
+    return prepared, trace, problems
+
+
+def elsewhere_note(modules: Mapping[str, str]) -> str:
+    """What to tell the user when the suite imported the repository's packages from outside the
+    sandbox's copy (``SuiteTrace.imported_elsewhere``)."""
+    listed = ", ".join(f"{name} from {file}" for name, file in sorted(modules.items()))
+    return (f"the suite imported {listed}, not the sandbox's copy of the repository: what runs there is "
+            "not what EQUISA traces, inspects or patches. An installed copy of the project (pip install "
+            "without -e, or a .pth/PYTHONPATH entry for another folder) shadows it: uninstall it from the "
+            "suite's interpreter, or run with --no-provision / another --python")
 
 
 def submit_flaky_rerun(prepared: PreparedRun, params: TraceParameters, trace: SuiteTrace,

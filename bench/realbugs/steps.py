@@ -454,12 +454,13 @@ def _git_head() -> str:
                           text=True, check=True).stdout.strip()
 
 
-def fresh_copy(source: Path, dest: Path) -> Path:
+def fresh_copy(source: Path, dest: Path, committed_at: str | None = None) -> Path:
     """A copy of a bug's checkout that is a git repository with one commit of every file, as a
     user's clone is: the checkout is a ``git archive`` export (no ``.git``), and without one a tool
     that honours ``.gitignore`` leaves out files that the project tracks although its
     ``.gitignore`` names them (luigi's ``test/contrib/*`` helpers; EQUISA then saw the suite fail
-    to import). ``git add --force`` so that the commit holds exactly the exported files."""
+    to import). ``git add --force`` so that the commit holds exactly the exported files.
+    ``committed_at`` (ISO 8601): the commit's date, as the buggy commit's in a user's clone."""
     shutil.rmtree(dest, ignore_errors=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(source, dest, symlinks=True,
@@ -468,7 +469,9 @@ def fresh_copy(source: Path, dest: Path) -> Path:
            "-c", "commit.gpgsign=false"]
     subprocess.run([*git, "init", "-q"], check=True, capture_output=True)
     subprocess.run([*git, "add", "--all", "--force"], check=True, capture_output=True)
-    subprocess.run([*git, "commit", "-q", "--no-verify", "-m", "buggy version"], check=True, capture_output=True)
+    dated = {"GIT_AUTHOR_DATE": committed_at, "GIT_COMMITTER_DATE": committed_at} if committed_at else {}
+    subprocess.run([*git, "commit", "-q", "--no-verify", "-m", "buggy version"], check=True,
+                   capture_output=True, env={**os.environ, **dated})
     return dest
 
 

@@ -139,6 +139,9 @@ class SuiteTrace(_Frozen):
     flaky: frozenset[str] = Field(
         default=frozenset(), description="Tests that failed, then passed when re-run alone."
     )
+    imported_elsewhere: dict[str, str] = Field(
+        default_factory=dict, description="The repository's packages the run imported from outside its "
+        "copy (an editable install of the original tree, an installed release), with the file imported.")
 
     def coverage(self, *, include_tests: bool = False) -> dict[str, set[str]]:
         """Map each node's FQN to the ids of the tests that executed it.

@@ -34,6 +34,7 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
     collect_errors: list[CollectError] = []
     running: str | None = None
     collected: tuple[str, ...] = ()
+    outside: dict[str, str] = {}
     ended = False
     records = list(lines)
     for index, line in enumerate(records):
@@ -64,6 +65,8 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
             running = None
         elif kind == "collect_error":
             collect_errors.append(CollectError(location=record["location"], message=record["message"]))
+        elif kind == "outside":
+            outside.update(record["modules"])
         elif kind == "end":
             ended = True
     if session is None:
@@ -79,6 +82,7 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
         crashed=not ended,
         crashed_in=running if not ended else None,
         collected=collected,
+        imported_elsewhere=outside,
     )
 
 

@@ -73,6 +73,7 @@ def combine(
         crash_reason=unresolved[0].crash_reason if unresolved else None,
         collected=tuple(order),
         flaky=frozenset().union(*(part.flaky for part in parts)),
+        imported_elsewhere={name: file for part in parts for name, file in part.imported_elsewhere.items()},
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import datetime as dt
 import hashlib
 import re
 import tomllib
@@ -30,13 +31,23 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DECLARATION_FILES", "TEST_GROUP_NAMES", "DeclaredEnvironment", "declared_environment",
-           "is_test_group", "python_preference", "requirement_files"]
+__all__ = ["DECLARATION_FILES", "PYTEST_CATCH_UP", "PYTHON_RELEASED", "TEST_GROUP_NAMES",
+           "DeclaredEnvironment", "declared_environment", "is_test_group", "pytest_cutoff",
+           "python_preference", "requirement_files"]
 
 #: The files at the repository's root that declare its environment (with ``requirement_files``).
 DECLARATION_FILES = ("pyproject.toml", "uv.lock", "poetry.lock", "setup.py", "setup.cfg", "tox.ini")
 #: Extras and groups installed for the tests besides those whose name holds ``test``.
 TEST_GROUP_NAMES = frozenset({"dev", "develop", "development"})
+#: When each Python release came out (python.org): a pytest much older than its interpreter may not run.
+PYTHON_RELEASED: dict[tuple[int, int], dt.date] = {
+    (3, 8): dt.date(2019, 10, 14), (3, 9): dt.date(2020, 10, 5), (3, 10): dt.date(2021, 10, 4),
+    (3, 11): dt.date(2022, 10, 24), (3, 12): dt.date(2023, 10, 2), (3, 13): dt.date(2024, 10, 7),
+    (3, 14): dt.date(2025, 10, 7),
+}
+#: How long after a Python release pytest is taken to support it well (pytest's releases of the half
+#: year after a Python's release carry the fixes for it).
+PYTEST_CATCH_UP = dt.timedelta(days=183)
 
 
 class DeclaredEnvironment(BaseModel):
@@ -180,6 +191,25 @@ def python_preference(available: list[tuple[int, int, int]], declared: DeclaredE
     if declared.requires_python or own not in admitted:
         return newest_first
     return [own, *(v for v in newest_first if v != own)]
+
+
+def pytest_cutoff(declared_on: dt.date | None, python: tuple[int, int, int]) -> dt.date | None:
+    """The newest upload date of the pytest to install for a project whose declaring files were
+    last changed on ``declared_on``: that day, or, when it is older, the day ``PYTEST_CATCH_UP``
+    after ``python``'s release; None (the newest pytest) when the date is unknown.
+
+    An older project's suite was written for the pytest of its time: later releases broke what it
+    relied on (pytest 8.2 builds every ``unittest.TestCase`` at collection with ``runTest``, which
+    a test case class with its own ``__init__`` may lack). A project's own pin of pytest was
+    satisfiable on that day, so the cutoff never conflicts with it.
+    """
+    if declared_on is None:
+        return None
+    newest_known = max(PYTHON_RELEASED)
+    released = PYTHON_RELEASED.get(min(python[:2], newest_known))
+    if released is not None and released + PYTEST_CATCH_UP > declared_on:
+        return released + PYTEST_CATCH_UP
+    return declared_on
 
 
 def _toml(text: str | None) -> dict[str, Any]:

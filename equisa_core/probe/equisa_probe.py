@@ -15,6 +15,7 @@ the interpreter mid-run still leaves every outcome recorded before the crash:
     {"kind": "node", "fqn": "pkg.mod.f", "file": "pkg/mod.py", "start": 3, "end": 9}
     {"kind": "test", "test": "...", "outcome": "failed", "duration": 0.01, "covered": [...], ...}
     {"kind": "collect_error", "location": "tests/test_b.py", "message": "..."}
+    {"kind": "outside", "modules": {"pkg": "/home/me/pkg/src/pkg/__init__.py"}}
     {"kind": "end", "exitstatus": 1}
 
 A test may run ``--equisa-test-timeout`` seconds, or its own limit from ``--equisa-test-limits FILE``
@@ -119,6 +120,49 @@ NOT_FUNCTIONS = frozenset(("<module>", "<listcomp>", "<setcomp>", "<dictcomp>", 
 #: Set on the code of every function, and never on a class body or a module: a class body that runs
 #: during a test (a module imported inside it, a class defined in a function) is no function either.
 CO_OPTIMIZED = 0x01
+
+
+#: Top-level names of a repository that are not its package, whatever else has them installed.
+NOT_PACKAGES = frozenset(("tests", "test", "testing", "conftest", "setup", "docs", "doc", "examples",
+                          "benchmarks", "scripts", "tools", "noxfile", "tasks"))
+
+
+def imported_elsewhere(root: str) -> dict[str, str]:
+    """The packages and modules of the copy at ``root`` that the run imported from another tree,
+    by name, with the file imported: an editable install, a ``.pth`` or ``PYTHONPATH`` entry that
+    points at the original, or an installed release of the project, which no change to the copy
+    reaches.
+
+    The copy's packages are those at its top and one folder down (``src/pkg``, ``lib/pkg``); one
+    counts as imported elsewhere when the file imported ends with the same path as the copy's file
+    (``lib/pkg/__init__.py``), so a vendored copy of another project's package does not."""
+    prefix = root.rstrip(_os.sep) + _os.sep
+    own: dict[str, str] = {}
+    folders = [""] + [entry for entry in sorted(_listdir(root)) if not entry.startswith((".", "_"))
+                      and entry not in NOT_PACKAGES and _os_path.isdir(_os_path.join(root, entry))]
+    for folder in folders:
+        for entry in sorted(_listdir(_os_path.join(root, folder))):
+            relative = _os_path.join(folder, entry)
+            if entry.endswith(".py") and entry[:-3].isidentifier():
+                own.setdefault(entry[:-3], relative)
+            elif entry.isidentifier() and _os_path.isfile(_os_path.join(root, relative, "__init__.py")):
+                own.setdefault(entry, _os_path.join(relative, "__init__.py"))
+    found = {}
+    for name, relative in sorted(own.items()):
+        filename = getattr(sys.modules.get(name), "__file__", None)
+        if name in NOT_PACKAGES or not isinstance(filename, str):
+            continue
+        real = _os_path.realpath(filename)
+        if not real.startswith(prefix) and real.endswith(_os.sep + relative):
+            found[name] = real
+    return found
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return _os.listdir(path)
+    except OSError:
+        return []
 
 
 def _isolate(module: types.ModuleType) -> types.ModuleType:
@@ -1269,6 +1313,9 @@ class ProbePlugin:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
         self._stop_alarm()
         self.backend.uninstall()
+        outside = imported_elsewhere(self.root)
+        if outside:
+            self._write({"kind": "outside", "modules": outside})
         self._write({"kind": "end", "exitstatus": int(exitstatus)})
         self.out.close()
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from equisa_core.environment.declared import (
+    PYTEST_CATCH_UP,
+    PYTHON_RELEASED,
     declared_environment,
     is_test_group,
+    pytest_cutoff,
     python_preference,
     requirement_files,
 )
@@ -148,3 +153,13 @@ def test_the_python_to_build_on_prefers_the_versions_the_classifiers_name():
     assert python_preference(available, silent, own)[:2] == [own, (3, 13, 0)]
     assert python_preference(available, declared_environment({"pyproject.toml": (
         '[project]\nname = "x"\nrequires-python = ">=4"\n')}), own) == []
+
+
+def test_pytest_is_of_the_projects_time_but_never_older_than_its_python_allows():
+    old = dt.date(2018, 11, 2)
+    assert pytest_cutoff(old, (3, 8, 18)) == dt.date(2019, 10, 14) + PYTEST_CATCH_UP
+    assert pytest_cutoff(dt.date(2024, 6, 1), (3, 8, 18)) == dt.date(2024, 6, 1)
+    assert pytest_cutoff(dt.date(2024, 6, 1), (3, 13, 1)) == dt.date(2024, 10, 7) + PYTEST_CATCH_UP
+    # a Python newer than the table: at least the newest release known
+    assert pytest_cutoff(old, (3, 99, 0)) == max(PYTHON_RELEASED.values()) + PYTEST_CATCH_UP
+    assert pytest_cutoff(None, (3, 8, 18)) is None  # no date (no git history): the newest pytest

@@ -7,14 +7,17 @@ These tests install from the package registry (uv's cache makes the second build
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from equisa_core.errors import EnvironmentBuildError
+from equisa_core.errors import EnvironmentBuildError, NoProjectCodeError
 from tasks.environments import machine_pythons
 from tests.integration.test_probe import tree_digest
 
@@ -200,3 +203,125 @@ def test_variables_the_suite_needs_reach_the_sandbox_from_the_command_line_or_th
     assert summary("--no-provision")["failed"] == 0
     done = run(cli_env, "trace", str(repo), "--test-env", "SHOP_MODE")
     assert done.returncode == 2 and "'SHOP_MODE' is not KEY=VALUE" in done.stderr
+
+
+UNITTEST_BASE = '''import unittest
+
+
+class PagedTestCase(unittest.TestCase):
+    """As an older project's async test base does: it wraps the test method when built."""
+
+    def __init__(self, methodName="runTest"):
+        super().__init__(methodName)
+        self.wrapped = getattr(self, methodName)
+'''
+UNITTEST_TESTS = '''from chunks import last_page, pages
+from tests.base import PagedTestCase
+
+
+class PagesTest(PagedTestCase):
+    def test_pages(self):
+        self.assertEqual(pages([1, 2, 3], 2), [[1, 2], [3]])
+
+    def test_one_page(self):
+        self.assertEqual(last_page([1, 2], 2), [1, 2])
+
+    def test_two_pages(self):
+        self.assertEqual(last_page([1, 2, 3], 2), [3])
+'''
+
+
+def commit_all(repo: Path, date: str) -> None:
+    """``repo`` as a clone whose one commit was made on ``date``."""
+    dated = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost",
+           "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "--all"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "older", "--no-verify"], check=True,
+                   env={**os.environ, **dated})
+
+
+def test_an_older_projects_suite_runs_under_the_pytest_of_its_time(tmp_path, provisioning_env):
+    """pytest 8.2 builds each unittest case at collection with ``runTest``, which an older base class
+    that wraps its test method cannot take: the suite then does not collect. The build takes the
+    pytest of the day the declaring files were committed (no older than its Python allows)."""
+    if (3, 11) not in {v[:2] for v in machine_pythons()}:
+        pytest.skip("the test pins the project to Python 3.11, which this machine lacks")
+    repo = src_layout(tmp_path / "chunks")
+    pyproject = (repo / "pyproject.toml").read_text().replace(
+        'dependencies = [', 'classifiers = ["Programming Language :: Python :: 3.11"]\ndependencies = [')
+    (repo / "pyproject.toml").write_text(pyproject)
+    (repo / "tests" / "__init__.py").write_text("")
+    (repo / "tests" / "base.py").write_text(UNITTEST_BASE)
+    (repo / "tests" / "test_chunks.py").write_text(UNITTEST_TESTS)
+    commit_all(repo, "2021-03-01T12:00:00+00:00")
+    out = tmp_path / "old.json"
+    done = run(provisioning_env, "localize", str(repo), "--no-llm", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert report["ranking"][0]["fqn"] == "chunks.last_page"
+    python = report["environment"]["interpreter"]
+    version = subprocess.run([python, "-c", "import pytest; print(pytest.__version__)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    # Python 3.11 came out on 2022-10-24: the newest pytest half a year later (7.3.x), not the newest
+    assert tuple(int(n) for n in version.split(".")[:2]) == (7, 3), version
+    marker = json.loads((Path(python).parent.parent / "equisa-environment.json").read_text())
+    assert any("--exclude-newer-package pytest=2023-04-25" in step for step in marker["steps"])
+
+
+def test_requirements_no_resolver_can_satisfy_together_are_installed_one_by_one(tmp_path,
+                                                                                        provisioning_env):
+    repo = src_layout(tmp_path / "chunks")
+    # pip's old resolver let a project pin two versions of one package in its requirements
+    # and named a package that is gone from the registry
+    (repo / "requirements-dev.txt").write_text(
+        "more-itertools==10.1.0\nequisa-no-such-package-5b1d7e\nmore-itertools==10.2.0  # newer\n")
+    out = tmp_path / "alone.json"
+    done = run(provisioning_env, "localize", str(repo), "--no-llm", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert report["ranking"][0]["fqn"] == "chunks.last_page"
+    python = Path(report["environment"]["interpreter"])
+    steps = json.loads((python.parent.parent / "equisa-environment.json").read_text())["steps"]
+    # the project with its test extras, then each pin on its own; the second cannot join the first
+    assert "-e " in steps[0] and "[test]" in steps[0] and "requirements-dev" not in steps[0]
+    assert steps[1].endswith(" more-itertools==10.1.0") and steps[2].endswith(" more-itertools==10.2.0")
+    assert steps[3] == "left out, as they did not install beside the project: equisa-no-such-package-5b1d7e"
+    version = subprocess.run([str(python), "-c", "import more_itertools; print(more_itertools.__version__)"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert version == "10.2.0"  # the last one installed, as pip's old resolver left it
+
+
+@pytest.fixture
+def outside_tmp() -> Iterator[Path]:
+    """A folder outside ``/tmp``, which the local sandbox replaces with its own: a user's tree (in
+    their home, say) stays visible, read-only, to the suite."""
+    base = Path("/var/tmp")
+    if not (base.is_dir() and os.access(base, os.W_OK)):
+        pytest.skip("/var/tmp is not writable here: no place outside /tmp for a user's tree")
+    folder = Path(tempfile.mkdtemp(prefix="equisa-user-tree-", dir=base))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_package_imported_from_the_original_tree_is_named_and_is_exit_17(tmp_path, outside_tmp, cli_env):
+    """A layout EQUISA does not know (``lib/chunks``, importable only through the user's ``.pth``
+    that points at the original tree): the suite runs the original, and the run says so."""
+    repo = outside_tmp / "chunks"
+    (repo / "lib" / "chunks").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "lib" / "chunks" / "__init__.py").write_text(MODULE_ALONE)
+    (repo / "tests" / "test_chunks.py").write_text(TESTS)
+    venv = tmp_path / "user-venv"
+    subprocess.run([UV, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
+    subprocess.run([UV, "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"), "pytest"],
+                   check=True, capture_output=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    (site / "chunks-original.pth").write_text(f"{repo / 'lib'}\n")
+    out = tmp_path / "elsewhere.json"
+    done = run({**cli_env, "VIRTUAL_ENV": str(venv)}, "localize", str(repo), "--no-llm", "--json", str(out))
+    assert done.returncode == NoProjectCodeError.exit_code, done.stderr
+    original = (repo / "lib" / "chunks" / "__init__.py").resolve()
+    assert f"the suite imported chunks from {original}, not the sandbox's copy" in done.stderr
+    assert json.loads(out.read_text())["exit_code"] == NoProjectCodeError.exit_code

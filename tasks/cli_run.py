@@ -119,7 +119,7 @@ def run_flow(args: argparse.Namespace, console: Console, model: type[BaseModel],
     warning = weak_isolation_warning(isolation)
     if warning and not args.verbose:  # with --verbose the flow's own log line says it
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    console.print(header(isolation.level.value), highlight=False)
+    console.print(header(isolation.level.value), highlight=False, soft_wrap=True)
     connect_prefect(console)
     return run_with_progress(console, label, flow, params)
 
@@ -159,4 +159,4 @@ def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any
 def announce_written(console: Console, path: Path | None, what: str = "Report") -> None:
     """Say where ``--json`` wrote ``what`` (nothing for none, or for standard output)."""
     if path and path != STDOUT:
-        console.print(f"{what} written to {path}")
+        console.print(f"{what} written to {path}", highlight=False, soft_wrap=True)

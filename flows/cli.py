@@ -20,7 +20,7 @@ from rich.console import Console
 
 from equisa_core.common import options
 from equisa_core.errors import EXIT_OK, SuiteCrashedError, exit_code_for
-from tasks.cli_options import RUN_OPTIONS, add_run_options, given_options
+from tasks.cli_options import RUN_OPTIONS, add_ci_outputs, add_run_options, given_options
 from tasks.cli_run import (
     announce_written,
     print_error,
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "patches in sandboxes, updating confidences until one reaches 0.9 or the budget runs out.",
     )
     add_run_options(localize, *LOCALIZE_OPTIONS[2:])
+    add_ci_outputs(localize)
     localize.set_defaults(handler=_localize_command, option_models=LOCALIZE_OPTIONS)
 
     repair = commands.add_parser(
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--apply", action="store_true",
                         help="write the accepted patch to PATH (refused on a dirty git tree)")
     add_run_options(repair, *LOCALIZE_OPTIONS[2:], options.ValidationOptions)
+    add_ci_outputs(repair)
     repair.set_defaults(handler=_repair_command, option_models=(*LOCALIZE_OPTIONS, options.ValidationOptions))
     _register_extra_commands(commands)
     return parser
@@ -197,6 +199,7 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
     write_json(args.json, report)
     show(console, [*shown.localization_summary(report), *shown.stored(report)])
     announce_written(console, args.json)
+    _write_ci_outputs(args, report, console)
     return EXIT_OK
 
 
@@ -226,7 +229,17 @@ def _repair_command(args: argparse.Namespace, console: Console) -> int:
     if args.diff and report.diff:
         console.print(f"Patch written to {args.diff} (apply with: git -C {args.path} apply "
                       f"{args.diff.resolve()})", highlight=False, soft_wrap=True)
+    _write_ci_outputs(args, report, console)
     return report.exit_code
+
+
+def _write_ci_outputs(args: argparse.Namespace, report: Any, console: Console) -> None:
+    """``--sarif``, ``--markdown``, and under GitHub Actions the annotations and the step summary."""
+    from tasks.ci_outputs import write_ci_outputs
+    from tasks.cli_run import STDOUT
+
+    write_ci_outputs(report, args.path, console, sarif=args.sarif, markdown=args.markdown,
+                     json_to_stdout=args.json == STDOUT)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ __all__ = [
     "Option",
     "RUN_OPTIONS",
     "SPELLING",
+    "add_ci_outputs",
     "add_model_options",
     "add_run_options",
     "field_of",
@@ -216,6 +217,18 @@ def add_run_options(command: argparse.ArgumentParser, *models: type[BaseModel],
     command.add_argument("--json", type=Path, metavar="OUT",
                          help="write the full report here (-: standard output)")
     add_model_options(command, *RUN_OPTIONS, *models, spelling=spelling)
+
+
+def add_ci_outputs(command: argparse.ArgumentParser, markdown_only: bool = False) -> None:
+    """``--sarif`` and ``--markdown``, the report's files for CI (``tasks/ci_outputs.py``); only
+    ``--markdown`` with ``markdown_only`` (a batch's summary has no locations)."""
+    if not markdown_only:
+        command.add_argument("--sarif", type=Path, metavar="FILE",
+                             help="write the suspects (and a verified patch as their fix) as SARIF 2.1.0 "
+                                  "here")
+    command.add_argument("--markdown", type=Path, metavar="FILE",
+                         help="write a summary for a pull-request comment here (under GitHub Actions it also "
+                              "goes to $GITHUB_STEP_SUMMARY)")
 
 
 def _add_field_option(parser: argparse.ArgumentParser, model: type[BaseModel], name: str,

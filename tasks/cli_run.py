@@ -11,7 +11,8 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,9 +60,30 @@ def print_error(error: BaseException, debug: bool, console: Console) -> None:
 
 
 def show(console: Console, printed: Iterable[Printed]) -> None:
-    """Print what ``equisa_core.report.console`` made of a report."""
+    """Print what ``equisa_core.report.console`` made of a report; a table that needs more than the
+    console's width (its names are never cut, see ``name_column``) is printed as wide as it needs."""
     for item in printed:
-        console.print(item.content, highlight=item.highlight, soft_wrap=item.soft_wrap)
+        with _wide_enough(console, item.content):
+            console.print(item.content, highlight=item.highlight, soft_wrap=item.soft_wrap)
+
+
+@contextmanager
+def _wide_enough(console: Console, content: Any) -> Iterator[None]:
+    """``console`` at least as wide as ``content``'s narrowest rendering, while the block runs."""
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    need = (Measurement.get(console, console.options.update_width(10_000), content).minimum
+            if isinstance(content, Table) else 0)
+    if need <= console.width:
+        yield
+        return
+    width = console.width
+    console.width = need
+    try:
+        yield
+    finally:
+        console.width = width
 
 
 def connect_prefect(console: Console) -> None:
@@ -70,8 +92,9 @@ def connect_prefect(console: Console) -> None:
     else Prefect's temporary server, with one warning line when the shared one could not start."""
     from equisa_core.report.console import duration
     from tasks.prefect_server import connect
+    from tasks.progress import status
 
-    with console.status("connecting to the local Prefect server"):
+    with status(console, "connecting to the local Prefect server"):
         connection = connect()
     if connection.problem:
         console.print(f"[yellow]warning:[/] {connection.problem}; this run uses a temporary Prefect "
@@ -96,7 +119,7 @@ def run_flow(args: argparse.Namespace, console: Console, model: type[BaseModel],
     warning = weak_isolation_warning(isolation)
     if warning and not args.verbose:  # with --verbose the flow's own log line says it
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-    console.print(header(isolation.level.value), highlight=False)
+    console.print(header(isolation.level.value), highlight=False, soft_wrap=True)
     connect_prefect(console)
     return run_with_progress(console, label, flow, params)
 
@@ -136,4 +159,4 @@ def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any
 def announce_written(console: Console, path: Path | None, what: str = "Report") -> None:
     """Say where ``--json`` wrote ``what`` (nothing for none, or for standard output)."""
     if path and path != STDOUT:
-        console.print(f"{what} written to {path}")
+        console.print(f"{what} written to {path}", highlight=False, soft_wrap=True)

@@ -1,6 +1,10 @@
 """What the ``equisa`` commands print about a report: rich tables and marked-up lines, built from the
 report models. Pure: nothing here prints, reads a file or the clock; the command line prints each
 ``Printed`` as it says (``console.print(p.content, highlight=p.highlight, soft_wrap=p.soft_wrap)``).
+
+A column of qualified names (``name_column``) is never cut or wrapped: it is as wide as its longest
+name, and the command line widens its console for a table that needs more than the console's width
+(``tasks.cli_run.show``), so piped output and CI logs keep every name whole.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ __all__ = [
     "history_summary",
     "line",
     "localization_summary",
+    "name_column",
     "note",
     "repair_summary",
     "stored",
@@ -81,6 +86,13 @@ def duration(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
+def name_column(table: Table, header: str, names: Sequence[str | None]) -> None:
+    """Add a column of qualified names to ``table`` that is never cut or wrapped: at least as wide
+    as its longest name, taking the width left over."""
+    widest = max((len(name) for name in names if name), default=0)
+    table.add_column(header, no_wrap=True, overflow="ignore", min_width=max(widest, len(header)), ratio=1)
+
+
 def trace_summary(report: TraceReport) -> list[Printed]:
     """``equisa trace``: the outcomes, the most suspicious functions and the ambiguity groups."""
     s = report.summary
@@ -90,7 +102,7 @@ def trace_summary(report: TraceReport) -> list[Printed]:
         f"{len(report.nodes)} functions · {len(report.edges)} edges · "
         f"tracer {report.backend} ({report.backend_reason})")]
     table = Table(title=f"Most suspicious functions (top {TOP_NODES})", title_justify="left")
-    table.add_column("function", overflow="fold", ratio=1)
+    name_column(table, "function", [node.fqn for node in report.nodes[:TOP_NODES]])
     for column in ("line", "fail", "pass", "tarantula", "ochiai", "dstar"):
         table.add_column(column, justify="right", no_wrap=True)
     for node in report.nodes[:TOP_NODES]:
@@ -103,7 +115,7 @@ def trace_summary(report: TraceReport) -> list[Printed]:
         largest = report.ambiguity_groups[0]
         printed.append(line(
             f"{len(report.ambiguity_groups)} ambiguity groups; largest has {len(largest)} "
-            f"functions: {', '.join(largest[:5])}{' …' if len(largest) > 5 else ''}"))
+            f"functions: {', '.join(largest[:5])}{' …' if len(largest) > 5 else ''}", soft_wrap=True))
     return printed
 
 
@@ -113,7 +125,7 @@ def localization_summary(report: LocalizationReport) -> list[Printed]:
     printed = [line(
         f"{report.mode} mode · {verdict} ({report.stopped_because}) · {len(report.inspections)} "
         f"inspections · {report.tests.failed} failing, {report.tests.passed} passing, "
-        f"{report.tests.flaky} flaky tests")]
+        f"{report.tests.flaky} flaky tests", soft_wrap=True)]
     found = report.discovery
     if found is not None and not found.enabled:
         printed.append(line("Discovery: off, no tests generated"))
@@ -127,7 +139,7 @@ def localization_summary(report: LocalizationReport) -> list[Printed]:
             f"{list(found.group_sizes_before) or 'none'} -> {list(found.group_sizes_after) or 'none'} "
             f"({found.stopped_because})"))
     table = Table(title="Ranking (top 10)", title_justify="left")
-    table.add_column("function", overflow="fold", ratio=1)
+    name_column(table, "function", [node.fqn for node in report.ranking[:TOP_NODES]])
     for column in ("line", "suspiciousness", "confidence"):
         table.add_column(column, justify="right", no_wrap=True)
     for node in report.ranking[:TOP_NODES]:
@@ -142,7 +154,7 @@ def repair_summary(report: RepairReport) -> list[Printed]:
     printed = [line(
         f"[bold {colour}]{report.status}[/] · target {report.target or '-'} · "
         f"{report.candidates_tried} candidates tried · {len(report.evaluations)} validated"
-        + (" · applied" if report.applied else ""))]
+        + (" · applied" if report.applied else ""), soft_wrap=True)]
     if report.validation:
         table = Table(title="Validation of the patch", title_justify="left")
         table.add_column("check", no_wrap=True)
@@ -198,8 +210,11 @@ def batch_summary(summary: BatchSummary) -> list[Printed]:
     """``equisa batch``: one row per repository, and the reports folder."""
     table = Table(title=f"Batch: {len(summary.results)} repositories in {summary.seconds:.1f}s",
                   title_justify="left")
-    for column in ("repository", "status", "target", "seconds", "note"):
-        table.add_column(column, overflow="fold", no_wrap=column in ("status", "seconds"))
+    name_column(table, "repository", [r.name for r in summary.results])
+    table.add_column("status", no_wrap=True)
+    name_column(table, "target", [r.target for r in summary.results])
+    table.add_column("seconds", no_wrap=True)
+    table.add_column("note", overflow="fold")
     colours = {"fixed": "green", "plausible_only": "yellow", "error": "red"}
     for r in summary.results:
         colour = colours.get(r.status, "white")
@@ -238,7 +253,10 @@ def _rows_table(title: str, rows: Sequence[Mapping[str, Any]], columns: Sequence
         return line(f"{title}: none")
     table = Table(title=title, title_justify="left")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        if column == "function":
+            name_column(table, column, [_cell(row.get(column)) for row in rows])
+        else:
+            table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*(_cell(row.get(c)) for c in columns))
     return Printed(table)

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from equisa_core.common.options import BatchOptions
 from equisa_core.errors import EXIT_BATCH_FAILURES, EXIT_OK
-from tasks.cli_options import add_model_options
+from tasks.cli_options import add_ci_outputs, add_model_options
 
 __all__ = ["register"]
 
@@ -26,6 +26,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("file", type=Path, help="the repositories file (YAML; see the README)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the batch summary here")
+    add_ci_outputs(parser, markdown_only=True)
     add_model_options(parser, BatchOptions)
     parser.add_argument("--task-runner", choices=("threads", "dask", "ray"),
                         help="where sandboxed test runs fan out: threads in this process (default), "
@@ -41,8 +42,10 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
     from equisa_core.report.console import batch_summary
     from flows.batch import batch
     from tasks.batch_io import check_sandboxes, load_repositories
+    from tasks.ci_outputs import write_batch_outputs
     from tasks.cli_run import show, write_json
     from tasks.parameters import BatchParameters
+    from tasks.progress import status
     from tasks.task_runners import choose_runner, shared_cluster
 
     choose_runner(args.task_runner, args.task_runner_address, args.workers)
@@ -57,12 +60,13 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
         if choice.kind != "threads":
             console.print(f"Task runner: {choice.kind} at {choice.address or 'a new local cluster'}",
                           highlight=False)
-        with console.status("repairing (watch each repository in the Prefect UI)"):
+        with status(console, "repairing (watch each repository in the Prefect UI)"):
             summary = batch(params)
     write_json(args.json, summary)
     show(console, batch_summary(summary))
     if args.json:
         console.print(f"Summary written to {args.json}")
+    write_batch_outputs(summary, console, markdown=args.markdown)
     return EXIT_BATCH_FAILURES if summary.counts.get("error") else EXIT_OK
 
 

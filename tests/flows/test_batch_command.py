@@ -33,8 +33,17 @@ def test_a_failing_repository_does_not_stop_the_batch_and_a_rerun_resumes(tmp_pa
     assert f"repository path {tmp_path / 'missing-repository'} does not exist" in missing.error
     assert summary.counts["fixed"] == 1 and summary.counts["error"] == 1
 
-    second = _batch(cli_env, str(repositories), "--json", str(summary_path), "--reports", str(reports))
+    # The re-run, as a GitHub Actions job: its Markdown goes to --markdown and to the step summary.
+    markdown, step_summary = tmp_path / "batch.md", tmp_path / "step-summary.md"
+    second = _batch({**cli_env, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(step_summary)},
+                    str(repositories), "--json", str(summary_path), "--reports", str(reports),
+                    "--markdown", str(markdown))
     assert second.returncode == 51, second.stderr
+    text = markdown.read_text()
+    assert text.startswith("## EQUISA batch: 2 repositories in ") and "fixed: 1 · error: 1" in text
+    assert "| inventory | - | fixed | `inventory.stock.Item.receive` | " in text
+    assert "| missing-repository | - | error | - | 0 | " in text and step_summary.read_text() == text
+    assert "\nrepairing (watch each repository in the Prefect UI)\n" in second.stderr  # plain, no spinner
     again = BatchSummary.model_validate_json(summary_path.read_text())
     assert again.results[0] == fixed, "the finished repository is served from cache, same run and report"
     assert again.results[1].status == "error" and again.results[1].flow_run_id != missing.flow_run_id

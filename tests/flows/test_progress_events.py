@@ -5,6 +5,7 @@ and from nested flows, and never the listener of another flow run in another thr
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -156,7 +157,7 @@ def test_only_a_tests_record_is_a_finished_test_and_events_are_plain_data():
         heard[0].outcome = "passed"
 
 
-def test_the_spinner_prints_the_notes_and_runs_the_flow_on_its_parameters_unchanged():
+def test_the_spinner_or_the_plain_lines_print_the_notes_and_run_the_flow_on_its_parameters_unchanged():
     from io import StringIO
 
     from rich.console import Console
@@ -173,5 +174,16 @@ def test_the_spinner_prints_the_notes_and_runs_the_flow_on_its_parameters_unchan
         emit(Note(text="First answer: f"))
         return given.path if given == params else "changed"
 
-    assert run_with_progress(Console(file=out, width=200), "label", run, params) == "/repo"
-    assert out.getvalue().strip() == "First answer: f"  # the spinner itself leaves nothing
+    terminal = Console(file=out, width=200, force_terminal=True)
+    assert run_with_progress(terminal, "label", run, params) == "/repo"
+    # The spinner is transient: what stays is the note (the spinner's text is never a line of its own).
+    assert "First answer: f\n" in out.getvalue() and "\ntracing\n" not in out.getvalue()
+
+    # Off a terminal (a CI log, a pipe) the same progress is plain lines that stay, with no cursor control.
+    piped = StringIO()
+    assert run_with_progress(Console(file=piped, width=200), "label", run, params) == "/repo"
+    lines = piped.getvalue().splitlines()
+    assert [re.sub(r"^\[\s*\d+s\] ", "", line) for line in lines] == [
+        "label", "tracing", "First answer: f", "tests run: 1 passed"]
+    assert all(re.match(r"\[\s*\d+s\] ", line) for line in lines if not line.startswith("First"))
+    assert "\x1b" not in piped.getvalue()

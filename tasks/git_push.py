@@ -3,7 +3,9 @@
 The commit is built in a temporary index (``GIT_INDEX_FILE``): ``read-tree`` of the base commit,
 ``apply --cached`` of the diff, ``write-tree``, ``commit-tree`` with the base as parent; then
 ``git push REMOTE +COMMIT:refs/heads/BRANCH``. The user's working tree, index, HEAD and branches are
-never touched. The branch is EQUISA's own: a later run of the same commit replaces it.
+never touched, nor anything under ``.git``: the new objects go to a scratch object store that
+reads the repository's as an alternate. The branch is EQUISA's own: a later run of the same commit
+replaces it.
 
 Repaired as it is (``base`` None), the folder's git tree must hold no uncommitted change to tracked
 files, since the verified patch was made on the files as they are and the commit goes on HEAD;
@@ -48,7 +50,7 @@ def _git(args: list[str], cwd: Path, *, stdin: str | None = None,
          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, env=env)
+                              timeout=GIT_TIMEOUT_S, env={**(env or os.environ), "GIT_OPTIONAL_LOCKS": "0"})
     except FileNotFoundError:
         raise PushError("git is not installed") from None
     except subprocess.TimeoutExpired:
@@ -65,9 +67,10 @@ def _checked(args: list[str], cwd: Path, why: str, *, stdin: str | None = None,
     return done.stdout.strip()
 
 
-def remote_url(repo: Path, remote: str) -> str:
-    """The fetch URL of ``repo``'s ``remote``; ``PushError`` when there is no such remote."""
-    done = _git(["remote", "get-url", remote], repo)
+def remote_url(repo: Path, remote: str, push: bool = False) -> str:
+    """The fetch URL (``push``: the push URL) of ``repo``'s ``remote``; ``PushError`` when there is no
+    such remote."""
+    done = _git(["remote", "get-url", *(["--push"] if push else []), remote], repo)
     if done.returncode != 0 and "not a git repository" in done.stderr:
         raise PushError(f"{repo} is not in a git work tree: --push needs one")
     if done.returncode != 0:
@@ -94,20 +97,29 @@ def push_fix_branch(repo: Path, diff: str, remote: str, message: str,
     base_commit = _checked(["rev-parse", "--verify", f"{base or 'HEAD'}^{{commit}}"], repo,
                            f"no commit {base or 'HEAD'} to build the fix on")
     short = _checked(["rev-parse", "--short", base_commit], repo, "cannot shorten the commit's sha")
-    remote_url(repo, remote)
+    push_url = remote_url(repo, remote, push=True)
     where = repo.relative_to(top).as_posix()
     directory = [f"--directory={where}"] if where != "." else []
+    objects = Path(_checked(["rev-parse", "--git-path", "objects"], top, "cannot find the object store"))
+    branch = fix_branch(short)
     with tempfile.TemporaryDirectory(prefix="equisa-push-") as scratch:
-        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index"), **_identity(top)}
+        # The new index and objects live in the scratch folder; the repository's objects are read from
+        # its store as an alternate, so nothing under .git is written.
+        (Path(scratch) / "objects").mkdir()
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index"),
+               "GIT_OBJECT_DIRECTORY": str(Path(scratch) / "objects"),
+               "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects if objects.is_absolute() else top / objects),
+               **_identity(top)}
         _checked(["read-tree", base_commit], top, "cannot read the base commit's tree", env=env)
         _checked(["apply", "--cached", *directory, "-"], top, f"the patch does not apply to {short}",
                  stdin=diff, env=env)
         tree = _checked(["write-tree"], top, "cannot write the patched tree", env=env)
         commit = _checked(["commit-tree", tree, "-p", base_commit, "-F", "-"], top, "cannot make the commit",
                           stdin=message, env=env)
-    branch = fix_branch(short)
-    _checked(["push", "--quiet", remote, f"+{commit}:refs/heads/{branch}"], top,
-             f"cannot push {branch} to {remote}")
+        # To the remote's URL, not its name: no remote-tracking branch is made for an object that the
+        # repository's own store does not hold.
+        _checked(["push", "--quiet", push_url, f"+{commit}:refs/heads/{branch}"], top,
+                 f"cannot push {branch} to {remote}", env=env)
     return PushedBranch(branch=branch, commit=commit, base_commit=base_commit, remote=remote)
 
 

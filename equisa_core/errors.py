@@ -50,8 +50,13 @@ boundary where they occur. Each class that introduces a code says what it means 
     ├── TaskRunnerError (52)           the chosen fan-out task runner is not available
     ├── TriggerError (53)              ``equisa trigger`` could not post its event
     ├── DeployError (54)               ``equisa deploy`` could not deploy ``prefect.yaml``
-    └── PrefectServerError (55)        the shared local Prefect server could not start
-                                       (flow commands fall back to Prefect's temporary server)
+    ├── PrefectServerError (55)        the shared local Prefect server could not start
+    │                                  (flow commands fall back to Prefect's temporary server)
+    ├── PushError (60)                 ``--push``: the fix branch could not be built or pushed
+    └── ForgeError (61)                ``--open-pr``: the forge's REST API refused the request (404,
+        │                              a 422 other than an existing pull request, another status)
+        ├── ForgeAuthError (62)        no token in the environment, or the forge refused it (401, 403)
+        └── ForgeTimeoutError (63)     the forge's API did not answer in time (or cannot be reached)
 
 The errors of the task layer and of the model's text (``WorkspaceError`` and the clone and ref
 errors of ``tasks.workspace``, ``SandboxInfrastructureError`` of ``tasks.sandbox``, the LLM errors of
@@ -109,6 +114,10 @@ __all__ = [
     "TriggerError",
     "DeployError",
     "PrefectServerError",
+    "PushError",
+    "ForgeError",
+    "ForgeAuthError",
+    "ForgeTimeoutError",
     "EnvironmentFailureError",
     "EnvironmentBuildError",
     "NoProjectCodeError",
@@ -531,6 +540,42 @@ class PrefectServerError(EquisaError):
     exit_code = 55
     meaning = ("`equisa server start`: the shared local Prefect server could not start (flow commands "
                "fall back to the temporary server instead)")
+
+
+# --- publishing a fix: the pushed branch and the pull request ------------------------------------
+
+
+class PushError(EquisaError):
+    """``--push``: the fix branch could not be built (not a git work tree, uncommitted changes where the
+    patch goes, a patch that does not apply to HEAD) or pushed (no such remote, push rejected)."""
+
+    exit_code = 60
+    meaning = ("`--push`: the fix branch could not be built (not a git work tree, uncommitted changes, the "
+               "patch does not apply to HEAD) or pushed (no such remote, rejected)")
+
+
+class ForgeError(EquisaError):
+    """``--open-pr``: the forge's REST API refused the request or answered what cannot be read."""
+
+    exit_code = 61
+    meaning = ("`--open-pr`: the forge's API refused the pull request or its comment (404: no such "
+               "repository or branch for this token; 422: the API's reason is shown)")
+
+
+class ForgeAuthError(ForgeError):
+    """No forge token in the environment (``GITHUB_TOKEN``, ``EQUISA_FORGE_TOKEN``), or the forge refused
+    it (401, 403)."""
+
+    exit_code = 62
+    meaning = ("`--open-pr`: no token (`GITHUB_TOKEN` or `EQUISA_FORGE_TOKEN`), or the forge refused it "
+               "(401, 403)")
+
+
+class ForgeTimeoutError(ForgeError):
+    """The forge's API did not answer within the timeout, or could not be reached at all."""
+
+    exit_code = 63
+    meaning = "`--open-pr`: the forge's API did not answer in time or cannot be reached"
 
 
 # --- the map from errors to exit codes -----------------------------------------------------------

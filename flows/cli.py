@@ -14,13 +14,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from equisa_core.common import options
 from equisa_core.errors import EXIT_OK, SuiteCrashedError, exit_code_for
-from tasks.cli_options import RUN_OPTIONS, add_ci_outputs, add_run_options, given_options
+from tasks.cli_options import RUN_OPTIONS, add_ci_outputs, add_run_options, given_options, parameters_from
 from tasks.cli_run import (
     announce_written,
     print_error,
@@ -30,6 +30,9 @@ from tasks.cli_run import (
     write_failure_report,
     write_json,
 )
+
+if TYPE_CHECKING:
+    from equisa_core.validation.repair import RepairReport
 
 __all__ = ["main", "run", "build_parser"]
 
@@ -79,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--diff", type=Path, metavar="OUT", help="write the accepted patch (a git diff) here")
     repair.add_argument("--apply", action="store_true",
                         help="write the accepted patch to PATH (refused on a dirty git tree)")
-    add_run_options(repair, *LOCALIZE_OPTIONS[2:], options.ValidationOptions)
+    add_run_options(repair, *LOCALIZE_OPTIONS[2:], options.ValidationOptions, options.ForgeOptions)
     add_ci_outputs(repair)
     repair.set_defaults(handler=_repair_command, option_models=(*LOCALIZE_OPTIONS, options.ValidationOptions))
     _register_extra_commands(commands)
@@ -208,11 +211,18 @@ def _repair_command(args: argparse.Namespace, console: Console) -> int:
     from flows.repair import repair
     from tasks.parameters import RepairParameters
 
+    forge = options.ForgeOptions(**parameters_from(args, options.ForgeOptions))
+    if forge.publishing:  # a missing remote or token is known before the run, not after it
+        from tasks.publish_fix import check_publishable
+
+        check_publishable(args.path, forge)
     report = run_flow(args, console, RepairParameters,
                       lambda level: f"Repairing [bold]{args.path}[/] (sandbox {args.sandbox}: {level})",
                       "localizing the bug, then validating patches", repair)
     if report.localization is not None:
         show(console, shown.localization_summary(report.localization))
+    if forge.publishing:  # before --apply: the fix commit goes on HEAD, from a clean tree
+        report = _publish(args, report, forge, console)
     if args.apply and report.status == "fixed":
         from tasks.apply import apply_patch
 
@@ -225,6 +235,8 @@ def _repair_command(args: argparse.Namespace, console: Console) -> int:
     show(console, [*shown.repair_summary(report), *shown.stored(report)])
     if args.apply and report.status != "fixed":
         console.print("Nothing applied: no patch was accepted.")
+    if report.published is not None and report.published.pull_request_url:
+        console.print(f"Pull request: {report.published.pull_request_url}", highlight=False, soft_wrap=True)
     announce_written(console, args.json)
     if args.diff and report.diff:
         console.print(f"Patch written to {args.diff} (apply with: git -C {args.path} apply "
@@ -240,6 +252,27 @@ def _write_ci_outputs(args: argparse.Namespace, report: Any, console: Console) -
 
     write_ci_outputs(report, args.path, console, sarif=args.sarif, markdown=args.markdown,
                      json_to_stdout=args.json == STDOUT)
+
+
+def _publish(args: argparse.Namespace, report: RepairReport, forge: options.ForgeOptions,
+             console: Console) -> RepairReport:
+    """``--push`` / ``--open-pr``: publish a fixed report's patch (``tasks.publish_fix``), or say why
+    nothing is pushed. When publishing fails, the report is written (``--json``) before the error ends
+    the command."""
+    from equisa_core.errors import ForgeError, PushError
+    from equisa_core.report.markdown import render_markdown
+    from tasks.publish_fix import publish_fix
+
+    if report.status != "fixed":
+        console.print(f"Nothing pushed: no patch was accepted ({report.status}).", highlight=False)
+        return report
+    try:
+        published = publish_fix(str(args.path), None, report, forge, render_markdown(report),
+                                 say=lambda line: console.print(line, highlight=False, soft_wrap=True))
+    except (PushError, ForgeError):
+        write_json(args.json, report)
+        raise
+    return report.model_copy(update={"published": published})
 
 
 if __name__ == "__main__":

@@ -17,14 +17,16 @@ from prefect import flow
 from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
 
-from equisa_core.errors import EXIT_INTERNAL, EquisaError, NothingToLocalizeError
-from equisa_core.operations.batch import RepositoryResult, is_remote
+from equisa_core.errors import EXIT_INTERNAL, EquisaError, ForgeError, NothingToLocalizeError, PushError
+from equisa_core.operations.batch import RepositoryEntry, RepositoryResult, is_remote
+from equisa_core.report.markdown import render_markdown
 from equisa_core.validation.repair import RepairReport
 from flows.repair import repair
 from tasks.batch_io import default_reports_dir, write_report
 from tasks.batch_results import FullReport, publish_result, result_fields
 from tasks.parameters import RepositoryRunParameters, repair_parameters
 from tasks.prepare import snapshot_workspace
+from tasks.publish_fix import publish_fix_step
 from tasks.task_runners import FanOutTaskRunner, shared_cluster
 
 __all__ = ["repair_repository"]
@@ -52,6 +54,7 @@ def _run(params: RepositoryRunParameters) -> State:
             path = str(snapshot_workspace(entry.source, entry.ref).root)
         report = repair(repair_parameters(entry, path, params.no_cache))
         result = RepositoryResult(**base, **result_fields(report, entry))
+        report, result = _published(entry, report, result)
     except NothingToLocalizeError as error:
         result = RepositoryResult(**base, status="nothing_to_fix", error=error.message,
                                   exit_code=error.exit_code)
@@ -69,3 +72,22 @@ def _run(params: RepositoryRunParameters) -> State:
     if result.status == "error":
         return Failed(message=f"{entry.label}: {result.error}", data=result)
     return Completed(message=f"{entry.label}: {result.status}", data=result)
+
+
+def _published(entry: RepositoryEntry, report: RepairReport,
+               result: RepositoryResult) -> tuple[RepairReport, RepositoryResult]:
+    """The entry's ``publish`` done: a fixed report's branch pushed (and pull request opened), recorded
+    in the report and the result; a failure to publish makes the result an error (the fix is kept)."""
+    if not entry.publish.publishing:
+        return report, result
+    if report.status != "fixed":
+        print(f"{entry.label}: nothing pushed: no patch was accepted ({report.status})")
+        return report, result
+    try:
+        published = publish_fix_step(entry.source, entry.ref, report, entry.publish,
+                                     render_markdown(report))
+    except (PushError, ForgeError) as error:
+        return report, result.model_copy(update={"status": "error", "error": f"fixed, but not published: "
+                                                 f"{error.message}", "exit_code": error.exit_code})
+    return (report.model_copy(update={"published": published}),
+            result.model_copy(update={"published": published}))

@@ -89,6 +89,11 @@ def publish_result(result: RepositoryResult) -> None:
         lines.append(f"- target: `{result.target}`")
     if result.error:
         lines.append(f"- error: {result.error}")
+    if result.published is not None:
+        lines.append(f"- fix branch: `{result.published.branch}` on {result.published.remote}")
+        if result.published.pull_request_url:
+            lines.append(f"- pull request ({result.published.pull_request}): "
+                         f"{result.published.pull_request_url}")
     if result.report_path:
         lines.append(f"- report: `{result.report_path}`")
     if result.diff:

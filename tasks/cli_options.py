@@ -27,6 +27,7 @@ from equisa_core.common.options import (
     BatchOptions,
     DiscoveryOptions,
     EndpointOptions,
+    ForgeOptions,
     LocalizationOptions,
     SandboxOptions,
     StorageOptions,
@@ -158,6 +159,23 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
         "coverage_target": Option("default {default}", metavar="PCT"),
         "mutation_target": Option("default {default}", metavar="PCT"),
         "max_mutants": Option("mutants per measurement, 0 for none (default {default})", metavar="N"),
+    },
+    ForgeOptions: {
+        "push": Option("push the accepted patch as one commit on top of HEAD to a branch equisa/fix-<short "
+                       "sha> of --remote (the working tree and branch are not touched; a plausible-only or "
+                       "not-fixed run pushes nothing)", switch=True),
+        "remote": Option("the git remote the fix branch goes to (default {default})", metavar="NAME"),
+        "open_pr": Option("also open a pull request for the fix branch (or comment on the open one) through "
+                          "the forge's REST API, with the token in GITHUB_TOKEN or EQUISA_FORGE_TOKEN "
+                          "(implies --push)", switch=True),
+        "forge": Option("the forge's kind (default {default})"),
+        "forge_api": Option("the forge's REST API base (default: GITHUB_API_URL, else https://api.github.com "
+                            "for github.com, https://HOST/api/v3 for another GitHub host, "
+                            "https://HOST/api/v1 for gitea)", metavar="URL"),
+        "pr_base": Option("the branch the pull request targets (default: the branch checked out, else the "
+                          "repository's default branch)", metavar="BRANCH"),
+        "forge_timeout_s": Option("seconds to wait for each answer of the forge's API (default {default})",
+                                  flag="--forge-timeout", metavar="SECONDS"),
     },
     BatchOptions: {
         "concurrency": Option("repositories repaired at the same time (default {default})", metavar="N"),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.forge_server import forge_api  # noqa: F401  (a scripted forge REST API)
 from tests.s3_servers import moto_s3, rclone_s3  # noqa: F401  (S3 servers on 127.0.0.1)
 from tests.scripted_llm_server import scripted_llm_fixture  # noqa: F401  (the ``scripted_llm`` fixture)
 

@@ -47,6 +47,8 @@ INTERNAL_SIGNALS = {
     "tasks.prefect_watchdog.LockTimeout",
     # Carries a failed repository's result through Prefect's Failed state to the batch summary.
     "tasks.batch_results.RepositoryFailed",
+    # Private: a forge request to retry (no connection, 502-504); tasks.forge_api translates it.
+    "tasks.forge_api._Unanswered",
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, Field, PositiveFloat, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
 
 from equisa_core.localization.calibrated_likelihoods import (
     DEFAULT_MIN_EXPECTED_SHIFT,
@@ -29,6 +29,9 @@ __all__ = [
     "TestgenOptions",
     "BatchOptions",
     "OutputOptions",
+    "ForgeOptions",
+    "ForgeKind",
+    "GITHUB_API",
     "SandboxKind",
     "default_of",
     "PerTestLimit",
@@ -239,3 +242,36 @@ class BatchOptions(OutputOptions):
 
     concurrency: int = Field(2, ge=1, le=64, description="Repositories repaired at the same time.")
     no_cache: bool = Field(False, description="Repair every repository again and re-run every test.")
+
+
+#: The kinds of forge whose REST API ``--open-pr`` speaks (Gitea's pulls endpoints follow GitHub's).
+ForgeKind = Literal["github", "gitea"]
+#: github.com's REST API; GitHub Enterprise serves it at ``https://HOST/api/v3``.
+GITHUB_API: Final = "https://api.github.com"
+
+
+class ForgeOptions(BaseModel):
+    """Whether a fixed run's patch is published, and where: a branch pushed to a git remote, a pull
+    request opened (or commented on) through the forge's REST API. Nothing is published unless asked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    push: bool = Field(False, description="Push the verified patch, as one commit on top of the repaired "
+                                          "HEAD, to a branch equisa/fix-<short sha> of the remote.")
+    remote: str = Field("origin", min_length=1, description="The git remote the branch is pushed to.")
+    open_pr: bool = Field(False, description="Open a pull request for the pushed branch, or comment on the "
+                                             "one already open for it (implies push).")
+    forge: ForgeKind = Field("github", description="The forge's kind: github (also GitHub Enterprise) or "
+                                                   "gitea.")
+    forge_api: str | None = Field(None, description=f"The forge's REST API base; None: {GITHUB_API} for "
+                                                    "github, https://HOST/api/v1 for gitea (HOST: the "
+                                                    "remote's).")
+    pr_base: str | None = Field(None, description="The branch the pull request targets; None: the branch "
+                                                  "the run repaired, else the repository's default branch.")
+    forge_timeout_s: float = Field(30.0, gt=0, description="Seconds to wait for each answer of the forge's "
+                                                           "API.")
+
+    @property
+    def publishing(self) -> bool:
+        """Whether anything is to be pushed (``open_pr`` implies the push)."""
+        return self.push or self.open_pr

@@ -16,6 +16,7 @@ data, since ``equisa_core`` imports no YAML library):
         python: /opt/venvs/billing/bin/python
         tests: [tests/unit]
         budgets: {max_seconds: 600, max_cost_usd: 0.5}
+        publish: {push: true, open_pr: true}   # a fix: branch equisa/fix-<sha>, pull request
 
 Every key is checked (unknown keys are errors, so a typo never silently does nothing), and errors
 name the entry and the key: ``repositories[2].budgets.max_iterations: ...``.
@@ -33,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from equisa_core.common.options import (
     DiscoveryOptions,
     EndpointOptions,
+    ForgeOptions,
     LocalizationOptions,
     PerTestLimit,
     SandboxKind,
@@ -41,6 +43,7 @@ from equisa_core.common.options import (
     default_of,
 )
 from equisa_core.errors import RepositoriesFileError
+from equisa_core.operations.forge import PublishedFix
 
 __all__ = [
     "Budgets",
@@ -110,6 +113,8 @@ class RepositoryEntry(BaseModel):
                                                  "file writes (otherwise the run fails with exit 14).")
     docker_image: str | None = None
     budgets: Budgets = Field(default_factory=Budgets)
+    publish: ForgeOptions = Field(default_factory=ForgeOptions,
+                                  description="What to do with a fix: push a branch, open a pull request.")
 
     @field_validator("tests", "failing_tests", mode="before")
     @classmethod
@@ -118,6 +123,12 @@ class RepositoryEntry(BaseModel):
         if isinstance(value, str):
             return tuple(word for word in re.split(r"[\s,]+", value) if word)
         return value
+
+    @field_validator("publish", mode="before")
+    @classmethod
+    def _none_is_default(cls, value: Any) -> Any:
+        """An event from before ``publish`` existed renders it as nothing: publish nothing."""
+        return ForgeOptions() if value is None or value == "" else value
 
     @field_validator("ref", "python", "ci_run_url", "name", "docker_image", mode="before")
     @classmethod
@@ -230,6 +241,7 @@ class RepositoryResult(BaseModel):
     report_path: str | None = None
     flow_run_id: str | None = None
     problems: tuple[str, ...] = ()
+    published: PublishedFix | None = Field(None, description="The fix branch and pull request (publish).")
 
 
 class BatchSummary(BaseModel):

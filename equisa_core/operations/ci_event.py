@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from equisa_core.common.options import ForgeOptions
+
 __all__ = ["CI_FAILED_EVENT", "RESOURCE_PREFIX", "ci_failure_event", "ci_context", "resource_id"]
 
 #: The event name the deployment trigger expects.
@@ -29,10 +31,11 @@ def resource_id(repository: str) -> str:
 
 def ci_failure_event(repository: str, ref: str | None, failing_tests: Sequence[str], ci_run_url: str | None,
                      llm: bool | None = None, occurred: datetime | None = None,
-                     event_id: str | None = None) -> dict[str, Any]:
+                     event_id: str | None = None, publish: ForgeOptions | None = None) -> dict[str, Any]:
     """The event as the Prefect events API takes it (one element of the POSTed list).
 
-    Every payload key is present (``None`` when unknown) because the trigger's templates read each one.
+    Every payload key is present (``None`` when unknown) because the trigger's templates read each one;
+    ``publish`` (what to do with a fix: ``--push``, ``--open-pr``) is always a whole ``ForgeOptions``.
     """
     return {
         "id": event_id or str(uuid.uuid4()),
@@ -46,6 +49,7 @@ def ci_failure_event(repository: str, ref: str | None, failing_tests: Sequence[s
             "failing_tests": list(failing_tests),
             "ci_run_url": ci_run_url or None,
             "llm": llm,
+            "publish": (publish or ForgeOptions()).model_dump(),
         },
     }
 

@@ -12,6 +12,7 @@ from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import EXIT_NOT_FIXED, EXIT_OK, EXIT_PLAUSIBLE_ONLY
 from equisa_core.localization.steps import LocalizationReport
+from equisa_core.operations.forge import PublishedFix
 from equisa_core.validation.candidates import PatchEvaluation, PatchStatus
 
 __all__ = ["RepairStatus", "RepairReport", "repair_status"]
@@ -40,6 +41,9 @@ class RepairReport(BaseModel):
     localization: LocalizationReport | None = None
     cost: dict[str, float] = Field(default_factory=dict)
     applied: bool = Field(False, description="The patch was written to the user's tree (--apply).")
+    published: PublishedFix | None = Field(
+        None, description="The fix branch pushed (--push) and the pull request opened or commented on "
+                          "(--open-pr).")
     problems: tuple[str, ...] = ()
     error: str | None = None
     sandbox: SandboxIsolation | None = Field(None, description="The isolation the run's sandboxes gave.")

@@ -12,9 +12,22 @@ from typing import Any
 
 from rich.console import Console
 
+from equisa_core.common.options import ForgeOptions
 from equisa_core.errors import EXIT_OK
+from tasks.cli_options import SPELLING, Option, add_model_options, parameters_from
 
 __all__ = ["register"]
+
+#: The publishing options as the repair run the event starts reads them: the worker pushes, with the
+#: token of its own environment.
+TRIGGER_SPELLING: dict[str, Option] = {
+    **SPELLING[ForgeOptions],
+    "push": Option("the repair pushes its accepted patch as one commit to a branch equisa/fix-<short sha> "
+                   "of the repository (for a git URL: to that URL; for a folder: to --remote)", switch=True),
+    "open_pr": Option("the repair also opens a pull request for the fix branch, or comments on the open "
+                      "one, with the token in the worker's GITHUB_TOKEN or EQUISA_FORGE_TOKEN (implies "
+                      "--push)", switch=True),
+}
 
 
 def register(commands: Any) -> None:
@@ -40,6 +53,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                         help="how long to wait for the server (default 30)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the posted event here")
+    add_model_options(parser, ForgeOptions, spelling=TRIGGER_SPELLING)
     parser.set_defaults(handler=_trigger_command)
 
 
@@ -47,12 +61,15 @@ def _trigger_command(args: argparse.Namespace, console: Console) -> int:
     from tasks.ci_trigger import trigger_repair
     from tasks.cli_run import write_json
 
+    publish = ForgeOptions(**parameters_from(args, ForgeOptions))
     api_url, event = trigger_repair(args.api_url, args.repository, args.ref, args.failing_tests,
-                                    args.ci_run_url, args.llm, args.timeout)
+                                    args.ci_run_url, args.llm, args.timeout, publish)
     write_json(args.json, event)
     payload = event["payload"]
     console.print(f"Posted {event['event']} for [bold]{payload['repository']}[/]"
                   + (f" at {payload['ref']}" if payload["ref"] else "")
-                  + f" ({len(args.failing_tests)} failing tests) to {api_url} · event {event['id']}",
+                  + f" ({len(args.failing_tests)} failing tests) to {api_url} · event {event['id']}"
+                  + (" · the fix will be pushed" + (" with a pull request" if publish.open_pr else "")
+                     if publish.publishing else ""),
                   highlight=False, soft_wrap=True)
     return EXIT_OK

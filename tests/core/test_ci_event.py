@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from equisa_core.common.options import ForgeOptions
 from equisa_core.operations.ci_event import CI_FAILED_EVENT, ci_context, ci_failure_event, resource_id
 
 
@@ -17,7 +18,9 @@ def test_event_carries_every_payload_key_the_trigger_reads():
     assert event["resource"]["prefect.resource.id"] == "equisa.repository.github.com/acme/shop"
     assert event["payload"] == {"repository": "https://github.com/acme/shop.git", "ref": "abc123",
                                 "failing_tests": ["tests/test_a.py::test_x"],
-                                "ci_run_url": "https://github.com/acme/shop/actions/runs/7", "llm": None}
+                                "ci_run_url": "https://github.com/acme/shop/actions/runs/7", "llm": None,
+                                "publish": ForgeOptions().model_dump()}
+    assert event["payload"]["publish"]["push"] is False, "nothing is pushed unless asked"
 
 
 def test_resource_ids_are_safe_for_any_source():

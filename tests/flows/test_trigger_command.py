@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from equisa_core.common.options import ForgeOptions
 from equisa_core.operations.ci_event import CI_FAILED_EVENT
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
@@ -88,8 +89,20 @@ def test_posts_the_event_with_the_server_auth_string(events_api, tmp_path):
     assert event["event"] == CI_FAILED_EVENT and event == json.loads(out.read_text())
     assert event["payload"] == {"repository": "https://git.example.com/acme/shop.git", "ref": "abc123",
                                 "failing_tests": ["tests/test_a.py::test_x", "tests/test_b.py::test_y"],
-                                "ci_run_url": "https://ci.example.com/runs/7", "llm": False}
-    assert "Posted equisa.ci.failed" in done.stderr
+                                "ci_run_url": "https://ci.example.com/runs/7", "llm": False,
+                                "publish": ForgeOptions().model_dump()}
+    assert "Posted equisa.ci.failed" in done.stderr and "pushed" not in done.stderr
+
+
+def test_push_and_open_pr_ask_the_repair_run_to_publish_its_fix(events_api):
+    api, handler = events_api
+    handler.expected = "Bearer pnu_testkey"
+    done = _trigger(_env(api, PREFECT_API_KEY="pnu_testkey"), "--repository", "https://git.example.com/a/b.git",
+                    "--push", "--open-pr", "--forge", "gitea", "--pr-base", "develop")
+    assert done.returncode == 0, done.stderr
+    publish = handler.received[0][1][0]["payload"]["publish"]
+    assert publish == ForgeOptions(push=True, open_pr=True, forge="gitea", pr_base="develop").model_dump()
+    assert "the fix will be pushed with a pull request" in done.stderr
 
 
 def test_github_actions_defaults_and_an_api_key(events_api):

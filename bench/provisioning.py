@@ -33,7 +33,8 @@ from bench.realbugs.steps import clean_env, equisa_command, fresh_copy, timed_ru
 from bench.realrepair.bugsinpy_single import REALBUGS_CACHE, realbugs_record
 
 #: One bug of each project of the real-bug benchmark (all verified single-function bugs).
-DEFAULT_BUGS = "black:10,fastapi:12,luigi:3,sanic:1,scrapy:2,tornado:4"
+DEFAULT_BUGS = "black:10,fastapi:12,luigi:10,scrapy:2,tornado:4,sanic:1"
+#: A command's limit, whole process (``--timeout``).
 TIMEOUT_S = 1800
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -58,7 +59,7 @@ def buggy_commit_date(project: str, number: int) -> str:
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
-def run_one(project: str, number: int, work: Path) -> dict:
+def run_one(project: str, number: int, work: Path, timeout_s: float = TIMEOUT_S) -> dict:
     record = realbugs_record(project, number)
     truth = {f["fqn"] for f in record["truth"]["functions"]}
     copy = fresh_copy(REALBUGS_CACHE / "bugs" / f"{project}-{number}" / "buggy", work / "repo",
@@ -75,7 +76,7 @@ def run_one(project: str, number: int, work: Path) -> dict:
         out = work / f"{phase}.json"
         command = [*equisa.argv(), "localize", str(copy), "--no-llm", "--json", str(out),
                    "--tests", *record["scope"]]
-        run = timed_run(command, equisa.root, env, TIMEOUT_S)
+        run = timed_run(command, equisa.root, env, timeout_s)
         row: dict = {"returncode": run.returncode, "wall_s": round(run.wall_s, 2)}
         if out.exists():
             report = json.loads(out.read_text())
@@ -86,6 +87,8 @@ def run_one(project: str, number: int, work: Path) -> dict:
         if run.returncode != 0:
             lines = [line for line in (run.stderr + run.stdout).splitlines() if line.strip()]
             row["message"] = " | ".join(lines[-4:])[-900:]
+            if run.returncode is None:
+                row["message"] = f"stopped at the time limit ({timeout_s:g} s) | {row['message']}"
         result[phase] = row
         if run.returncode != 0 and phase == "cold" and not out.exists():
             break  # no environment: the warm run would only repeat the failure
@@ -117,13 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bugs", default=DEFAULT_BUGS, help="project:number, comma-separated")
     parser.add_argument("--out", type=Path,
                         help="the results' stem (default bench/results/provisioning_<date>)")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S, metavar="SECONDS",
+                        help="each command's limit, whole process (default %(default)s)")
     args = parser.parse_args(argv)
     out = args.out or RESULTS / f"provisioning_{dt.date.today().isoformat()}"
     results = []
     for item in args.bugs.split(","):
         project, _, number = item.strip().partition(":")
         with tempfile.TemporaryDirectory(prefix="equisa-provisioning-") as scratch:
-            result = run_one(project, int(number), Path(scratch))
+            result = run_one(project, int(number), Path(scratch), args.timeout)
         print(json.dumps(result), flush=True)
         results.append(result)
     out.parent.mkdir(parents=True, exist_ok=True)

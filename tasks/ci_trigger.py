@@ -13,6 +13,7 @@ import base64
 import os
 from typing import Any
 
+from equisa_core.common.options import EndpointOptions
 from equisa_core.errors import TriggerError
 from equisa_core.operations.ci_event import ci_context, ci_failure_event
 
@@ -46,9 +47,11 @@ def post_event(api_url: str, event: dict[str, Any], headers: dict[str, str], tim
 
 
 def trigger_repair(api_url: str | None, repository: str | None, ref: str | None, failing_tests: list[str],
-                   ci_run_url: str | None, llm: bool | None, timeout: float) -> tuple[str, dict[str, Any]]:
-    """Post the CI failure (the CI job's own repository, ref and run URL where not given) to ``api_url``
-    (None: ``PREFECT_API_URL``); returns the API's address and the event posted."""
+                   ci_run_url: str | None, model: EndpointOptions,
+                   timeout: float) -> tuple[str, dict[str, Any]]:
+    """Post the CI failure (the CI job's own repository, ref and run URL where not given, and the
+    repair's ``model`` options: LLM on/off, cost cap, prices) to ``api_url`` (None: ``PREFECT_API_URL``),
+    waiting ``timeout`` seconds for the server; returns the API's address and the event posted."""
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
@@ -63,6 +66,7 @@ def trigger_repair(api_url: str | None, repository: str | None, ref: str | None,
     auth = settings.api.auth_string.get_secret_value() if settings.api.auth_string else None
     key = settings.api.key.get_secret_value() if settings.api.key else None
     event = ci_failure_event(repository, ref or context["ref"], failing_tests,
-                             ci_run_url or context["ci_run_url"], llm)
+                             ci_run_url or context["ci_run_url"], model.llm, model.max_cost_usd,
+                             model.price_input, model.price_output)
     post_event(api_url, event, auth_headers(auth, key), timeout)
     return api_url, event

@@ -254,9 +254,6 @@ def _add_field_option(parser: argparse.ArgumentParser, model: type[BaseModel], n
     dest = flag[2:].replace("-", "_")
     help_text = option.help.replace("{default}", _shown(default))
     choices = _choices(field.annotation)
-    for old in option.old:
-        add_deprecated_flag(parser, old, flag, dest=dest, type=field_type(model, name),
-                            metavar=option.metavar or _metavar(name, field.annotation))
     if option.off_help is not None:
         pair = parser.add_mutually_exclusive_group()
         pair.add_argument(flag, dest=dest, action="store_true", default=default, help=help_text)
@@ -274,6 +271,9 @@ def _add_field_option(parser: argparse.ArgumentParser, model: type[BaseModel], n
     else:
         parser.add_argument(flag, dest=dest, type=field_type(model, name), default=default,
                             metavar=option.metavar or _metavar(name, field.annotation), help=help_text)
+    for old in option.old:  # after the option itself, whose default argparse keeps
+        add_deprecated_flag(parser, old, flag, dest=dest, type=field_type(model, name),
+                            metavar=option.metavar or _metavar(name, field.annotation))
 
 
 def parameters_from(args: argparse.Namespace, model: type[BaseModel],
@@ -326,7 +326,8 @@ DEPRECATIONS = "deprecated_spellings"
 def add_deprecated_flag(parser: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
     """Accept ``old`` as ``new`` was (``kwargs``: ``dest``, ``type``, ...), hidden from ``--help``; each
     use notes a warning naming ``new`` in the arguments' ``deprecated_spellings``."""
-    parser.add_argument(old, action=_Deprecated, replacement=new, help=argparse.SUPPRESS, **kwargs)
+    parser.add_argument(old, action=_Deprecated, replacement=new, help=argparse.SUPPRESS,
+                        default=argparse.SUPPRESS, **kwargs)
 
 
 class _Deprecated(argparse.Action):

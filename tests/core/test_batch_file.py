@@ -20,20 +20,20 @@ BASE = PurePosixPath("/srv/batch")
 
 def test_defaults_merge_under_entries_and_folders_resolve_against_the_file():
     entries = parse_repositories({
-        "defaults": {"llm": False, "budgets": {"max_iterations": 4, "max_seconds": 60}},
+        "defaults": {"llm": False, "budgets": {"max_inspections": 4, "max_seconds": 60}},
         "repositories": [
             "../examples/gradebook",
             {"name": "billing", "source": "git@git.example.com:acme/billing.git", "ref": "main",
              "python": "/opt/venv/bin/python", "tests": "tests/unit tests/api", "llm": True,
-             "budgets": {"max_iterations": 9}},
+             "budgets": {"max_inspections": 9}},
         ],
     }, BASE)
     first, second = entries
     assert first.source == "/srv/batch/../examples/gradebook" and first.label == "gradebook"
-    assert first.llm is False and first.budgets.max_iterations == 4 and first.budgets.max_seconds == 60
+    assert first.llm is False and first.budgets.max_inspections == 4 and first.budgets.max_seconds == 60
     assert second.source == "git@git.example.com:acme/billing.git" and second.ref == "main"
     assert second.llm is True and second.tests == ("tests/unit", "tests/api")
-    assert second.budgets.max_iterations == 9 and second.budgets.max_seconds == 60  # merged key by key
+    assert second.budgets.max_inspections == 9 and second.budgets.max_seconds == 60  # merged key by key
 
 
 def test_a_bare_list_is_a_repositories_file():
@@ -46,8 +46,8 @@ def test_a_bare_list_is_a_repositories_file():
     ("just text", "must be a mapping"),
     ({"repositories": []}, "repositories: List should have at least 1 item"),
     ({"repositories": [{"source": "a", "budget": {}}]}, "repositories[0].budget: unknown key"),
-    ({"repositories": [{"source": "a", "budgets": {"max_iterations": -1}}]},
-     "repositories[0].budgets.max_iterations: Input should be greater than or equal to 0"),
+    ({"repositories": [{"source": "a", "budgets": {"max_inspections": -1}}]},
+     "repositories[0].budgets.max_inspections: Input should be greater than or equal to 0"),
     ({"repositories": [{"source": "a", "sandbox": "vm"}]}, "repositories[0].sandbox: Input should be"),
     ({"repositories": [{"ref": "main"}]}, "repositories[0].source: Field required"),
     ({"repositories": [{"source": "x/app"}, {"source": "y/app"}]}, "are both named 'app'"),

@@ -17,7 +17,8 @@ def test_event_carries_every_payload_key_the_trigger_reads():
     assert event["resource"]["prefect.resource.id"] == "equisa.repository.github.com/acme/shop"
     assert event["payload"] == {"repository": "https://github.com/acme/shop.git", "ref": "abc123",
                                 "failing_tests": ["tests/test_a.py::test_x"],
-                                "ci_run_url": "https://github.com/acme/shop/actions/runs/7", "llm": None}
+                                "ci_run_url": "https://github.com/acme/shop/actions/runs/7", "llm": None,
+                                "max_cost_usd": None, "price_input": None, "price_output": None}
 
 
 def test_resource_ids_are_safe_for_any_source():

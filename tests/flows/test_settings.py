@@ -47,12 +47,12 @@ def no_equisa_variables(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def test_the_command_line_wins_over_the_environment_over_the_table_over_the_default(
         tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch) -> None:
-    repo = _repository(tmp_path / "repo", "max_iterations = 4\nscreen_top = 7\nmax_seconds = 60\n"
+    repo = _repository(tmp_path / "repo", "max_inspections = 4\nscreen_top = 7\nmax_seconds = 60\n"
                                           "test_timeout_s = 9.5\n")
     no_equisa_variables.setenv("EQUISA_SCREEN_TOP", "3")
     no_equisa_variables.setenv("EQUISA_MAX_SECONDS", "90")
     args = _options(["localize", str(repo), "--max-seconds", "120"])
-    assert args.max_iterations == 4  # the table only
+    assert args.max_inspections == 4  # the table only
     assert args.screen_top == 3  # the environment over the table
     assert args.max_seconds == 120  # the command line over both
     assert args.test_timeout == 9.5  # an option spelt otherwise (--test-timeout) is set all the same
@@ -114,13 +114,13 @@ def test_a_key_for_another_command_is_no_error(tmp_path: Path,
                                                no_equisa_variables: pytest.MonkeyPatch) -> None:
     repo = _repository(tmp_path / "repo", "coverage_target = 90\nmax_validations = 3\n")
     localize = _options(["localize", str(repo)])
-    assert localize.max_iterations == default_of(LocalizationOptions, "max_iterations")
+    assert localize.max_inspections == default_of(LocalizationOptions, "max_inspections")
     assert _options(["testgen", str(repo), "--target", "m.py"]).coverage_target == 90
 
 
 @pytest.mark.parametrize(("table", "variable", "named"), [
     ("max_iteration = 4", None, "max_iteration"),
-    ("max_iterations = -1", None, "max_iterations"),
+    ("max_inspections = -1", None, "max_inspections"),
     ('sandbox = "vm"', None, "sandbox"),
     ("", ("EQUISA_SCREEN_BUDGET_S", "soon"), "EQUISA_SCREEN_BUDGET_S"),
 ])
@@ -141,7 +141,7 @@ def test_the_readmes_example_table_is_valid(tmp_path: Path, no_equisa_variables:
     assert example, "README.md's Options section shows a [tool.equisa] table"
     (tmp_path / "pyproject.toml").write_text(example.group(1))
     args = _options(["repair", str(tmp_path)])
-    assert (args.test_timeout, args.timeout, args.max_generated_tests) == (60, 900, 10)
+    assert (args.test_timeout, args.shard_timeout, args.max_generated_tests) == (60, 900, 10)
 
 
 # --- the real command ------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def test_the_targets_table_sets_the_per_test_limit(tmp_path: Path, cli_env: dict
 
 def test_the_environment_wins_over_the_targets_table(tmp_path: Path, cli_env: dict[str, str]) -> None:
     env = {**cli_env, "EQUISA_TEST_TIMEOUT_S": "2"}
-    code, printed, out = _trace_hangs(tmp_path, env, "test_timeout_s = 600\nwall_clock_s = 900")
+    code, printed, out = _trace_hangs(tmp_path, env, "test_timeout_s = 600\nshard_timeout_s = 900")
     assert code == 0, printed
     assert _hanging_outcome(out) == ("failed", "equisa_probe.TestTimeout")
 

@@ -42,10 +42,10 @@ def test_a_failing_repository_does_not_stop_the_batch_and_a_rerun_resumes(tmp_pa
 
 def test_a_bad_repositories_file_exits_50_before_any_work(tmp_path):
     bad = tmp_path / "repositories.yaml"
-    bad.write_text("repositories:\n  - source: a\n    budgets: {max_iterations: many}\n")
+    bad.write_text("repositories:\n  - source: a\n    budgets: {max_inspections: many}\n")
     done = subprocess.run([EQUISA, "batch", str(bad)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 50
-    assert "repositories[0].budgets.max_iterations: Input should be a valid integer" in done.stderr
+    assert "repositories[0].budgets.max_inspections: Input should be a valid integer" in done.stderr
     bad.write_text("repositories: [a\n")
     done = subprocess.run([EQUISA, "batch", str(bad)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 50 and "is not valid YAML (line 2" in done.stderr

@@ -70,14 +70,14 @@ def test_the_default_command_line_gives_the_models_defaults(command: str) -> Non
 
 
 def test_a_budget_without_a_hand_written_option_is_set_from_the_command_line() -> None:
-    args = build_parser().parse_args(["repair", ".", "--max-cost-usd", "0.5", "--no-mutation-evidence",
+    args = build_parser().parse_args(["repair", ".", "--max-cost", "0.5", "--no-mutation-evidence",
                                       "--repair-top", "2"])
     params = RepairParameters(**{**parameters_from(args, RepairParameters), "path": "."})
     assert (params.max_cost_usd, params.mutation_evidence, params.repair_top) == (0.5, False, 2)
 
 
 @pytest.mark.parametrize("argv", [
-    ["repair", ".", "--max-cost-usd", "-1"],
+    ["repair", ".", "--max-cost", "-1"],
     ["repair", ".", "--repair-top", "x"],
     ["testgen", ".", "--target", "m.py", "--improvement-budget", "-2"],
 ])

@@ -51,14 +51,14 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
     entries = load_repositories(args.file, notes)  # a bad file fails here, with exit code 50
     for note in notes:
         console.print(f"[yellow]warning:[/] {note}", highlight=False, soft_wrap=True)
-    entries = with_model_overrides(entries, args.max_cost_usd, args.price_input, args.price_output)
+    entries = with_model_overrides(entries, args.max_cost, args.price_input, args.price_output)
     check_sandboxes(entries)
     check_models(entries)
     console.print(f"Repairing {len(entries)} repositories from [bold]{args.file}[/], "
                   f"{args.concurrency} at a time", highlight=False)
     params = BatchParameters(repositories_file=str(args.file.resolve()), concurrency=args.concurrency,
                              reports_dir=str(Path(args.reports).resolve()) if args.reports else None,
-                             no_cache=args.no_cache, max_cost_usd=args.max_cost_usd,
+                             no_cache=args.no_cache, max_cost_usd=args.max_cost,
                              price_input=args.price_input, price_output=args.price_output)
     with shared_cluster() as choice:
         if choice.kind != "threads":

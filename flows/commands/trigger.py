@@ -14,7 +14,7 @@ from rich.console import Console
 
 from equisa_core.common.options import EndpointOptions
 from equisa_core.errors import EXIT_OK
-from tasks.cli_options import Option, add_deprecated_flag, add_model_options
+from tasks.cli_options import Option, add_deprecated_flag, add_model_options, parameters_from
 
 __all__ = ["register", "REQUEST_TIMEOUT_S"]
 
@@ -56,8 +56,7 @@ def _trigger_command(args: argparse.Namespace, console: Console) -> int:
     from tasks.ci_trigger import trigger_repair
     from tasks.cli_run import write_json
 
-    model = EndpointOptions(llm=args.llm, max_cost_usd=args.max_cost_usd, price_input=args.price_input,
-                            price_output=args.price_output)
+    model = EndpointOptions(**parameters_from(args, EndpointOptions))
     api_url, event = trigger_repair(args.api_url, args.repository, args.ref, args.failing_tests,
                                     args.ci_run_url, model, args.request_timeout)
     write_json(args.json, event)

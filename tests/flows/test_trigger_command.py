@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from equisa_core.operations.batch import RepositoryEntry
 from equisa_core.operations.ci_event import CI_FAILED_EVENT
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
@@ -81,15 +82,23 @@ def test_posts_the_event_with_the_server_auth_string(events_api, tmp_path):
     done = _trigger(_env(api, PREFECT_API_AUTH_STRING=AUTH_STRING), "--repository",
                     "https://git.example.com/acme/shop.git", "--ref", "abc123", "--failing-tests",
                     "tests/test_a.py::test_x", "tests/test_b.py::test_y", "--ci-run-url",
-                    "https://ci.example.com/runs/7", "--no-llm", "--json", str(out))
+                    "https://ci.example.com/runs/7", "--no-llm", "--max-cost", "0.5", "--price-input", "0.1",
+                    "--price-output", "0.4", "--json", str(out))
     assert done.returncode == 0, done.stderr
     ((_, events),) = handler.received
     (event,) = events
     assert event["event"] == CI_FAILED_EVENT and event == json.loads(out.read_text())
     assert event["payload"] == {"repository": "https://git.example.com/acme/shop.git", "ref": "abc123",
                                 "failing_tests": ["tests/test_a.py::test_x", "tests/test_b.py::test_y"],
-                                "ci_run_url": "https://ci.example.com/runs/7", "llm": False}
+                                "ci_run_url": "https://ci.example.com/runs/7", "llm": False,
+                                "max_cost_usd": 0.5, "price_input": 0.1, "price_output": 0.4}
     assert "Posted equisa.ci.failed" in done.stderr
+    # the payload is the repair's entry, as the repair-on-ci-failure trigger's template renders it
+    entry = RepositoryEntry(**{k: event["payload"][k] for k in ("ref", "failing_tests", "ci_run_url", "llm",
+                                                                "price_input", "price_output")},
+                            source=event["payload"]["repository"],
+                            budgets={"max_cost_usd": event["payload"]["max_cost_usd"]})
+    assert (entry.budgets.max_cost_usd, entry.price_input, entry.price_output) == (0.5, 0.1, 0.4)
 
 
 def test_github_actions_defaults_and_an_api_key(events_api):
@@ -102,6 +111,7 @@ def test_github_actions_defaults_and_an_api_key(events_api):
     payload = handler.received[0][1][0]["payload"]
     assert (payload["repository"], payload["ref"], payload["ci_run_url"], payload["llm"]) == (
         "https://github.com/acme/shop.git", "f00d", "https://github.com/acme/shop/actions/runs/99", None)
+    assert payload["max_cost_usd"] == 2.0  # EndpointOptions' default: the one cap, wherever the repair runs
 
 
 def test_refused_credentials_exit_53(events_api):

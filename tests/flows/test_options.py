@@ -141,18 +141,23 @@ def test_one_setting_name_is_one_option_models_field() -> None:
     assert set(shared) <= SAME_MEANING, shared
 
 
+#: The commands that run a repository's suite.
+RUNS = ("trace", "localize", "repair", "testgen")
+
+
 def test_the_old_spellings_are_hidden_and_name_their_replacement() -> None:
     old = {(name, flag): field_of(dest) for name, parser in _commands().items()
            for flag, dest in _flags(parser, hidden=True).items()}
     assert old == {
-        **{(command, "--timeout"): "shard_timeout_s" for command in ("trace", "localize", "repair", "testgen")},
+        **{(command, "--timeout"): "shard_timeout_s" for command in RUNS},
         ("trigger", "--timeout"): "request_timeout",
-        ("localize", "--max-iterations"): "max_inspections", ("repair", "--max-iterations"): "max_inspections",
+        ("localize", "--max-iterations"): "max_inspections",
+        ("repair", "--max-iterations"): "max_inspections",
         ("testgen", "--max-iterations"): "max_attempts",
         ("localize", "--max-mutants"): "mutants_per_inspection",
         ("repair", "--max-mutants"): "mutants_per_inspection",
         ("testgen", "--max-mutants"): "mutants_per_measurement",
-        **{(command, "--max-cost-usd"): "max_cost_usd" for command in ("localize", "repair", "testgen", "trigger")},
+        **{(command, "--max-cost-usd"): "max_cost_usd" for command in (*RUNS[1:], "trigger")},
     }
 
 

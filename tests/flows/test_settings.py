@@ -201,13 +201,15 @@ def _options_noting(argv: list[str]) -> tuple[object, list[str]]:
     (["repair"], "max_inspections", "max_inspections"),
     (["testgen", "--target", "m.py"], "max_attempts", "max_attempts"),
 ])
-def test_an_old_key_in_the_table_still_works_and_warns(tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch,
-                                                       command: list[str], dest: str, replacement: str) -> None:
+def test_an_old_key_in_the_table_still_works_and_warns(
+        tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch, command: list[str], dest: str,
+        replacement: str) -> None:
     repo = _repository(tmp_path / "repo", "max_iterations = 2\nwall_clock_s = 99\n")
     args, notes = _options_noting([command[0], str(repo), *command[1:]])
     assert (getattr(args, dest), args.shard_timeout) == (2, 99)
-    assert f"max_iterations in {repo / 'pyproject.toml'}'s [tool.equisa] is deprecated and will be removed in " \
-           f"the next release: use {replacement}" in notes
+    pyproject = repo / "pyproject.toml"
+    assert (f"max_iterations in {pyproject}'s [tool.equisa] is deprecated and will be removed in the next "
+            f"release: use {replacement}") in notes
     assert any(n.startswith("wall_clock_s in ") and n.endswith("use shard_timeout_s") for n in notes)
     assert len(notes) == 2
 
@@ -220,7 +222,8 @@ def test_an_old_variable_still_works_and_warns_and_the_new_name_wins(
     args, notes = _options_noting(["localize", str(repo)])
     assert (args.max_inspections, args.mutants_per_inspection) == (3, 11)  # the environment over the table
     assert sorted(notes) == [
-        "EQUISA_MAX_ITERATIONS is deprecated and will be removed in the next release: use EQUISA_MAX_INSPECTIONS",
+        "EQUISA_MAX_ITERATIONS is deprecated and will be removed in the next release: "
+        "use EQUISA_MAX_INSPECTIONS",
         "EQUISA_MAX_MUTANTS is deprecated and will be removed in the next release: "
         "use EQUISA_MUTANTS_PER_INSPECTION"]
     testgen, _ = _options_noting(["testgen", str(repo), "--target", "m.py"])
@@ -230,7 +233,8 @@ def test_an_old_variable_still_works_and_warns_and_the_new_name_wins(
     assert _options_noting(["localize", str(repo), "--max-inspections", "1"])[0].max_inspections == 1
 
 
-def test_a_written_old_flag_wins_over_the_settings(tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch) -> None:
+def test_a_written_old_flag_wins_over_the_settings(tmp_path: Path,
+                                                   no_equisa_variables: pytest.MonkeyPatch) -> None:
     repo = _repository(tmp_path / "repo", "shard_timeout_s = 99\n")
     assert _options(["trace", str(repo), "--timeout", "5"]).shard_timeout == 5
 

@@ -126,7 +126,8 @@ def test_no_server_or_no_repository_exit_53():
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    done = _trigger(_env(f"http://127.0.0.1:{port}/api"), "--repository", "/srv/app", "--request-timeout", "5")
+    done = _trigger(_env(f"http://127.0.0.1:{port}/api"), "--repository", "/srv/app",
+                    "--request-timeout", "5")
     assert done.returncode == 53 and "could not reach the Prefect server" in done.stderr
     done = _trigger(_env(None), "--repository", "/srv/app")
     assert done.returncode == 53 and "set PREFECT_API_URL" in done.stderr

@@ -29,7 +29,7 @@ What it does:
    - ``fauxpy``: ``python -m pytest TESTS --src SRC --family sbfl --granularity function``
      (FauxPy 0.7.0, its Ochiai scores, ``Scores_Ochiai.csv``), on its own fresh copy;
    - ``tarantula``: ``equisa trace --json`` (the Tarantula prior alone);
-   - ``disambiguation``: ``equisa localize --no-llm --max-iterations 0 --json`` (Discovery only:
+   - ``disambiguation``: ``equisa localize --no-llm --max-inspections 0 --json`` (Discovery only:
      the suite amplified with generated tests that split ambiguity groups, no inspection);
    - ``inspection``: ``equisa localize --no-llm --json`` (Discovery, then deterministic
      inspection patches and Bayesian updates; ranked by confidence);
@@ -664,7 +664,7 @@ def equisa_command(config: str, tree: Path, prepared: Prepared, out: Path,
     if config == "tarantula":
         return [*base, "trace", *common]
     if config == "disambiguation":
-        return [*base, "localize", *common, "--no-llm", "--max-iterations", "0"]
+        return [*base, "localize", *common, "--no-llm", "--max-inspections", "0"]
     if config == "inspection":
         return [*base, "localize", *common, "--no-llm"]
     raise ValueError(config)

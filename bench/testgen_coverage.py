@@ -205,8 +205,8 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
                 tests=list(module.own_tests),
                 llm=False,
                 out=str(work / "equisa"),
-                max_iterations=args.max_iterations,
-                max_mutants=args.max_mutants,
+                max_attempts=args.max_iterations,
+                mutants_per_measurement=args.max_mutants,
                 no_cache=True,
                 shards=1,
             )

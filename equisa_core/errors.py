@@ -360,7 +360,9 @@ class LLMRequestError(LLMError):
     """The request cannot succeed as configured: retrying or falling back would not help."""
 
     exit_code = 12
-    meaning = "the model rejected the request (bad key, no endpoint)"
+    meaning = ("the model cannot be used as configured: it rejected the request (bad key), no endpoint "
+               "is configured for `--llm`, or it has no known price while the run has a cost cap "
+               "(`--price-input` and `--price-output`, or `--max-cost none`)")
 
     def __init__(self, message: str, *, status_code: int | None = None, calls: Sequence[Any] = ()) -> None:
         super().__init__(message, calls=calls)

@@ -23,7 +23,13 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from equisa_core.operations.batch import BatchSummary, RepositoryEntry, RepositoryResult, summarize
+from equisa_core.operations.batch import (
+    BatchSummary,
+    RepositoryEntry,
+    RepositoryResult,
+    summarize,
+    with_model_overrides,
+)
 from flows.repository import repair_repository
 from tasks.batch_io import default_reports_dir, read_repositories
 from tasks.batch_results import RepositoryFailed, result_of, snapshot_digest
@@ -55,7 +61,8 @@ def repair_one(entry: RepositoryEntry, digest: str, reports_dir: str, no_cache: 
 def batch(params: BatchParameters) -> BatchSummary:
     """Repair every repository of a repositories file, ``concurrency`` at a time, and summarize."""
     started = time.monotonic()
-    entries: list[RepositoryEntry] = read_repositories(params.repositories_file)
+    entries = with_model_overrides(read_repositories(params.repositories_file), params.max_cost_usd,
+                                   params.price_input, params.price_output)
     reports = str(Path(params.reports_dir) if params.reports_dir else default_reports_dir())
     print(f"{len(entries)} repositories, {params.concurrency} at a time; reports in {reports}")
     runner = repair_one.with_options(refresh_cache=params.no_cache or None)

@@ -20,7 +20,14 @@ from rich.console import Console
 
 from equisa_core.common import options
 from equisa_core.errors import EXIT_OK, SuiteCrashedError, exit_code_for
-from tasks.cli_options import RUN_OPTIONS, add_ci_outputs, add_run_options, given_options, parameters_from
+from tasks.cli_options import (
+    DEPRECATIONS,
+    RUN_OPTIONS,
+    add_ci_outputs,
+    add_run_options,
+    given_options,
+    parameters_from,
+)
 from tasks.cli_run import (
     announce_written,
     print_error,
@@ -71,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_run_options(localize, *LOCALIZE_OPTIONS[2:])
     add_ci_outputs(localize)
-    localize.set_defaults(handler=_localize_command, option_models=LOCALIZE_OPTIONS)
+    localize.set_defaults(handler=_localize_command, option_models=LOCALIZE_OPTIONS, uses_model=True)
 
     repair = commands.add_parser(
         "repair", help="find the bug and a verified patch: Discovery, Localization, Validation",
@@ -84,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write the accepted patch to PATH (refused on a dirty git tree)")
     add_run_options(repair, *LOCALIZE_OPTIONS[2:], options.ValidationOptions, options.ForgeOptions)
     add_ci_outputs(repair)
-    repair.set_defaults(handler=_repair_command, option_models=(*LOCALIZE_OPTIONS, options.ValidationOptions))
+    repair.set_defaults(handler=_repair_command, option_models=(*LOCALIZE_OPTIONS, options.ValidationOptions),
+                        uses_model=True)
     _register_extra_commands(commands)
     return parser
 
@@ -142,15 +150,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     set_prefect_defaults(args.verbose)
     _start_interpreter_check(args)
+    _warn(console, getattr(args, DEPRECATIONS, None) or [])
     try:
         if getattr(args, "option_models", None):
             from tasks.settings import apply_settings
 
-            apply_settings(args, given_options(build_parser(), argv))
-        if getattr(args, "llm", None) is True:  # before any work: --llm without an endpoint is an error
-            from tasks.llm import require_endpoint
+            _warn(console, apply_settings(args, given_options(build_parser(), argv)))
+        if getattr(args, "uses_model", False):  # before any work: the model must be usable as configured
+            from tasks.llm import choose_llm_mode
 
-            require_endpoint()
+            choose_llm_mode(options.EndpointOptions(**parameters_from(args, options.EndpointOptions)))
         return args.handler(args, console)
     except (Exception, KeyboardInterrupt) as error:
         print_error(error, args.debug, console)
@@ -158,6 +167,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in REPORTING_COMMANDS:
             write_failure_report(args.command, getattr(args, "json", None), error, code)
         return code
+
+
+def _warn(console: Console, notes: Sequence[str]) -> None:
+    """Print each warning (an old spelling of an option or a setting, say) on standard error."""
+    for note in notes:
+        console.print(f"[yellow]warning:[/] {note}", highlight=False, soft_wrap=True)
 
 
 def _start_interpreter_check(args: argparse.Namespace) -> None:

@@ -54,7 +54,7 @@ def discovery(params: DiscoveryParameters) -> DiscoveryResult:
     """
     traced_suite, before = traced(params)
     prepared, trace, report = traced_suite.prepared, traced_suite.trace, traced_suite.report
-    use_llm, config, problems = choose_llm_mode(params.llm) if params.discovery else (False, None, [])
+    use_llm, config, problems = choose_llm_mode(params) if params.discovery else (False, None, [])
     state = start_state(params, trace, before, problems)
     if (stopped := machine.verdict(state)) is not None:
         return traced_suite.model_copy(update={"report": report.model_copy(

@@ -143,7 +143,7 @@ class _Driver:
             self.progress = cast(UUID, created)  # called from a flow run's thread: not a coroutine
         if self.progress is not None and self.state.iterations > before.iterations:
             update_progress_artifact(self.progress,
-                                     100.0 * self.state.iterations / self.params.max_iterations)  # percent
+                                     100.0 * self.state.iterations / self.params.max_inspections)  # percent
 
     def _announce_prior(self) -> None:
         """The first answer, as soon as the trace (and the flaky re-run) are in: the prior's best

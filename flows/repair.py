@@ -53,7 +53,7 @@ def repair(params: RepairParameters) -> RepairReport:
 
     A driver: ``equisa_core.validation.machine`` decides what to localize, generate and validate.
     """
-    use_llm, config, problems = choose_llm_mode(params.llm)
+    use_llm, config, problems = choose_llm_mode(params)
     llm = config if use_llm else None
     state = machine.start_repair(machine.RepairBudget(
         repair_top=params.repair_top, max_validations=params.max_validations,
@@ -107,7 +107,7 @@ def _localized(params: RepairParameters, step: machine.Localize, config: LLMConf
     if step.extra_rounds or step.extra_tests:
         current = params.model_copy(update={
             "discovery_rounds": params.discovery_rounds + step.extra_rounds,
-            "discovery_max_tests": params.discovery_max_tests + step.extra_tests,
+            "max_generated_tests": params.max_generated_tests + step.extra_tests,
         })
     run = drive_localization(current)
     ctx = validation_context(run.found, run.report, params, config, recorded=run.recorded)

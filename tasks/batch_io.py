@@ -12,13 +12,15 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from equisa_core.errors import RepositoriesFileError
-from equisa_core.operations.batch import RepositoryEntry, parse_repositories
+from equisa_core.operations.batch import RepositoryEntry, parse_repositories, renamed_keys
 
-__all__ = ["read_repositories", "load_repositories", "write_report", "default_reports_dir", "check_sandboxes"]
+__all__ = ["read_repositories", "load_repositories", "write_report", "default_reports_dir", "check_sandboxes",
+           "check_models"]
 
 
-def load_repositories(path: Path) -> list[RepositoryEntry]:
+def load_repositories(path: Path, warnings: list[str] | None = None) -> list[RepositoryEntry]:
     """Read and validate a repositories file; relative folders are taken from the file's own folder.
+    The old keys it still uses (``renamed_keys``) are appended to ``warnings``.
 
     Raises ``RepositoriesFileError`` (exit code 50) with the file, the entry and the key at fault.
     """
@@ -33,13 +35,22 @@ def load_repositories(path: Path) -> list[RepositoryEntry]:
         at = f" (line {where.line + 1}, column {where.column + 1})" if where is not None else ""
         raise RepositoriesFileError(f"repositories file {path} is not valid YAML{at}: "
                                     f"{getattr(error, 'problem', None) or error}") from None
-    return parse_repositories(data, path.resolve().parent, origin=f"repositories file {path}")
+    entries = parse_repositories(data, path.resolve().parent, origin=f"repositories file {path}")
+    if warnings is not None:
+        warnings.extend(f"{path}: {note}" for note in renamed_keys(data))
+    return entries
 
 
 @task(name="read-repositories", cache_policy=NO_CACHE)
 def read_repositories(path: str) -> list[RepositoryEntry]:
-    """The validated entries of the repositories file at ``path``."""
-    return load_repositories(Path(path))
+    """The validated entries of the repositories file at ``path`` (its old keys are logged as warnings)."""
+    from prefect import get_run_logger
+
+    notes: list[str] = []
+    entries = load_repositories(Path(path), notes)
+    for note in notes:
+        get_run_logger().warning(note)
+    return entries
 
 
 def default_reports_dir() -> Path:
@@ -71,3 +82,19 @@ def check_sandboxes(entries: list[RepositoryEntry]) -> None:
     if refused:
         require_confinement(sandbox_isolation("local"), f"generated code for {', '.join(refused)}",
                             remedy="allow_weak_sandbox: true in an entry runs its repair anyway")
+
+
+def check_models(entries: list[RepositoryEntry]) -> None:
+    """Stop before any work (exit 12) when a repository would use a model (its ``llm``, or an endpoint
+    configured here) whose spending its cost cap cannot follow (``tasks.llm.priced_config``), or
+    with no endpoint when its entry asks for the model."""
+    from equisa_core.common.options import EndpointOptions
+    from equisa_core.errors import LLMRequestError
+    from tasks.llm import choose_llm_mode
+
+    for entry in entries:
+        try:
+            choose_llm_mode(EndpointOptions(llm=entry.llm, max_cost_usd=entry.budgets.max_cost_usd,
+                                            price_input=entry.price_input, price_output=entry.price_output))
+        except LLMRequestError as error:
+            raise LLMRequestError(f"{entry.label}: {error.message}") from None

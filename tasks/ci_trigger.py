@@ -13,7 +13,7 @@ import base64
 import os
 from typing import Any
 
-from equisa_core.common.options import ForgeOptions
+from equisa_core.common.options import EndpointOptions, ForgeOptions
 from equisa_core.errors import TriggerError
 from equisa_core.operations.ci_event import ci_context, ci_failure_event
 
@@ -47,11 +47,12 @@ def post_event(api_url: str, event: dict[str, Any], headers: dict[str, str], tim
 
 
 def trigger_repair(api_url: str | None, repository: str | None, ref: str | None, failing_tests: list[str],
-                   ci_run_url: str | None, llm: bool | None, timeout: float,
+                   ci_run_url: str | None, model: EndpointOptions, timeout: float,
                    publish: ForgeOptions | None = None) -> tuple[str, dict[str, Any]]:
-    """Post the CI failure (the CI job's own repository, ref and run URL where not given; ``publish``:
-    what the repair does with a fix) to ``api_url`` (None: ``PREFECT_API_URL``); returns the API's
-    address and the event posted."""
+    """Post the CI failure (the CI job's own repository, ref and run URL where not given, the
+    repair's ``model`` options: LLM on/off, cost cap, prices, and ``publish``: what the repair does
+    with a fix) to ``api_url`` (None: ``PREFECT_API_URL``), waiting ``timeout`` seconds for the
+    server; returns the API's address and the event posted."""
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
@@ -66,6 +67,7 @@ def trigger_repair(api_url: str | None, repository: str | None, ref: str | None,
     auth = settings.api.auth_string.get_secret_value() if settings.api.auth_string else None
     key = settings.api.key.get_secret_value() if settings.api.key else None
     event = ci_failure_event(repository, ref or context["ref"], failing_tests,
-                             ci_run_url or context["ci_run_url"], llm, publish=publish)
+                             ci_run_url or context["ci_run_url"], model.llm, model.max_cost_usd,
+                             model.price_input, model.price_output, publish=publish)
     post_event(api_url, event, auth_headers(auth, key), timeout)
     return api_url, event

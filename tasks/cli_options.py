@@ -3,7 +3,9 @@
 Every option that sets a field of an option model is made from that field by ``add_model_options``:
 its default is the field's and its value is checked against the field's type and bounds (a bad one
 is a usage error, exit 2). ``SPELLING`` holds how an option is spelt where it is not ``--field-name``
-with the field's description as its help: its flag, its metavar, its help line. ``parameters_from``
+with the field's description as its help: its flag, its metavar, its help line, and the old spellings
+that still work for one release (hidden from ``--help``; each use is noted in the parsed arguments'
+``deprecated_spellings``, which the command prints as a warning). ``parameters_from``
 reads a parsed command line back into field values; ``given_options`` tells which options were written.
 """
 
@@ -44,6 +46,8 @@ __all__ = [
     "add_ci_outputs",
     "add_model_options",
     "add_run_options",
+    "add_deprecated_flag",
+    "DEPRECATIONS",
     "field_of",
     "field_type",
     "given_options",
@@ -60,13 +64,15 @@ RUN_OPTIONS: tuple[type[BaseModel], ...] = (SandboxOptions, StorageOptions)
 class Option:
     """How the option of a field is spelt: ``help`` (``{default}`` is the field's default as help lines
     show it), ``flag`` (default ``--field-name``), ``metavar``; ``switch``: a plain ``store_true`` flag
-    rather than ``--x/--no-x``; ``off_help``: ``--x`` and ``--no-x`` as two exclusive flags (default None)."""
+    rather than ``--x/--no-x``; ``off_help``: ``--x`` and ``--no-x`` as two exclusive flags (default None);
+    ``old``: former flags of the field, accepted with a warning for one release."""
 
     help: str
     flag: str | None = None
     metavar: str | None = None
     switch: bool = False
     off_help: str | None = None
+    old: tuple[str, ...] = ()
 
 
 #: The options spelt otherwise than the field's ``--field-name`` and description, by model and field.
@@ -91,8 +97,9 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
         "docker_image": Option("image for --sandbox docker", metavar="IMAGE"),
         "shards": Option("parallel shards (default: the number of cores)", metavar="N"),
         "no_cache": Option("run again even if cached", switch=True),
-        "wall_clock_s": Option("wall-clock limit per shard (default {default})", flag="--timeout",
-                               metavar="SECONDS"),
+        "shard_timeout_s": Option("wall-clock limit of one shard's run of the suite; the shard is killed "
+                                  "then (default {default})", flag="--shard-timeout", metavar="SECONDS",
+                                  old=("--timeout",)),
         "test_timeout_s": Option(
             f"limit per test: auto (each test's own: {TIMEOUT_FACTOR:g}x its duration in the first run "
             f"+ {TIMEOUT_SLACK_S:g}s, at most {TIMEOUT_CAP_S:g}s; in the first run "
@@ -110,19 +117,28 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
     EndpointOptions: {
         "llm": Option("use the model at OPENAI_BASE_URL (default: when one is configured)",
                       off_help="deterministic mode only"),
+        "max_cost_usd": Option("LLM spend in USD at which the run stops asking the model, or none: no cap "
+                               "(default {default}); a model the price table does not know then needs "
+                               "--price-input and --price-output",
+                               flag="--max-cost", metavar="USD|none", old=("--max-cost-usd",)),
+        "price_input": Option("USD per million input tokens of a model the price table does not know "
+                              "(the primary and the backup model)", metavar="USD"),
+        "price_output": Option("USD per million output tokens of a model the price table does not know",
+                               metavar="USD"),
     },
     DiscoveryOptions: {
         "discovery": Option("generate tests that split ambiguity groups (default: {default})"),
-        "discovery_max_tests": Option("generated tests Discovery may keep (default {default})",
-                                      flag="--max-generated-tests", metavar="N"),
+        "max_generated_tests": Option("generated tests Discovery may keep (default {default})", metavar="N"),
         "discovery_top": Option("split only the ambiguity groups that hold one of the prior's N best "
                                 "functions (default {default}; 0: every group)", metavar="N"),
         "testgen": Option("Discovery also asks the test-generation agent for tests of each group "
                           "(deterministic, one attempt; default: {default})"),
     },
     LocalizationOptions: {
-        "max_iterations": Option("inspections before giving up (default {default}; 0: rank after "
-                                 "Discovery)", metavar="N"),
+        "max_inspections": Option("inspections before giving up (default {default}; 0: rank after "
+                                  "Discovery)", metavar="N", old=("--max-iterations",)),
+        "mutants_per_inspection": Option("mutants tried per inspected function (default {default})",
+                                         metavar="N", old=("--max-mutants",)),
         "screen_top": Option("in deterministic mode, try the mutants of the N most suspicious functions "
                              "together before inspecting (default {default}; 0: off)", metavar="N"),
         "screen_budget_s": Option(
@@ -154,11 +170,12 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
                                  "first (default {default})", metavar="SECONDS"),
     },
     TestgenOptions: {
-        "max_iterations": Option("attempts in all, attempt 0 included (1-20, default {default})",
-                                 metavar="N"),
+        "max_attempts": Option("attempts in all, attempt 0 included (1-20, default {default})",
+                               metavar="N", old=("--max-iterations",)),
         "coverage_target": Option("default {default}", metavar="PCT"),
         "mutation_target": Option("default {default}", metavar="PCT"),
-        "max_mutants": Option("mutants per measurement, 0 for none (default {default})", metavar="N"),
+        "mutants_per_measurement": Option("mutants of the target file per measurement, 0 for none "
+                                          "(default {default})", metavar="N", old=("--max-mutants",)),
     },
     ForgeOptions: {
         "push": Option("push the accepted patch as one commit on top of HEAD to a branch equisa/fix-<short "
@@ -182,10 +199,17 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
         "reports_dir": Option("folder of the per-repository JSON reports (default: EQUISA_REPORTS, else "
                               "~/.cache/equisa/reports)", flag="--reports", metavar="DIR"),
         "no_cache": Option("repair every repository again", switch=True),
+        "max_cost_usd": Option("LLM spend in USD of each repository's run, or none: no cap; over the "
+                               "file's budgets.max_cost_usd (default: the file's, else 2)",
+                               flag="--max-cost", metavar="USD|none"),
+        "price_input": Option("USD per million input tokens of a model the price table does not know, "
+                              "over the file's price_input", metavar="USD"),
+        "price_output": Option("USD per million output tokens of a model the price table does not know, "
+                               "over the file's price_output", metavar="USD"),
     },
 }
 
-#: Options whose ``dest`` differs from the field they set: ``--timeout`` sets ``wall_clock_s``, ...
+#: Options whose ``dest`` differs from the field they set: ``--shard-timeout`` sets ``shard_timeout_s``, ...
 OPTION_FIELDS: dict[str, str] = {
     **{option.flag[2:].replace("-", "_"): field for spelt in SPELLING.values()
        for field, option in spelt.items() if option.flag},
@@ -278,6 +302,9 @@ def _add_field_option(parser: argparse.ArgumentParser, model: type[BaseModel], n
     else:
         parser.add_argument(flag, dest=dest, type=field_type(model, name), default=default,
                             metavar=option.metavar or _metavar(name, field.annotation), help=help_text)
+    for old in option.old:  # after the option itself, whose default argparse keeps
+        add_deprecated_flag(parser, old, flag, dest=dest, type=field_type(model, name),
+                            metavar=option.metavar or _metavar(name, field.annotation))
 
 
 def parameters_from(args: argparse.Namespace, model: type[BaseModel],
@@ -321,6 +348,34 @@ def _choices(annotation: Any) -> tuple[str, ...]:
     if get_origin(annotation) is Literal:
         return tuple(str(value) for value in get_args(annotation))
     return ()
+
+
+#: Where the command puts the notes of the old spellings it was given (``argparse.Namespace`` attribute).
+DEPRECATIONS = "deprecated_spellings"
+
+
+def add_deprecated_flag(parser: argparse.ArgumentParser, old: str, new: str, **kwargs: Any) -> None:
+    """Accept ``old`` as ``new`` was (``kwargs``: ``dest``, ``type``, ...), hidden from ``--help``; each
+    use notes a warning naming ``new`` in the arguments' ``deprecated_spellings``."""
+    parser.add_argument(old, action=_Deprecated, replacement=new, help=argparse.SUPPRESS,
+                        default=argparse.SUPPRESS, **kwargs)
+
+
+class _Deprecated(argparse.Action):
+    """An old spelling of an option: stores its value as the new one would, and notes a warning."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, replacement: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, **kwargs)
+        self.replacement = replacement
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        notes = list(getattr(namespace, DEPRECATIONS, None) or [])
+        note = (f"{option_string} is deprecated and will be removed in the next release: "
+                f"use {self.replacement}")
+        if note not in notes:
+            setattr(namespace, DEPRECATIONS, [*notes, note])
 
 
 class _KeyValues(argparse.Action):

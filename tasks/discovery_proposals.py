@@ -43,8 +43,8 @@ def testgen_call(params: DiscoveryParameters, generate_tests: GenerateTests) -> 
                  ) -> tuple[str | None, str | None]:
         shared = params.model_dump(include=set(TraceParameters.model_fields))
         settings = TestgenParameters(
-            **shared, target=file, focus=members, llm=False, max_iterations=1, max_mutants=0, out=out,
-            module_stem=stem)
+            **shared, target=file, focus=members, llm=False, max_attempts=1, mutants_per_measurement=0,
+            out=out, module_stem=stem)
         made = generate_tests(focused, settings)
         return made.path, made.source
     return generate

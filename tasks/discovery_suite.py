@@ -90,7 +90,7 @@ def merged(trace: SuiteTrace, checked: SuiteTrace, add: Sequence[str]) -> SuiteT
 def start_state(params: DiscoveryParameters, trace: SuiteTrace, groups: Sequence[frozenset[str]],
                 problems: Sequence[str] = ()) -> machine.DiscoveryState:
     """The Discovery machine's state on the suite as traced (``trace`` and its ``groups``)."""
-    budget = DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.discovery_max_tests)
+    budget = DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.max_generated_tests)
     return machine.start_discovery(budget, params.discovery_top, [tuple(sorted(g)) for g in groups],
                                    enabled=params.discovery, failing=bool(trace.failed_tests()),
                                    problems=problems)
@@ -101,7 +101,7 @@ def stopped_at_once(params: DiscoveryParameters, result: DiscoveryResult) -> Dis
     proposes a test (``machine.stops_at_once``), as the ``discovery`` flow reports it; None when
     Discovery has groups to split."""
     groups = groups_of(result.trace, result.prepared)
-    problems = choose_llm_mode(params.llm)[2] if params.discovery else []
+    problems = choose_llm_mode(params)[2] if params.discovery else []
     state = start_state(params, result.trace, groups, problems)
     reason = machine.stops_at_once(state, groups, prior_scores(node_signals(result.trace)))
     if reason is None:

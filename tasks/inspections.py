@@ -316,7 +316,7 @@ def node_mutants(target: str, node: Node, source: str, params: LocalizeParameter
     if not node.file:
         return ()
     return tuple(mutate_function(source, target, start_line=node.start_line or 1,
-                                 max_mutants=params.max_mutants))
+                                 max_mutants=params.mutants_per_inspection))
 
 
 def mutant_specs(target_file: str, mutants: Sequence[Mutant], prefix: str = "m",

@@ -60,7 +60,7 @@ from prefect.tasks import exponential_backoff
 from prefect.utilities.math import lower_clamp_multiple
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from equisa_core.common.cost import LLMCall
+from equisa_core.common.cost import LLMCall, price_problem
 from equisa_core.common.llm_text import (
     InvalidAnswerError,
     LLMError,
@@ -71,6 +71,7 @@ from equisa_core.common.llm_text import (
     strip_code_fences,
     validate_function_answer,
 )
+from equisa_core.common.options import EndpointOptions, cost_cap
 from equisa_core.localization.prompts import prompt_hash
 
 __all__ = [
@@ -86,6 +87,7 @@ __all__ = [
     "FunctionAnswer",
     "llm_available",
     "choose_llm_mode",
+    "priced_config",
     "require_endpoint",
     "call_llm",
     "llm_task",
@@ -254,25 +256,48 @@ def require_endpoint(env: Mapping[str, str] | None = None) -> None:
                               "(and OPENAI_BASE_URL for an endpoint other than OpenAI's), or use --no-llm")
 
 
-def choose_llm_mode(wanted: bool | None) -> tuple[bool, LLMConfig | None, list[str]]:
-    """Whether to use the model, its configuration, and the problems met deciding.
+def choose_llm_mode(options: EndpointOptions) -> tuple[bool, LLMConfig | None, list[str]]:
+    """Whether to use the model, its configuration (with ``options``' prices), and the problems met
+    deciding.
 
-    ``wanted`` None means "when an endpoint is configured": an endpoint whose configuration is
-    unusable then does not stop the run (it runs deterministically and says why). ``wanted`` True
-    (``--llm``) with no endpoint, or an unusable one, is ``LLMRequestError``.
+    ``options.llm`` None means "when an endpoint is configured": an endpoint whose configuration is
+    unusable then does not stop the run (it runs deterministically and says why). ``llm`` True
+    (``--llm``) with no endpoint, or an unusable one, is ``LLMRequestError``; so is a model the run
+    would use whose spending its cost cap cannot follow (``priced_config``).
     """
+    wanted = options.llm
     if wanted:
         require_endpoint()
     use = llm_available() if wanted is None else wanted
     if not use:
         return False, None, []
     try:
-        return True, LLMConfig.from_env(), []
+        config = LLMConfig.from_env()
     except Exception as error:  # any bad setting: report it, run without the model
         if wanted:
             raise LLMRequestError(f"--llm asks for the model, but its settings are unusable: {error}",
                                   ) from None
         return False, None, [f"LLM mode unavailable ({error}); ran deterministically"]
+    return True, priced_config(config, options), []
+
+
+def priced_config(config: LLMConfig, options: EndpointOptions) -> LLMConfig:
+    """``config`` with ``options``' prices (``price_input``, ``price_output``: USD per million tokens)
+    for each model it may ask (the primary, the backup) that its price table does not know.
+
+    Raises ``LLMRequestError`` (exit 12) when one of those models still has no price and the run has
+    a cost cap (``options.max_cost_usd`` not ``none``), or when only one of the two prices is given.
+    """
+    models = (config.model, config.backup_model)
+    problem = price_problem(models, config.prices, cost_cap(options.max_cost_usd), options.price_input,
+                            options.price_output)
+    if problem is not None:
+        raise LLMRequestError(problem)
+    if options.price_input is None or options.price_output is None:
+        return config
+    given = ModelPrice(input_per_mtok=options.price_input, output_per_mtok=options.price_output)
+    added = {m: given for m in models if m and m not in config.prices}
+    return config.model_copy(update={"prices": {**config.prices, **added}}) if added else config
 
 
 class LLMAnswer(BaseModel):

@@ -74,7 +74,7 @@ class LocalizationSteps:
         shared = set(DiscoveryParameters.model_fields)
         self.discovery_params = DiscoveryParameters(**params.model_dump(include=shared))
         self.plain_params = self.discovery_params.model_copy(update={"discovery": False})
-        self.use_llm, self.config, self.llm_problems = choose_llm_mode(params.llm)
+        self.use_llm, self.config, self.llm_problems = choose_llm_mode(params)
         self.changed = changed_lines(params.path, params.since) if params.since else None
 
     def settings(self) -> LocalizationSettings:

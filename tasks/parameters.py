@@ -23,6 +23,7 @@ from equisa_core.common.options import (
     StorageOptions,
     TestgenOptions,
     ValidationOptions,
+    cost_cap,
 )
 from equisa_core.localization.machine import LocalizationSettings
 from equisa_core.operations.batch import RepositoryEntry
@@ -107,9 +108,10 @@ def repair_parameters(entry: RepositoryEntry, path: str, no_cache: bool = False)
     return RepairParameters(
         path=path, python=entry.python, tests=list(entry.tests), sandbox=entry.sandbox,
         allow_weak_sandbox=entry.allow_weak_sandbox, docker_image=entry.docker_image, no_cache=no_cache,
-        wall_clock_s=b.wall_clock_s,
-        test_timeout_s=b.test_timeout_s, llm=entry.llm, max_iterations=b.max_iterations,
-        max_seconds=b.max_seconds, max_cost_usd=b.max_cost_usd, discovery_max_tests=b.max_generated_tests,
+        shard_timeout_s=b.shard_timeout_s,
+        test_timeout_s=b.test_timeout_s, llm=entry.llm, max_inspections=b.max_inspections,
+        max_seconds=b.max_seconds, max_cost_usd=b.max_cost_usd, price_input=entry.price_input,
+        price_output=entry.price_output, max_generated_tests=b.max_generated_tests,
         max_validations=b.max_validations,
     )
 
@@ -118,12 +120,12 @@ def settings_for(params: LocalizeParameters, use_llm: bool, batching: bool) -> L
     """The machine's settings for ``params`` (in LLM mode: the seed's likelihoods, no stopping rule;
     mutants by default in deterministic mode only; ``batching``: inspections may run ahead)."""
     mutants = (not use_llm) if params.mutation_evidence is None else params.mutation_evidence
-    screening = bool(mutants and params.screen_top and params.max_iterations)
+    screening = bool(mutants and params.screen_top and params.max_inspections)
     return LocalizationSettings(
         mode="llm" if use_llm else "deterministic", likelihoods="seed" if use_llm else params.likelihoods,
         min_expected_shift=0.0 if use_llm else params.min_expected_shift, mutants=mutants,
         screen_top=params.screen_top if screening else 0, screen_first=screening and params.discovery,
-        max_iterations=params.max_iterations, max_cost_usd=params.max_cost_usd,
+        max_iterations=params.max_inspections, max_cost_usd=cost_cap(params.max_cost_usd),
         max_seconds=params.max_seconds,
         max_stalled_inspections=params.max_stalled_inspections, record_top=params.record_top,
         inspection_batch=params.inspection_batch if batching else 1,

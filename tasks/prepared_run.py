@@ -81,7 +81,7 @@ def prepare_run(params: TraceParameters) -> PreparedRun:
     else:
         command, version = params.python or "python3", f"image:{params.docker_image or 'default'}"
         environment = None
-    limits = SandboxLimits(wall_clock_s=params.wall_clock_s,
+    limits = SandboxLimits(wall_clock_s=params.shard_timeout_s,
                            test_timeout_s=uniform_limit(params.test_timeout_s),
                            per_test=_first_run_limits(params, repo))
     base = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, tests=tuple(params.tests),

@@ -97,7 +97,7 @@ class SandboxLimits(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    wall_clock_s: float = Field(default_of(SandboxOptions, "wall_clock_s"), gt=0,
+    wall_clock_s: float = Field(default_of(SandboxOptions, "shard_timeout_s"), gt=0,
                                 description="Whole run; then the process group dies.")
     test_timeout_s: float | None = Field(
         uniform_limit(default_of(SandboxOptions, "test_timeout_s")), gt=0,

@@ -62,7 +62,7 @@ def mutation(ctx: TestgenContext, overlay: dict[str, str], coverage: CoverageRes
     """The mutation score of the tests of ``coverage`` (only its passing tests kill mutants)."""
     passing = {t.test_id for t in coverage.trace.tests if t.outcome is TestOutcome.PASSED}
     line_tests = {line: [t for t in tests if t in passing] for line, tests in coverage.line_tests.items()}
-    mutants = select_mutants(ctx.target_source, ctx.target, line_tests, ctx.params.max_mutants)
+    mutants = select_mutants(ctx.target_source, ctx.target, line_tests, ctx.params.mutants_per_measurement)
     if ctx.params.focus:
         mutants = [m for m in mutants if m.fqn in ctx.params.focus]
     durations = {**ctx.durations, **{t.test_id: t.duration for t in coverage.trace.tests}}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from equisa_core.common.options import cost_cap
 from equisa_core.errors import NoTestsCollectedError, TestgenTargetError
 from equisa_core.testgen.framework import FrameworkChoice, detect_framework
 from equisa_core.testgen.machine import TestgenBudget, TestgenSetup
@@ -62,7 +63,7 @@ def build_context(prepared: PreparedRun, params: TestgenParameters) -> tuple[Tes
     from tasks.llm import choose_llm_mode
 
     target, target_source = check_target(prepared, params.target)
-    use_llm, config, problems = choose_llm_mode(params.llm)
+    use_llm, config, problems = choose_llm_mode(params)
     out = (
         Path(params.out)
         if params.out
@@ -119,7 +120,8 @@ def machine_setup(ctx: TestgenContext) -> TestgenSetup:
         improvement_budget=params.improvement_budget,
         with_specification=bool(params.specification),
         baseline=measurement(ctx.baseline) if ctx.baseline else None,
-        budget=TestgenBudget(max_iterations=params.max_iterations),
+        budget=TestgenBudget(max_iterations=params.max_attempts,
+                             max_cost_usd=cost_cap(params.max_cost_usd)),
     )
 
 

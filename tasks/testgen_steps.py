@@ -70,7 +70,7 @@ def generate(ctx: TestgenContext, store: TestStore, step: Generate) -> Generated
     """Attempt 0: the generator (LLM), or carved, boundary and scratch tests (deterministic); the
     deterministic tests too when the model gives no usable module."""
     how = "the model" if step.strategy == "model" else "carved, boundary-value and scratch-driver tests"
-    stage(ctx, f"attempt 0 (at most {ctx.params.max_iterations} in all): generating ({how})")
+    stage(ctx, f"attempt 0 (at most {ctx.params.max_attempts} in all): generating ({how})")
     use = ModelUse()
     if step.strategy == "model":
         reply = usable(ask(ctx, generator_prompt(ctx, store), "testgen-generator"), "generator")
@@ -96,7 +96,7 @@ def _generated(
 def enhance(ctx: TestgenContext, store: TestStore, step: Enhance) -> Generated:
     """Attempt 1+: the enhancer (LLM), or a wider deterministic boundary search."""
     del store
-    stage(ctx, f"attempt {step.attempt} (at most {ctx.params.max_iterations} in all): enhancing")
+    stage(ctx, f"attempt {step.attempt} (at most {ctx.params.max_attempts} in all): enhancing")
     if step.strategy == "model":
         messages = render_enhancer(
             ctx.prepared.repo.name,

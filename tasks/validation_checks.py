@@ -198,8 +198,8 @@ def novel_module(target: str, ctx: ValidationContext, generate_tests: GenerateTe
     covering = sorted(ctx.found.trace.coverage().get(target, set()))
     with tempfile.TemporaryDirectory(prefix="equisa-novel-input-tests-") as out:
         params = TestgenParameters(
-            path=str(prepared.repo), target=node.file or "", focus=[target], llm=True, max_iterations=1,
-            max_mutants=0, improvement_budget=0, specification=ctx.failing_sources, out=out,
+            path=str(prepared.repo), target=node.file or "", focus=[target], llm=True, max_attempts=1,
+            mutants_per_measurement=0, improvement_budget=0, specification=ctx.failing_sources, out=out,
             sandbox=ctx.sandbox, docker_image=ctx.docker_image, no_cache=ctx.no_cache,
             module_stem="novel_input")
         try:

@@ -7,12 +7,12 @@ immutable, so a state machine can hold one in its state and replay it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["LLMCall", "LedgerTotals", "CostLedger"]
+__all__ = ["LLMCall", "LedgerTotals", "CostLedger", "unpriced_models", "price_problem"]
 
 
 class LLMCall(BaseModel):
@@ -94,3 +94,33 @@ class CostLedger(BaseModel):
             output_tokens=sum(c.output_tokens or 0 for c in paid),
             cost_usd=sum(c.cost_usd or 0.0 for c in paid),
         )
+
+
+def unpriced_models(models: Sequence[str | None], priced: Collection[str]) -> list[str]:
+    """The models of ``models`` (the primary, the backup; None: none) that ``priced`` does not name,
+    in order, each once."""
+    return [m for i, m in enumerate(models) if m and m not in priced and m not in models[:i]]
+
+
+def price_problem(models: Sequence[str | None], priced: Collection[str], cap_usd: float | None,
+                  price_input: float | None, price_output: float | None) -> str | None:
+    """Why a run may not use ``models`` as configured, or None when it may.
+
+    A run with a cost cap (``cap_usd`` not None) may ask only models whose calls have a price: those
+    ``priced`` names, and the others once both ``price_input`` and ``price_output`` are given. One
+    price without the other is a problem whatever the cap. Deterministic runs never ask: the caller
+    asks only for the models a run would use.
+    """
+    if (price_input is None) != (price_output is None):
+        given, missing = ("--price-input", "--price-output") if price_output is None else (
+            "--price-output", "--price-input")
+        return f"{given} is given without {missing}: give both (USD per million tokens)"
+    missing_price = unpriced_models(models, priced)
+    if cap_usd is None or not missing_price or price_input is not None:
+        return None
+    names = ", ".join(repr(m) for m in missing_price)
+    which = "has" if len(missing_price) == 1 else "have"
+    return (f"the model {names} {which} no known price, so the cost cap (${cap_usd:g}) could not stop "
+            "its spending: give its prices in USD per million tokens (--price-input and --price-output, "
+            "price_input and price_output in [tool.equisa], or EQUISA_PRICE_INPUT and "
+            "EQUISA_PRICE_OUTPUT), or run explicitly without a cap (--max-cost none)")

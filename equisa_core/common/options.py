@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, field_validator
 
 from equisa_core.localization.calibrated_likelihoods import (
     DEFAULT_MIN_EXPECTED_SHIFT,
@@ -42,6 +42,11 @@ __all__ = [
     "FIRST_RUN_TIMEOUT_S",
     "NEW_TEST_TIMEOUT_S",
     "FIX_PRIOR_NAMES",
+    "NO_COST_CAP",
+    "CostCap",
+    "RENAMED_SETTINGS",
+    "renamed_setting",
+    "cost_cap",
 ]
 
 SandboxKind = Literal["local", "docker", "none"]
@@ -65,6 +70,17 @@ TIMEOUT_CAP_S = 60.0
 FIRST_RUN_TIMEOUT_S = 30.0
 #: Under ``auto``, the limit of a test made during the run (generated, carved): small by nature.
 NEW_TEST_TIMEOUT_S = 10.0
+
+
+#: ``--max-cost none``: the run has no cost cap (and a model without a known price may be used).
+NO_COST_CAP: Final = "none"
+#: The LLM spend a run may reach, in USD, or ``none`` (no cap).
+CostCap = NonNegativeFloat | Literal["none"]
+
+
+def cost_cap(value: CostCap) -> float | None:
+    """The cap ``value`` sets, in USD; None for ``none`` (no cap)."""
+    return None if value == NO_COST_CAP else float(value)
 
 
 def default_of(model: type[BaseModel], field: str) -> Any:
@@ -93,7 +109,8 @@ class SandboxOptions(BaseModel):
     docker_image: str | None = Field(None, description="Image for the docker sandbox.")
     shards: int | None = Field(None, ge=1, description="Parallel shards; default: the number of cores.")
     no_cache: bool = Field(False, description="Run again even when a cached result exists.")
-    wall_clock_s: float = Field(1800.0, gt=0, description="Limit per shard run.")
+    shard_timeout_s: float = Field(1800.0, gt=0, description="Wall-clock limit of one shard's run of the "
+                                                             "suite (it is killed then).")
     test_timeout_s: PerTestLimit = Field(
         AUTO_TIMEOUT, description=f"Limit per test: seconds for every test, or auto: {TIMEOUT_FACTOR:g}x the "
         f"test's own duration in the first run + {TIMEOUT_SLACK_S:g}s, at most {TIMEOUT_CAP_S:g}s (in the "
@@ -110,9 +127,16 @@ class StorageOptions(BaseModel):
 
 
 class EndpointOptions(BaseModel):
-    """Whether the model endpoint is used (its address and key come from ``OPENAI_*``)."""
+    """Whether the model endpoint is used (its address and key come from ``OPENAI_*``), what a run may
+    spend on it, and the prices of a model the price table (``tasks/llm.py``) does not know."""
 
     llm: bool | None = Field(None, description="Use the model; None: when an endpoint is configured.")
+    max_cost_usd: CostCap = Field(
+        2.0, description="LLM spend (USD) before the run stops asking the model; 'none': no cap.")
+    price_input: float | None = Field(
+        None, ge=0, description="USD per million input tokens of a model the price table does not know.")
+    price_output: float | None = Field(
+        None, ge=0, description="USD per million output tokens of a model the price table does not know.")
 
 
 class DiscoveryOptions(BaseModel):
@@ -120,7 +144,7 @@ class DiscoveryOptions(BaseModel):
 
     discovery: bool = Field(True, description="Generate disambiguating tests; False: trace only.")
     discovery_rounds: int = Field(2, ge=0, description="Generate-and-retrace rounds.")
-    discovery_max_tests: int = Field(30, ge=0, description="Generated tests kept in all.")
+    max_generated_tests: int = Field(30, ge=0, description="Generated tests Discovery keeps in all.")
     carved_per_member: int = Field(3, ge=0, description="Carved tests per group member and round.")
     discovery_top: int = Field(
         10, ge=0, description="Split only the ambiguity groups holding one of the prior's this many "
@@ -135,8 +159,7 @@ class DiscoveryOptions(BaseModel):
 class LocalizationOptions(BaseModel):
     """The Localization loop's budgets and switches."""
 
-    max_iterations: int = Field(12, ge=0, description="Inspections before giving up; 0: Discovery only.")
-    max_cost_usd: float = Field(2.0, ge=0, description="LLM spend before giving up.")
+    max_inspections: int = Field(12, ge=0, description="Inspections before giving up; 0: Discovery only.")
     max_seconds: float = Field(1800.0, gt=0, description="Wall time before giving up.")
     record_top: int = Field(15, ge=1, description="Candidates whose passing executions are recorded.")
     max_tests_per_inspection: int = Field(
@@ -145,7 +168,7 @@ class LocalizationOptions(BaseModel):
     mutation_evidence: bool | None = Field(
         None, description="Run mutants of each inspected node (see equisa_core.localization.fix_evidence); "
         "None: in deterministic mode only, where no model reflects.")
-    max_mutants: int = Field(40, ge=1, description="Mutants tried per inspected node.")
+    mutants_per_inspection: int = Field(40, ge=1, description="Mutants tried per inspected node.")
     screen_top: int = Field(
         20, ge=0, description="Candidates (by prior) whose mutants are tried together in one sandbox "
         "process before the loop, when mutants run: a fix found there is evidence at once, so a "
@@ -218,10 +241,11 @@ class TestgenOptions(BaseModel):
     """The test-generation loop's budgets and targets."""
 
     __test__ = False
-    max_iterations: int = Field(3, ge=1, le=20, description="Attempts in all (attempt 0 included).")
+    max_attempts: int = Field(3, ge=1, le=20, description="Attempts in all (attempt 0 included).")
     coverage_target: float = Field(80.0, ge=0, le=100, description="Line coverage to reach, in percent.")
     mutation_target: float = Field(60.0, ge=0, le=100, description="Mutation score to reach, in percent.")
-    max_mutants: int = Field(150, ge=0, description="Mutants of the target file per measurement.")
+    mutants_per_measurement: int = Field(150, ge=0, description="Mutants of the target file per "
+                                                                "measurement.")
     improvement_budget: int = Field(2, ge=0, description="Smell-fixing rounds per attempt (seed 000 §8).")
     carved_per_function: int = Field(3, ge=0, description="Carved tests per function (deterministic mode).")
     boundary_per_function: int = Field(4, ge=0, description="Boundary tests per function per attempt.")
@@ -242,6 +266,16 @@ class BatchOptions(OutputOptions):
 
     concurrency: int = Field(2, ge=1, le=64, description="Repositories repaired at the same time.")
     no_cache: bool = Field(False, description="Repair every repository again and re-run every test.")
+    # The model's cap and prices for every repository, over the file's own (None: each entry's own;
+    # the entries' defaults are EndpointOptions').
+    max_cost_usd: CostCap | None = Field(
+        None, description="LLM spend (USD) of each repository's run, or 'none' (no cap), over the file's "
+        "budgets.max_cost_usd; None: the file's.")
+    price_input: float | None = Field(
+        None, ge=0, description="USD per million input tokens of an unpriced model, over the file's.")
+    price_output: float | None = Field(
+        None, ge=0, description="USD per million output tokens of an unpriced model, over the file's.")
+
 
 
 #: The kinds of forge whose REST API ``--open-pr`` speaks (Gitea's pulls endpoints follow GitHub's).
@@ -275,3 +309,23 @@ class ForgeOptions(BaseModel):
     def publishing(self) -> bool:
         """Whether anything is to be pushed (``open_pr`` implies the push)."""
         return self.push or self.open_pr
+
+
+#: Settings renamed so that one name has one meaning in every command, by option model: the old key
+#: (of ``[tool.equisa]``, ``EQUISA_*`` and the repositories file) -> the field it now sets. The old
+#: keys are read, with a warning, for one release.
+RENAMED_SETTINGS: Final[dict[type[BaseModel], dict[str, str]]] = {
+    SandboxOptions: {"wall_clock_s": "shard_timeout_s"},
+    DiscoveryOptions: {"discovery_max_tests": "max_generated_tests"},
+    LocalizationOptions: {"max_iterations": "max_inspections", "max_mutants": "mutants_per_inspection"},
+    TestgenOptions: {"max_iterations": "max_attempts", "max_mutants": "mutants_per_measurement"},
+}
+
+
+def renamed_setting(old: str, models: tuple[type[BaseModel], ...]) -> str | None:
+    """The field the old key ``old`` sets among ``models`` (the first that renamed it); None: none does."""
+    for model in models:
+        new = RENAMED_SETTINGS.get(model, {}).get(old)
+        if new is not None:
+            return new
+    return None

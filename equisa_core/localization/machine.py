@@ -30,7 +30,7 @@ from pydantic import Field
 from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import Node
-from equisa_core.common.options import LocalizationOptions, default_of
+from equisa_core.common.options import EndpointOptions, LocalizationOptions, cost_cap, default_of
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.rules import DiscoveryReport
 from equisa_core.environment import SuiteEnvironment
@@ -157,8 +157,9 @@ class LocalizationSettings(Frozen):
     screen_first: bool = Field(False, description="Screen on the suite as traced, before Discovery.")
     # The budgets default to the options' defaults (one home: ``equisa_core.common.options``); the
     # switches above default to off, so a machine made by hand does only what it is told to.
-    max_iterations: int = Field(default_of(LocalizationOptions, "max_iterations"), ge=0)
-    max_cost_usd: float = Field(default_of(LocalizationOptions, "max_cost_usd"), ge=0)
+    max_iterations: int = Field(default_of(LocalizationOptions, "max_inspections"), ge=0)
+    max_cost_usd: float | None = Field(cost_cap(default_of(EndpointOptions, "max_cost_usd")), ge=0,
+                                       description="LLM spend before the loop stops; None: no cap.")
     max_seconds: float = Field(default_of(LocalizationOptions, "max_seconds"), gt=0)
     max_stalled_inspections: int = Field(default_of(LocalizationOptions, "max_stalled_inspections"), ge=1)
     record_top: int = Field(default_of(LocalizationOptions, "record_top"), ge=1)
@@ -365,7 +366,7 @@ def verdict(state: LocalizationState) -> Verdict | None:
     if state.iterations:
         if state.stalled >= settings.max_stalled_inspections:
             return Verdict(reason=f"{state.stalled} inspections in a row brought no new evidence")
-        if run_ledger(state).usd > settings.max_cost_usd:
+        if settings.max_cost_usd is not None and run_ledger(state).usd > settings.max_cost_usd:
             return Verdict(reason=f"LLM cost budget (${settings.max_cost_usd:g}) spent")
         if state.elapsed_s > settings.max_seconds:
             return Verdict(reason=f"time budget ({settings.max_seconds:g}s) spent")

@@ -7,7 +7,7 @@ data, since ``equisa_core`` imports no YAML library):
 
     defaults:            # optional: merged under every entry (an entry's own keys win)
       llm: false
-      budgets: {max_iterations: 8}
+      budgets: {max_inspections: 8}
     repositories:
       - source: ../examples/invoicing     # a folder (relative to this file) ...
       - name: billing
@@ -19,7 +19,7 @@ data, since ``equisa_core`` imports no YAML library):
         publish: {push: true, open_pr: true}   # a fix: branch equisa/fix-<sha>, pull request
 
 Every key is checked (unknown keys are errors, so a typo never silently does nothing), and errors
-name the entry and the key: ``repositories[2].budgets.max_iterations: ...``.
+name the entry and the key: ``repositories[2].budgets.max_inspections: ...``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from equisa_core.common.options import (
+    CostCap,
     DiscoveryOptions,
     EndpointOptions,
     ForgeOptions,
@@ -41,6 +42,7 @@ from equisa_core.common.options import (
     SandboxOptions,
     ValidationOptions,
     default_of,
+    renamed_setting,
 )
 from equisa_core.errors import RepositoriesFileError
 from equisa_core.operations.forge import PublishedFix
@@ -55,6 +57,9 @@ __all__ = [
     "parse_repositories",
     "is_remote",
     "summarize",
+    "renamed_keys",
+    "with_model_overrides",
+    "RENAMED_BUDGETS",
 ]
 
 RepositoryStatus = Literal["fixed", "plausible_only", "not_fixed", "nothing_to_fix", "error"]
@@ -68,25 +73,54 @@ def is_remote(source: str) -> bool:
     return bool(_REMOTE.match(source))
 
 
+#: The budgets' keys renamed so that one name has one meaning everywhere: old key -> new key (read, with
+#: a warning from ``renamed_keys``, for one release).
+RENAMED_BUDGETS: dict[str, str] = {
+    old: renamed_setting(old, (SandboxOptions, LocalizationOptions)) or old
+    for old in ("max_iterations", "wall_clock_s")
+}
+
+
 class Budgets(BaseModel):
     """Limits of one repository's repair run (the ``repair`` flow's budgets)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_iterations: int = Field(default_of(LocalizationOptions, "max_iterations"), ge=0,
-                                description="Localization inspections before giving up.")
+    max_inspections: int = Field(default_of(LocalizationOptions, "max_inspections"), ge=0,
+                                 description="Localization inspections before giving up.")
     max_validations: int = Field(default_of(ValidationOptions, "max_validations"), ge=1,
                                  description="Patch candidates validated in full.")
     max_seconds: float = Field(default_of(LocalizationOptions, "max_seconds"), gt=0,
                                description="Wall time of the localization loop.")
-    max_cost_usd: float = Field(default_of(LocalizationOptions, "max_cost_usd"), ge=0,
-                                description="LLM spend before giving up.")
-    max_generated_tests: int = Field(default_of(DiscoveryOptions, "discovery_max_tests"), ge=0,
+    max_cost_usd: CostCap = Field(default_of(EndpointOptions, "max_cost_usd"),
+                                  description="LLM spend (USD) before giving up; 'none': no cap.")
+    max_generated_tests: int = Field(default_of(DiscoveryOptions, "max_generated_tests"), ge=0,
                                      description="Tests Discovery may generate and keep.")
     test_timeout_s: PerTestLimit = Field(default_of(SandboxOptions, "test_timeout_s"),
                                          description="Limit per test: seconds, or auto (from its duration).")
-    wall_clock_s: float = Field(default_of(SandboxOptions, "wall_clock_s"), gt=0,
-                                description="Limit per sandboxed suite run.")
+    shard_timeout_s: float = Field(default_of(SandboxOptions, "shard_timeout_s"), gt=0,
+                                   description="Wall-clock limit of one shard's run of the suite.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        """The old keys (``RENAMED_BUDGETS``) set the new ones, unless those are given too; a missing
+        cost cap (an event template's empty value) is the default."""
+        if not isinstance(data, Mapping):
+            return data
+        data = _new_keys(data)
+        if data.get("max_cost_usd", 0) in (None, ""):
+            data.pop("max_cost_usd")
+        return data
+
+
+def _new_keys(budgets: Mapping[str, Any]) -> dict[str, Any]:
+    """``budgets`` with each old key (``RENAMED_BUDGETS``) as its new one (a new key given too wins)."""
+    renamed = {key: value for key, value in budgets.items() if key not in RENAMED_BUDGETS}
+    for old, new in RENAMED_BUDGETS.items():
+        if old in budgets:
+            renamed.setdefault(new, budgets[old])
+    return renamed
 
 
 class RepositoryEntry(BaseModel):
@@ -112,6 +146,12 @@ class RepositoryEntry(BaseModel):
                                      description="Repair even where the local sandbox cannot confine "
                                                  "file writes (otherwise the run fails with exit 14).")
     docker_image: str | None = None
+    price_input: float | None = Field(
+        default_of(EndpointOptions, "price_input"), ge=0,
+        description="USD per million input tokens of a model the price table does not know.")
+    price_output: float | None = Field(
+        default_of(EndpointOptions, "price_output"), ge=0,
+        description="USD per million output tokens of a model the price table does not know.")
     budgets: Budgets = Field(default_factory=Budgets)
     publish: ForgeOptions = Field(default_factory=ForgeOptions,
                                   description="What to do with a fix: push a branch, open a pull request.")
@@ -130,7 +170,8 @@ class RepositoryEntry(BaseModel):
         """An event from before ``publish`` existed renders it as nothing: publish nothing."""
         return ForgeOptions() if value is None or value == "" else value
 
-    @field_validator("ref", "python", "ci_run_url", "name", "docker_image", mode="before")
+    @field_validator("ref", "python", "ci_run_url", "name", "docker_image", "price_input", "price_output",
+                     mode="before")
     @classmethod
     def _empty_is_none(cls, value: Any) -> Any:
         """An event template renders a missing value as an empty string: that means "not given"."""
@@ -172,8 +213,9 @@ class RepositoriesFile(BaseModel):
         for entry in entries:
             if isinstance(entry, str):  # a bare folder or URL
                 entry = {"source": entry}
-            if isinstance(entry, Mapping):
-                budgets = {**(defaults.get("budgets") or {}), **(entry.get("budgets") or {})}
+            if isinstance(entry, Mapping) and isinstance(entry.get("budgets") or {}, Mapping):
+                budgets = {**_new_keys(_mapping(defaults.get("budgets"))),
+                           **_new_keys(_mapping(entry.get("budgets")))}
                 entry = {**defaults, **entry, **({"budgets": budgets} if budgets else {})}
             merged.append(entry)
         return {**data, "repositories": merged}
@@ -208,6 +250,46 @@ def parse_repositories(data: Any, base: PurePath, origin: str = "repositories fi
         more = f" (and {error.error_count() - 8} more)" if error.error_count() > 8 else ""
         raise RepositoriesFileError(f"{origin} is invalid: {problems}{more}") from None
     return [entry.resolved(base) for entry in parsed.repositories]
+
+
+def with_model_overrides(entries: Sequence[RepositoryEntry], max_cost_usd: CostCap | None,
+                         price_input: float | None, price_output: float | None) -> list[RepositoryEntry]:
+    """``entries`` with the cost cap and prices given for the whole batch (None: each entry's own)."""
+    changed = []
+    for entry in entries:
+        update: dict[str, Any] = {key: value for key, value in
+                                  (("price_input", price_input), ("price_output", price_output))
+                                  if value is not None}
+        if max_cost_usd is not None:
+            update["budgets"] = entry.budgets.model_copy(update={"max_cost_usd": max_cost_usd})
+        changed.append(entry.model_copy(update=update) if update else entry)
+    return changed
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a mapping, else an empty one (a wrong type is reported by validation)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def renamed_keys(data: Any) -> list[str]:
+    """A warning for each renamed budget key (``RENAMED_BUDGETS``) that parsed ``data`` still uses,
+    naming where and the key that replaces it."""
+    if isinstance(data, list):
+        data = {"repositories": data}
+    if not isinstance(data, Mapping):
+        return []
+    places: list[tuple[str, Any]] = [("defaults", data.get("defaults"))]
+    entries = data.get("repositories")
+    places += [(f"repositories[{index}]", entry) for index, entry in enumerate(entries or [])
+               if isinstance(entries, list)]
+    found = []
+    for where, part in places:
+        budgets = part.get("budgets") if isinstance(part, Mapping) else None
+        for old, new in RENAMED_BUDGETS.items():
+            if isinstance(budgets, Mapping) and old in budgets:
+                found.append(f"{where}.budgets.{old} is deprecated and will be removed in the next "
+                             f"release: use {new}")
+    return found
 
 
 def _problem(error: Mapping[str, Any]) -> str:

@@ -30,9 +30,12 @@ def resource_id(repository: str) -> str:
 
 
 def ci_failure_event(repository: str, ref: str | None, failing_tests: Sequence[str], ci_run_url: str | None,
-                     llm: bool | None = None, occurred: datetime | None = None,
-                     event_id: str | None = None, publish: ForgeOptions | None = None) -> dict[str, Any]:
-    """The event as the Prefect events API takes it (one element of the POSTed list).
+                     llm: bool | None = None, max_cost_usd: float | str | None = None,
+                     price_input: float | None = None, price_output: float | None = None,
+                     occurred: datetime | None = None, event_id: str | None = None,
+                     publish: ForgeOptions | None = None) -> dict[str, Any]:
+    """The event as the Prefect events API takes it (one element of the POSTed list); ``max_cost_usd``
+    (USD, or ``none``: no cap; None: the repair's default) and the prices go to the repair's entry.
 
     Every payload key is present (``None`` when unknown) because the trigger's templates read each one;
     ``publish`` (what to do with a fix: ``--push``, ``--open-pr``) is always a whole ``ForgeOptions``.
@@ -49,6 +52,9 @@ def ci_failure_event(repository: str, ref: str | None, failing_tests: Sequence[s
             "failing_tests": list(failing_tests),
             "ci_run_url": ci_run_url or None,
             "llm": llm,
+            "max_cost_usd": max_cost_usd,
+            "price_input": price_input,
+            "price_output": price_output,
             "publish": (publish or ForgeOptions()).model_dump(),
         },
     }

@@ -34,6 +34,7 @@ from pydantic import Field, TypeAdapter
 
 from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
+from equisa_core.common.options import EndpointOptions, cost_cap, default_of
 from equisa_core.testgen.critique import Critique, RunnerMetrics
 from equisa_core.testgen.modules import keep_tests, list_tests, node_id_name
 from equisa_core.testgen.mutation_plan import MutantVerdict
@@ -111,7 +112,8 @@ class TestgenBudget(Frozen):
     __test__ = False
 
     max_iterations: int = Field(ge=1, description="Attempts in all (attempt 0 included).")
-    max_cost_usd: float | None = Field(default=None, ge=0, description="Model spending; None: no limit.")
+    max_cost_usd: float | None = Field(default=cost_cap(default_of(EndpointOptions, "max_cost_usd")), ge=0,
+                                       description="Model spending; None: no limit.")
     max_seconds: float | None = Field(
         default=None, ge=0, description="Step time as observed; None: no limit."
     )

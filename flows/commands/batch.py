@@ -39,9 +39,10 @@ def register(commands: Any) -> None:
 
 
 def _batch_command(args: argparse.Namespace, console: Console) -> int:
+    from equisa_core.operations.batch import with_model_overrides
     from equisa_core.report.console import batch_summary
     from flows.batch import batch
-    from tasks.batch_io import check_sandboxes, load_repositories
+    from tasks.batch_io import check_models, check_sandboxes, load_repositories
     from tasks.ci_outputs import write_batch_outputs
     from tasks.cli_run import show, write_json
     from tasks.parameters import BatchParameters
@@ -49,13 +50,19 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
     from tasks.task_runners import choose_runner, shared_cluster
 
     choose_runner(args.task_runner, args.task_runner_address, args.workers)
-    entries = load_repositories(args.file)  # a bad file fails here, with exit code 50
+    notes: list[str] = []
+    entries = load_repositories(args.file, notes)  # a bad file fails here, with exit code 50
+    for note in notes:
+        console.print(f"[yellow]warning:[/] {note}", highlight=False, soft_wrap=True)
+    entries = with_model_overrides(entries, args.max_cost, args.price_input, args.price_output)
     check_sandboxes(entries)
+    check_models(entries)
     console.print(f"Repairing {len(entries)} repositories from [bold]{args.file}[/], "
                   f"{args.concurrency} at a time", highlight=False)
     params = BatchParameters(repositories_file=str(args.file.resolve()), concurrency=args.concurrency,
                              reports_dir=str(Path(args.reports).resolve()) if args.reports else None,
-                             no_cache=args.no_cache)
+                             no_cache=args.no_cache, max_cost_usd=args.max_cost,
+                             price_input=args.price_input, price_output=args.price_output)
     with shared_cluster() as choice:
         if choice.kind != "threads":
             console.print(f"Task runner: {choice.kind} at {choice.address or 'a new local cluster'}",

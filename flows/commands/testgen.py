@@ -32,7 +32,7 @@ def register(commands: Any) -> None:
     llm = Option("use the model (needs an endpoint)", off_help="deterministic mode only")
     add_run_options(parser, EndpointOptions, TestgenOptions, spelling={"llm": llm})
     parser.set_defaults(handler=_testgen_command,
-                        option_models=(*RUN_OPTIONS, EndpointOptions, TestgenOptions))
+                        option_models=(*RUN_OPTIONS, EndpointOptions, TestgenOptions), uses_model=True)
 
 
 def _testgen_command(args: argparse.Namespace, console: Console) -> int:

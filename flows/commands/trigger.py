@@ -12,11 +12,14 @@ from typing import Any
 
 from rich.console import Console
 
-from equisa_core.common.options import ForgeOptions
+from equisa_core.common.options import EndpointOptions, ForgeOptions
 from equisa_core.errors import EXIT_OK
-from tasks.cli_options import SPELLING, Option, add_model_options, parameters_from
+from tasks.cli_options import SPELLING, Option, add_deprecated_flag, add_model_options, parameters_from
 
-__all__ = ["register"]
+__all__ = ["register", "REQUEST_TIMEOUT_S"]
+
+#: Seconds ``equisa trigger`` waits for the Prefect server to take the event.
+REQUEST_TIMEOUT_S = 30.0
 
 #: The publishing options as the repair run the event starts reads them: the worker pushes, with the
 #: token of its own environment.
@@ -45,25 +48,30 @@ def register(commands: Any) -> None:
     parser.add_argument("--failing-tests", nargs="*", default=[], metavar="TEST",
                         help="pytest node ids that failed")
     parser.add_argument("--ci-run-url", metavar="URL", help="link to the failed CI run (default: the job's)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--llm", dest="llm", action="store_true", default=None,
-                      help="ask the repair to use the model (default: when the workers have one)")
-    mode.add_argument("--no-llm", dest="llm", action="store_false", help="deterministic repair only")
+    llm = Option("ask the repair to use the model (default: when the workers have one)",
+                 off_help="deterministic repair only")
+    add_model_options(parser, EndpointOptions, spelling={"llm": llm})
     parser.add_argument("--api-url", metavar="URL", help="Prefect API (default: PREFECT_API_URL)")
-    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                        help="how long to wait for the server (default 30)")
+    parser.add_argument("--request-timeout", type=float, default=REQUEST_TIMEOUT_S, metavar="SECONDS",
+                        help=f"how long to wait for the Prefect server to take the event "
+                             f"(default {REQUEST_TIMEOUT_S:g})")
+    add_deprecated_flag(parser, "--timeout", "--request-timeout", dest="request_timeout", type=float,
+                        metavar="SECONDS")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the posted event here")
     add_model_options(parser, ForgeOptions, spelling=TRIGGER_SPELLING)
-    parser.set_defaults(handler=_trigger_command)
+    # The model's options (--llm, --max-cost, the prices) also come from EQUISA_* variables; they
+    # travel in the event to the repair-on-ci-failure run.
+    parser.set_defaults(handler=_trigger_command, option_models=(EndpointOptions,))
 
 
 def _trigger_command(args: argparse.Namespace, console: Console) -> int:
     from tasks.ci_trigger import trigger_repair
     from tasks.cli_run import write_json
 
+    model = EndpointOptions(**parameters_from(args, EndpointOptions))
     publish = ForgeOptions(**parameters_from(args, ForgeOptions))
     api_url, event = trigger_repair(args.api_url, args.repository, args.ref, args.failing_tests,
-                                    args.ci_run_url, args.llm, args.timeout, publish)
+                                    args.ci_run_url, model, args.request_timeout, publish)
     write_json(args.json, event)
     payload = event["payload"]
     console.print(f"Posted {event['event']} for [bold]{payload['repository']}[/]"

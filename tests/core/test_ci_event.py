@@ -19,6 +19,7 @@ def test_event_carries_every_payload_key_the_trigger_reads():
     assert event["payload"] == {"repository": "https://github.com/acme/shop.git", "ref": "abc123",
                                 "failing_tests": ["tests/test_a.py::test_x"],
                                 "ci_run_url": "https://github.com/acme/shop/actions/runs/7", "llm": None,
+                                "max_cost_usd": None, "price_input": None, "price_output": None,
                                 "publish": ForgeOptions().model_dump()}
     assert event["payload"]["publish"]["push"] is False, "nothing is pushed unless asked"
 

@@ -51,13 +51,30 @@ def test_a_failing_repository_does_not_stop_the_batch_and_a_rerun_resumes(tmp_pa
 
 def test_a_bad_repositories_file_exits_50_before_any_work(tmp_path):
     bad = tmp_path / "repositories.yaml"
-    bad.write_text("repositories:\n  - source: a\n    budgets: {max_iterations: many}\n")
+    bad.write_text("repositories:\n  - source: a\n    budgets: {max_inspections: many}\n")
     done = subprocess.run([EQUISA, "batch", str(bad)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 50
-    assert "repositories[0].budgets.max_iterations: Input should be a valid integer" in done.stderr
+    assert "repositories[0].budgets.max_inspections: Input should be a valid integer" in done.stderr
     bad.write_text("repositories: [a\n")
     done = subprocess.run([EQUISA, "batch", str(bad)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 50 and "is not valid YAML (line 2" in done.stderr
     done = subprocess.run([EQUISA, "batch", str(tmp_path / "nope.yaml")], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 50 and "does not exist" in done.stderr
+
+
+def test_an_unpriced_model_stops_the_batch_before_any_work_and_old_keys_warn(tmp_path):
+    repositories = tmp_path / "repositories.yaml"
+    repositories.write_text("repositories:\n  - name: shop\n    source: missing-repository\n    llm: true\n"
+                            "    sandbox: none\n    budgets: {max_iterations: 3}\n")
+    env = {**{k: v for k, v in __import__("os").environ.items() if not k.startswith(("OPENAI_", "EQUISA_"))},
+           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "EQUISA_MODEL": "qwen"}
+    done = subprocess.run([EQUISA, "batch", str(repositories)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 12, done.stderr
+    assert "shop: the model 'qwen' has no known price" in " ".join(done.stderr.split())
+    assert done.stderr.count("budgets.max_iterations is deprecated") == 1
+    priced = subprocess.run([EQUISA, "batch", str(repositories), "--max-cost", "none", "--json",
+                             str(tmp_path / "summary.json")], env={**env, "PREFECT_API_URL": "http://127.0.0.1:9/api"},
+                            capture_output=True, text=True, timeout=120)
+    assert "no known price" not in priced.stderr  # explicitly without a cap: the batch goes on to run

@@ -181,8 +181,8 @@ def test_without_the_flag_a_test_that_starts_looping_is_stopped_at_its_limit_fro
 
 def test_a_suite_past_the_wall_clock_is_killed_and_keeps_what_it_recorded(tmp_path, run_cli):
     out = tmp_path / "hang.json"
-    code, err = run_cli(str(FIXTURES / "hangs"), "--timeout", "4", "--test-timeout", "600", "--shards", "1",
-                        "--json", str(out))
+    code, err = run_cli(str(FIXTURES / "hangs"), "--shard-timeout", "4", "--test-timeout", "600",
+                        "--shards", "1", "--json", str(out))
     assert code == SuiteCrashedError.exit_code
     data = json.loads(out.read_text())
     assert data["crash_reason"] == "timed out after 4s"

@@ -1,4 +1,4 @@
-"""The Discovery loop end to end through ``equisa localize --max-iterations 0``: carved tests in
+"""The Discovery loop end to end through ``equisa localize --max-inspections 0``: carved tests in
 deterministic mode, the model's tests in LLM mode, checked in sandboxes, kept in the workspace copy."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ GROUP = ("grading.scores.clamp", "grading.scores.grade", "grading.scores.letter"
 
 def run_discovery(env: dict[str, str], out: Path, *args: str) -> LocalizationReport:
     before = tree_digest(AMBIGUOUS)
-    code, err = localize(env, str(AMBIGUOUS), "--max-iterations", "0", "--json", str(out), *args)
+    code, err = localize(env, str(AMBIGUOUS), "--max-inspections", "0", "--json", str(out), *args)
     assert code == 0, err
     assert tree_digest(AMBIGUOUS) == before, "the user's tree must never be written"
     assert "Discovery:" in err

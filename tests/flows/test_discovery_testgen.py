@@ -65,8 +65,8 @@ def test_testgen_splits_a_group_carving_cannot_and_its_tests_never_veto_the_fix(
 def _boundary_tests_of_applies(found: DiscoveryResult, out: str) -> GeneratedTests:
     """Testgen's deterministic tests of ``applies`` on the buggy example, as Discovery asks for them."""
     return generate_tests(found.prepared, TestgenParameters(
-        path=str(INVOICING), target="invoicing/discounts.py", focus=[BUGGY], llm=False, max_iterations=1,
-        max_mutants=0, out=out, module_stem="pinned"))
+        path=str(INVOICING), target="invoicing/discounts.py", focus=[BUGGY], llm=False, max_attempts=1,
+        mutants_per_measurement=0, out=out, module_stem="pinned"))
 
 
 @flow(name="pinning-check")

@@ -315,9 +315,11 @@ def test_llm_mode_converges_on_the_bug(tmp_path, cli_env, scripted_llm):
     env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
            "EQUISA_MODEL": "scripted-debugger"}
     out = tmp_path / "loc.json"
+    # The model has no known price: the run says explicitly that it has no cost cap.
     # Without Discovery the loop has to tell innocents from the bug (with it, the model's failing
     # test of `applies` alone settles it at once: tests/flows/test_discovery.py covers that path).
-    code, err = localize(env, str(INVOICING), "--llm", "--no-discovery", "--json", str(out))
+    code, err = localize(env, str(INVOICING), "--llm", "--no-discovery", "--max-cost", "none",
+                         "--json", str(out))
     assert code == 0, err
     report = LocalizationReport.model_validate_json(out.read_text())
     assert report.mode == "llm"
@@ -366,7 +368,8 @@ def test_llm_mode_finishes_on_the_backup_model_when_30_percent_of_calls_fail(tmp
 
     scripted_llm.respond_with(flaky_primary)
     env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
-           "EQUISA_MODEL": "primary", "EQUISA_BACKUP_MODEL": "backup", "EQUISA_LLM_BACKOFF_S": "0.05"}
+           "EQUISA_MODEL": "primary", "EQUISA_BACKUP_MODEL": "backup", "EQUISA_LLM_BACKOFF_S": "0.05",
+           "EQUISA_PRICE_INPUT": "0.5", "EQUISA_PRICE_OUTPUT": "1.5"}  # the prices of both models
     out = tmp_path / "loc.json"
     code, err = localize(env, str(INVOICING), "--llm", "--no-discovery", "--json", str(out))
     assert code == 0, err
@@ -403,9 +406,10 @@ def test_a_hopeless_repository_and_a_useless_model_still_report(tmp_path, cli_en
         (lambda request: Reply("I am not sure what you mean.")) if model == "nonsense"
         else (lambda request: Fault(status=503, message="down")))
     env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
-           "EQUISA_MODEL": "m", "EQUISA_LLM_MAX_RETRIES": "0", "EQUISA_LLM_BACKOFF_S": "0"}
+           "EQUISA_MODEL": "m", "EQUISA_LLM_MAX_RETRIES": "0", "EQUISA_LLM_BACKOFF_S": "0",
+           "EQUISA_MAX_COST_USD": "none"}
     out = tmp_path / "loc.json"
-    code, err = localize(env, str(repo), "--llm", "--max-iterations", "3", "--json", str(out))
+    code, err = localize(env, str(repo), "--llm", "--max-inspections", "3", "--json", str(out))
     assert code == 0, err
     report = LocalizationReport.model_validate_json(out.read_text())
     assert (report.tests.failed, report.tests.passed) == (2, 0)
@@ -463,7 +467,7 @@ def test_since_a_ref_marks_the_functions_changed_and_a_bad_ref_is_bad_input(tmp_
                          "--json", str(tmp_path / "bad.json"))
     assert code == 3 and "no-such-ref" in err, err
     out = tmp_path / "since.json"
-    code, err = localize(cli_env, str(repo), "--no-llm", "--since", "HEAD", "--max-iterations", "0",
+    code, err = localize(cli_env, str(repo), "--no-llm", "--since", "HEAD", "--max-inspections", "0",
                          "--no-discovery", "--json", str(out))
     assert code == 0, err
     report = LocalizationReport.model_validate_json(out.read_text())

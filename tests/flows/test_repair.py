@@ -41,7 +41,7 @@ def repair_with_model(tmp_path: Path, cli_env: dict[str, str], scripted_llm, mod
     """``equisa repair --llm`` on the invoicing example with ``model`` answering; must exit 0."""
     scripted_llm.respond_with(model)
     env = {**cli_env, "OPENAI_BASE_URL": scripted_llm.base_url, "OPENAI_API_KEY": "sk-test",
-           "EQUISA_MODEL": "scripted-debugger"}
+           "EQUISA_MODEL": "scripted-debugger", "EQUISA_MAX_COST_USD": "none"}  # a model with no price
     out = tmp_path / "repair.json"
     code, err = repair(env, str(INVOICING), "--llm", "--json", str(out))
     assert code == 0, err

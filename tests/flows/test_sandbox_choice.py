@@ -59,7 +59,7 @@ def test_the_users_own_suite_runs_with_one_warning_and_the_report_says_how(weak_
 def test_allow_weak_sandbox_runs_generated_code_and_the_report_records_it(weak_env, tmp_path):
     out = tmp_path / "localize.json"
     done = equisa(weak_env, "localize", str(SHAPES), "--no-llm", "--allow-weak-sandbox",
-                  "--max-iterations", "2", "--no-discovery", "--json", str(out))
+                  "--max-inspections", "2", "--no-discovery", "--json", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("does not confine file writes") == 1
     report = json.loads(out.read_text())

@@ -39,9 +39,9 @@ def test_deterministic_mode_writes_passing_tests_with_coverage_and_mutation_scor
         str(out),
         "--json",
         str(report_path),
-        "--max-iterations",
+        "--max-attempts",
         "2",
-        "--max-mutants",
+        "--mutants-per-measurement",
         "40",
     )
     assert code == 0, err
@@ -159,9 +159,9 @@ def test_llm_mode_generates_enhances_and_accounts_cost_and_entropy(tmp_path, cli
         str(tmp_path / "out"),
         "--json",
         str(report_path),
-        "--max-iterations",
+        "--max-attempts",
         "2",
-        "--max-mutants",
+        "--mutants-per-measurement",
         "30",
         "--coverage-target",
         "99",
@@ -199,8 +199,8 @@ def test_llm_mode_generates_enhances_and_accounts_cost_and_entropy(tmp_path, cli
     asked = sum(1 for r in scripted_llm.requests if r.path.endswith("/chat/completions"))
     again_path = tmp_path / "again.json"
     code, _, err = run_testgen(env, str(INVOICING), "--target", TARGET, "--llm", "--out",
-                               str(tmp_path / "again"), "--json", str(again_path), "--max-iterations", "1",
-                               "--max-mutants", "0")
+                               str(tmp_path / "again"), "--json", str(again_path), "--max-attempts", "1",
+                               "--mutants-per-measurement", "0")
     assert code == 0, err
     [again] = TestgenReport.model_validate_json(again_path.read_text()).attempts
     assert again.origin == "generator" and again.llm_calls >= 1

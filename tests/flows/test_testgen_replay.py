@@ -44,8 +44,8 @@ def test_a_real_run_replays_to_the_same_state_and_report(tmp_path, prefect_api_u
         target=TARGET,
         llm=False,
         out=str(tmp_path / "out"),
-        max_iterations=2,
-        max_mutants=10,
+        max_attempts=2,
+        mutants_per_measurement=10,
         coverage_target=100.0,
         mutation_target=100.0,
     )

@@ -70,7 +70,7 @@ def test_a_runs_problems_and_paid_calls_come_back_on_its_report_and_its_history(
            "EQUISA_MODEL": "gpt-4o-mini"}
     code, _, err = run_testgen(env, str(INVOICING), "--target", TARGET, "--llm",
                                "--out", str(tmp_path / "out"), "--json", str(report_path),
-                               "--max-iterations", "1", "--max-mutants", "0", "--db", str(db))
+                               "--max-attempts", "1", "--mutants-per-measurement", "0", "--db", str(db))
     assert code == 0, err
     report = TestgenReport.model_validate_json(report_path.read_text())
     assert report.mode == "llm" and PROBLEMS[0] in report.problems, report.problems

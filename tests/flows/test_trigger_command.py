@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from equisa_core.common.options import ForgeOptions
+from equisa_core.operations.batch import RepositoryEntry
 from equisa_core.operations.ci_event import CI_FAILED_EVENT
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
@@ -82,7 +83,8 @@ def test_posts_the_event_with_the_server_auth_string(events_api, tmp_path):
     done = _trigger(_env(api, PREFECT_API_AUTH_STRING=AUTH_STRING), "--repository",
                     "https://git.example.com/acme/shop.git", "--ref", "abc123", "--failing-tests",
                     "tests/test_a.py::test_x", "tests/test_b.py::test_y", "--ci-run-url",
-                    "https://ci.example.com/runs/7", "--no-llm", "--json", str(out))
+                    "https://ci.example.com/runs/7", "--no-llm", "--max-cost", "0.5", "--price-input", "0.1",
+                    "--price-output", "0.4", "--json", str(out))
     assert done.returncode == 0, done.stderr
     ((_, events),) = handler.received
     (event,) = events
@@ -90,8 +92,15 @@ def test_posts_the_event_with_the_server_auth_string(events_api, tmp_path):
     assert event["payload"] == {"repository": "https://git.example.com/acme/shop.git", "ref": "abc123",
                                 "failing_tests": ["tests/test_a.py::test_x", "tests/test_b.py::test_y"],
                                 "ci_run_url": "https://ci.example.com/runs/7", "llm": False,
+                                "max_cost_usd": 0.5, "price_input": 0.1, "price_output": 0.4,
                                 "publish": ForgeOptions().model_dump()}
     assert "Posted equisa.ci.failed" in done.stderr and "pushed" not in done.stderr
+    # the payload is the repair's entry, as the repair-on-ci-failure trigger's template renders it
+    entry = RepositoryEntry(**{k: event["payload"][k] for k in ("ref", "failing_tests", "ci_run_url", "llm",
+                                                                "price_input", "price_output")},
+                            source=event["payload"]["repository"],
+                            budgets={"max_cost_usd": event["payload"]["max_cost_usd"]})
+    assert (entry.budgets.max_cost_usd, entry.price_input, entry.price_output) == (0.5, 0.1, 0.4)
 
 
 def test_push_and_open_pr_ask_the_repair_run_to_publish_its_fix(events_api):
@@ -115,6 +124,7 @@ def test_github_actions_defaults_and_an_api_key(events_api):
     payload = handler.received[0][1][0]["payload"]
     assert (payload["repository"], payload["ref"], payload["ci_run_url"], payload["llm"]) == (
         "https://github.com/acme/shop.git", "f00d", "https://github.com/acme/shop/actions/runs/99", None)
+    assert payload["max_cost_usd"] == 2.0  # EndpointOptions' default: the one cap, wherever the repair runs
 
 
 def test_refused_credentials_exit_53(events_api):
@@ -129,7 +139,8 @@ def test_no_server_or_no_repository_exit_53():
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    done = _trigger(_env(f"http://127.0.0.1:{port}/api"), "--repository", "/srv/app", "--timeout", "5")
+    done = _trigger(_env(f"http://127.0.0.1:{port}/api"), "--repository", "/srv/app",
+                    "--request-timeout", "5")
     assert done.returncode == 53 and "could not reach the Prefect server" in done.stderr
     done = _trigger(_env(None), "--repository", "/srv/app")
     assert done.returncode == 53 and "set PREFECT_API_URL" in done.stderr

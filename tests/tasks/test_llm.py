@@ -23,9 +23,11 @@ from prefect.testing.utilities import prefect_test_harness
 from pydantic import ValidationError
 
 from equisa_core.common.cost import CostLedger, LLMCall
+from equisa_core.common.options import EndpointOptions
 from equisa_core.localization.prompts import prompt_hash, render_patch
 from tasks import llm as llm_module
 from tasks.llm import (
+    DEFAULT_PRICES,
     FunctionAnswer,
     InvalidAnswerError,
     LLMAnswer,
@@ -35,8 +37,10 @@ from tasks.llm import (
     ModelPrice,
     ask_for_function,
     call_llm,
+    choose_llm_mode,
     llm_available,
     llm_task,
+    priced_config,
 )
 from tests.scripted_llm_server import (  # noqa: F401  (scripted_llm_fixture provides `scripted_llm`)
     Fault,
@@ -436,3 +440,52 @@ def test_the_ledger_counts_cached_failed_and_unpriced_calls_and_charges_only_pai
 @pytest.mark.parametrize("name", llm_module.__all__)
 def test_exported_names_exist(name):
     assert hasattr(llm_module, name)
+
+
+# --- prices and the cost cap ---------------------------------------------------------------------------
+
+
+def _options(**values: Any) -> EndpointOptions:
+    return EndpointOptions(llm=True, **values)
+
+
+def test_a_model_the_price_table_knows_needs_no_prices() -> None:
+    config = LLMConfig()  # gpt-4o, backup gpt-4o-mini
+    assert priced_config(config, _options()) == config
+
+
+@pytest.mark.parametrize(("model", "backup", "unpriced"), [
+    ("qwen", None, "'qwen'"), ("gpt-4o", "local-backup", "'local-backup'"), ("a", "b", "'a', 'b'")])
+def test_an_unpriced_model_under_a_cap_is_refused_saying_what_to_do(model: str, backup: str | None,
+                                                                    unpriced: str) -> None:
+    with pytest.raises(LLMRequestError) as refused:
+        priced_config(LLMConfig(model=model, backup_model=backup), _options(max_cost_usd=1.5))
+    assert refused.value.exit_code == 12
+    message = refused.value.message
+    assert f"{unpriced} ha" in message and "no known price" in message and "($1.5)" in message
+    assert "--price-input and --price-output" in message and "--max-cost none" in message
+
+
+def test_given_prices_price_the_unknown_models_and_keep_the_tables() -> None:
+    config = priced_config(LLMConfig(model="qwen", backup_model="gpt-4o-mini"),
+                           _options(price_input=1.0, price_output=3.0))
+    assert config.cost_usd("qwen", 1_000_000, 1_000_000) == 4.0
+    assert config.prices["gpt-4o-mini"] == DEFAULT_PRICES["gpt-4o-mini"]
+
+
+def test_without_a_cap_an_unpriced_model_runs_but_one_price_alone_is_refused() -> None:
+    config = LLMConfig(model="qwen", backup_model=None)
+    assert priced_config(config, _options(max_cost_usd="none")) == config
+    with pytest.raises(LLMRequestError, match="--price-input is given without --price-output"):
+        priced_config(config, _options(max_cost_usd="none", price_input=1.0))
+
+
+def test_choosing_the_mode_refuses_an_unpriced_model_only_when_it_would_be_used(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("EQUISA_MODEL", "qwen")
+    assert choose_llm_mode(EndpointOptions(llm=False)) == (False, None, [])
+    for wanted in (None, True):  # an endpoint is configured: the model would be used
+        with pytest.raises(LLMRequestError, match="'qwen' has no known price"):
+            choose_llm_mode(EndpointOptions(llm=wanted))
+    use, config, _ = choose_llm_mode(EndpointOptions(price_input=0.1, price_output=0.2))
+    assert use and config is not None and config.cost_usd("qwen", 10, 10) == pytest.approx(3e-6)

@@ -39,6 +39,7 @@ from equisa_core.common.cost import LLMCall
 from equisa_core.discovery.trace_report import TraceReport, build_trace_report
 from equisa_core.errors import EquisaError
 from equisa_core.history import LLMCallRecord, RunRecord
+from equisa_core.operations.batch import is_remote
 from equisa_core.operations.storage import RunManifest, StoredObject, resolve_artifacts, resolve_db, run_key
 from equisa_core.report import render_report
 from equisa_core.report.failure import FailureReport, failure_report
@@ -131,7 +132,7 @@ def record_failed_run(kind: Kind, error: BaseException, repository: str | Path, 
     and artifact folder. Never raises: a run that cannot be recorded keeps its own error."""
     failure = failure_report(kind, error)
     try:
-        path = str(Path(repository).resolve())
+        path = str(repository) if is_remote(str(repository)) else str(Path(repository).resolve())
         calls = [c for c in getattr(error, "calls", ()) if isinstance(c, LLMCall)]
         wait = INTERRUPTED_HISTORY_WAIT_S if isinstance(error, KeyboardInterrupt) else None
         result = _record(kind, json.loads(failure.model_dump_json()), path, artifacts, db, calls=calls,

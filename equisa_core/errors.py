@@ -67,8 +67,12 @@ flushed later (``equisa flush``); the storage errors reach the user from ``flush
 ``report``.
 
 Some codes are outcomes, not errors (``OUTCOMES``): ``equisa repair`` exits 21 (a patch passed the
-suite but only overfits: plausible only) and 22 (no patch found); ``equisa batch`` exits 51 when
-the batch ran to its end but some repository's run failed; 2 is argparse's, 70 a bug, 130 Ctrl-C.
+suite but only overfits: plausible only) and 22 (no patch found); ``equisa localize`` exits 25 when
+no function reached the confidence threshold (not converged: the ranking and report are still
+written); ``equisa batch`` exits 51 when the batch ran to its end but some repository's run failed
+(an outcome such as not fixed, or a localization inside a repair that did not converge, is no failed
+run); 2 is argparse's, 70 a bug, 130 Ctrl-C. ``repair`` exits on its repair's outcome alone (0, 21,
+22), whether or not its localization converged.
 """
 
 from __future__ import annotations
@@ -126,10 +130,13 @@ __all__ = [
     "EXIT_OK",
     "EXIT_PLAUSIBLE_ONLY",
     "EXIT_NOT_FIXED",
+    "EXIT_NOT_CONVERGED",
     "EXIT_USAGE",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "OUTCOMES",
+    "localize_exit_code",
+    "repair_exit_code",
     "error_classes",
     "exit_code_for",
     "exit_code_meanings",
@@ -147,6 +154,9 @@ EXIT_INTERRUPTED = 130
 EXIT_PLAUSIBLE_ONLY = 21
 #: ``equisa repair`` found no patch that passes the suite.
 EXIT_NOT_FIXED = 22
+#: ``equisa localize`` ran to its end, but no function reached the confidence threshold (0.9): the
+#: ranking is a best guess. An outcome, not an error: the report is written and the run recorded.
+EXIT_NOT_CONVERGED = 25
 #: ``equisa batch`` ran every repository, but the run of at least one of them failed.
 EXIT_BATCH_FAILURES = 51
 
@@ -157,11 +167,25 @@ OUTCOMES: dict[int, str] = {
     EXIT_PLAUSIBLE_ONLY: "`equisa repair`: plausible only — a patch passed the suite but failed the "
                          "anti-overfitting checks (it is still reported, not applied)",
     EXIT_NOT_FIXED: "`equisa repair`: not fixed — no candidate passed the suite",
+    EXIT_NOT_CONVERGED: "`equisa localize`: not converged — no function reached the confidence threshold; "
+                        "the ranking (a best guess) and the report are still written (`repair` exits on "
+                        "its repair's outcome instead)",
     EXIT_BATCH_FAILURES: "`equisa batch`: the batch ran to its end, but at least one repository's run "
                          "failed (see its row)",
     EXIT_INTERNAL: "internal error (a bug in EQUISA; `--debug` shows the traceback)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
+
+
+def localize_exit_code(converged: bool) -> int:
+    """``equisa localize``'s exit code: 0 when a function reached the threshold, else 25 (not converged)."""
+    return EXIT_OK if converged else EXIT_NOT_CONVERGED
+
+
+def repair_exit_code(status: str) -> int:
+    """``equisa repair``'s exit code for its status: fixed 0, plausible only 21, anything else 22.
+    Whether its localization converged does not change it."""
+    return {"fixed": EXIT_OK, "plausible_only": EXIT_PLAUSIBLE_ONLY}.get(status, EXIT_NOT_FIXED)
 
 
 class EquisaError(Exception):

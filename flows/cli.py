@@ -31,6 +31,7 @@ from tasks.cli_options import (
 from tasks.cli_run import (
     announce_written,
     print_error,
+    record_failure,
     run_flow,
     set_prefect_defaults,
     show,
@@ -115,7 +116,8 @@ def _register_extra_commands(commands: Any) -> None:
 
 #: The exit code ``run`` hands to ``_exit_without_teardown`` (None: exit the usual way).
 _EXIT_CODE: list[int] = []
-#: The commands whose --json holds a report; when one stops with an error, a FailureReport.
+#: The commands whose --json holds a report (when one stops with an error, a FailureReport) and whose
+#: every run is recorded in the history.
 REPORTING_COMMANDS = frozenset({"trace", "localize", "repair", "testgen"})
 
 
@@ -163,10 +165,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args, console)
     except (Exception, KeyboardInterrupt) as error:
         print_error(error, args.debug, console)
-        code = exit_code_for(error)
-        if args.command in REPORTING_COMMANDS:
-            write_failure_report(args.command, getattr(args, "json", None), error, code)
-        return code
+        if args.command in REPORTING_COMMANDS:  # every run is recorded, whatever its outcome
+            failure = record_failure(args.command, args, error)
+            write_failure_report(getattr(args, "json", None), failure)
+            if failure.artifacts:
+                from equisa_core.report.console import stored
+
+                show(console, stored(failure))
+        return exit_code_for(error)
 
 
 def _warn(console: Console, notes: Sequence[str]) -> None:
@@ -196,12 +202,14 @@ def _trace_command(args: argparse.Namespace, console: Console) -> int:
     write_json(args.json, report)
     show(console, [*shown.trace_summary(report), *shown.stored(report)])
     announce_written(console, args.json)
-    if report.crashed:
-        raise SuiteCrashedError(
+    if report.crashed:  # recorded already, as a crashed run (exit 7)
+        from tasks.record import mark_recorded
+
+        raise mark_recorded(SuiteCrashedError(
             f"the suite's interpreter died ({report.crash_reason}) while running "
             f"{report.crashed_in or 'the suite'}; the {report.summary.total} outcomes recorded "
             "before are kept"
-        )
+        ), report.run_id)
     return EXIT_OK
 
 
@@ -218,7 +226,7 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
     show(console, [*shown.localization_summary(report), *shown.stored(report)])
     announce_written(console, args.json)
     _write_ci_outputs(args, report, console)
-    return EXIT_OK
+    return report.exit_code  # 25 when not converged: an outcome, its ranking and report written
 
 
 def _repair_command(args: argparse.Namespace, console: Console) -> int:
@@ -240,8 +248,13 @@ def _repair_command(args: argparse.Namespace, console: Console) -> int:
         report = _publish(args, report, forge, console)
     if args.apply and report.status == "fixed":
         from tasks.apply import apply_patch
+        from tasks.record import mark_recorded
 
-        apply_patch(args.path, report.diff, report.patched_files, report.original_files)  # raises if refused
+        try:
+            apply_patch(args.path, report.diff, report.patched_files, report.original_files)
+        except Exception as refused:  # the run is recorded (fixed); --apply's refusal is the exit (23, 24)
+            mark_recorded(refused, report.run_id)
+            raise
         report = report.model_copy(update={"applied": True})
     write_json(args.json, report)  # after --apply, which the report records
     if args.diff and report.diff:

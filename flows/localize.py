@@ -41,7 +41,7 @@ from tasks.localization_run import Collect, LocalizationSteps
 from tasks.localization_steps import RecordedTests, print_records
 from tasks.parameters import LocalizeParameters
 from tasks.progress_events import Note, emit
-from tasks.record import record_finished_run
+from tasks.record import failures_recorded, record_finished_run
 from tasks.task_runners import FanOutTaskRunner
 
 __all__ = ["LocalizationRun", "localize", "run_localization", "drive_localization"]
@@ -53,8 +53,9 @@ FIRST_ANSWER_TOP = 3
 @flow(name="localize", flow_run_name="localize {params.path}", log_prints=True,
       task_runner=FanOutTaskRunner())
 def localize(params: LocalizeParameters) -> LocalizationReport:
-    """Find the buggy function of a repository whose tests fail."""
-    found, report = run_localization(params)
+    """Find the buggy function of a repository whose tests fail (an error that stops it is recorded too)."""
+    with failures_recorded("localize", params.path, params.artifacts, params.db):
+        found, report = run_localization(params)
     return record_finished_run("localize", report, str(found.prepared.repo), params.artifacts, params.db,
                                found.trace, calls=report.ledger.paid_calls)
 

@@ -37,7 +37,7 @@ from flows.validation import check_candidate, settle
 from tasks.llm import LLMConfig, choose_llm_mode
 from tasks.parameters import LocalizeParameters, RepairParameters
 from tasks.progress_events import Stage, emit
-from tasks.record import record_finished_run
+from tasks.record import failures_recorded, record_finished_run
 from tasks.repair_generators import RepairRound, find_targets
 from tasks.repair_report import repair_report
 from tasks.task_runners import FanOutTaskRunner
@@ -51,8 +51,17 @@ __all__ = ["repair"]
 def repair(params: RepairParameters) -> RepairReport:
     """Find the bug of a repository whose tests fail and a verified patch for it.
 
-    A driver: ``equisa_core.validation.machine`` decides what to localize, generate and validate.
+    A driver: ``equisa_core.validation.machine`` decides what to localize, generate and validate. An
+    error that stops it is recorded as a failed run.
     """
+    with failures_recorded("repair", params.path, params.artifacts, params.db):
+        report, round_, state = _drive(params)
+    return record_finished_run("repair", report, str(round_.found.prepared.repo), params.artifacts, params.db,
+                               round_.found.trace, calls=state.ledger.paid_calls)
+
+
+def _drive(params: RepairParameters) -> tuple[RepairReport, RepairRound, machine.RepairState]:
+    """The repair loop, from the first localization to the report (not recorded yet)."""
     use_llm, config, problems = choose_llm_mode(params)
     llm = config if use_llm else None
     state = machine.start_repair(machine.RepairBudget(
@@ -83,8 +92,7 @@ def repair(params: RepairParameters) -> RepairReport:
     settle(round_.ctx)
     report = repair_report(round_.found, round_.localization, state, use_llm)
     _publish(report)
-    return record_finished_run("repair", report, str(round_.found.prepared.repo), params.artifacts, params.db,
-                               round_.found.trace, calls=state.ledger.paid_calls)
+    return report, round_, state
 
 
 def record(state: machine.RepairState, observation: machine.RepairObservation) -> machine.RepairState:

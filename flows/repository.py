@@ -5,7 +5,10 @@ a content-hashed read-only checkout) and the ``repair`` flow runs on the snapsho
 repaired where it is (``repair`` snapshots it itself and finds its ``.venv``). The full report is
 written as JSON to the reports folder. The run returns a ``RepositoryResult``; when the repair
 itself failed (bad input, broken interpreter, a sandbox fault) the flow run ends ``Failed`` with
-that result as its data, so the UI shows it and a batch can still read what happened.
+that result as its data, so the UI shows it and a batch can still read what happened; any other
+outcome (not fixed, plausible only, nothing to fix, a localization that did not converge) ends
+``Completed``. Every run is in the history: ``repair`` records its own, whatever its outcome, and
+an error before it started is recorded here.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from tasks.batch_results import FullReport, publish_result, result_fields
 from tasks.parameters import RepositoryRunParameters, repair_parameters
 from tasks.prepare import snapshot_workspace
 from tasks.publish_fix import publish_fix_step
+from tasks.record import failures_recorded
 from tasks.task_runners import FanOutTaskRunner, shared_cluster
 
 __all__ = ["repair_repository"]
@@ -49,10 +53,13 @@ def _run(params: RepositoryRunParameters) -> State:
                 ci_run_url=entry.ci_run_url, flow_run_id=run_id)
     report: RepairReport | None = None
     try:
-        path = entry.source
-        if is_remote(entry.source) or entry.ref:
-            path = str(snapshot_workspace(entry.source, entry.ref).root)
-        report = repair(repair_parameters(entry, path, params.no_cache))
+        # The repair flow records its own run, whatever its outcome; what fails before it starts (a
+        # clone, a checkout) is recorded here, under this run's id.
+        with failures_recorded("repair", entry.source):
+            path = entry.source
+            if is_remote(entry.source) or entry.ref:
+                path = str(snapshot_workspace(entry.source, entry.ref).root)
+            report = repair(repair_parameters(entry, path, params.no_cache))
         result = RepositoryResult(**base, **result_fields(report, entry))
         report, result = _published(entry, report, result)
     except NothingToLocalizeError as error:

@@ -31,7 +31,7 @@ from equisa_core.testgen.machine import TestgenState, initial_state, next_steps,
 from equisa_core.testgen.report import TestgenReport
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun, prepare_run
-from tasks.record import record_finished_run
+from tasks.record import failures_recorded, record_finished_run
 from tasks.test_store import TestStore
 from tasks.testgen_context import TestgenContext
 from tasks.testgen_measure import mutation
@@ -45,8 +45,9 @@ __all__ = ["generate_tests", "testgen"]
 @flow(name="testgen", flow_run_name="testgen {params.target}", log_prints=True)
 def testgen(params: TestgenParameters) -> TestgenReport:
     """Generate tests for one file of a repository (seed 001 loop, seed 000 §8 pipeline)."""
-    prepared = prepare_run(params)
-    made = generate_tests(prepared, params)
+    with failures_recorded("testgen", params.path, params.artifacts, params.db):
+        prepared = prepare_run(params)
+        made = generate_tests(prepared, params)
     return record_finished_run("testgen", made.report, str(prepared.repo), params.artifacts, params.db,
                                calls=made.ledger.paid_calls)
 

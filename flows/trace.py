@@ -12,7 +12,7 @@ from prefect.artifacts import create_table_artifact
 from equisa_core.discovery.trace_report import TraceReport, build_trace_report
 from tasks.parameters import TraceParameters
 from tasks.prepared_run import prepare_run, run_suite
-from tasks.record import record_finished_run
+from tasks.record import failures_recorded, record_finished_run
 from tasks.task_runners import FanOutTaskRunner
 
 __all__ = ["TraceParameters", "trace_suite"]
@@ -22,7 +22,8 @@ __all__ = ["TraceParameters", "trace_suite"]
       task_runner=FanOutTaskRunner())
 def trace_suite(params: TraceParameters) -> TraceReport:
     """Trace a repository's suite in sandboxes and score every function."""
-    prepared, trace, problems = run_suite(prepare_run(params), params)
+    with failures_recorded("trace", params.path, params.artifacts, params.db):
+        prepared, trace, problems = run_suite(prepare_run(params), params)
     report = build_trace_report(trace, str(prepared.repo))
     report = report.model_copy(update={"sandbox": prepared.sandbox,
                                        "problems": (*report.problems, *problems)})

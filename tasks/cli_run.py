@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 from rich.console import Console
 
-from equisa_core.errors import EquisaError, NothingToLocalizeError
-from equisa_core.report.failure import FailureReport
+from equisa_core.errors import EquisaError
+from equisa_core.report.failure import FailureReport, failure_report
 from tasks.cli_options import parameters_from
 
 if TYPE_CHECKING:
     from equisa_core.report.console import Printed
 
 __all__ = ["PREFECT_DEFAULTS", "connect_prefect", "print_error", "run_flow", "set_prefect_defaults", "show",
-           "write_json", "announce_written", "STDOUT", "write_failure_report"]
+           "write_json", "announce_written", "STDOUT", "write_failure_report", "record_failure"]
 
 #: Prefect settings for a laptop run with no server configured; the user's own settings win.
 #: (Flows run on the shared local server, see ``connect_prefect``; these serve the fallback.)
@@ -131,14 +131,26 @@ STDOUT = Path("-")
 _WRITTEN: set[Path] = set()
 
 
-def write_failure_report(command: str, path: Path | None, error: BaseException, code: int) -> None:
-    """Write a ``FailureReport`` to ``path`` (``--json``) unless the command wrote its report there."""
-    if not path or path in _WRITTEN:
-        return
-    status = ("nothing_to_do" if isinstance(error, NothingToLocalizeError)
-              else "interrupted" if isinstance(error, KeyboardInterrupt) else "error")
-    write_json(path, FailureReport(command=command, status=status, exit_code=code,
-                                   error_type=type(error).__name__, error=str(error)))
+def write_failure_report(path: Path | None, failure: FailureReport) -> None:
+    """Write ``failure`` to ``path`` (``--json``) unless the command wrote its report there."""
+    if path and path not in _WRITTEN:
+        write_json(path, failure)
+
+
+def record_failure(command: str, args: argparse.Namespace, error: BaseException) -> FailureReport:
+    """The failure report of the ``command`` that ``error`` stopped, the run recorded in the history
+    (``tasks.record.record_failed_run``) unless a flow recorded it already; never raises."""
+    from tasks.record import record_failed_run, recorded_run_id
+
+    recorded = recorded_run_id(error)
+    failure = failure_report(command, error)
+    if recorded is not None:  # by the flow that failed (or the run that ended before the error)
+        return failure.model_copy(update={"run_id": recorded})
+    path = getattr(args, "path", None)
+    if path is None:
+        return failure
+    return record_failed_run(command, error, path, getattr(args, "artifacts", None),
+                             getattr(args, "db", None))
 
 
 def write_json(path: Path | None, data: BaseModel | dict[str, Any], **dumps: Any) -> None:

@@ -269,10 +269,12 @@ def write_run(db: Path, record: RunRecord | None, spool: Path | None = None,
         return ingested
 
 
-def record_history(record: RunRecord, db: Path, spool: Path | None = None) -> str | None:
-    """Write the run; if the history cannot take it, spool it and return why (a note for the report)."""
+def record_history(record: RunRecord, db: Path, spool: Path | None = None,
+                   timeout_s: float | None = None) -> str | None:
+    """Write the run (waiting at most ``timeout_s`` for its turn, default ``lock_timeout_s``); if the
+    history cannot take it, spool it and return why (a note for the report)."""
     try:
-        write_run(db, record, spool)
+        write_run(db, record, spool, timeout_s)
         return None
     except HistoryError as error:
         path = _spool(db, record, spool)

@@ -1,5 +1,6 @@
 """What the DuckDB history says about past runs: the answers of ``equisa history`` (the runs of a
-repository, the fix rate per repository, the functions that keep being blamed, the LLM spend per day)
+repository with their outcome and exit code, failed ones included; the fix rate per repository over
+the repairs that ran to their verdict, the functions that keep being blamed, the LLM spend per day)
 and where a recorded run's artifacts are (``equisa report``). It only reads, in a shared turn
 (``tasks/history.py``).
 """
@@ -16,8 +17,8 @@ from tasks.history import query, spooled_runs
 __all__ = ["history_answers", "recorded_run"]
 
 _RUNS = """
-SELECT r.run_id, p.path AS repository, r.kind, r.status, r.target, r.mode, r.finished_at, r.cost_usd,
-       r.tests_failed, r.tests_passed, r.parent_flow_run_id, r.artifacts
+SELECT r.run_id, p.path AS repository, r.kind, r.status, r.exit_code, r.target, r.mode, r.finished_at,
+       r.cost_usd, r.tests_failed, r.tests_passed, r.parent_flow_run_id, r.artifacts, r.error_type, r.error
 FROM runs r JOIN repositories p USING (repo_id)
 WHERE (? IS NULL OR r.repo_id = ?)
 ORDER BY r.finished_at DESC LIMIT ?"""
@@ -28,7 +29,8 @@ SELECT p.path AS repository, count(*) AS repairs,
        round(count(*) FILTER (WHERE r.status = 'fixed') / count(*), 4) AS fix_rate,
        max(r.finished_at) AS last_run
 FROM runs r JOIN repositories p USING (repo_id)
-WHERE r.kind = 'repair' AND (? IS NULL OR r.repo_id = ?)
+WHERE r.kind = 'repair' AND r.status NOT IN ('error', 'nothing_to_do', 'interrupted')
+  AND (? IS NULL OR r.repo_id = ?)
 GROUP BY p.path ORDER BY fix_rate ASC, repairs DESC"""
 _BLAMED = """
 SELECT p.path AS repository, r.target AS function, count(*) AS runs,

@@ -13,13 +13,21 @@ and returns the report with ``run_id``, ``artifacts`` and any storage problem ad
 The run id is the flow run's id, so child flow runs (a batch of repairs) each record their own
 run; the parent flow run id is kept too. Recording never fails a run: a storage fault becomes a
 note, and nothing is lost.
+
+A run that stops before its report exists (an error, nothing to do, Ctrl-C) is recorded too, the
+same way, with its ``FailureReport`` as its report (``record_failed_run``): the flows wrap their
+work in ``failures_recorded``, which records the failure under the flow run's id and marks the
+error (``recorded_run_id``) so that no caller records it again; the CLI records what stopped a
+command outside any flow (bad input found before Prefect starts, Ctrl-C between flows).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from prefect import task
@@ -31,10 +39,17 @@ from equisa_core.common.cost import LLMCall
 from equisa_core.discovery.trace_report import TraceReport, build_trace_report
 from equisa_core.errors import EquisaError
 from equisa_core.history import LLMCallRecord, RunRecord
+from equisa_core.operations.batch import is_remote
 from equisa_core.operations.storage import RunManifest, StoredObject, resolve_artifacts, resolve_db, run_key
 from equisa_core.report import render_report
+from equisa_core.report.failure import FailureReport, failure_report
 
-__all__ = ["RecordResult", "record_run", "record_finished_run"]
+__all__ = ["RecordResult", "record_run", "record_finished_run", "record_failed_run", "failures_recorded",
+           "recorded_run_id", "mark_recorded"]
+
+#: How long the record of an interrupted run waits for its turn at the history before it is spooled
+#: instead: the user pressed Ctrl-C and waits for the prompt.
+INTERRUPTED_HISTORY_WAIT_S = 3.0
 
 Report = TypeVar("Report", bound=BaseModel)
 Kind = Literal["trace", "localize", "repair", "testgen"]
@@ -72,11 +87,17 @@ def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | 
                db: str | None = None, trace: Any = None,
                calls: Sequence[LLMCall] = ()) -> RecordResult:
     """Store the run's artifacts, write its history rows, publish links; never raises for storage."""
-    run_id, flow_run_id, parent, started = _identity()
-    problems: list[str] = []
-    report_json = json.loads(report.model_dump_json())
     trace_report = _trace_report(trace, repository)
     trace_json = json.loads(trace_report.model_dump_json()) if trace_report is not None else None
+    return _record(kind, json.loads(report.model_dump_json()), repository, artifacts, db, trace_json, calls)
+
+
+def _record(kind: Kind, report_json: dict[str, Any], repository: str, artifacts: str | None, db: str | None,
+            trace_json: dict[str, Any] | None = None, calls: Sequence[LLMCall] = (),
+            history_wait_s: float | None = None) -> RecordResult:
+    """``record_run``'s work, in a flow run or outside one (then under a fresh run id)."""
+    run_id, flow_run_id, parent, started = _identity()
+    problems: list[str] = []
     stored: list[StoredObject] = []
     folder = html_uri = None
     try:
@@ -94,7 +115,7 @@ def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | 
     try:
         from tasks.history import record_history
 
-        problem = record_history(record, resolve_db(db))
+        problem = record_history(record, resolve_db(db), timeout_s=history_wait_s)
         if problem:
             problems.append(problem)
     except EquisaError as error:
@@ -102,6 +123,55 @@ def record_run(kind: Kind, report: BaseModel, repository: str, artifacts: str | 
     _publish(run_id, html_uri, stored, problems, report_json)
     return RecordResult(run_id=run_id, artifacts=folder, html=html_uri, objects=tuple(stored),
                         problems=tuple(problems))
+
+
+def record_failed_run(kind: Kind, error: BaseException, repository: str | Path, artifacts: str | None = None,
+                      db: str | None = None) -> FailureReport:
+    """Record the run of ``kind`` that ``error`` stopped (its ``FailureReport``, the model calls an
+    ``LLMError`` carries) and mark ``error`` with the run id; returns the failure report with its run id
+    and artifact folder. Never raises: a run that cannot be recorded keeps its own error."""
+    failure = failure_report(kind, error)
+    try:
+        path = str(repository) if is_remote(str(repository)) else str(Path(repository).resolve())
+        calls = [c for c in getattr(error, "calls", ()) if isinstance(c, LLMCall)]
+        wait = INTERRUPTED_HISTORY_WAIT_S if isinstance(error, KeyboardInterrupt) else None
+        result = _record(kind, json.loads(failure.model_dump_json()), path, artifacts, db, calls=calls,
+                         history_wait_s=wait)
+    except Exception:  # recording is a courtesy here: the error the user sees is the run's own
+        return failure
+    mark_recorded(error, result.run_id)
+    return failure.model_copy(update={"run_id": result.run_id, "artifacts": result.artifacts})
+
+
+@contextmanager
+def failures_recorded(kind: Kind, repository: str | Path, artifacts: str | None = None,
+                      db: str | None = None) -> Iterator[None]:
+    """Around a flow's work: an error (or Ctrl-C) that ends it is recorded as a failed run of ``kind``
+    (``record_failed_run``) unless it was already, then raised on unchanged."""
+    try:
+        yield
+    except (Exception, KeyboardInterrupt) as error:
+        if recorded_run_id(error) is None:
+            record_failed_run(kind, error, repository, artifacts, db)
+        raise
+
+
+#: The attribute of an error that holds the id of the run it was recorded under.
+_RECORDED_AS = "equisa_run_id"
+
+
+def recorded_run_id(error: BaseException) -> str | None:
+    """The run id ``error`` was recorded under (``record_failed_run``, ``mark_recorded``), or None."""
+    return getattr(error, _RECORDED_AS, None)
+
+
+def mark_recorded(error: BaseException, run_id: str | None) -> BaseException:
+    """Say that the run ``error`` ended is in the history already (as ``run_id``); returns ``error``."""
+    try:
+        setattr(error, _RECORDED_AS, run_id)
+    except (AttributeError, TypeError):  # an exception type without a __dict__: recorded twice at worst
+        pass
+    return error
 
 
 def _store(location: Any, kind: str, run_id: str, repository: str, report_json: dict[str, Any],

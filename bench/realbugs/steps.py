@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from equisa_core.errors import EXIT_NOT_CONVERGED, EXIT_OK
+
 from . import ALLOWED_PROJECTS
 from .bugsinpy import (
     Mirrors,
@@ -523,7 +525,7 @@ def run_equisa(record: dict, copy: Path, out: Path, equisa: EquisaCommand, share
     result = {"command": cmd, "cwd": str(equisa.root), "wall_s": round(run.wall_s, 3),
               "returncode": run.returncode, "report": report.name if report.exists() else None,
               "prefect_start": prefect_start(run.stderr + run.stdout)}
-    if run.returncode != 0:
+    if run.returncode not in (EXIT_OK, EXIT_NOT_CONVERGED):  # 25: a ranking, not converged (an outcome)
         tail = [line for line in (run.stderr + run.stdout).splitlines() if line.strip()]
         result["message"] = " | ".join(tail[-3:])[:600] if tail else ""
     shutil.rmtree(shared / "workspaces", ignore_errors=True)

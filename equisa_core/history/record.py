@@ -2,7 +2,8 @@
 
 A ``RunRecord`` is what a flow hands to the history writer, and what waits in the spool when the
 history cannot be written: the report's JSON (any of ``TraceReport``, ``LocalizationReport``,
-``RepairReport``) plus the run's identity, the trace's per-test results and the LLM calls.
+``RepairReport``, ``TestgenReport``, or the ``FailureReport`` of a run that stopped before its own
+report existed) plus the run's identity, the trace's per-test results and the LLM calls.
 ``rows_for_run`` turns it into rows, table by table, in ``schema.TABLES`` column order.
 """
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.localization.confidence_history import confidence_history
 from equisa_core.localization.steps import InspectionRecord, RankedNode
+from equisa_core.report.outcome import is_failure, run_outcome
 
 __all__ = ["LLMCallRecord", "RunRecord", "RunRows", "rows_for_run", "repo_id"]
 
@@ -39,7 +41,8 @@ class LLMCallRecord(BaseModel):
 
 
 class RunRecord(BaseModel):
-    """A finished run: who it was, what it reported, where its artifacts are."""
+    """A finished run: who it was, what it reported, where its artifacts are. A run that stopped before
+    its report existed (an error, nothing to do, Ctrl-C) reports its ``FailureReport``."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -51,7 +54,7 @@ class RunRecord(BaseModel):
     flow_run_id: str | None = None
     parent_flow_run_id: str | None = Field(None, description="Set when the run was a child flow run.")
     artifacts: str | None = Field(None, description="URI of the run's folder in the artifact store.")
-    report: dict[str, Any] = Field(description="The report's JSON.")
+    report: dict[str, Any] = Field(description="The report's JSON (a FailureReport's for a failed run).")
     trace: dict[str, Any] | None = Field(None, description="The final trace's JSON (TraceReport).")
     llm_calls: tuple[LLMCallRecord, ...] = ()
     problems: tuple[str, ...] = Field((), description="Storage problems met while recording.")
@@ -77,6 +80,8 @@ def rows_for_run(record: RunRecord) -> RunRows:
     report, rid = record.report, record.run_id
     localization = report.get("localization") if record.kind == "repair" else (
         report if record.kind == "localize" else None)
+    if is_failure(report):
+        localization = None
     trace = record.trace if record.trace is not None else (report if record.kind == "trace" else None)
     generated: set[str] = set()
     if localization and localization.get("discovery"):
@@ -106,13 +111,15 @@ def _run_row(record: RunRecord, trace: dict[str, Any] | None,
              localization: dict[str, Any] | None) -> tuple[Any, ...]:
     """The run's one row in ``runs``."""
     passed, failed = _test_counts(record, trace, localization)
+    outcome = run_outcome(record.kind, record.report)
     return (
-        record.run_id, repo_id(record.repository), record.kind, _status(record, localization),
+        record.run_id, repo_id(record.repository), record.kind, outcome.status,
         _mode(record), _target(record, localization), (localization or {}).get("converged"),
         (localization or {}).get("stopped_because"), _utc(record.started_at), _utc(record.finished_at),
         _cost(record), passed, failed,
         record.flow_run_id, record.parent_flow_run_id, record.artifacts,
         [*record.report.get("problems", ()), *record.problems],
+        outcome.exit_code, outcome.error_type, outcome.error,
     )
 
 
@@ -207,19 +214,11 @@ def _mode(record: RunRecord) -> str | None:
 
 
 def _cost(record: RunRecord) -> float:
+    if is_failure(record.report):  # what the calls made before the failure cost
+        return float(sum(call.cost_usd or 0.0 for call in record.llm_calls))
     if record.kind == "testgen":
         return float(record.report.get("cost_usd", 0.0))
     return float(record.report.get("cost", {}).get("usd", 0.0)) if record.kind != "trace" else 0.0
-
-
-def _status(record: RunRecord, localization: dict[str, Any] | None) -> str:
-    if record.kind == "testgen":
-        return "generated" if record.report.get("best_attempt") is not None else "nothing_generated"
-    if record.kind == "repair":
-        return str(record.report.get("status"))
-    if record.kind == "localize":
-        return "converged" if (localization or {}).get("converged") else "not_converged"
-    return "crashed" if record.report.get("crashed") else "traced"
 
 
 def _target(record: RunRecord, localization: dict[str, Any] | None) -> str | None:

@@ -19,8 +19,9 @@ _V1 = (
     """CREATE TABLE runs (
         run_id VARCHAR NOT NULL,       -- the Prefect flow run id of the run
         repo_id VARCHAR NOT NULL,
-        kind VARCHAR NOT NULL,         -- trace, localize, repair
-        status VARCHAR,                -- repair: fixed, plausible_only, not_fixed; else converged/...
+        kind VARCHAR NOT NULL,         -- trace, localize, repair, testgen
+        status VARCHAR,                -- repair: fixed, plausible_only, not_fixed; else converged/...;
+                                       -- a failed run: error, nothing_to_do, interrupted (version 2)
         mode VARCHAR,                  -- llm, deterministic
         target VARCHAR,                -- the blamed function (repair's target, localize's top node)
         converged BOOLEAN,
@@ -62,15 +63,24 @@ _V1 = (
         dropped VARCHAR[])""",
 )
 
+#: Version 2: every run is recorded, whatever its outcome: the command's exit code for it, and the error
+#: that stopped a failed run. Rows written before are left NULL there (what those runs exited with
+#: was not kept).
+_V2 = (
+    "ALTER TABLE runs ADD COLUMN exit_code INTEGER",  # 0, or the outcome's or error's code (README)
+    "ALTER TABLE runs ADD COLUMN error_type VARCHAR",  # the error's class, for a failed run
+    "ALTER TABLE runs ADD COLUMN error VARCHAR",  # the message the user saw
+)
+
 #: (version, statements) in order; each migration runs in one transaction.
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1),)
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ((1, _V1), (2, _V2))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 #: Column order of each table that holds a run's rows (what ``rows_for_run`` fills).
 TABLES: dict[str, tuple[str, ...]] = {
     "runs": ("run_id", "repo_id", "kind", "status", "mode", "target", "converged", "stopped_because",
              "started_at", "finished_at", "cost_usd", "tests_passed", "tests_failed", "flow_run_id",
-             "parent_flow_run_id", "artifacts", "problems"),
+             "parent_flow_run_id", "artifacts", "problems", "exit_code", "error_type", "error"),
     "test_results": ("run_id", "test_id", "outcome", "duration_s", "exception_type", "flaky"),
     "nodes": ("run_id", "fqn", "file", "start_line", "end_line", "rank", "tarantula", "ochiai", "dstar",
               "confidence"),

@@ -16,6 +16,7 @@ from equisa_core.common.models import REPORT_SCHEMA_VERSION
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.rules import DiscoveryReport
 from equisa_core.environment import SuiteEnvironment
+from equisa_core.errors import localize_exit_code
 from equisa_core.localization.bayes import (
     Outcome,
     classify,
@@ -132,6 +133,11 @@ class LocalizationReport(BaseModel):
         default_factory=CostLedger, exclude=True,
         description="The run's model calls (Discovery's, then the loop's), for its history rows and a "
         "caller's total; not written to the JSON, whose ``cost`` is its ``usd``.")
+
+    @property
+    def exit_code(self) -> int:
+        """``equisa localize``'s exit code for this outcome: 0 converged, 25 not converged."""
+        return localize_exit_code(self.converged)
 
 
 def apply_observation(

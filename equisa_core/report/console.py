@@ -22,6 +22,7 @@ from equisa_core.discovery.trace_report import TraceReport
 from equisa_core.errors import EquisaError
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.operations.batch import BatchSummary
+from equisa_core.report.failure import FailureReport
 from equisa_core.testgen.report import TestgenReport
 from equisa_core.validation.repair import RepairReport
 
@@ -198,7 +199,8 @@ def testgen_summary(report: TestgenReport) -> list[Printed]:
     return printed + [note(problem) for problem in report.problems]
 
 
-def stored(report: TraceReport | LocalizationReport | RepairReport | TestgenReport) -> list[Printed]:
+def stored(report: TraceReport | LocalizationReport | RepairReport | TestgenReport | FailureReport
+           ) -> list[Printed]:
     """Where the run was recorded (its HTML report), after the storage notes of a trace run."""
     printed = [note(problem) for problem in report.problems] if isinstance(report, TraceReport) else []
     if report.artifacts:
@@ -235,7 +237,7 @@ def history_summary(answers: Mapping[str, Any], db_exists: bool) -> list[Printed
                             "flush` writes them to the history"))
     for title, key, columns in (
         ("Runs (newest first)", "runs",
-         ("finished_at", "kind", "status", "target", "cost_usd", "repository", "run_id")),
+         ("finished_at", "kind", "status", "exit_code", "target", "cost_usd", "repository", "run_id")),
         ("Fix rate per repository (repair runs)", "fix_rate",
          ("repository", "repairs", "fixed", "plausible_only", "fix_rate", "last_run")),
         ("Functions that keep being blamed", "blamed",

@@ -18,8 +18,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from equisa_core.errors import exit_code_meanings
 from equisa_core.localization.confidence_history import confidence_history
 from equisa_core.localization.steps import InspectionRecord, RankedNode
+from equisa_core.report.outcome import is_failure, run_outcome
 from equisa_core.report.svg import confidence_plot
 
 __all__ = ["render_report"]
@@ -37,7 +39,10 @@ _TEMPLATES = Environment(
 
 
 def render_report(kind: str, report: Mapping[str, Any], run_id: str = "", repository: str = "") -> str:
-    """The report of one run (``kind``: trace, localize, repair or testgen) as a self-contained HTML page."""
+    """The report of one run (``kind``: trace, localize, repair or testgen) as a self-contained HTML page;
+    a run that stopped before its report existed (a ``FailureReport``) gets a page saying why."""
+    if is_failure(report):
+        return _failure_page(kind, report, run_id, repository)
     localization = report.get("localization") if kind == "repair" else report if kind == "localize" else None
     values: dict[str, Any] = dict(
         kind=kind, report=report, localization=localization, run_id=run_id, top=_TOP,
@@ -62,13 +67,21 @@ def render_report(kind: str, report: Mapping[str, Any], run_id: str = "", reposi
 
 
 def _status(kind: str, report: Mapping[str, Any], localization: Mapping[str, Any] | None) -> str:
-    if kind == "testgen":
-        return "generated" if report.get("best_attempt") is not None else "nothing_generated"
-    if kind == "repair":
-        return str(report.get("status", "error"))
-    if kind == "localize":
-        return "converged" if (localization or {}).get("converged") else "not_converged"
-    return "crashed" if report.get("crashed") else "traced"
+    return run_outcome(kind, report).status
+
+
+def _failure_page(kind: str, report: Mapping[str, Any], run_id: str, repository: str) -> str:
+    """The page of a run that stopped before its report existed: the outcome, the exit code and its
+    meaning, the error's type and message."""
+    outcome = run_outcome(kind, report)
+    meaning = exit_code_meanings().get(outcome.exit_code, "")
+    summary = [("command", f"equisa {kind}"),
+               ("exit code", f"{outcome.exit_code}" + (f" ({meaning})" if meaning else "")),
+               ("error type", str(outcome.error_type)), ("message", str(outcome.error))]
+    return _TEMPLATES.get_template("report.html.j2").render(dict(
+        kind=kind, report=report, localization=None, run_id=run_id, top=_TOP, failure=True,
+        title=f"EQUISA {kind} — {repository or report.get('repository', '')}", status=outcome.status,
+        summary=summary, problems=[str(p) for p in report.get("problems") or ()]))
 
 
 def _attempt(attempt: Mapping[str, Any]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.common.models import REPORT_SCHEMA_VERSION
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.environment import SuiteEnvironment
-from equisa_core.errors import EXIT_NOT_FIXED, EXIT_OK, EXIT_PLAUSIBLE_ONLY
+from equisa_core.errors import repair_exit_code
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.operations.forge import PublishedFix
 from equisa_core.validation.candidates import PatchEvaluation, PatchStatus
@@ -58,8 +58,9 @@ class RepairReport(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """The process exit code of this outcome (``equisa repair``, and each repository of a batch)."""
-        return {"fixed": EXIT_OK, "plausible_only": EXIT_PLAUSIBLE_ONLY}.get(self.status, EXIT_NOT_FIXED)
+        """The process exit code of this outcome (``equisa repair``, and each repository of a batch): 0, 21
+        or 22, whether or not the localization converged."""
+        return repair_exit_code(self.status)
 
 
 def repair_status(evaluations: Sequence[PatchEvaluation]) -> RepairStatus:

@@ -33,3 +33,20 @@ def test_the_diff_keeps_its_lines_and_marks_each_kind():
     html = render_report("repair", report)
     assert ('<pre class="diff">--- a/m.py\n+++ b/m.py\n<span class="hunk">@@ -1 +1 @@</span>\n'
             '<span class="del">-x = 1</span>\n<span class="add">+x = 2</span>\n same</pre>') in html
+
+
+def test_a_run_that_stopped_before_its_report_gets_a_page_saying_why():
+    from equisa_core.errors import CollectionError
+    from equisa_core.report.failure import failure_report
+
+    failure = failure_report("repair", CollectionError("the suite does not import: <ImportError>"))
+    html = render_report("repair", json.loads(failure.model_dump_json()), run_id="r1", repository="/repos/x")
+    assert '<span class="badge error">error</span>' in html
+    assert "<td>6 (the suite does not import at all" in html and "<td>CollectionError</td>" in html
+    assert "the suite does not import: &lt;ImportError&gt;" in html
+    assert "Ranking" not in html and "Patch" not in html  # no empty sections of a report that never was
+    interrupted = failure_report("localize", KeyboardInterrupt())
+    assert (interrupted.status, interrupted.exit_code, interrupted.error) == ("interrupted", 130,
+                                                                            "interrupted (Ctrl-C)")
+    page = render_report("localize", json.loads(interrupted.model_dump_json()))
+    assert '<span class="badge interrupted">interrupted</span>' in page

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 from equisa_core.operations.batch import BatchSummary
+from tasks.history import query
+from tests.conftest import small_repo
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -18,20 +20,35 @@ def _batch(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_failing_repository_does_not_stop_the_batch_and_a_rerun_resumes(tmp_path, cli_env):
+    """A repository with nothing to fix is an outcome, not a failed run: only the missing one makes the
+    exit 51. Every repository's run is in the history with its outcome and exit code."""
+    fine = small_repo(tmp_path / "fine")
+    (fine / "mod.py").write_text("def ok():\n    return 1\n")
+    (fine / "tests" / "test_ok.py").write_text(
+        "from mod import ok\n\n\ndef test_ok():\n    assert ok() == 1\n")
     repositories = tmp_path / "repositories.yaml"
     repositories.write_text(
         "defaults: {llm: false}\n"
-        f"repositories:\n  - source: {EXAMPLES / 'inventory'}\n  - source: missing-repository\n")
+        f"repositories:\n  - source: {EXAMPLES / 'inventory'}\n  - source: missing-repository\n"
+        f"  - source: {fine}\n")
     summary_path, reports = tmp_path / "summary.json", tmp_path / "reports"
     first = _batch(cli_env, str(repositories), "--json", str(summary_path), "--reports", str(reports))
     assert first.returncode == 51, first.stderr  # ran to the end; one repository failed
     summary = BatchSummary.model_validate_json(summary_path.read_text())
-    fixed, missing = summary.results
+    fixed, missing, nothing = summary.results
     assert (fixed.name, fixed.status, fixed.target) == ("inventory", "fixed", "inventory.stock.Item.receive")
+    assert (nothing.status, nothing.exit_code) == ("nothing_to_fix", 20)
     assert "+        self.on_hand += quantity" in fixed.diff and Path(fixed.report_path).is_file()
     assert (missing.status, missing.exit_code) == ("error", 3)
     assert f"repository path {tmp_path / 'missing-repository'} does not exist" in missing.error
     assert summary.counts["fixed"] == 1 and summary.counts["error"] == 1
+    runs = query(Path(cli_env["EQUISA_DB"]), "SELECT p.name, r.kind, r.status, r.exit_code, r.error_type, "
+                 "r.parent_flow_run_id FROM runs r JOIN repositories p USING (repo_id)")
+    assert sorted((r["name"], r["kind"], r["status"], r["exit_code"], r["error_type"]) for r in runs) == [
+        ("fine", "repair", "nothing_to_do", 20, "NothingToLocalizeError"),
+        ("inventory", "repair", "fixed", 0, None),
+        ("missing-repository", "repair", "error", 3, "RepositoryNotFoundError")]
+    assert all(r["parent_flow_run_id"] for r in runs), "each recorded by its repository's child flow run"
 
     # The re-run, as a GitHub Actions job: its Markdown goes to --markdown and to the step summary.
     markdown, step_summary = tmp_path / "batch.md", tmp_path / "step-summary.md"

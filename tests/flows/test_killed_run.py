@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -103,3 +104,40 @@ def test_sigkill_mid_run_leaves_the_tree_untouched(tmp_path, cli_env):
     assert tree_digest(repo) == before
     status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True)
     assert status.stdout == ""
+
+
+def test_ctrl_c_mid_run_exits_130_and_the_run_is_recorded_as_interrupted(tmp_path, cli_env):
+    """SIGINT while the sandboxed suite runs: exit 130, ``--json`` holds the failure report, and the run
+    is in the history as interrupted, under the flow run's id (``equisa report`` shows it)."""
+    from tasks.history import query
+
+    repo = make_repo(tmp_path / "user-repo")
+    out = tmp_path / "report.json"
+    command = [EQUISA, "trace", str(repo), "--shards", "2", "--no-cache", "--json", str(out)]
+    process = subprocess.Popen(command, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(
+                "--equisa-out=" in c for c in descendants(process.pid).values()):
+            time.sleep(0.2)
+        time.sleep(1.0)  # mid-run
+        os.kill(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    report = json.loads(out.read_text())
+    assert (report["status"], report["exit_code"], report["error_type"]) == ("interrupted", 130,
+                                                                            "KeyboardInterrupt")
+    db = Path(cli_env["EQUISA_DB"])
+    (row,) = query(db, "SELECT run_id, kind, status, exit_code, flow_run_id FROM runs")
+    assert (row["run_id"], row["kind"], row["status"], row["exit_code"]) == (report["run_id"], "trace",
+                                                                            "interrupted", 130)
+    assert row["flow_run_id"] == report["run_id"], "recorded by the flow run that was interrupted"
+    page = tmp_path / "page.html"
+    done = subprocess.run([EQUISA, "report", report["run_id"], "-o", str(page)], env=cli_env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "interrupted" in page.read_text() and "130" in page.read_text()

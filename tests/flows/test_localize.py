@@ -16,13 +16,14 @@ from prefect import flow
 from pydantic import TypeAdapter
 
 from equisa_core.common.loop import replay
-from equisa_core.errors import LLMRequestError, NoProjectCodeError, NothingToLocalizeError
+from equisa_core.errors import EXIT_NOT_CONVERGED, LLMRequestError, NoProjectCodeError, NothingToLocalizeError
 from equisa_core.localization.bayes import CLAMP_LOW
 from equisa_core.localization.machine import LocalizationObservation, LocalizationState, record
 from equisa_core.localization.machine import report as report_of
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.report.schema import report_schema
 from flows.localize import LocalizationRun, drive_localization
+from tasks.history import query
 from tasks.localization_steps import even_shares
 from tasks.parameters import LocalizeParameters
 from tasks.task_runners import FanOutTaskRunner
@@ -85,17 +86,18 @@ def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_w
     only show a collateral failure; with the rule off, those inspections run."""
     out, off = tmp_path / "fitted.json", tmp_path / "off.json"
     code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
-    assert code == 0, err
+    assert code == EXIT_NOT_CONVERGED, err  # the rule stops the run before the bug reaches 0.9
     report = LocalizationReport.model_validate_json(out.read_text())
-    assert report.ranking[0].fqn == BUGGY
+    assert report.ranking[0].fqn == BUGGY and not report.converged
     assert report.stopped_because.startswith("no inspection left is expected to move a confidence")
     # The prior's answer comes first, while the screening checks it (here the prior put the bug third).
     first = next(line for line in err.splitlines() if line.startswith("First answer"))
     assert BUGGY in first and err.index("First answer") < err.index("Ranking")
     deterministic = [i for i in report.inspections if i.strategy == "deterministic"]
     code, err = localize(cli_env, str(INVOICING), "--no-llm", "--min-expected-shift", "0", "--json", str(off))
-    assert code == 0, err
+    assert code == EXIT_NOT_CONVERGED, err  # more inspections, still below 0.9 when they stall
     without_rule = LocalizationReport.model_validate_json(off.read_text())
+    assert not without_rule.converged
     assert len([i for i in without_rule.inspections if i.strategy == "deterministic"]) > len(deterministic)
     assert not without_rule.stopped_because.startswith("no inspection left")
 
@@ -179,8 +181,9 @@ def test_a_confirmed_fix_that_leads_without_converging_goes_on_without_discovery
         "def test_helpers():\n    assert all(h(3) == 3 for h in chain.HELPERS)\n")
     out = tmp_path / "loc.json"
     code, err = localize(cli_env, str(repo), *SEED, "--no-llm", "--screen-top", "1", "--json", str(out))
-    assert code == 0, err
+    assert code == EXIT_NOT_CONVERGED, err  # the helpers keep total below 0.9 to the end
     report = LocalizationReport.model_validate_json(out.read_text())
+    assert not report.converged
     screened, confirmed, *inspected = report.inspections
     assert (screened.strategy, screened.fix_evidence) == ("mutant-screening", "FIX_FOUND")
     assert (confirmed.strategy, confirmed.fix_evidence) == ("fix-confirmation", "FIX_CONFIRMED")
@@ -349,6 +352,25 @@ def test_a_suite_without_failures_has_nothing_to_localize(tmp_path, cli_env):
     done = subprocess.run([EQUISA, "localize", str(tmp_path / "missing"), "--json", "-"], capture_output=True,
                           text=True, env=cli_env, timeout=300)
     assert done.returncode == 3 and json.loads(done.stdout)["status"] == "error"
+    missing = json.loads(done.stdout)
+    # Both runs are in the history with their outcome, the first under its flow run's id, the second
+    # (stopped before Prefect started) under an id of its own; `equisa report` shows why each stopped.
+    rows = {r["run_id"]: r for r in query(Path(cli_env["EQUISA_DB"]), "SELECT * FROM runs")}
+    assert {(r["kind"], r["status"], r["exit_code"], r["error_type"]) for r in rows.values()} == {
+        ("localize", "nothing_to_do", 20, "NothingToLocalizeError"),
+        ("localize", "error", 3, "RepositoryNotFoundError")}
+    assert rows[report["run_id"]]["flow_run_id"] == report["run_id"] and missing["run_id"] in rows
+    assert "does not exist" in rows[missing["run_id"]]["error"]
+    done = subprocess.run([EQUISA, "history", "--json", "-"], capture_output=True, text=True, env=cli_env,
+                          timeout=300)
+    listed = {r["run_id"]: (r["status"], r["exit_code"]) for r in json.loads(done.stdout)["runs"]}
+    assert listed == {report["run_id"]: ("nothing_to_do", 20), missing["run_id"]: ("error", 3)}
+    page = tmp_path / "page.html"
+    done = subprocess.run([EQUISA, "report", report["run_id"], "-o", str(page)], capture_output=True,
+                          text=True, env=cli_env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    assert "nothing to do" in html and "NothingToLocalizeError" in html and "Ranking" not in html
 
 
 def test_llm_mode_finishes_on_the_backup_model_when_30_percent_of_calls_fail(tmp_path, cli_env, scripted_llm):
@@ -410,8 +432,9 @@ def test_a_hopeless_repository_and_a_useless_model_still_report(tmp_path, cli_en
            "EQUISA_MAX_COST_USD": "none"}
     out = tmp_path / "loc.json"
     code, err = localize(env, str(repo), "--llm", "--max-inspections", "3", "--json", str(out))
-    assert code == 0, err
+    assert code == EXIT_NOT_CONVERGED, err  # three inspections settle nothing: an outcome, reported
     report = LocalizationReport.model_validate_json(out.read_text())
+    assert not report.converged
     assert (report.tests.failed, report.tests.passed) == (2, 0)
     assert {n.fqn for n in report.ranking} == {"calc.double", "calc.describe"} and report.inspections
     problems = "\n".join(report.problems)
@@ -439,8 +462,9 @@ def test_a_function_whose_source_cannot_be_found_is_skipped_and_the_run_goes_on(
         "def test_inc():\n    assert inc(1) == 2\n")
     out = tmp_path / "r.json"
     code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), "--json", str(out))
-    assert code == 0, err
+    assert code == EXIT_NOT_CONVERGED, err  # the bug's function cannot be inspected: no certainty
     report = LocalizationReport.model_validate_json(out.read_text())
+    assert not report.converged
     assert "mod.double" in {r.fqn for r in report.ranking}
     assert "mod.double was not inspected: no function 'double' in the module" in " ".join(report.problems)
     inspected = {i.target for i in report.inspections}
@@ -469,7 +493,7 @@ def test_since_a_ref_marks_the_functions_changed_and_a_bad_ref_is_bad_input(tmp_
     out = tmp_path / "since.json"
     code, err = localize(cli_env, str(repo), "--no-llm", "--since", "HEAD", "--max-inspections", "0",
                          "--no-discovery", "--json", str(out))
-    assert code == 0, err
+    assert code == EXIT_NOT_CONVERGED, err  # --max-inspections 0: the prior's ranking, no inspection
     report = LocalizationReport.model_validate_json(out.read_text())
     changed = {fqn for fqn, s in report.prior.signals.items() if s.changed}
     assert changed == {BUGGY}
@@ -502,11 +526,16 @@ def test_failing_tests_that_run_no_function_of_the_repository_are_no_ranking(tmp
 
 
 def test_json_dash_writes_the_report_to_standard_output_and_nothing_else_there(tmp_path, cli_env):
+    """Also: by default (the stopping rule) the run ends before the bug reaches 0.9, which is exit 25
+    (not converged, an outcome): the report and its ranking are written, the run recorded as such."""
     done = subprocess.run([EQUISA, "localize", str(INVOICING), "--no-llm", "--json", "-"],
                           capture_output=True, text=True, env=cli_env, timeout=900, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == EXIT_NOT_CONVERGED == 25, done.stderr
     report = LocalizationReport.model_validate_json(done.stdout)
+    assert not report.converged and report.exit_code == EXIT_NOT_CONVERGED
     assert report.ranking[0].fqn == "invoicing.discounts.ThresholdDiscount.applies"
+    (row,) = query(Path(cli_env["EQUISA_DB"]), "SELECT run_id, status, exit_code, error FROM runs")
+    assert row == {"run_id": report.run_id, "status": "not_converged", "exit_code": 25, "error": None}
     jsonschema.validate(json.loads(done.stdout), report_schema("localize"))  # the report its schema describes
     assert "Report written" not in done.stderr and not (tmp_path / "-").exists()
 
@@ -517,5 +546,10 @@ def test_llm_asked_for_with_no_endpoint_is_an_error_before_any_work(tmp_path, cl
     code, err = localize(env, str(INVOICING), "--llm", "--json", str(out))
     assert code == LLMRequestError.exit_code == 12, err
     assert "--llm asks for the model, but no endpoint is configured" in err
-    assert json.loads(out.read_text())["error_type"] == "LLMRequestError"
-    assert not (tmp_path / "artifacts").exists()  # nothing ran
+    failure = json.loads(out.read_text())
+    assert failure["error_type"] == "LLMRequestError"
+    # Nothing ran: the run's only artifacts are its failure report (no trace), and its history row.
+    stored = {p.name for p in (tmp_path / "artifacts").rglob("*") if p.is_file()}
+    assert stored == {"report.json", "report.html", "manifest.json"}
+    (row,) = query(Path(cli_env["EQUISA_DB"]), "SELECT run_id, status, exit_code FROM runs")
+    assert row == {"run_id": failure["run_id"], "status": "error", "exit_code": 12}

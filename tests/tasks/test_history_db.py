@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import gzip
 import json
 import subprocess
 import sys
@@ -224,3 +225,72 @@ def test_history_answers_what_a_maintainer_asks(tmp_path):
     only_b = history_answers(db, b)
     assert [r["run_id"] for r in only_b["runs"]] == ["r4"] and only_b["blamed"] == []
     assert [r["run_id"] for r in history_answers(db, a, limit=2)["runs"]] == ["r3", "r2"]
+
+
+#: A history written by the release before schema version 2 (EQUISA 47e545b, DuckDB 2.0.0): a repair
+#: run (tests/data/repair_invoicing.json) and a localize run (its localization) of /repos/invoicing.
+SCHEMA_1_FILE = Path(__file__).parents[1] / "data" / "history_schema_1.duckdb.gz"
+
+
+def _schema_1_history(tmp_path: Path) -> Path:
+    db = tmp_path / "history.duckdb"
+    db.write_bytes(gzip.decompress(SCHEMA_1_FILE.read_bytes()))
+    return db
+
+
+def test_a_history_of_schema_1_opens_its_runs_are_kept_and_new_runs_get_their_exit_code(tmp_path):
+    from tasks.history_answers import history_answers
+
+    db = _schema_1_history(tmp_path)
+    connection = duckdb.connect(str(db), read_only=True)
+    assert connection.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 1
+    connection.close()
+    # Reading migrates it (in a writer's turn); the old runs keep what they had, with no exit code.
+    old = {r["run_id"]: r for r in history_answers(db, None)["runs"]}
+    assert {k: (r["kind"], r["status"], r["exit_code"], r["error"]) for k, r in old.items()} == {
+        "v1-repair": ("repair", "fixed", None, None), "v1-localize": ("localize", "converged", None, None)}
+    assert query(db, "SELECT max(version) AS v FROM schema_version")[0]["v"] == SCHEMA_VERSION == 2
+    failure = {"schema_version": "1.0", "command": "localize", "status": "error", "exit_code": 6,
+               "error_type": "CollectionError", "error": "the test suite does not import"}
+    write_run(db, _record("r-failed", kind="localize", report=failure))
+    rows = {r["run_id"]: r for r in history_answers(db, None)["runs"]}
+    assert (rows["r-failed"]["status"], rows["r-failed"]["exit_code"], rows["r-failed"]["error_type"]) == (
+        "error", 6, "CollectionError")
+    assert _count(db, "inspections") == 2 * len(json.loads(REPAIR.read_text())["localization"]["inspections"])
+
+
+def test_every_outcome_becomes_its_status_and_exit_code(tmp_path):
+    """Runs that ended with their report, and runs a failure report stands for, side by side."""
+    base = json.loads(REPAIR.read_text())
+    localization = base["localization"]
+    reports = {
+        "fixed": ("repair", base), "plausible": ("repair", {**base, "status": "plausible_only"}),
+        "not-fixed": ("repair", {**base, "status": "not_fixed"}),
+        "converged": ("localize", localization),
+        "not-converged": ("localize", {**localization, "converged": False}),
+        "nothing": ("localize", {"schema_version": "1.0", "command": "localize", "status": "nothing_to_do",
+                                 "exit_code": 20, "error_type": "NothingToLocalizeError",
+                                 "error": "nothing to localize: every test passes"}),
+        "stopped": ("repair", {"schema_version": "1.0", "command": "repair", "status": "interrupted",
+                               "exit_code": 130, "error_type": "KeyboardInterrupt",
+                               "error": "interrupted (Ctrl-C)"}),
+    }
+    db = tmp_path / "history.duckdb"
+    for run_id, (kind, report) in reports.items():
+        write_run(db, _record(run_id, kind=kind, report=report))
+    rows = {r["run_id"]: (r["status"], r["exit_code"], r["error_type"], r["target"], r["tests_failed"])
+            for r in query(db, "SELECT * FROM runs")}
+    failing, bug = localization["tests"]["failed"], base["target"]
+    assert rows == {
+        "fixed": ("fixed", 0, None, bug, failing), "plausible": ("plausible_only", 21, None, bug, failing),
+        "not-fixed": ("not_fixed", 22, None, bug, failing),
+        "converged": ("converged", 0, None, localization["ranking"][0]["fqn"], failing),
+        "not-converged": ("not_converged", 25, None, None, failing),
+        "nothing": ("nothing_to_do", 20, "NothingToLocalizeError", None, None),
+        "stopped": ("interrupted", 130, "KeyboardInterrupt", None, None),
+    }
+    # The fix rate counts the repairs that reached a verdict; an interrupted one is not a failed repair.
+    from tasks.history_answers import history_answers
+
+    (repo,) = history_answers(db, None)["fix_rate"]
+    assert (repo["repairs"], repo["fixed"], repo["plausible_only"]) == (3, 1, 1)

@@ -168,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in REPORTING_COMMANDS:  # every run is recorded, whatever its outcome
             failure = record_failure(args.command, args, error)
             write_failure_report(getattr(args, "json", None), failure)
+            if hasattr(args, "sarif"):  # localize and repair: CI still finds its files
+                _write_failure_ci_outputs(args, failure, console)
             if failure.artifacts:
                 from equisa_core.report.console import stored
 
@@ -280,6 +282,15 @@ def _write_ci_outputs(args: argparse.Namespace, report: Any, console: Console) -
 
     write_ci_outputs(report, args.path, console, sarif=args.sarif, markdown=args.markdown,
                      json_to_stdout=args.json == STDOUT)
+
+
+def _write_failure_ci_outputs(args: argparse.Namespace, failure: Any, console: Console) -> None:
+    """``--sarif``, ``--markdown`` and GitHub Actions' outputs of a command that stopped early."""
+    from tasks.ci_outputs import write_failure_outputs
+    from tasks.cli_run import STDOUT
+
+    write_failure_outputs(failure, console, sarif=args.sarif, markdown=args.markdown,
+                          json_to_stdout=getattr(args, "json", None) == STDOUT)
 
 
 def _publish(args: argparse.Namespace, report: RepairReport, forge: options.ForgeOptions,

@@ -19,12 +19,14 @@ from rich.console import Console
 
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.operations.batch import BatchSummary
-from equisa_core.report.github import github_annotations
-from equisa_core.report.markdown import render_batch_markdown, render_markdown
-from equisa_core.report.sarif import render_sarif
+from equisa_core.report.failure import FailureReport
+from equisa_core.report.github import github_annotations, workflow_command
+from equisa_core.report.markdown import render_batch_markdown, render_failure_markdown, render_markdown
+from equisa_core.report.sarif import render_failure_sarif, render_sarif
 from equisa_core.validation.repair import RepairReport
 
-__all__ = ["in_github_actions", "repository_prefix", "write_batch_outputs", "write_ci_outputs"]
+__all__ = ["in_github_actions", "repository_prefix", "write_batch_outputs", "write_ci_outputs",
+           "write_failure_outputs"]
 
 
 def in_github_actions(environ: Mapping[str, str] | None = None) -> bool:
@@ -71,6 +73,29 @@ def write_ci_outputs(report: LocalizationReport | RepairReport, path: Path, cons
         stream = sys.stderr if json_to_stdout else sys.stdout
         for command in github_annotations(report, prefix):
             stream.write(command + "\n")
+        stream.flush()
+        _append_step_summary(text, environ)
+
+
+def write_failure_outputs(failure: FailureReport, console: Console, sarif: Path | None = None,
+                          markdown: Path | None = None, json_to_stdout: bool = False,
+                          environ: Mapping[str, str] | None = None) -> None:
+    """The same outputs for a command that stopped before its report existed: a SARIF log with no
+    result and the invocation's exit code and message (a CI step that uploads it finds a file), the
+    Markdown of what stopped it, and under GitHub Actions one annotation and the step summary."""
+    environ = os.environ if environ is None else environ
+    github = in_github_actions(environ)
+    text = render_failure_markdown(failure)
+    if sarif:
+        _write(sarif, json.dumps(render_failure_sarif(failure, tool_version=_own_version()), indent=2) + "\n")
+        console.print(f"SARIF written to {sarif}", highlight=False, soft_wrap=True)
+    if markdown:
+        _write(markdown, text)
+        console.print(f"Markdown summary written to {markdown}", highlight=False, soft_wrap=True)
+    if github:
+        level = "notice" if failure.status == "nothing_to_do" else "error"
+        stream = sys.stderr if json_to_stdout else sys.stdout
+        stream.write(workflow_command(level, failure.error, {"title": f"equisa {failure.command}"}) + "\n")
         stream.flush()
         _append_step_summary(text, environ)
 

@@ -1,8 +1,8 @@
 """A localize or repair report (or a batch's summary) as Markdown, ready for a pull-request comment or
 a GitHub Actions step summary: the outcome, the top suspects, the diff, and the evidence and tests
 behind them. The text lives in jinja2 templates next to this module (``templates/summary.md.j2``,
-``templates/batch.md.j2``); this module only picks and formats the values they show. Pure: report
-in, one Markdown string out.
+``templates/batch.md.j2``, ``templates/failure.md.j2``); this module only picks and formats the
+values they show. Pure: report in, one Markdown string out.
 """
 
 from __future__ import annotations
@@ -12,12 +12,15 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from equisa_core.errors import exit_code_meanings
 from equisa_core.localization.steps import InspectionRecord, LocalizationReport
 from equisa_core.operations.batch import BatchSummary
+from equisa_core.report.failure import FailureReport
 from equisa_core.report.suspects import TOP_SUSPECTS, localization_of, suspects
 from equisa_core.validation.repair import RepairReport
 
-__all__ = ["MAX_DIFF_LINES", "MAX_INSPECTIONS", "render_batch_markdown", "render_markdown"]
+__all__ = ["MAX_DIFF_LINES", "MAX_INSPECTIONS", "render_batch_markdown", "render_failure_markdown",
+           "render_markdown"]
 
 #: Lines of the diff a summary shows (a pull-request comment holds at most 65,536 characters).
 MAX_DIFF_LINES = 400
@@ -74,6 +77,14 @@ def render_markdown(report: LocalizationReport | RepairReport) -> str:
         artifacts=report.artifacts or "",
     )
     return _TEMPLATES.get_template("summary.md.j2").render(values)
+
+
+def render_failure_markdown(failure: FailureReport) -> str:
+    """The summary of a command that stopped before its report existed (``templates/failure.md.j2``):
+    what stopped it, its exit code and what that code means."""
+    title = {"nothing_to_do": "nothing to do", "interrupted": "interrupted"}.get(failure.status, "error")
+    meaning = exit_code_meanings().get(failure.exit_code, "")
+    return _TEMPLATES.get_template("failure.md.j2").render(failure=failure, title=title, meaning=meaning)
 
 
 def render_batch_markdown(summary: BatchSummary) -> str:

@@ -11,10 +11,11 @@ from collections import defaultdict
 from typing import Any
 
 from equisa_core.localization.steps import LocalizationReport
+from equisa_core.report.failure import FailureReport
 from equisa_core.report.suspects import Replacement, Suspect, localization_of, replacements, suspects
 from equisa_core.validation.repair import RepairReport
 
-__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "SUSPECT_RULE", "render_sarif"]
+__all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "SUSPECT_RULE", "render_failure_sarif", "render_sarif"]
 
 SARIF_VERSION = "2.1.0"
 #: Where the log says its schema is (the OASIS errata 01 schema; tests validate against a copy).
@@ -33,7 +34,35 @@ def render_sarif(report: LocalizationReport | RepairReport, prefix: str = "", to
     results = [_result(s, prefix, repair) for s in found if s.file and s.start_line]
     localization = localization_of(report)
     run: dict[str, Any] = {
-        "tool": {"driver": {
+        "tool": _tool(tool_version),
+        "originalUriBaseIds": {_SOURCE_ROOT: {"description": {"text": "The repository's root."}}},
+        "invocations": [{"executionSuccessful": _successful(report)}],
+        "results": results,
+        "properties": _run_properties(report, localization),
+    }
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def render_failure_sarif(failure: FailureReport, tool_version: str = "unknown") -> dict[str, Any]:
+    """The SARIF 2.1.0 log of a command that stopped before its report existed (``failure``): no
+    result, and the invocation with the exit code and the message, so that a CI step that uploads the
+    file finds one that says why. Nothing to do (no test fails) is a successful invocation."""
+    invocation = {
+        "executionSuccessful": failure.status == "nothing_to_do",
+        "exitCode": failure.exit_code,
+        "exitCodeDescription": failure.status,
+        "toolExecutionNotifications": [{
+            "level": "note" if failure.status == "nothing_to_do" else "error",
+            "message": {"text": f"equisa {failure.command}: {failure.error}"},
+            "descriptor": {"id": failure.error_type},
+        }],
+    }
+    run = {"tool": _tool(tool_version), "invocations": [invocation], "results": []}
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _tool(tool_version: str) -> dict[str, Any]:
+    return {"driver": {
             "name": "EQUISA",
             "version": tool_version,
             "rules": [{
@@ -46,13 +75,7 @@ def render_sarif(report: LocalizationReport | RepairReport, prefix: str = "", to
                                             "probability that this function holds the bug."},
                 "defaultConfiguration": {"level": "warning"},
             }],
-        }},
-        "originalUriBaseIds": {_SOURCE_ROOT: {"description": {"text": "The repository's root."}}},
-        "invocations": [{"executionSuccessful": _successful(report)}],
-        "results": results,
-        "properties": _run_properties(report, localization),
-    }
-    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+        }}
 
 
 def _result(suspect: Suspect, prefix: str, repair: RepairReport | None) -> dict[str, Any]:

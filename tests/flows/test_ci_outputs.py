@@ -137,3 +137,25 @@ def test_outside_github_actions_nothing_is_annotated_and_no_step_summary_is_writ
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and "::error" not in done.stderr and not summary.exists()
     assert (tmp_path / "l.md").read_text().startswith("## EQUISA localize: ")
+
+
+def test_a_command_that_stops_early_still_writes_its_sarif_markdown_and_annotation(tmp_path, cli_env):
+    """No test fails: the CI step that uploads the SARIF finds a valid log that says why, and the
+    pull request's summary says what happened."""
+    repo = shop(tmp_path / "checkout")
+    source = repo / SOURCE
+    source.write_text(source.read_text().replace("subtotal > self.minimum", "subtotal >= self.minimum"))
+    sarif, markdown, summary = tmp_path / "equisa.sarif", tmp_path / "pr.md", tmp_path / "summary"
+    env = {**cli_env, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    done = run(env, "localize", str(repo), "--no-llm", "--sarif", str(sarif), "--markdown", str(markdown))
+    assert done.returncode == 20, done.stderr
+    log = json.loads(sarif.read_text())
+    validate_sarif(log)
+    (invocation,) = log["runs"][0]["invocations"]
+    assert log["runs"][0]["results"] == [] and invocation["exitCode"] == 20
+    assert invocation["executionSuccessful"] is True  # nothing to do is no failure of the tool
+    assert "no test fails" in invocation["toolExecutionNotifications"][0]["message"]["text"]
+    assert markdown.read_text().startswith("## EQUISA localize: nothing to do")
+    assert "Exit code 20: nothing to localize" in markdown.read_text()
+    assert summary.read_text() == markdown.read_text()
+    assert "::notice title=equisa localize::nothing to localize: no test fails" in done.stdout

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from equisa_core.common.options import BatchOptions
 from equisa_core.errors import EXIT_BATCH_FAILURES, EXIT_OK
-from tasks.cli_options import add_ci_outputs, add_model_options
+from tasks.cli_options import add_ci_outputs, add_model_options, parameters_from
 
 __all__ = ["register"]
 
@@ -51,11 +51,12 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
     choose_runner(args.task_runner, args.task_runner_address, args.workers)
     entries = load_repositories(args.file)  # a bad file fails here, with exit code 50
     check_sandboxes(entries)
-    console.print(f"Repairing {len(entries)} repositories from [bold]{args.file}[/], "
-                  f"{args.concurrency} at a time", highlight=False)
-    params = BatchParameters(repositories_file=str(args.file.resolve()), concurrency=args.concurrency,
-                             reports_dir=str(Path(args.reports).resolve()) if args.reports else None,
-                             no_cache=args.no_cache)
+    where = (f"as runs of {args.deployment} on work pool {args.work_pool}" if args.work_pool
+             else f"{args.concurrency} at a time")
+    console.print(f"Repairing {len(entries)} repositories from [bold]{args.file}[/], {where}", highlight=False)
+    params = BatchParameters(**{**parameters_from(args, BatchParameters),
+                                "repositories_file": str(args.file.resolve()),
+                                "reports_dir": str(Path(args.reports).resolve()) if args.reports else None})
     with shared_cluster() as choice:
         if choice.kind != "threads":
             console.print(f"Task runner: {choice.kind} at {choice.address or 'a new local cluster'}",

@@ -53,7 +53,8 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
     check_sandboxes(entries)
     where = (f"as runs of {args.deployment} on work pool {args.work_pool}" if args.work_pool
              else f"{args.concurrency} at a time")
-    console.print(f"Repairing {len(entries)} repositories from [bold]{args.file}[/], {where}", highlight=False)
+    console.print(f"Repairing {len(entries)} repositories from [bold]{args.file}[/], {where}",
+                  highlight=False)
     params = BatchParameters(**{**parameters_from(args, BatchParameters),
                                 "repositories_file": str(args.file.resolve()),
                                 "reports_dir": str(Path(args.reports).resolve()) if args.reports else None})

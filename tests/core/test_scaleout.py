@@ -41,7 +41,8 @@ def test_every_repository_is_submitted_once_and_finishes_with_its_result():
                                        "r2": RunSeen(state_type="SCHEDULED")}, now=5))
     assert verdict(state) is None and watched(state) == ["r1", "r2"]
     state = record(state, Polled(runs={"r1": RunSeen(state_type="COMPLETED", result=_fixed("a", "r1")),
-                                       "r2": RunSeen(state_type="COMPLETED", result=_fixed("b", "r2"))}, now=9))
+                                       "r2": RunSeen(state_type="COMPLETED", result=_fixed("b", "r2"))},
+                                 now=9))
     assert verdict(state).converged and [r.status for r in results(state)] == ["fixed", "fixed"]
 
 

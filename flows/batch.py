@@ -7,7 +7,13 @@ repository's own child flow run (``repair-repository``, which runs ``repair``); 
 whose own fan-out goes to the configured task runner). A repository's failure is recorded as its
 row and never stops the others. At the end a table artifact summarizes every repository.
 
-Re-runs resume: a finished repository (fixed, plausible only, not fixed, nothing to fix) is a
+With a work pool (``work_pool``), each repository is instead a run of the repair deployment on that
+pool (``run_deployment``), so the pool's workers, on any number of machines, share the batch under
+the pool's limits. The batch watches the runs to their end through the state machine of
+``equisa_core.operations.scaleout``: a run lost with its worker (``Crashed``) runs again, and what
+cannot finish is reported with the reason. There is no resume cache on a pool.
+
+In this process, re-runs resume: a finished repository (fixed, plausible only, not fixed, nothing to fix) is a
 cached ``resume-or-repair`` result, keyed by the entry and the content digest of its snapshot, so a
 re-run of the same file over unchanged code skips it; failed ones run again, and underneath
 every sandboxed test run is cached too.
@@ -23,6 +29,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from equisa_core.operations import scaleout
 from equisa_core.operations.batch import (
     BatchSummary,
     RepositoryEntry,
@@ -33,6 +40,7 @@ from equisa_core.operations.batch import (
 from flows.repository import repair_repository
 from tasks.batch_io import default_reports_dir, read_repositories
 from tasks.batch_results import RepositoryFailed, result_of, snapshot_digest
+from tasks.deployment_runs import POLL_S, cancel_run, check_repair_deployment, poll_runs, submit_repository
 from tasks.parameters import BatchParameters, RepositoryRunParameters
 from tasks.task_runners import shared_cluster
 
@@ -59,12 +67,30 @@ def repair_one(entry: RepositoryEntry, digest: str, reports_dir: str, no_cache: 
 
 @flow(name="batch", flow_run_name="batch {params.repositories_file}", log_prints=True)
 def batch(params: BatchParameters) -> BatchSummary:
-    """Repair every repository of a repositories file, ``concurrency`` at a time, and summarize."""
+    """Repair every repository of a repositories file, ``concurrency`` at a time here, or as deployment
+    runs on ``work_pool``, and summarize."""
     started = time.monotonic()
     entries = with_model_overrides(read_repositories(params.repositories_file), params.max_cost_usd,
                                    params.price_input, params.price_output)
     reports = str(Path(params.reports_dir) if params.reports_dir else default_reports_dir())
-    print(f"{len(entries)} repositories, {params.concurrency} at a time; reports in {reports}")
+    if params.work_pool:
+        print(f"{len(entries)} repositories as runs of {params.deployment} on work pool {params.work_pool}; "
+              f"reports in {reports}")
+        results = _on_work_pool(params, entries, reports)
+    else:
+        print(f"{len(entries)} repositories, {params.concurrency} at a time; reports in {reports}")
+        results = _in_process(params, entries, reports)
+    summary = summarize(results, round(time.monotonic() - started, 3), reports)
+    counts = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in summary.counts.items() if n)
+    create_table_artifact(table=summary.table_rows(), key="batch-summary",
+                          description=f"{len(results)} repositories: {counts}")
+    print(f"batch done in {summary.seconds:.1f}s: {counts}")
+    return summary
+
+
+def _in_process(params: BatchParameters, entries: list[RepositoryEntry],
+                reports: str) -> list[RepositoryResult]:
+    """Each repository as a child flow run here, ``concurrency`` at a time, resuming from cache."""
     runner = repair_one.with_options(refresh_cache=params.no_cache or None)
     with shared_cluster(), ThreadPoolTaskRunner(max_workers=params.concurrency) as pool:
         digests = [pool.submit(snapshot_digest, {"entry": e}) for e in entries]
@@ -75,9 +101,29 @@ def batch(params: BatchParameters) -> BatchSummary:
         for entry, future in zip(entries, futures, strict=True):
             future.wait()
             results.append(result_of(entry, future.state))
-    summary = summarize(results, round(time.monotonic() - started, 3), reports)
-    counts = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in summary.counts.items() if n)
-    create_table_artifact(table=summary.table_rows(), key="batch-summary",
-                          description=f"{len(results)} repositories: {counts}")
-    print(f"batch done in {summary.seconds:.1f}s: {counts}")
-    return summary
+    return results
+
+
+def _on_work_pool(params: BatchParameters, entries: list[RepositoryEntry],
+                  reports: str) -> list[RepositoryResult]:
+    """Each repository as a run of the repair deployment on the work pool, driven by ``scaleout``."""
+    assert params.work_pool is not None
+    check_repair_deployment(params.deployment, params.work_pool)
+    state = scaleout.start(entries, params.crash_retries, params.run_timeout_s)
+    while scaleout.verdict(state) is None:
+        for step in scaleout.next_steps(state):
+            if isinstance(step, scaleout.Submit):
+                repo = state.repositories[step.index]
+                if repo.attempts:
+                    print(f"{repo.entry.label}: run again ({repo.attempts[-1].outcome})")
+                run_id = submit_repository(params.deployment, repo.entry, reports, params.no_cache)
+                state = scaleout.record(state, scaleout.Submitted(index=step.index, flow_run_id=run_id,
+                                                                  now=time.monotonic()))
+            else:
+                cancel_run(step.flow_run_id)
+                state = scaleout.record(state, scaleout.Cancelled(flow_run_id=step.flow_run_id))
+        if scaleout.watched(state):
+            time.sleep(POLL_S)
+            state = scaleout.record(state, scaleout.Polled(runs=poll_runs(scaleout.watched(state)),
+                                                           now=time.monotonic()))
+    return scaleout.results(state)

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import State
 from pydantic import BaseModel
 
@@ -19,7 +19,11 @@ from equisa_core.validation.repair import RepairReport
 from tasks.prepare import snapshot_workspace
 
 __all__ = ["snapshot_digest", "RepositoryFailed", "result_of", "FullReport", "result_fields",
-           "publish_result"]
+           "publish_result", "RESULT_ROW_KEY"]
+
+#: The key of the table artifact that holds a repository's result as data (one row): a batch on a work
+#: pool reads it back from the server (``tasks/deployment_runs.py``).
+RESULT_ROW_KEY = "repository-result-row"
 
 
 @task(name="snapshot-repository", retries=1, retry_delay_seconds=2, cache_policy=None)
@@ -78,7 +82,7 @@ def result_fields(report: RepairReport, entry: RepositoryEntry) -> dict:
 
 
 def publish_result(result: RepositoryResult) -> None:
-    """The Prefect markdown artifact of one repository's result."""
+    """The Prefect artifacts of one repository's result: markdown to read, and one table row as data."""
     lines = [f"## {result.name}: **{result.status}**", "",
              f"- source: `{result.source}`" + (f" at `{result.ref}`" if result.ref else "")]
     if result.ci_run_url:
@@ -100,3 +104,5 @@ def publish_result(result: RepositoryResult) -> None:
         lines += ["", "```diff", result.diff.rstrip(), "```"]
     create_markdown_artifact(markdown="\n".join(lines) + "\n", key="repository-result",
                              description=f"{result.name}: {result.status}")
+    create_table_artifact(table=[result.model_dump(mode="json")], key=RESULT_ROW_KEY,
+                          description=f"{result.name}: {result.status} (the result as data)")

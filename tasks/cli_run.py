@@ -35,18 +35,17 @@ PREFECT_DEFAULTS = {
     # The embedded (ephemeral) server can take a while to start on a busy 2-core machine.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    # Failures reach the user as one line from EQUISA; Prefect's own logs (with tracebacks)
-    # stay in the Prefect UI unless --verbose.
-    "PREFECT_LOGGING_LEVEL": "CRITICAL",
 }
 
 
 def set_prefect_defaults(verbose: bool) -> None:
-    """``PREFECT_DEFAULTS`` in the environment where the user set nothing (Prefect's logs: not with
-    ``--verbose``)."""
-    for name, value in PREFECT_DEFAULTS.items():
-        if not (verbose and name == "PREFECT_LOGGING_LEVEL"):
-            os.environ.setdefault(name, value)
+    """``PREFECT_DEFAULTS`` and the logging settings (``tasks.prefect_logging``: flow and task logs to
+    the Prefect UI at INFO, Prefect's own logs on the terminal only with ``--verbose``) in the
+    environment where the user set nothing. Failures reach the user as one line from EQUISA."""
+    from tasks.prefect_logging import logging_environment
+
+    for name, value in {**PREFECT_DEFAULTS, **logging_environment(verbose)}.items():
+        os.environ.setdefault(name, value)
 
 
 def print_error(error: BaseException, debug: bool, console: Console) -> None:

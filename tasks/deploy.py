@@ -1,5 +1,16 @@
-"""``equisa deploy``'s work: make the work pool if it is missing, then ``prefect deploy`` EQUISA's
-deployments (``deployments/prefect.yaml``) with Prefect's own CLI, so the file means the same either way."""
+"""``equisa deploy``'s work: make the work pool if it is missing, ``prefect deploy`` EQUISA's deployments
+(``deployments/prefect.yaml``) with Prefect's own CLI, so the file means the same either way, then the
+automations:
+
+- the CI-failure automation comes from the ``repair-on-ci-failure`` deployment's trigger (``prefect
+  deploy`` installs it, owned by the deployment); ``ci_automation`` reads it back;
+- the unresponsive-run automation (``unresponsive_automation``, Prefect's "zombie flow" recipe) marks
+  an EQUISA flow run ``Crashed`` when its heartbeats stop (its worker or machine died), so a batch on a
+  work pool sees the loss and runs the repository again.
+
+The nightly schedule's cron and time zone (``DeployOptions``) reach ``prefect.yaml`` as
+``EQUISA_SCHEDULE_CRON`` and ``EQUISA_SCHEDULE_TIMEZONE``.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +19,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+from equisa_core.common.options import DeployOptions
 from equisa_core.errors import DeployError
 
-__all__ = ["checked_spec", "deploy", "ensure_work_pool", "project_root", "work_pool"]
+__all__ = ["CI_AUTOMATION", "UNRESPONSIVE_AUTOMATION", "checked_spec", "ci_automation", "deploy",
+           "ensure_work_pool", "project_root", "schedule_environment", "unresponsive_automation", "work_pool"]
+
+#: The name of the CI-failure trigger's automation (``deployments/prefect.yaml``).
+CI_AUTOMATION = "equisa-repair-on-ci-failure"
+#: The name of the automation that marks silent EQUISA flow runs crashed.
+UNRESPONSIVE_AUTOMATION = "equisa-crash-unresponsive-runs"
+#: The tag every EQUISA deployment's runs carry (the unresponsive-run automation watches only them).
+EQUISA_TAG = "equisa"
 
 
 def project_root() -> Path:
@@ -57,13 +77,82 @@ def work_pool(pool: str, pool_type: str) -> bool:
         raise DeployError(f"could not read or create work pool {pool}: {error}") from None
 
 
-def deploy(spec: Path, pool: str, names: list[str]) -> None:
-    """``prefect deploy`` the deployments ``names`` of ``spec`` (none: all) to ``pool``; raises
-    ``DeployError`` with the tail of Prefect's output when it fails."""
-    which = [f"--name={n}" for n in names] or ["--all"]
-    command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", *which, "--prefect-file", str(spec),
-               "--pool", pool]
-    done = subprocess.run(command, cwd=project_root(), env=dict(os.environ), capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = (done.stdout + done.stderr).strip().splitlines()[-12:]
-        raise DeployError("prefect deploy failed:\n" + "\n".join(tail))
+def schedule_environment(options: DeployOptions) -> dict[str, str]:
+    """The variables ``deployments/prefect.yaml``'s nightly schedule reads."""
+    return {"EQUISA_SCHEDULE_CRON": options.schedule_cron,
+            "EQUISA_SCHEDULE_TIMEZONE": options.schedule_timezone}
+
+
+def deployment_names(spec: Path) -> list[str]:
+    """The names of the deployments ``spec`` defines."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(spec.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise DeployError(f"{spec} is not valid YAML: {error}") from None
+    return [d["name"] for d in data.get("deployments") or [] if isinstance(d, dict) and d.get("name")]
+
+
+def deploy(spec: Path, pool: str, names: list[str], options: DeployOptions) -> None:
+    """``prefect deploy`` the deployments ``names`` of ``spec`` (none: all) to ``pool``, the schedule from
+    ``options``; raises ``DeployError`` with the tail of Prefect's output when it fails.
+
+    One ``prefect deploy`` per deployment: Prefect ignores ``--pool`` when one command deploys several."""
+    env = {**os.environ, **schedule_environment(options)}
+    for name in names or deployment_names(spec):
+        command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", f"--name={name}",
+                   "--prefect-file", str(spec), "--pool", pool]
+        done = subprocess.run(command, cwd=project_root(), env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-12:]
+            raise DeployError(f"prefect deploy of {name} failed:\n" + "\n".join(tail))
+
+
+def unresponsive_automation(after_s: float) -> str:
+    """Install (or replace) the automation that marks an EQUISA flow run ``Crashed`` when no heartbeat,
+    and no final state, follows its last heartbeat within ``after_s``; returns its id."""
+    from datetime import timedelta
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import StateType
+    from prefect.events.actions import ChangeFlowRunState
+    from prefect.events.schemas.automations import AutomationCore, EventTrigger, Posture
+    from prefect.events.schemas.events import ResourceSpecification
+
+    automation = AutomationCore(
+        name=UNRESPONSIVE_AUTOMATION,
+        description="Marks an EQUISA flow run Crashed when its heartbeats stop (its worker died), so a "
+                    "batch on a work pool runs the repository again.",
+        trigger=EventTrigger(
+            after={"prefect.flow-run.heartbeat"},
+            expect={"prefect.flow-run.heartbeat", "prefect.flow-run.Completed", "prefect.flow-run.Failed",
+                    "prefect.flow-run.Cancelled", "prefect.flow-run.Crashed"},
+            match=ResourceSpecification({"prefect.resource.id": ["prefect.flow-run.*"]}),
+            match_related=ResourceSpecification({"prefect.resource.role": "tag",
+                                                 "prefect.resource.id": f"prefect.tag.{EQUISA_TAG}"}),
+            for_each={"prefect.resource.id"}, posture=Posture.Proactive, threshold=1,
+            within=timedelta(seconds=after_s)),
+        actions=[ChangeFlowRunState(state=StateType.CRASHED,
+                                    message=f"no heartbeat for {after_s:g} s: its worker or machine died")],
+    )
+    try:
+        with get_client(sync_client=True) as client:
+            for old in client.read_automations_by_name(UNRESPONSIVE_AUTOMATION):
+                client.delete_automation(old.id)
+            return str(client.create_automation(automation))
+    except Exception as error:
+        raise DeployError(f"could not install automation {UNRESPONSIVE_AUTOMATION}: {error}") from None
+
+
+def ci_automation() -> str | None:
+    """The event the CI-failure automation (installed by ``prefect deploy``) waits for, read back from the
+    server; None when it is missing."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        found = client.read_automations_by_name(CI_AUTOMATION)
+    if not found:
+        return None
+    trigger = found[0].trigger
+    return ", ".join(sorted(getattr(trigger, "expect", ()) or ())) or "an event"

@@ -28,6 +28,7 @@ __all__ = [
     "ValidationOptions",
     "TestgenOptions",
     "BatchOptions",
+    "DeployOptions",
     "OutputOptions",
     "ForgeOptions",
     "ForgeKind",
@@ -264,7 +265,8 @@ class OutputOptions(BaseModel):
 class BatchOptions(OutputOptions):
     """How a batch runs: how many repositories at once, and whether the cache is used."""
 
-    concurrency: int = Field(2, ge=1, le=64, description="Repositories repaired at the same time.")
+    concurrency: int = Field(2, ge=1, le=64, description="Repositories repaired at the same time (in "
+                                                          "this process; on a work pool its limits decide).")
     no_cache: bool = Field(False, description="Repair every repository again and re-run every test.")
     # The model's cap and prices for every repository, over the file's own (None: each entry's own;
     # the entries' defaults are EndpointOptions').
@@ -275,7 +277,44 @@ class BatchOptions(OutputOptions):
         None, ge=0, description="USD per million input tokens of an unpriced model, over the file's.")
     price_output: float | None = Field(
         None, ge=0, description="USD per million output tokens of an unpriced model, over the file's.")
+    work_pool: str | None = Field(None, description="Work pool whose workers repair the repositories, each "
+                                                    "as a run of --deployment; default: in this process.")
+    deployment: str = Field("repair-repository/repair-one",
+                            description="The repair deployment (flow/name) a work pool's batch runs.")
+    run_timeout_s: float = Field(7200.0, gt=0, description="On a work pool: how long a repository's run may "
+                                                           "take, queued or running, before it is cancelled.")
+    crash_retries: int = Field(1, ge=0, le=5, description="On a work pool: how many times a repository whose "
+                                                          "run crashed (its worker died) is run again.")
 
+
+class DeployOptions(BaseModel):
+    """What ``equisa deploy`` installs: the nightly batch's schedule and the unresponsive-run watch."""
+
+    schedule_cron: str = Field("0 2 * * *", description="The nightly batch's schedule (cron, 5 fields).")
+    schedule_timezone: str = Field("UTC", description="Time zone of the schedule (IANA name).")
+    unresponsive_after_s: float = Field(
+        600.0, ge=30, description="A flow run silent this long (no heartbeat; workers send one every "
+                                  "PREFECT_FLOWS_HEARTBEAT_FREQUENCY s) is marked crashed.")
+
+    @field_validator("schedule_cron")
+    @classmethod
+    def _five_fields(cls, value: str) -> str:
+        """A cron expression of five fields (minute hour day month weekday)."""
+        if len(value.split()) != 5:
+            raise ValueError(f"a cron expression has 5 fields (minute hour day month weekday), got {value!r}")
+        return value.strip()
+
+    @field_validator("schedule_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        """An IANA time zone this machine knows."""
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (an IANA name such as Europe/Berlin)") from None
+        return value
 
 
 #: The kinds of forge whose REST API ``--open-pr`` speaks (Gitea's pulls endpoints follow GitHub's).

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from equisa_core.common.options import BatchOptions
 from equisa_core.errors import EXIT_BATCH_FAILURES, EXIT_OK
-from tasks.cli_options import add_ci_outputs, add_model_options
+from tasks.cli_options import add_ci_outputs, add_model_options, parameters_from
 
 __all__ = ["register"]
 
@@ -57,12 +57,15 @@ def _batch_command(args: argparse.Namespace, console: Console) -> int:
     entries = with_model_overrides(entries, args.max_cost, args.price_input, args.price_output)
     check_sandboxes(entries)
     check_models(entries)
-    console.print(f"Repairing {len(entries)} repositories from [bold]{args.file}[/], "
-                  f"{args.concurrency} at a time", highlight=False)
-    params = BatchParameters(repositories_file=str(args.file.resolve()), concurrency=args.concurrency,
-                             reports_dir=str(Path(args.reports).resolve()) if args.reports else None,
-                             no_cache=args.no_cache, max_cost_usd=args.max_cost,
-                             price_input=args.price_input, price_output=args.price_output)
+    where = (f"as runs of {args.deployment} on work pool {args.work_pool}" if args.work_pool
+             else f"{args.concurrency} at a time")
+    console.print(f"Repairing {len(entries)} repositories from [bold]{args.file}[/], {where}",
+                  highlight=False)
+    params = BatchParameters(**{**parameters_from(args, BatchParameters),
+                                "repositories_file": str(args.file.resolve()),
+                                "reports_dir": str(Path(args.reports).resolve()) if args.reports else None,
+                                "max_cost_usd": args.max_cost, "price_input": args.price_input,
+                                "price_output": args.price_output})
     with shared_cluster() as choice:
         if choice.kind != "threads":
             console.print(f"Task runner: {choice.kind} at {choice.address or 'a new local cluster'}",

@@ -11,7 +11,9 @@ from typing import Any
 
 from rich.console import Console
 
+from equisa_core.common.options import DeployOptions
 from equisa_core.errors import EXIT_OK
+from tasks.cli_options import add_model_options, parameters_from
 
 __all__ = ["register"]
 
@@ -29,18 +31,35 @@ def register(commands: Any) -> None:
                         help="type of the work pool when it is created (docker workers need prefect-docker)")
     parser.add_argument("--name", action="append", default=[], metavar="DEPLOYMENT",
                         help="deploy only this deployment (repeatable; default: all)")
-    parser.set_defaults(handler=_deploy_command)
+    add_model_options(parser, DeployOptions)
+    parser.set_defaults(handler=_deploy_command, option_models=(DeployOptions,))
 
 
 def _deploy_command(args: argparse.Namespace, console: Console) -> int:
-    from tasks.deploy import checked_spec, deploy, work_pool
+    from tasks.deploy import (
+        CI_AUTOMATION,
+        UNRESPONSIVE_AUTOMATION,
+        checked_spec,
+        ci_automation,
+        deploy,
+        unresponsive_automation,
+        work_pool,
+    )
 
+    options = DeployOptions(**parameters_from(args, DeployOptions))
     spec = checked_spec()
     created = work_pool(args.pool, args.pool_type)
     console.print(f"Work pool {args.pool} ({args.pool_type}) " + ("created" if created else "exists"),
                   highlight=False)
-    deploy(spec, args.pool, args.name)
-    console.print(f"Deployed {', '.join(args.name) or 'every deployment'} of {spec} to pool {args.pool}; "
-                  f"start workers with: prefect worker start --pool {args.pool}", highlight=False,
-                  soft_wrap=True)
+    deploy(spec, args.pool, args.name, options)
+    console.print(f"Deployed {', '.join(args.name) or 'every deployment'} of {spec} to pool {args.pool} "
+                  f"(nightly batch: {options.schedule_cron}, {options.schedule_timezone}); start workers "
+                  f"with: prefect worker start --pool {args.pool}", highlight=False, soft_wrap=True)
+    unresponsive_automation(options.unresponsive_after_s)
+    console.print(f"Automation {UNRESPONSIVE_AUTOMATION}: an EQUISA run silent for "
+                  f"{options.unresponsive_after_s:g} s is marked crashed", highlight=False, soft_wrap=True)
+    expects = ci_automation()
+    if expects:
+        console.print(f"Automation {CI_AUTOMATION}: on {expects}, a run of repair-on-ci-failure",
+                      highlight=False, soft_wrap=True)
     return EXIT_OK

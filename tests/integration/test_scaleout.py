@@ -1,0 +1,224 @@
+"""A batch spread over a work pool (``equisa batch --work-pool``) and the CI-failure automation, on a
+real ``prefect server start`` on 127.0.0.1 with two process workers (``--limit 1`` each, so both take
+part): both workers repair repositories (their names are the flow runs' ``prefect.worker.name``
+labels), all four results reach DuckDB, and a worker killed mid-batch (with its flow-run process:
+a dead machine) loses no repository: Prefect's unresponsive-run automation (``equisa deploy``) marks
+its run crashed and the batch runs it again on the other worker.
+
+Every process the test starts runs in its own session and is killed by its process group at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import httpx
+import pytest
+
+from equisa_core.operations.batch import BatchSummary
+from tests.conftest import FIXTURES
+from tests.integration.test_deployments import (
+    EQUISA,
+    PREFECT,
+    ROOT,
+    Processes,
+    _deployment,
+    _flow_runs,
+    _free_port,
+    _healthy,
+    _wait_for,
+)
+
+pytestmark = pytest.mark.integration
+
+POOL = "equisa-scaleout"
+NAMES = ("alpha", "beta", "gamma", "delta")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[tuple[str, dict[str, str], Processes, Path]]:
+    """One Prefect server for the module (own PREFECT_HOME, port and EQUISA storage), deployed to POOL."""
+    tmp = tmp_path_factory.mktemp("scaleout")
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "EQUISA_"))}
+    env.update({
+        "PREFECT_HOME": str(tmp / "prefect-home"), "PREFECT_API_URL": api,
+        "PREFECT_SERVER_API_HOST": "127.0.0.1", "PREFECT_SERVER_API_PORT": str(port),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOCAL_STORAGE_PATH": str(tmp / "storage"),
+        "PREFECT_WORKER_QUERY_SECONDS": "2", "PREFECT_WORKER_PREFETCH_SECONDS": "2",
+        "PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30",  # the minimum: a dead worker's run is found sooner
+        "EQUISA_WORKSPACES": str(tmp / "workspaces"), "EQUISA_REPORTS": str(tmp / "reports"),
+        "EQUISA_DB": str(tmp / "history.duckdb"), "EQUISA_ARTIFACTS": str(tmp / "artifacts"),
+        "EQUISA_SPOOL": str(tmp / "spool"), "PWD": str(ROOT), "COLUMNS": "200",
+    })
+    logs = tmp / "logs"
+    logs.mkdir()
+    processes = Processes(logs)
+    try:
+        processes.start("server", [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                        env)
+        _wait_for(lambda: _healthy(api), 180, "the Prefect server to answer", processes, "server")
+        deployed = subprocess.run(
+            [EQUISA, "deploy", "--pool", POOL, "--schedule-cron", "30 3 * * 1-5",
+             "--unresponsive-after-s", "40"],
+            env={**env, "EQUISA_SCHEDULE_TIMEZONE": "America/New_York"}, cwd=tmp, capture_output=True,
+            text=True, timeout=300)
+        assert deployed.returncode == 0, deployed.stderr + deployed.stdout
+        yield api, env, processes, tmp
+    finally:
+        processes.stop_all()
+
+
+async def _automation(name: str):
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        return await client.read_automations_by_name(name)
+
+
+def test_deploy_installs_the_schedule_and_the_automations_and_an_event_starts_a_repair(server):
+    api, env, processes, tmp = server
+    nightly = _deployment(api, "batch", "nightly-batch")["schedules"][0]["schedule"]
+    assert (nightly["cron"], nightly["timezone"]) == ("30 3 * * 1-5", "America/New_York")
+
+    os.environ["PREFECT_API_URL"] = api  # the client reads the module's server
+    try:
+        (ci,) = asyncio.run(_automation("equisa-repair-on-ci-failure"))
+        (unresponsive,) = asyncio.run(_automation("equisa-crash-unresponsive-runs"))
+    finally:
+        del os.environ["PREFECT_API_URL"]
+    ci_deployment = _deployment(api, "repair-repository", "repair-on-ci-failure")
+    assert ci.trigger.expect == {"equisa.ci.failed"} and ci.enabled
+    (action,) = ci.actions
+    assert action.type == "run-deployment" and str(action.deployment_id) == ci_deployment["id"]
+    assert unresponsive.trigger.within.total_seconds() == 40
+    assert unresponsive.actions[0].state.value == "CRASHED"
+
+    repository = str(tmp / "shop")
+    done = subprocess.run([EQUISA, "trigger", "--repository", repository, "--ref", "abc123",
+                           "--failing-tests", "tests/test_a.py::test_x", "--ci-run-url",
+                           "https://ci.example.com/runs/7", "--no-llm"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    run = _wait_for(lambda: (_flow_runs(api, ci_deployment["id"]) or [None])[0], 120,
+                    "the flow run the event starts", processes, "server")
+    entry = run["parameters"]["params"]["entry"]
+    assert (entry["source"], entry["ref"], entry["failing_tests"], entry["ci_run_url"], entry["llm"]) == (
+        repository, "abc123", ["tests/test_a.py::test_x"], "https://ci.example.com/runs/7", False)
+    httpx.post(f"{api}/flow_runs/{run['id']}/set_state", timeout=10,  # no worker should spend time on it
+               json={"state": {"type": "CANCELLED", "name": "Cancelled"}, "force": True})
+
+
+def _repositories(tmp: Path, name: str) -> Path:
+    """Four copies of the ``fees`` fixture (a one-line bug, a few tests) and their repositories file."""
+    folder = tmp / name
+    for repo in NAMES:
+        shutil.copytree(FIXTURES / "fees", folder / repo)
+    path = folder / "repositories.yaml"
+    path.write_text("defaults: {llm: false}\nrepositories:\n" + "".join(f"  - source: {r}\n" for r in NAMES))
+    return path
+
+
+def _runs_of(api: str, run_ids: list[str]) -> list[dict]:
+    body = {"flow_runs": {"id": {"any_": run_ids}}}
+    return httpx.post(f"{api}/flow_runs/filter", json=body, timeout=10).json()
+
+
+def _batch_children(api: str, deployment_id: str, since: str) -> list[dict]:
+    body = {"deployments": {"id": {"any_": [deployment_id]}},
+            "flow_runs": {"expected_start_time": {"after_": since}}}
+    return httpx.post(f"{api}/flow_runs/filter", json=body, timeout=10).json()
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (from ``/proc``), deepest last."""
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(proc.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def _repair_rows(db: str) -> list[tuple]:
+    with duckdb.connect(db, read_only=True) as connection:
+        return connection.execute("SELECT run_id, status FROM runs WHERE kind = 'repair'").fetchall()
+
+
+def test_a_batch_spreads_over_two_workers_and_survives_one_dying(server):
+    api, env, processes, tmp = server
+    workers = {name: processes.start(name, [PREFECT, "worker", "start", "--pool", POOL, "--type", "process",
+                                            "--name", name, "--limit", "1"], env)
+               for name in ("worker-1", "worker-2")}
+    _wait_for(lambda: len([w for w in httpx.post(f"{api}/work_pools/{POOL}/workers/filter", json={},
+                                                 timeout=10).json() if w["status"] == "ONLINE"]) >= 2,
+              90, "two workers online", processes, "worker-2")
+    repair_one = _deployment(api, "repair-repository", "repair-one")["id"]
+
+    # Both workers share the batch; every result comes back, and each run is in DuckDB.
+    summary_path = tmp / "first.json"
+    done = subprocess.run([EQUISA, "batch", str(_repositories(tmp, "first")), "--work-pool", POOL,
+                           "--json", str(summary_path)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr + processes.tail("worker-1") + processes.tail("worker-2")
+    assert "as runs of repair-repository/repair-one on work pool equisa-scaleout" in done.stderr
+    summary = BatchSummary.model_validate_json(summary_path.read_text())
+    assert [(r.name, r.status, r.target) for r in summary.results] == [
+        (n, "fixed", "fees.net") for n in NAMES]
+    runs = _runs_of(api, [r.flow_run_id for r in summary.results])
+    assert {r["labels"]["prefect.worker.name"] for r in runs} == {"worker-1", "worker-2"}
+    assert all(r["deployment_id"] == repair_one and r["state"]["type"] == "COMPLETED" for r in runs)
+    rows = _repair_rows(env["EQUISA_DB"])
+    assert len(rows) == 4 and {status for _, status in rows} == {"fixed"}
+
+    # Worker 2 dies (with its flow run's process) mid-batch: its repository runs again on worker 1.
+    since = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 1))
+    summary_path = tmp / "second.json"
+    second = processes.start("second-batch", [EQUISA, "batch", str(_repositories(tmp, "second")),
+                                              "--work-pool", POOL, "--json", str(summary_path)], env)
+
+    def running_on_worker_2() -> bool:
+        return any(r["state"]["type"] == "RUNNING" and r["labels"].get("prefect.worker.name") == "worker-2"
+                   for r in _batch_children(api, repair_one, since))
+
+    _wait_for(running_on_worker_2, 180, "a repository running on worker 2", processes, "worker-2")
+    victim = workers["worker-2"]
+    doomed = [victim.pid, *_descendants(victim.pid)]
+    for pid in reversed(doomed):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    victim.wait(timeout=10)
+    try:
+        assert second.wait(timeout=540) == 0, processes.tail("second-batch") + processes.tail("worker-1")
+    finally:
+        if second.poll() is None:
+            os.killpg(second.pid, signal.SIGKILL)
+    summary = BatchSummary.model_validate_json(summary_path.read_text())
+    assert [(r.name, r.status) for r in summary.results] == [(n, "fixed") for n in NAMES]
+    rerun = [r for r in summary.results if r.problems and "run again after: Crashed" in r.problems[-1]]
+    assert len(rerun) == 1, [r.problems for r in summary.results]
+    assert "no heartbeat for 40 s" in rerun[0].problems[-1]
+    last = _runs_of(api, [r.flow_run_id for r in summary.results])
+    assert {r["labels"]["prefect.worker.name"] for r in last
+            if r["id"] == rerun[0].flow_run_id} == {"worker-1"}
+    assert len(_repair_rows(env["EQUISA_DB"])) >= 8
+    json.loads(summary_path.read_text())  # the summary is whole

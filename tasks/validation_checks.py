@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.cost import LLMCall
 from equisa_core.common.models import Node, SuiteTrace, TestResult
+from equisa_core.common.options import EndpointOptions
 from equisa_core.common.source_edit import function_source
 from equisa_core.errors import EquisaError
 from equisa_core.localization.steps import LocalizationReport
@@ -53,6 +54,8 @@ class ValidationContext(BaseModel):
     nodes: dict[str, Node]
     failing_sources: dict[str, str] = Field(default_factory=dict, description="Failing test id -> source.")
     llm_config: object | None = None
+    endpoint: EndpointOptions = Field(default_factory=EndpointOptions,
+                                      description="The run's model options: its cost cap and prices.")
     carved: dict[str, str | None] = Field(default_factory=dict, description="Target -> carved module.")
     novel: dict[str, str | None] = Field(default_factory=dict, description="Target -> model's test module.")
     localization_recorded: RecordedTests | None = Field(
@@ -113,6 +116,7 @@ def validation_context(found: DiscoveryResult, localization: LocalizationReport,
         found=found, sandbox=params.sandbox, docker_image=params.docker_image, no_cache=params.no_cache,
         nodes=nodes, failing_sources=test_sources(found, sorted(trace.failed_tests())), llm_config=config,
         localization_recorded=recorded,
+        endpoint=EndpointOptions(**{name: getattr(params, name) for name in EndpointOptions.model_fields}),
     )
 
 
@@ -201,7 +205,8 @@ def novel_module(target: str, ctx: ValidationContext, generate_tests: GenerateTe
             path=str(prepared.repo), target=node.file or "", focus=[target], llm=True, max_attempts=1,
             mutants_per_measurement=0, improvement_budget=0, specification=ctx.failing_sources, out=out,
             sandbox=ctx.sandbox, docker_image=ctx.docker_image, no_cache=ctx.no_cache,
-            module_stem="novel_input")
+            module_stem="novel_input", max_cost_usd=ctx.endpoint.max_cost_usd,
+            price_input=ctx.endpoint.price_input, price_output=ctx.endpoint.price_output)
         try:
             made = generate_tests(narrowed(prepared, covering), params)
         except EquisaError as error:  # an LLMError carries the calls made before it

@@ -57,7 +57,8 @@ def test_a_failing_repository_does_not_stop_the_batch_and_a_rerun_resumes(tmp_pa
                     "--markdown", str(markdown))
     assert second.returncode == 51, second.stderr
     text = markdown.read_text()
-    assert text.startswith("## EQUISA batch: 2 repositories in ") and "fixed: 1 · error: 1" in text
+    assert text.startswith("## EQUISA batch: 3 repositories in ")
+    assert "fixed: 1 · nothing_to_fix: 1 · error: 1" in text
     assert "| inventory | - | fixed | `inventory.stock.Item.receive` | " in text
     assert "| missing-repository | - | error | - | 0 | " in text and step_summary.read_text() == text
     assert "\nrepairing (watch each repository in the Prefect UI)\n" in second.stderr  # plain, no spinner

@@ -122,6 +122,7 @@ def test_ctrl_c_mid_run_exits_130_and_the_run_is_recorded_as_interrupted(tmp_pat
                 "--equisa-out=" in c for c in descendants(process.pid).values()):
             time.sleep(0.2)
         time.sleep(1.0)  # mid-run
+        assert process.poll() is None, "the run ended before the signal: the test saw no sandboxed run"
         os.kill(process.pid, signal.SIGINT)
         _, err = process.communicate(timeout=120)
     finally:

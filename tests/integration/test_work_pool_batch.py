@@ -79,11 +79,19 @@ def server(tmp_path_factory) -> Iterator[tuple[str, dict[str, str], Processes, P
         processes.stop_all()
 
 
-async def _automation(name: str):
+def _automations(api: str, name: str) -> list:
+    """The automations of that name on the server at ``api``: the client is pointed there by a
+    settings context, which wins over the test session's own (Prefect's test harness's) and leaves
+    the process's environment as it was."""
     from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    async with get_client() as client:
-        return await client.read_automations_by_name(name)
+    async def read() -> list:
+        async with get_client() as client:
+            return await client.read_automations_by_name(name)
+
+    with temporary_settings(updates={PREFECT_API_URL: api}):
+        return asyncio.run(read())
 
 
 def test_deploy_installs_the_schedule_and_the_automations_and_an_event_starts_a_repair(server):
@@ -91,12 +99,8 @@ def test_deploy_installs_the_schedule_and_the_automations_and_an_event_starts_a_
     nightly = _deployment(api, "batch", "nightly-batch")["schedules"][0]["schedule"]
     assert (nightly["cron"], nightly["timezone"]) == ("30 3 * * 1-5", "America/New_York")
 
-    os.environ["PREFECT_API_URL"] = api  # the client reads the module's server
-    try:
-        (ci,) = asyncio.run(_automation("equisa-repair-on-ci-failure"))
-        (unresponsive,) = asyncio.run(_automation("equisa-crash-unresponsive-runs"))
-    finally:
-        del os.environ["PREFECT_API_URL"]
+    (ci,) = _automations(api, "equisa-repair-on-ci-failure")
+    (unresponsive,) = _automations(api, "equisa-crash-unresponsive-runs")
     ci_deployment = _deployment(api, "repair-repository", "repair-on-ci-failure")
     assert ci.trigger.expect == {"equisa.ci.failed"} and ci.enabled
     (action,) = ci.actions

@@ -114,8 +114,11 @@ def test_ctrl_c_mid_run_exits_130_and_the_run_is_recorded_as_interrupted(tmp_pat
     repo = make_repo(tmp_path / "user-repo")
     out = tmp_path / "report.json"
     command = [EQUISA, "trace", str(repo), "--shards", "2", "--no-cache", "--json", str(out)]
+    # As a user's shell starts it: SIGINT at its default. A child inherits an ignored signal, and
+    # something earlier in the test session leaves SIGINT ignored in this process; Python then never
+    # raises KeyboardInterrupt in the command (its run ended with exit 0 in CI).
     process = subprocess.Popen(command, env=cli_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+                               text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not any(

@@ -167,14 +167,23 @@ def _repair_rows(db: str) -> list[tuple]:
         return connection.execute("SELECT run_id, status FROM runs WHERE kind = 'repair'").fetchall()
 
 
-def test_a_batch_spreads_over_two_workers(server):
-    api, env, processes, tmp = server
+def _two_workers(api: str, env: dict[str, str], processes: Processes, *names: str) -> dict:
+    """Process workers on POOL (``--limit 1`` each, so every one takes part), once the server lists
+    them online."""
     workers = {name: processes.start(name, [PREFECT, "worker", "start", "--pool", POOL, "--type", "process",
                                             "--name", name, "--limit", "1"], env)
-               for name in ("worker-1", "worker-2")}
-    _wait_for(lambda: len([w for w in httpx.post(f"{api}/work_pools/{POOL}/workers/filter", json={},
-                                                 timeout=10).json() if w["status"] == "ONLINE"]) >= 2,
-              90, "two workers online", processes, "worker-2")
+               for name in names}
+    def online() -> int:
+        listed = httpx.post(f"{api}/work_pools/{POOL}/workers/filter", json={}, timeout=10).json()
+        return len([w for w in listed if w["status"] == "ONLINE"])
+
+    _wait_for(lambda: online() >= len(names), 90, "the workers online", processes, names[-1])
+    return workers
+
+
+def test_a_batch_spreads_over_two_workers(server):
+    api, env, processes, tmp = server
+    workers = _two_workers(api, env, processes, "worker-1", "worker-2")
     repair_one = _deployment(api, "repair-repository", "repair-one")["id"]
 
     # Both workers share the batch; every result comes back, and each run is in DuckDB.
@@ -203,12 +212,7 @@ def test_a_batch_spreads_over_two_workers(server):
                          "every 30 s); issue 21 stays open for it")
 def test_a_worker_dying_mid_batch_loses_no_repository(server):
     api, env, processes, tmp = server
-    workers = {name: processes.start(name, [PREFECT, "worker", "start", "--pool", POOL, "--type", "process",
-                                            "--name", name, "--limit", "1"], env)
-               for name in ("worker-3", "worker-4")}
-    _wait_for(lambda: len([w for w in httpx.post(f"{api}/work_pools/{POOL}/workers/filter", json={},
-                                                 timeout=10).json() if w["status"] == "ONLINE"]) >= 2,
-              90, "two workers online", processes, "worker-4")
+    workers = _two_workers(api, env, processes, "worker-3", "worker-4")
     repair_one = _deployment(api, "repair-repository", "repair-one")["id"]
 
     # Worker 4 dies (with its flow run's process) mid-batch: its repository runs again on worker 3.

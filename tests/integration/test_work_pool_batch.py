@@ -144,6 +144,15 @@ def _batch_children(api: str, deployment_id: str, since: str) -> list[dict]:
     return httpx.post(f"{api}/flow_runs/filter", json=body, timeout=10).json()
 
 
+def _heartbeats(api: str, flow_run_id: str) -> int:
+    """How many heartbeat events of that flow run the server has."""
+    body = {"filter": {"event": {"name": ["prefect.flow-run.heartbeat"]},
+                       "resource": {"id": [f"prefect.flow-run.{flow_run_id}"]}}, "limit": 10}
+    answer = httpx.post(f"{api}/events/filter", json=body, timeout=10)
+    answer.raise_for_status()
+    return len(answer.json()["events"])
+
+
 def _descendants(pid: int) -> list[int]:
     """The processes below ``pid`` (from ``/proc``), deepest last."""
     children: dict[int, list[int]] = {}
@@ -205,11 +214,6 @@ def test_a_batch_spreads_over_two_workers(server):
         worker.wait(timeout=30)
 
 
-@pytest.mark.skip(reason="flaky here: in the CI run of 2026-11-26 and in a run of this module alone, "
-                         "Prefect's unresponsive-run automation never marked the killed worker's run "
-                         "crashed within 540 s (a run killed before its first heartbeat is never seen "
-                         "by the heartbeat trigger; the fixture's repairs take ~15 s, heartbeats come "
-                         "every 30 s); issue 21 stays open for it")
 def test_a_worker_dying_mid_batch_loses_no_repository(server):
     api, env, processes, tmp = server
     workers = _two_workers(api, env, processes, "worker-3", "worker-4")
@@ -221,11 +225,15 @@ def test_a_worker_dying_mid_batch_loses_no_repository(server):
     second = processes.start("second-batch", [EQUISA, "batch", str(_repositories(tmp, "second")),
                                               "--work-pool", POOL, "--json", str(summary_path)], env)
 
-    def running_on_worker_4() -> bool:
-        return any(r["state"]["type"] == "RUNNING" and r["labels"].get("prefect.worker.name") == "worker-4"
-                   for r in _batch_children(api, repair_one, since))
+    def running_on_worker_4() -> list[str]:
+        return [r["id"] for r in _batch_children(api, repair_one, since)
+                if r["state"]["type"] == "RUNNING" and r["labels"].get("prefect.worker.name") == "worker-4"]
 
     _wait_for(running_on_worker_4, 180, "a repository running on worker 4", processes, "worker-4")
+    # Mid-run: the server has its first heartbeat (a run killed before that is not one the automation
+    # can see; the batch's own deadline ends its wait for such a run).
+    (doomed_run, *_) = running_on_worker_4()
+    _wait_for(lambda: _heartbeats(api, doomed_run), 60, "the run's first heartbeat", processes, "worker-4")
     victim = workers["worker-4"]
     doomed = [victim.pid, *_descendants(victim.pid)]
     for pid in reversed(doomed):

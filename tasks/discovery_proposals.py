@@ -22,7 +22,7 @@ from equisa_core.testgen.modules import keep_tests, list_tests
 from tasks.inspection import read_function
 from tasks.llm import LLMConfig
 from tasks.parameters import DiscoveryParameters, TestgenParameters, TraceParameters
-from tasks.prepared_run import PreparedRun, focused_request, narrowed
+from tasks.prepared_run import PreparedRun, focused_request, narrowed, source_texts
 from tasks.run_tests import run_tests
 from tasks.testgen_publish import GenerateTests
 
@@ -73,12 +73,14 @@ def propose_tests(prepared: PreparedRun, params: DiscoveryParameters, trace: Sui
     nodes = {n.fqn: n for n in trace.nodes}
     recorded = _run(prepared, params, focused_request(prepared, covering, step.overlay, record=tuple(members),
                                                       trace=False))
+    sources = source_texts(prepared, step.overlay, nodes.values())  # constructors of their arguments too
     proposals: dict[str, machine.Proposal] = {}
     problems: list[str] = []
     calls: list[LLMCall] = []
     for offset, (key, group) in enumerate(zip(step.groups, targets, strict=True)):
         index = step.first_index + offset
-        carved = carve_tests(recorded, group, nodes, max_per_member=params.carved_per_member)
+        carved = carve_tests(recorded, group, nodes, max_per_member=params.carved_per_member,
+                             sources=sources)
         if carved:
             proposals[carved_module_path(index)] = machine.Proposal(group=key, source=carved_module(carved))
         if use_llm and config is not None:

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from prefect import unmapped
 from prefect.futures import PrefectFuture
 from pydantic import BaseModel, ConfigDict
 
-from equisa_core.common.models import SuiteTrace
+from equisa_core.common.models import Node, SuiteTrace
 from equisa_core.common.options import AUTO_TIMEOUT, NEW_TEST_TIMEOUT_S
 from equisa_core.common.sandbox_policy import SandboxIsolation, require_confinement, weak_isolation_warning
 from equisa_core.common.time_limits import (
@@ -40,6 +40,7 @@ from tasks.sandbox import RunRequest, SandboxLimits
 from tasks.workspace import Workspace
 
 __all__ = ["PreparedRun", "prepare_run", "run_suite", "submit_flaky_rerun", "with_flaky", "focused_request",
+           "source_texts",
            "narrowed", "limited", "elsewhere_note", "MAX_FLAKY_RERUNS"]
 
 #: Failing tests re-run alone to tell flaky ones apart; more than this are not re-run.
@@ -214,3 +215,20 @@ def narrowed(prepared: PreparedRun, test_ids: Sequence[str]) -> PreparedRun:
     if not own or not all((root / t.split("::", 1)[0]).is_file() for t in own):
         return prepared
     return prepared.model_copy(update={"base": prepared.base.model_copy(update={"tests": tuple(own)})})
+
+
+def source_texts(prepared: PreparedRun, overlay: Mapping[str, str], nodes: Iterable[Node]) -> dict[str, str]:
+    """File -> text of the nodes' files as a run sees them: the overlay's version, else the
+    workspace copy's (a file that cannot be read is left out). What ``carve_tests`` reads the
+    members' definitions from, so that carved tests call them directly."""
+    root = prepared.workspace.root
+    texts: dict[str, str] = {}
+    for file in sorted({n.file for n in nodes if n.file}):
+        if file in overlay:
+            texts[file] = overlay[file]
+            continue
+        try:
+            texts[file] = (root / file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts

@@ -55,6 +55,7 @@ __all__ = [
     "execute_coverage",
     "measure_coverage",
     "score_mutants",
+    "tidy_test_module",
 ]
 
 PLUGIN_MODULE = "equisa_testgen_cov"
@@ -118,6 +119,26 @@ def _mypy_configured(repo: Path) -> bool:
         if path.is_file() and marker in path.read_text(encoding="utf-8", errors="replace"):
             return True
     return False
+
+
+def tidy_test_module(source: str, file_name: str = "test_generated.py") -> str:
+    """``source`` as ruff leaves it with its default rules: the safe fixes applied (imports sorted,
+    ``Decimal('6')`` as ``Decimal(6)``, ...), then formatted; ``source`` itself when ruff cannot
+    run or refuses it (a generated module is never lost to its tidying)."""
+    text = source
+    for command in (["check", "--fix-only", "--exit-zero"], ["format"]):
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "ruff", *command, "--isolated", "--no-cache", "--stdin-filename",
+                 file_name, "-"],
+                input=text, capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return text
+        if done.returncode != 0 or not done.stdout.strip() or not syntax_check(done.stdout)[0]:
+            return text
+        text = done.stdout
+    return text
 
 
 @task(name="analyse-test-module", cache_policy=None, retries=0)

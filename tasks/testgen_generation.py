@@ -11,6 +11,7 @@ observations become a module are the core's (``equisa_core.testgen.assembly``, `
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,6 +29,7 @@ from equisa_core.testgen.boundary import driver_tests, file_constants, scratch_d
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, CarvedTest, carve_tests, carved_module
 from equisa_core.testgen.mutation_plan import module_name
 from tasks.sandbox import RunRequest
+from tasks.testgen import tidy_test_module
 
 __all__ = ["Recorder", "DeterministicPlan", "deterministic_tests"]
 
@@ -105,7 +107,24 @@ def deterministic_tests(
     if kept is not None:
         did.append(kept)
     carved_text = carved_module(unique_tests(tests)) if tests else ""
-    return merge_modules(carved_text, scratch_text), did
+    merged = merge_modules(carved_text, scratch_text)
+    return (tidy_test_module(merged) if merged else merged), did
+
+
+def _package_sources(recorder: Recorder, target: str) -> dict[str, str]:
+    """File -> text of the Python files beside ``target`` in the workspace copy (the run's overlay
+    first): where the classes of the objects its functions take are defined, so carved tests build
+    them with their constructors."""
+    root = Path(recorder.base.workspace)
+    folder = (root / target).parent
+    texts: dict[str, str] = {}
+    for path in sorted(folder.glob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        try:
+            texts[relative] = recorder.base.overlay.get(relative) or path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
 
 
 def _carved_and_boundary(
@@ -119,7 +138,8 @@ def _carved_and_boundary(
     """(the carved tests, the tests to keep: carved ones in round 0 and the observed boundary ones)."""
     recorded = recorder.run({}, covering, sorted(nodes))
     per_function = max(plan.carved_per_function, 1) * (round_number + 1)
-    carved = carve_tests(recorded, set(nodes), nodes, max_per_member=per_function)
+    sources = {**_package_sources(recorder, plan.target), plan.target: plan.target_source}
+    carved = carve_tests(recorded, set(nodes), nodes, max_per_member=per_function, sources=sources)
     did.append(f"carved {len(carved)} tests from {len(covering)} existing tests' recorded calls")
     tests = list(carved) if round_number == 0 else []
     constants = file_constants(plan.target_source)
@@ -130,7 +150,7 @@ def _carved_and_boundary(
             {path: carved_module(drivers)}, [f"{path}::{d.name}" for d in drivers], sorted(nodes)
         )
         per = plan.boundary_per_function * (round_number + 1)
-        boundary = observed_tests(observed, nodes, per, f"test_boundary_{round_number}_")
+        boundary = observed_tests(observed, nodes, per, f"test_boundary_{round_number}_", sources)
         tests += boundary
         did.append(
             f"ran {len(drivers)} boundary-value drivers over {len(constants)} constants of the file; "

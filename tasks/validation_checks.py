@@ -30,7 +30,7 @@ from tasks.inspection import qualname_of
 from tasks.llm import LLMConfig
 from tasks.localization_steps import RecordedTests
 from tasks.parameters import RepairParameters, TestgenParameters
-from tasks.prepared_run import focused_request, narrowed
+from tasks.prepared_run import focused_request, narrowed, source_texts
 from tasks.run_tests import run_tests
 from tasks.testgen_publish import GenerateTests
 
@@ -176,7 +176,8 @@ def carved_from_recording(target: str, ctx: ValidationContext) -> list[CarvedTes
         return []
     passed = tuple(t for t in recorded if t.test_id in ctx.passing)
     passing = ctx.found.trace.model_copy(update={"tests": passed})
-    return carve_tests(passing, [target], ctx.nodes, max_per_member=6)
+    sources = source_texts(ctx.found.prepared, ctx.found.overlay, ctx.nodes.values())
+    return carve_tests(passing, [target], ctx.nodes, max_per_member=6, sources=sources)
 
 
 class NovelModule(BaseModel):

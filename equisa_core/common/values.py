@@ -170,7 +170,11 @@ class ObjectBuild:
 
 
 class Emitter(Protocol):
-    """Where ``build_expression`` asks for names and puts setup statements (see carving)."""
+    """Where ``build_expression`` asks for names and puts setup statements (see carving).
+
+    An emitter may also have ``constructor(module, qualname)``: the class's constructor parameters
+    (name, kind) in order when calling it with an object's attributes rebuilds that object, else
+    None (then the object is rebuilt from its state, ``__init__`` bypassed)."""
 
     def module(self, name: str) -> str:
         """An expression naming the standard-library module ``name``, imported."""
@@ -686,6 +690,15 @@ class _Writer:
 
     def write_object(self, found: ObjectBuild, hint: str) -> str:
         cls = self.cls(found.module, found.qualname)
+        known = getattr(self.emitter, "constructor", None)
+        parameters = known(found.module, found.qualname) if known is not None else None
+        if parameters is not None and not found.slots and set(found.attributes) == {p for p, _ in parameters}:
+            # ``Money(Decimal('5.99'), 'EUR')``: the constructor, as the code under test writes it.
+            arguments = []
+            for parameter, kind in parameters:
+                expression = self.write(found.attributes[parameter], f"{hint}_{parameter}")
+                arguments.append(expression if kind == "positional" else f"{parameter}={expression}")
+            return f"{cls}({', '.join(arguments)})"
         name = self.emitter.variable(_identifier(hint))
         items = [f"{attribute!r}: {self.write(child, f'{name}_{attribute}')}"
                  for attribute, child in found.attributes.items()]
@@ -702,8 +715,9 @@ class _Writer:
 def build_expression(node: ast.expr, emitter: Emitter, hint: str = "value") -> str | None:
     """Source of an expression equal to the build ``node`` (from ``parse_build``), or None.
 
-    Standard-library modules and classes are named through ``emitter`` (which imports them);
-    each object is made in a local variable by setup statements, inner objects first::
+    Standard-library modules and classes are named through ``emitter`` (which imports them). An
+    object whose class the emitter knows a constructor for is that call (``Money(Decimal('5.99'),
+    'EUR')``); any other is made in a local variable by setup statements, inner objects first::
 
         obj_minimum = Money.__new__(Money)
         obj_minimum.__dict__.update({'amount': decimal.Decimal('100.00'), 'currency': 'EUR'})

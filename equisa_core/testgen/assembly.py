@@ -72,10 +72,12 @@ def covering_tests(line_tests: Mapping[int, Sequence[str]], nodes: Mapping[str, 
     )
 
 
-def observed_tests(observed: SuiteTrace, nodes: dict[str, Node], per: int, prefix: str) -> list[CarvedTest]:
+def observed_tests(observed: SuiteTrace, nodes: dict[str, Node], per: int, prefix: str,
+                   sources: Mapping[str, str] | None = None) -> list[CarvedTest]:
     """Tests carved from driver runs: what each call returned or raised (a TypeError only says the
-    driver guessed the argument types wrong, so those are left out)."""
-    found = carve_tests(observed, set(nodes), nodes, max_per_member=per)
+    driver guessed the argument types wrong, so those are left out); ``sources`` as for
+    ``carve_tests``."""
+    found = carve_tests(observed, set(nodes), nodes, max_per_member=per, sources=sources)
     return [
         _renamed(t, t.name.replace("test_carved_", prefix))
         for t in found

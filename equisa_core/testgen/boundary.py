@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 MAX_DRIVERS_PER_TEST = 24
-_HELPER = "_equisa_call"
 
 
 def _decimal_call(node: ast.AST) -> ast.Call | None:
@@ -165,28 +164,33 @@ def _inside_decimal(parent: ast.AST) -> bool:
 
 
 def _wrap_call(function: ast.FunctionDef) -> ast.FunctionDef | None:
-    """The test's statements up to its ``_equisa_call``, that call in ``try/except``, no assertions."""
-    body: list[ast.stmt] = []
-    for statement in function.body:
-        calls = [
-            n
-            for n in ast.walk(statement)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == _HELPER
-        ]
-        if not calls:
-            body.append(statement)
-            continue
-        guarded = ast.Try(
-            body=[ast.Expr(value=calls[0])],
-            handlers=[
-                ast.ExceptHandler(type=ast.Name(id="Exception", ctx=ast.Load()), name=None, body=[ast.Pass()])
-            ],
-            orelse=[],
-            finalbody=[],
-        )
-        function.body = [*body, guarded]
-        return function
-    return None
+    """The test's statements up to its call of the member, that call in ``try/except``, no assertions.
+
+    A carved test is its setup, then the call (``result = <call>``, or ``<call>`` inside ``with
+    pytest.raises(...)``), then assertions only: the call is in the last statement that is not an
+    assertion."""
+    body = function.body
+    last = max((i for i, s in enumerate(body) if not isinstance(s, ast.Assert)), default=None)
+    if last is None:
+        return None
+    statement = body[last]
+    call: ast.expr | None = None
+    if isinstance(statement, ast.Assign | ast.Expr):  # a call, or an operator (``obj + other``)
+        call = statement.value
+    elif isinstance(statement, ast.With) and len(statement.body) == 1:
+        inner = statement.body[0]
+        call = inner.value if isinstance(inner, ast.Expr) else None
+    if call is None:
+        return None
+    guarded = ast.Try(
+        body=[ast.Expr(value=call)],
+        handlers=[ast.ExceptHandler(type=ast.Name(id="Exception", ctx=ast.Load()), name=None,
+                                    body=[ast.Pass()])],
+        orelse=[],
+        finalbody=[],
+    )
+    function.body = [*body[:last], guarded]
+    return function
 
 
 def driver_tests(

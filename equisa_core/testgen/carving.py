@@ -26,9 +26,12 @@ included, as ``obj = Cls.__new__(Cls); obj.__dict__.update({...})``, with ``obje
 for slots, so frozen dataclasses too, without running ``__init__``); objects of older records
 from their literal ``state`` the same way; classes by name. A call with any other argument is
 skipped, as are functions nested in others (``<locals>``).
-The recorded arguments carry names but not their kinds, so the carved module holds one small
-helper, ``_equisa_call``, that places each by the member's signature (positional-only,
-``*args`` as a tuple, keyword-only, ``**kwargs`` as a dict).
+The recorded arguments carry names but not their kinds. When the member's definition is given
+(``sources``), each test calls it as a maintainer would, every argument placed by its kind
+(``call_shape``): ``total(items, 2, strict=True)``, ``cart.add(item)`` on the rebuilt instance,
+``Rate.named('vat')``. Otherwise (no source, a property, an async function) the test goes
+through one small helper, ``_equisa_call``, that places each argument by the member's signature
+at run time; the module defines the helper only when a test needs it.
 
 Carved tests still have to be run before they are kept: a member that reads global state, files
 or the clock gives tests that fail on the code they were carved from.
@@ -50,8 +53,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.models import EncodedValue, Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.source_edit import function_source
 from equisa_core.common.values import build_expression, object_build, parse_build, walk_build
-from equisa_core.errors import ProbeProtocolError
+from equisa_core.errors import EquisaError, ProbeProtocolError
+from equisa_core.testgen.call_shape import CallShape, call_shape, init_parameters
 
 __all__ = [
     "GENERATED_TESTS_DIR",
@@ -59,6 +64,7 @@ __all__ = [
     "carve_tests",
     "carved_module",
     "carved_module_path",
+    "needs_helper",
 ]
 
 #: Folder of the workspace copy that holds generated tests, relative to its root.
@@ -142,6 +148,23 @@ def _module_of(fqn: str, file: str | None) -> str | None:
         if candidate and fqn.startswith(candidate + "."):
             return candidate
     return None
+
+
+def _modules_of(sources: Mapping[str, str]) -> dict[str, str]:
+    """Module name -> text for files given by path: every dotted suffix of the path names it
+    (``src/shop/money.py`` is ``shop.money`` when imported from ``src``), so a class is found under
+    the module name its objects record."""
+    modules: dict[str, str] = {}
+    for file, text in sources.items():
+        if not file.endswith(".py"):
+            continue
+        parts = file[: -len(".py")].replace("\\", "/").split("/")
+        if parts[-1] == "__init__":
+            parts.pop()
+        for start in range(len(parts)):
+            if all(_is_name(part) for part in parts[start:]):
+                modules.setdefault(".".join(parts[start:]), text)
+    return modules
 
 
 def _guess_module(dotted: str, known_modules: Collection[str]) -> str | None:
@@ -249,11 +272,23 @@ def _literal(text: str | None) -> str | None:
 class _Builder:
     """Turns recorded values into code for one carving, sharing its namespace."""
 
-    def __init__(self, namespace: _Namespace, known_modules: Collection[str], targets: Sequence[_Target]):
+    def __init__(self, namespace: _Namespace, known_modules: Collection[str], targets: Sequence[_Target],
+                 definitions: Mapping[str, str] | None = None):
         self.namespace = namespace
         self.known_modules = known_modules
         # Classes of the targets' own modules are imported by name, like the targets.
         self.target_modules = {t.module for t in targets}
+        self.definitions = definitions or {}  # module -> its text, where constructors are read
+        self.constructors: dict[tuple[str, str], tuple[tuple[str, str], ...] | None] = {}
+
+    def constructor(self, module: str | None, qualname: str) -> tuple[tuple[str, str], ...] | None:
+        """The class's constructor parameters when it rebuilds its objects (``init_parameters``)."""
+        if module is None or module not in self.definitions:
+            return None
+        key = (module, qualname)
+        if key not in self.constructors:
+            self.constructors[key] = init_parameters(self.definitions[module], qualname)
+        return self.constructors[key]
 
     def type_expression(self, dotted: str, imports: set[str]) -> str | None:
         """An expression for the class named ``dotted`` ('module.Qual.Name'), adding its import."""
@@ -348,6 +383,9 @@ class _Emitter:
 
     def statement(self, line: str) -> None:
         self.setup.append(line)
+
+    def constructor(self, module: str | None, qualname: str) -> tuple[tuple[str, str], ...] | None:
+        return self.builder.constructor(module, qualname)
 
 
 def _parsed(build: str | None) -> ast.expr | None:
@@ -564,11 +602,140 @@ def _local(preferred: str, taken: Collection[str]) -> str:
     return name
 
 
+def _placed(shape: CallShape, arguments: dict[str, str]) -> tuple[str | None, str] | None:
+    """(the receiver's expression for a method, else None; the call's argument list) with each
+    recorded argument (name -> expression) placed by its kind; None when the names do not fit."""
+    parameters = list(shape.parameters)
+    left = dict(arguments)
+    receiver = None
+    if shape.binding in ("method", "classmethod"):
+        first = parameters.pop(0)[0]
+        receiver = left.pop(first, None)
+        if shape.binding == "method" and receiver is None:
+            return None
+        if shape.binding == "classmethod":
+            receiver = None  # the class is bound by the reference
+    positional: list[str] = []
+    keywords: list[str] = []
+    in_order = True
+    for parameter, kind in parameters:
+        if parameter not in left:
+            in_order = in_order and kind not in ("positional_only", "positional")
+            continue
+        expression = left.pop(parameter)
+        if kind == "var_positional":
+            items = _unpacked(expression)
+            if items is None or (items and not in_order):
+                return None
+            positional.extend(items)
+        elif kind == "var_keyword":
+            pairs = _keywords(expression)
+            if pairs is None:
+                return None
+            keywords.extend(pairs)
+        elif kind == "positional_only" and not in_order:
+            return None
+        elif kind == "keyword_only" or not in_order:
+            keywords.append(f"{parameter}={expression}")
+        else:
+            positional.append(expression)
+    if left:
+        return None  # a recorded name the definition does not have: it is not the function called
+    return receiver, ", ".join([*positional, *keywords])
+
+
+def _unpacked(expression: str) -> list[str] | None:
+    """A tuple expression's items as texts (``*args`` spelt out); None when it is not a tuple display."""
+    node = _parsed_expression(expression)
+    if not isinstance(node, ast.Tuple):
+        return None
+    if any(isinstance(item, ast.Starred) for item in node.elts):
+        return None
+    return [ast.unparse(item) for item in node.elts]
+
+
+def _keywords(expression: str) -> list[str] | None:
+    """A dict display's items as ``name=value`` (``**kwargs`` spelt out); None when a key is not a
+    name."""
+    node = _parsed_expression(expression)
+    if not isinstance(node, ast.Dict):
+        return None
+    pairs = []
+    for key, value in zip(node.keys, node.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and _is_name(key.value)):
+            return None
+        pairs.append(f"{key.value}={ast.unparse(value)}")
+    return pairs
+
+
+def _parsed_expression(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+
+
+#: Special methods as the code that calls them is written: ``a + b``, not ``a.__add__(b)``.
+_BINARY_OPERATORS = {
+    "__add__": "+", "__sub__": "-", "__mul__": "*", "__truediv__": "/", "__floordiv__": "//",
+    "__mod__": "%", "__pow__": "**", "__matmul__": "@", "__and__": "&", "__or__": "|", "__xor__": "^",
+    "__lshift__": "<<", "__rshift__": ">>", "__eq__": "==", "__ne__": "!=", "__lt__": "<",
+    "__le__": "<=", "__gt__": ">", "__ge__": ">=",
+}
+_UNARY_OPERATORS = {"__neg__": "-", "__pos__": "+", "__invert__": "~"}
+_BUILTIN_CALLS = {"__len__": "len", "__str__": "str", "__repr__": "repr", "__bool__": "bool",
+                  "__hash__": "hash", "__abs__": "abs", "__int__": "int", "__float__": "float"}
+
+
+def _operator_form(name: str, receiver: str, listed: str) -> str | None:
+    """How a special method's call is written (``obj + other``, ``len(obj)``, ``obj[key]``,
+    ``key in obj``); None for another method, or arguments that do not fit the form."""
+    call = _parsed_expression(f"f({listed})")
+    if not isinstance(call, ast.Call) or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    atoms = (ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Dict,
+             ast.Set, ast.UnaryOp)
+    arguments = [ast.unparse(a) if isinstance(a, atoms) else f"({ast.unparse(a)})" for a in call.args]
+    if len(arguments) == 1 and name in _BINARY_OPERATORS:
+        return f"{receiver} {_BINARY_OPERATORS[name]} {arguments[0]}"
+    if len(arguments) == 1 and name == "__getitem__":
+        return f"{receiver}[{arguments[0]}]"
+    if len(arguments) == 1 and name == "__contains__":
+        return f"{arguments[0]} in {receiver}"
+    if not arguments and name in _UNARY_OPERATORS:
+        return f"{_UNARY_OPERATORS[name]}{receiver}"
+    if not arguments and name in _BUILTIN_CALLS:
+        return f"{_BUILTIN_CALLS[name]}({receiver})"
+    return None
+
+
+def _owner_instance(call: RecordedCall, target: _Target) -> bool:
+    """Whether a method's recorded receiver (its first argument) is an instance of the class that
+    defines the member, not of a subclass."""
+    first = next(iter(call.args.values()), None)
+    return first is not None and first.type == ".".join([target.module, *target.qualname[:-1]])
+
+
+def _constructed(call: RecordedCall, target: _Target, shape: CallShape | None) -> bool:
+    """Whether a recorded ``__init__`` call is written as the class's constructor call (``Rate(20)``):
+    a method called directly, on an instance of exactly its class with nothing set yet."""
+    first = next(iter(call.args.values()), None)
+    if not (shape is not None and shape.binding == "method" and target.code_name == "__init__"
+            and first is not None and not first.state and _owner_instance(call, target)):
+        return False
+    if first.build is None:
+        return True
+    node = _parsed(first.build)
+    built = object_build(node) if node is not None else None
+    return built is not None and not built.attributes and not built.slots
+
+
 def _carve_one(
-    candidate: _Candidate, target: _Target, builder: _Builder, name: str
+    candidate: _Candidate, target: _Target, builder: _Builder, name: str, shape: CallShape | None = None
 ) -> CarvedTest | None:
-    """The test for one call, or None when an argument or the exception cannot be rebuilt."""
-    imports = {"import inspect"}
+    """The test for one call, or None when an argument or the exception cannot be rebuilt. With the
+    member's ``shape`` the test calls it directly, else through the helper."""
+    imports: set[str] = set()
     top, statement = builder.namespace.from_import(target.module, target.qualname[0])
     imports.add(statement)
     owner = target.qualname[:-1]
@@ -581,17 +748,42 @@ def _carve_one(
             return None
 
     setup: list[str] = []
-    arguments: list[str] = [function]
+    arguments: dict[str, str] = {}
     locals_: set[str] = set()
     emitter = _Emitter(builder, imports, setup, locals_)
-    for parameter, value in candidate.call.args.items():
+    constructed = _constructed(candidate.call, target, shape)
+    for index, (parameter, value) in enumerate(candidate.call.args.items()):
         if not _is_name(parameter):
             return None
+        if constructed and index == 0:
+            arguments[parameter] = parameter  # the instance the constructor makes: not rebuilt
+            continue
         expression = builder.value(value, emitter, "obj" if parameter == "self" else f"{parameter}_obj")
         if expression is None:
             return None
-        arguments.append(f"{parameter}={expression}")
-    call_expression = f"{_HELPER}({', '.join(arguments)})"
+        arguments[parameter] = expression
+    placed = _placed(shape, arguments) if shape is not None else None
+    if placed is not None:
+        receiver, listed = placed
+        if constructed:
+            call_expression = f"{function.removesuffix('.__init__')}({listed})"
+        elif receiver is not None and not _owner_instance(candidate.call, target):
+            # An instance of a subclass: ``obj.method`` could reach an override, so the member is
+            # called through its class, the instance first.
+            call_expression = f"{function}({', '.join(p for p in (receiver, listed) if p)})"
+        elif receiver is not None:
+            if not _is_name(receiver):
+                local = emitter.variable("obj")
+                setup.append(f"{local} = {receiver}")
+                receiver = local
+            call_expression = _operator_form(target.code_name, receiver, listed) or (
+                f"{receiver}.{_attribute(owner, target.code_name)}({listed})")
+        else:
+            call_expression = f"{function}({listed})"
+    else:
+        imports.add("import inspect")
+        listed = ", ".join([function, *(f"{k}={v}" for k, v in arguments.items())])
+        call_expression = f"{_HELPER}({listed})"
     # Once to import what the assertions name, then with a local that avoids those names.
     if _expectation_lines(candidate.outcome, call_expression, "result", exception, emitter) is None:
         return None
@@ -599,6 +791,9 @@ def _carve_one(
     expectation = _expectation_lines(candidate.outcome, call_expression, result, exception, emitter)
     if expectation is None:  # never, as the first call above: only the local's name differs
         return None
+    if constructed and kind == "result":  # ``__init__`` returned None: the object is what it made
+        cls = function.removesuffix(".__init__")
+        expectation = [f"{result} = {call_expression}", f"assert isinstance({result}, {cls})"]
     body = setup + expectation
     source = " ".join(candidate.test.test_id.split())
     lines = [
@@ -645,16 +840,31 @@ def _base_names(targets: Sequence[_Target]) -> dict[str, str]:
     return stems
 
 
+def _shape_of(target: _Target, sources: Mapping[str, str]) -> CallShape | None:
+    """The member's call shape, from its definition in ``sources`` (file -> text); None when the
+    file is not given or the definition cannot be found there."""
+    text = sources.get(target.file or "")
+    if text is None:
+        return None
+    try:
+        definition = function_source(text, ".".join(target.qualname))
+    except (EquisaError, SyntaxError, ValueError):
+        return None
+    return call_shape(definition, in_class=len(target.qualname) > 1)
+
+
 def carve_tests(
     trace: SuiteTrace,
     group: Collection[str],
     nodes: Mapping[str, Node],
     max_per_member: int = 3,
+    sources: Mapping[str, str] | None = None,
 ) -> list[CarvedTest]:
     """Tests that each call one member of ``group`` directly with arguments recorded in ``trace``.
 
     ``trace`` must come from a run that recorded the members' calls (``RunRequest.record``);
-    ``nodes`` maps FQNs to nodes (for the file each member lives in). At most
+    ``nodes`` maps FQNs to nodes (for the file each member lives in); ``sources`` maps those files
+    to their text, so that a test calls its member directly (else through the helper). At most
     ``max_per_member`` tests per member, chosen by ``_select``; members in sorted order, and
     tests named ``test_carved_<member>_<n>``. Members without a usable recorded call get none.
     """
@@ -679,19 +889,22 @@ def carve_tests(
             inputs = tuple((name, _input_key(value)) for name, value in call.args.items())
             candidates[call.fqn].append(_Candidate(call, test, index, inputs, outcome))
 
+    definitions = _modules_of(sources or {})
     namespace = _Namespace()
-    builder = _Builder(namespace, known_modules, targets)
+    builder = _Builder(namespace, known_modules, targets, definitions)
     stems = _base_names(targets)
     names: set[str] = set()
     carved: list[CarvedTest] = []
     for target in targets:
+        shape = _shape_of(target, sources or {})
         # Only buildable calls compete for the slots; a scratch namespace keeps the real one
         # free of names that no kept test uses.
-        scratch = _Builder(_Namespace(), known_modules, targets)
-        buildable = [c for c in candidates[target.fqn] if _carve_one(c, target, scratch, "t") is not None]
+        scratch = _Builder(_Namespace(), known_modules, targets, definitions)
+        buildable = [c for c in candidates[target.fqn]
+                     if _carve_one(c, target, scratch, "t", shape) is not None]
         for number, candidate in enumerate(_select(buildable, max_per_member)):
             name = _local(f"test_carved_{stems[target.fqn]}_{number}", names)
-            made = _carve_one(candidate, target, builder, name)
+            made = _carve_one(candidate, target, builder, name, shape)
             if made is not None:
                 names.add(name)
                 carved.append(made)
@@ -728,8 +941,14 @@ def _import_bindings(statement: str) -> dict[str, str]:
     return bound
 
 
+def needs_helper(code: str) -> bool:
+    """Whether a test's code calls its member through the helper (it had no call shape)."""
+    return f"{_HELPER}(" in code
+
+
 def carved_module(tests: Sequence[CarvedTest]) -> str:
-    """One pytest module holding ``tests``, their imports (de-duplicated, sorted) and the helper.
+    """One pytest module holding ``tests``, their imports (de-duplicated, sorted) and, when a test
+    calls through it, the helper.
 
     Raises ``ValueError`` when two tests share a name or their imports bind one name to two
     different things (tests from different carvings merged carelessly).
@@ -738,7 +957,9 @@ def carved_module(tests: Sequence[CarvedTest]) -> str:
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise ValueError(f"carved tests share names: {', '.join(duplicated)}")
-    statements = sorted({s for t in tests for s in (*t.imports, "import inspect")}, key=_import_sort_key)
+    helper = any(needs_helper(t.code) for t in tests)
+    statements = sorted({s for t in tests for s in (*t.imports, *(("import inspect",) if helper else ()))},
+                        key=_import_sort_key)
     bindings: dict[str, str] = {}
     for statement in statements:
         for name, meaning in _import_bindings(statement).items():
@@ -757,8 +978,8 @@ def carved_module(tests: Sequence[CarvedTest]) -> str:
             module, _, imported = statement[len("from ") :].partition(" import ")
             from_imports.setdefault(module, []).append(imported)
     merged = [f"from {module} import {', '.join(names)}" for module, names in sorted(from_imports.items())]
-    import_block = "\n".join(plain) + ("\n\n" + "\n".join(merged) if merged else "")
-    parts = [header + "\n" + import_block, _HELPER_SOURCE, *(t.code for t in tests)]
+    import_block = "\n\n".join(block for block in ("\n".join(plain), "\n".join(merged)) if block)
+    parts = [header + "\n" + import_block, *((_HELPER_SOURCE,) if helper else ()), *(t.code for t in tests)]
     source = "\n\n\n".join(part.rstrip("\n") for part in parts) + "\n"
     ast.parse(source)  # a carving bug must fail here, not in the sandbox
     return source

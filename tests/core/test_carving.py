@@ -726,3 +726,134 @@ def test_carved_tests_split_a_real_ambiguity_group(tmp_path):
     assert len({carved[t.name].covered & group for t in tests}) == 2
     assert group not in ambiguity_groups(rerun.coverage())
     assert not any(len(g & group) > 1 for g in ambiguity_groups(rerun.coverage()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Direct calls: the members' definitions given (``sources``), no helper.
+
+
+def shop_sources() -> dict[str, str]:
+    return {path: textwrap.dedent(text).lstrip("\n") for path, text in SHOP.items()}
+
+
+def calls_of(code: str) -> list[str]:
+    """The calls a test's code makes, as text."""
+    return [ast.unparse(n) for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call)]
+
+
+def test_with_the_definitions_every_member_is_called_directly_and_the_module_has_no_helper(shop):
+    rate = shop.Rate(20)
+    calls = (
+        recorded(P + "describe", shop.describe, label="tea", cents=25),
+        recorded(P + "Rate.apply", shop.Rate.apply, self=rate, amount=10.0),
+        recorded(P + "Rate.named", shop.Rate.named.__func__, cls=shop.Rate, label="vat"),
+        recorded(P + "Rate.clamp", shop.Rate.clamp, value=150, low=0, high=100),
+        recorded(P + "Rate.__halve", shop.Rate._Rate__halve, self=rate, amount=3),
+        recorded(P + "parse_amount", shop.parse_amount, text="  "),
+    )
+    group = [c.fqn for c in calls]
+    tests = carve_tests(suite(result("t.py::test_all", *calls)), group, nodes_of(*group),
+                        sources=shop_sources())
+    code = {t.target_fqn.removeprefix(P): t.code for t in tests}
+    assert "result = describe('tea', 25)" in code["describe"]
+    assert "obj = Rate(20)\n    result = obj.apply(10.0)" in code["Rate.apply"], code["Rate.apply"]
+    assert "result = Rate.named('vat')" in code["Rate.named"]
+    assert "result = Rate.clamp(150, 0, 100)" in code["Rate.clamp"]
+    assert "result = obj._Rate__halve(3)" in code["Rate.__halve"]
+    assert "with pytest.raises(ValueError):\n        parse_amount('  ')" in code["parse_amount"]
+    module = carved_module(tests)
+    assert "_equisa_call" not in module and "import inspect" not in module
+    assert all(t.imports and "import inspect" not in t.imports for t in tests)
+    run_in_process(tests)
+
+
+def test_arguments_are_placed_by_kind_and_packed_ones_spelt_out(shop):
+    args = {"a": 1, "b": 2, "scale": 3, "rest": (4, 5), "options": {"z": 1, "y": 2}}
+    call = RecordedCall(fqn=P + "combine", args={k: enc(v) for k, v in args.items()},
+                        result=enc(shop.combine(1, 2, 4, 5, scale=3, z=1, y=2)))
+    [test] = carve_tests(suite(result("t.py::test_c", call)), [P + "combine"], nodes_of(P + "combine"),
+                         sources=shop_sources())
+    assert calls_of(test.code) == ["combine(1, 2, 4, 5, scale=3, z=1, y=2)"]
+    run_in_process([test])
+
+
+def test_a_property_or_a_member_without_its_definition_goes_through_the_helper(shop):
+    rate = shop.Rate(10)
+    calls = (recorded(P + "Rate.factor", shop.Rate.factor.fget, self=rate),
+             recorded(P + "describe", shop.describe, label="x", cents=1))
+    group = [c.fqn for c in calls]
+    sources = {"shop/pricing.py": shop_sources()["shop/pricing.py"]}
+    nodes = {**nodes_of(P + "Rate.factor"), P + "describe": node(P + "describe", "shop/elsewhere.py")}
+    tests = carve_tests(suite(result("t.py::test_p", *calls)), group, nodes, sources=sources)
+    assert all("_equisa_call(" in t.code for t in tests), [t.code for t in tests]
+    assert "import inspect" in carved_module(tests)
+    run_in_process(tests)
+
+
+def test_a_subclass_instance_calls_exactly_the_member_through_its_class(shop):
+    call = recorded(P + "Rate.apply", shop.Rate.apply, self=shop.Discount(50), amount=8.0)
+    [test] = carve_tests(suite(result("t.py::test_d", call)), [P + "Rate.apply"], nodes_of(P + "Rate.apply"),
+                         sources=shop_sources())
+    assert "result = Rate.apply(obj, 8.0)" in test.code and "obj = Discount.__new__(Discount)" in test.code
+    run_in_process([test])
+
+
+def test_an_init_call_on_a_fresh_instance_is_written_as_the_constructor_call(shop):
+    made = recorded(P + "Rate.__init__", shop.Rate.__init__, self=shop.Rate.__new__(shop.Rate), percent=20)
+    refused = recorded(P + "parse_amount", shop.parse_amount, text="-1")
+    trace = suite(result("t.py::test_rate", made), result("t.py::test_refused", refused))
+    tests = carve_tests(trace, [P + "Rate.__init__", P + "parse_amount"],
+                        nodes_of(P + "Rate.__init__", P + "parse_amount"), sources=shop_sources())
+    init = next(t for t in tests if t.target_fqn == P + "Rate.__init__")
+    assert "    result = Rate(20)\n    assert isinstance(result, Rate)\n" in init.code, init.code
+    assert "__new__" not in init.code
+    run_in_process(tests)
+
+
+SPECIAL = '''
+    class Box:
+        def __init__(self, items):
+            self.items = items
+
+        def __add__(self, other):
+            return Box(self.items + other.items)
+
+        def __len__(self):
+            return len(self.items)
+
+        def __getitem__(self, index):
+            return self.items[index]
+
+        def __contains__(self, item):
+            return item in self.items
+
+        def __lt__(self, other):
+            return len(self.items) < len(other.items)
+'''
+
+
+def test_special_methods_are_written_as_the_operators_that_call_them(tmp_path, monkeypatch):
+    write_tree(tmp_path, {"box.py": SPECIAL})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    box = importlib.import_module("box")
+    try:
+        a, b = box.Box([1, 2]), box.Box([3])
+        calls = (recorded("box.Box.__add__", box.Box.__add__, self=a, other=b),
+                 recorded("box.Box.__len__", box.Box.__len__, self=a),
+                 recorded("box.Box.__getitem__", box.Box.__getitem__, self=a, index=1),
+                 recorded("box.Box.__contains__", box.Box.__contains__, self=a, item=2),
+                 recorded("box.Box.__lt__", box.Box.__lt__, self=b, other=a))
+        group = [c.fqn for c in calls]
+        nodes = {fqn: node(fqn, "box.py") for fqn in group}
+        sources = {"box.py": textwrap.dedent(SPECIAL).lstrip("\n")}
+        tests = carve_tests(suite(result("t.py::test_box", *calls)), group, nodes, sources=sources)
+        code = {t.target_fqn.removeprefix("box.Box."): t.code for t in tests}
+        assert "obj = Box([1, 2])\n    result = obj + Box([3])" in code["__add__"]
+        assert "result = len(obj)" in code["__len__"] and "assert result == 2" in code["__len__"]
+        assert "result = obj[1]" in code["__getitem__"]
+        assert "result = 2 in obj" in code["__contains__"]
+        assert "obj = Box([3])\n    result = obj < Box([1, 2])" in code["__lt__"]
+        assert "__new__" not in "".join(code.values())
+        run_in_process(tests)
+    finally:
+        sys.modules.pop("box", None)

@@ -19,12 +19,14 @@ import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.flows.test_repair import EQUISA
 from tests.flows.test_repair_publish import invoicing_with_origin
 from tests.forge_server import Answer, ScriptedForge
 from tests.tasks.test_git_push import git
@@ -138,8 +140,10 @@ class Runner:
 
 
 @pytest.fixture
-def user_env(tmp_path: Path) -> dict[str, str]:
-    """A runner's environment: no Prefect server configured, EQUISA's and uv's tool folders private."""
+def user_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A runner's environment: no Prefect server configured, EQUISA's and uv's tool folders private.
+    The shared local Prefect server the commands start (in the private data home) is stopped at
+    the end."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PREFECT_", "EQUISA_", "GITHUB_", "VIRTUAL_ENV", "UV_PROJECT"))}
     home = tmp_path / "home"
@@ -149,12 +153,15 @@ def user_env(tmp_path: Path) -> dict[str, str]:
         "UV_TOOL_DIR": str(tmp_path / "uv-tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "uv-tools-bin"),
         "PREFECT_HOME": str(home / ".prefect"), "EQUISA_WORKSPACES": str(tmp_path / "workspaces"),
         "EQUISA_DB": str(tmp_path / "history.duckdb"), "EQUISA_ARTIFACTS": str(tmp_path / "artifacts"),
-        "EQUISA_SPOOL": str(tmp_path / "spool"), "COLUMNS": "200",
+        "EQUISA_SPOOL": str(tmp_path / "spool"), "COLUMNS": "200", "XDG_DATA_HOME": str(home / "data"),
         # The runner's PATH: the tools it has (git, uv), not the test session's virtual environment.
         "PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
                                 if Path(p).resolve() != Path(sys.executable).parent.resolve()),
     })
-    return env
+    try:
+        yield env
+    finally:
+        subprocess.run([EQUISA, "server", "stop"], env=env, capture_output=True, timeout=120)
 
 
 def test_the_readme_walkthrough_from_adding_the_action_to_the_pull_request_comment(

@@ -425,6 +425,50 @@ def _input_key(value: EncodedValue) -> str:
     return "R" + value.type + (value.repr or "")
 
 
+def _snake(name: str) -> str:
+    """``CurrencyMismatch`` -> ``currency_mismatch``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _behaviour(outcome: tuple[str, str], target: _Target) -> str:
+    """What a carved test checks, as words for its name: ``raises_value_error``, ``returns_true``,
+    ``returns_5``, ``returns_empty_list``, ``returns_a_money``, ``succeeds`` (a constructor)."""
+    kind, value = outcome
+    if kind == "exception":
+        return "raises_" + _snake(value.rsplit(".", 1)[-1])
+    if target.code_name == "__init__":
+        return "succeeds"
+    literal = _literal(value)
+    if literal is None:
+        node = _parsed(value)
+        found = object_build(node) if node is not None else None
+        if found is not None:
+            return "returns_a_" + _snake(found.qualname.rsplit(".", 1)[-1])
+        callee = node.func if isinstance(node, ast.Call) else None
+        name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "value")
+        return "returns_a_" + _snake(str(name))
+    parsed = ast.literal_eval(literal)
+    if parsed is None or isinstance(parsed, bool):
+        return f"returns_{str(parsed).lower()}"
+    if isinstance(parsed, int | float) and len(literal) <= 8:
+        return "returns_" + literal.replace("-", "minus_").replace(".", "_")
+    if isinstance(parsed, str) and parsed and len(parsed) <= 12 and re.fullmatch(r"\w+", parsed, re.ASCII):
+        return "returns_" + _snake(parsed)
+    if isinstance(parsed, list | tuple | dict | set | str | bytes) and not parsed:
+        return f"returns_empty_{type(parsed).__name__}"
+    return f"returns_a_{type(parsed).__name__}"
+
+
+def _numbered(name: str, taken: set[str]) -> str:
+    """``name``, or ``name_2``, ``name_3``... when it is taken."""
+    if name not in taken:
+        return name
+    number = 2
+    while f"{name}_{number}" in taken:
+        number += 1
+    return f"{name}_{number}"
+
+
 def _short_exception(raised: str) -> str:
     return raised[len("builtins.") :] if raised.startswith("builtins.") else raised
 
@@ -866,7 +910,8 @@ def carve_tests(
     ``nodes`` maps FQNs to nodes (for the file each member lives in); ``sources`` maps those files
     to their text, so that a test calls its member directly (else through the helper). At most
     ``max_per_member`` tests per member, chosen by ``_select``; members in sorted order, and
-    tests named ``test_carved_<member>_<n>``. Members without a usable recorded call get none.
+    tests named ``test_carved_<member>_<behaviour>`` (``test_carved_parse_raises_value_error``,
+    numbered when two say the same). Members without a usable recorded call get none.
     """
     if max_per_member < 0:
         raise ValueError(f"max_per_member must be >= 0, not {max_per_member}")
@@ -902,8 +947,9 @@ def carve_tests(
         scratch = _Builder(_Namespace(), known_modules, targets, definitions)
         buildable = [c for c in candidates[target.fqn]
                      if _carve_one(c, target, scratch, "t", shape) is not None]
-        for number, candidate in enumerate(_select(buildable, max_per_member)):
-            name = _local(f"test_carved_{stems[target.fqn]}_{number}", names)
+        for candidate in _select(buildable, max_per_member):
+            behaviour = _behaviour(candidate.outcome, target)
+            name = _numbered(f"test_carved_{stems[target.fqn]}_{behaviour}", names)
             made = _carve_one(candidate, target, builder, name, shape)
             if made is not None:
                 names.add(name)

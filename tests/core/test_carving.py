@@ -170,9 +170,11 @@ def test_functions_get_result_and_exception_tests_that_pass_on_the_code(shop):
     )
     tests = carve_tests(trace, {P + "parse_amount", P + "describe"}, nodes_of(P + "parse_amount"))
     assert [(t.name, t.target_fqn, t.expects, t.source_test) for t in tests] == [
-        ("test_carved_describe_0", P + "describe", "result", "tests/test_p.py::test_label"),
-        ("test_carved_parse_amount_0", P + "parse_amount", "result", "tests/test_p.py::test_parse"),
-        ("test_carved_parse_amount_1", P + "parse_amount", "exception", "tests/test_p.py::test_empty"),
+        ("test_carved_describe_returns_a_str", P + "describe", "result", "tests/test_p.py::test_label"),
+        ("test_carved_parse_amount_returns_12_5", P + "parse_amount", "result",
+         "tests/test_p.py::test_parse"),
+        ("test_carved_parse_amount_raises_value_error", P + "parse_amount", "exception",
+         "tests/test_p.py::test_empty"),
     ]
     describe, parsed, empty = tests
     assert "from shop.pricing import describe" in describe.imports
@@ -238,7 +240,7 @@ def test_methods_are_called_on_an_object_rebuilt_from_its_state(shop):
     assert "obj = Rate.__new__(Rate)" in test.code
     assert "obj.__dict__.update({'percent': 20})" in test.code
     assert "_equisa_call(Rate.apply, self=obj, amount=10.0)" in test.code
-    assert test.name == "test_carved_apply_0"
+    assert test.name == "test_carved_apply_returns_12_0"
     run_in_process([test])
 
 
@@ -265,7 +267,7 @@ def test_classmethods_staticmethods_properties_and_private_methods(shop):
     named = next(t for t in tests if t.target_fqn == P + "Rate.named")
     assert "_equisa_call(Rate.named, cls=Rate, label='vat')" in named.code
     halve = next(t for t in tests if t.target_fqn == P + "Rate.__halve")
-    assert "Rate._Rate__halve" in halve.code and halve.name == "test_carved_halve_0"
+    assert "Rate._Rate__halve" in halve.code and halve.name == "test_carved_halve_returns_1_5"
     run_in_process(tests)
 
 
@@ -370,8 +372,8 @@ def test_identical_calls_are_carved_once_and_distinct_inputs_are_preferred(shop)
     carved = carve_tests(trace, [P + "parse_amount"], nodes_of(P + "parse_amount"), max_per_member=2)
     # The first call, then the first of another kind (an exception) beats a second result.
     assert [(t.name, t.expects, t.source_test) for t in carved] == [
-        ("test_carved_parse_amount_0", "result", "t.py::test_0"),
-        ("test_carved_parse_amount_1", "exception", "t.py::test_4"),
+        ("test_carved_parse_amount_returns_1_0", "result", "t.py::test_0"),
+        ("test_carved_parse_amount_raises_value_error", "exception", "t.py::test_4"),
     ]
     nodes = nodes_of(P + "parse_amount")
     everything = carve_tests(trace, [P + "parse_amount"], nodes, max_per_member=10)
@@ -404,7 +406,8 @@ def test_members_with_one_last_name_get_distinct_names_and_imports(tmp_path, mon
     nodes = {"alpha.util.parse": node("alpha.util.parse", "alpha/util.py"),
              "beta.util.parse": node("beta.util.parse", "beta/util.py")}
     tests = carve_tests(suite(result("t.py::test_p", *calls)), list(nodes), nodes)
-    assert [t.name for t in tests] == ["test_carved_alpha_util_parse_0", "test_carved_beta_util_parse_0"]
+    assert [t.name for t in tests] == ["test_carved_alpha_util_parse_returns_4",
+                                       "test_carved_beta_util_parse_returns_6"]
     assert tests[0].imports != tests[1].imports
     assert "from beta.util import parse as parse_beta_util" in tests[1].imports
     try:
@@ -857,3 +860,18 @@ def test_special_methods_are_written_as_the_operators_that_call_them(tmp_path, m
         run_in_process(tests)
     finally:
         sys.modules.pop("box", None)
+
+
+def test_a_carved_test_is_named_for_the_behaviour_it_checks(shop):
+    calls = (recorded(P + "parse_amount", shop.parse_amount, text="2"),
+             recorded(P + "parse_amount", shop.parse_amount, text="3"),
+             recorded(P + "parse_amount", shop.parse_amount, text=""),
+             recorded(P + "parse_amount", shop.parse_amount, text="-1"),
+             recorded(P + "split", shop.split, total=1, parts=0),
+             recorded(P + "nested_result", shop.nested_result, n=1))
+    group = [P + "parse_amount", P + "split", P + "nested_result"]
+    tests = carve_tests(suite(result("t.py::test_n", *calls)), group, nodes_of(*group), max_per_member=4)
+    assert sorted(t.name for t in tests) == [
+        "test_carved_nested_result_returns_a_dict", "test_carved_parse_amount_raises_pricing_error",
+        "test_carved_parse_amount_raises_value_error", "test_carved_parse_amount_returns_2_0",
+        "test_carved_parse_amount_returns_3_0", "test_carved_split_raises_zero_division_error"]

@@ -21,6 +21,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from equisa_core.errors import EXIT_NOT_CONVERGED
+
 TOOLS = ("equisa", "fauxpy")
 LABELS = {"equisa": "EQUISA `localize --no-llm`", "fauxpy": "FauxPy 0.7 SBFL Ochiai (function)"}
 TOP_N = (1, 3, 5)
@@ -79,7 +81,7 @@ def evaluate(run: Mapping, folder: Path) -> dict:
         crash = None
         if tool == "equisa":
             path = folder / "equisa_report.json"
-            if res.get("returncode") != 0:
+            if res.get("returncode") not in (0, EXIT_NOT_CONVERGED):  # not converged: an outcome, ranked
                 crash = f"exit {res.get('returncode')}: {res.get('message', '')}"
             if path.exists():
                 entries = equisa_entries(json.loads(path.read_text()))

@@ -362,13 +362,18 @@ def write_manifest(ctx: Context) -> dict:
             "env_relaxed": [x.split(":")[0] for x in (r.get("env") or {}).get("relaxed", [])],
         })
     out = REPO / "bench" / "results" / "realbugs_manifest.json"
+    # A cache that holds some of the bugs (a subset run) updates their entries and keeps the others'.
+    known = json.loads(out.read_text())["bugs"] if out.exists() else []
+    merged = {(b["project"], b["bug"]): b for b in known}
+    merged.update({(b["project"], b["bug"]): b for b in summary})
+    summary = [merged[key] for key in sorted(merged)]
     by_project: dict[str, dict] = {}
-    for r in records:
-        p = by_project.setdefault(r["project"], {"bugs": 0, "verified": 0})
+    for entry in summary:
+        p = by_project.setdefault(entry["project"], {"bugs": 0, "verified": 0})
         p["bugs"] += 1
-        p["verified"] += bool(r["verified"])
+        p["verified"] += bool(entry["verified"])
     data = {"generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "per_project": by_project, "verified": sum(1 for r in records if r["verified"]),
+            "per_project": by_project, "verified": sum(1 for b in summary if b["verified"]),
             "bugs": summary}
     out.write_text(json.dumps(data, indent=1) + "\n")
     return data

@@ -62,6 +62,8 @@ class ValidationContext(BaseModel):
         default=None, description="The localization's recording (its tests' results, calls included).")
     recorded: dict[str, tuple[TestResult, ...] | None] = Field(
         default_factory=dict, description="Target -> its covering tests' results with its calls recorded.")
+    sources: dict[str, str] | None = Field(
+        default=None, description="File -> text of the suite's functions' files, read once (for carving).")
     differential: dict[str, DifferentialBaseline | None] = Field(
         default_factory=dict, description="Target -> its differential baseline, or None when it has none.")
     preparing: dict[str, Future[None]] = Field(
@@ -176,8 +178,9 @@ def carved_from_recording(target: str, ctx: ValidationContext) -> list[CarvedTes
         return []
     passed = tuple(t for t in recorded if t.test_id in ctx.passing)
     passing = ctx.found.trace.model_copy(update={"tests": passed})
-    sources = source_texts(ctx.found.prepared, ctx.found.overlay, ctx.nodes.values())
-    return carve_tests(passing, [target], ctx.nodes, max_per_member=6, sources=sources)
+    if ctx.sources is None:  # once per repair round, whatever the number of targets
+        ctx.sources = source_texts(ctx.found.prepared, ctx.found.overlay, ctx.nodes.values())
+    return carve_tests(passing, [target], ctx.nodes, max_per_member=6, sources=ctx.sources)
 
 
 class NovelModule(BaseModel):

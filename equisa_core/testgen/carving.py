@@ -64,7 +64,6 @@ __all__ = [
     "carve_tests",
     "carved_module",
     "carved_module_path",
-    "needs_helper",
 ]
 
 #: Folder of the workspace copy that holds generated tests, relative to its root.
@@ -646,19 +645,19 @@ def _local(preferred: str, taken: Collection[str]) -> str:
     return name
 
 
-def _placed(shape: CallShape, arguments: dict[str, str]) -> tuple[str | None, str] | None:
-    """(the receiver's expression for a method, else None; the call's argument list) with each
-    recorded argument (name -> expression) placed by its kind; None when the names do not fit."""
+def _placed(shape: CallShape, arguments: dict[str, str]) -> tuple[str | None, list[str], list[str]] | None:
+    """(the receiver's expression for a method, else None; the positional arguments; the keyword
+    ones, ``name=value``) with each recorded argument (name -> expression) placed by its kind;
+    None when the names do not fit."""
     parameters = list(shape.parameters)
     left = dict(arguments)
     receiver = None
-    if shape.binding in ("method", "classmethod"):
-        first = parameters.pop(0)[0]
-        receiver = left.pop(first, None)
-        if shape.binding == "method" and receiver is None:
+    if shape.binding == "method":
+        receiver = left.pop(parameters.pop(0)[0], None)
+        if receiver is None:
             return None
-        if shape.binding == "classmethod":
-            receiver = None  # the class is bound by the reference
+    elif shape.binding == "classmethod":
+        left.pop(parameters.pop(0)[0], None)  # the class is bound by the reference
     positional: list[str] = []
     keywords: list[str] = []
     in_order = True
@@ -685,7 +684,7 @@ def _placed(shape: CallShape, arguments: dict[str, str]) -> tuple[str | None, st
             positional.append(expression)
     if left:
         return None  # a recorded name the definition does not have: it is not the function called
-    return receiver, ", ".join([*positional, *keywords])
+    return receiver, positional, keywords
 
 
 def _unpacked(expression: str) -> list[str] | None:
@@ -731,15 +730,18 @@ _BUILTIN_CALLS = {"__len__": "len", "__str__": "str", "__repr__": "repr", "__boo
                   "__hash__": "hash", "__abs__": "abs", "__int__": "int", "__float__": "float"}
 
 
-def _operator_form(name: str, receiver: str, listed: str) -> str | None:
+#: Expressions that need no parentheses as an operand.
+_OPERANDS = (ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Dict,
+             ast.Set, ast.UnaryOp)
+
+
+def _operator_form(name: str, receiver: str, positional: Sequence[str], keywords: Sequence[str],
+                   ) -> str | None:
     """How a special method's call is written (``obj + other``, ``len(obj)``, ``obj[key]``,
     ``key in obj``); None for another method, or arguments that do not fit the form."""
-    call = _parsed_expression(f"f({listed})")
-    if not isinstance(call, ast.Call) or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+    if keywords:
         return None
-    atoms = (ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Dict,
-             ast.Set, ast.UnaryOp)
-    arguments = [ast.unparse(a) if isinstance(a, atoms) else f"({ast.unparse(a)})" for a in call.args]
+    arguments = [a if isinstance(_parsed_expression(a), _OPERANDS) else f"({a})" for a in positional]
     if len(arguments) == 1 and name in _BINARY_OPERATORS:
         return f"{receiver} {_BINARY_OPERATORS[name]} {arguments[0]}"
     if len(arguments) == 1 and name == "__getitem__":
@@ -808,7 +810,8 @@ def _carve_one(
         arguments[parameter] = expression
     placed = _placed(shape, arguments) if shape is not None else None
     if placed is not None:
-        receiver, listed = placed
+        receiver, positional, keywords = placed
+        listed = ", ".join([*positional, *keywords])
         if constructed:
             call_expression = f"{function.removesuffix('.__init__')}({listed})"
         elif receiver is not None and not _owner_instance(candidate.call, target):
@@ -820,7 +823,7 @@ def _carve_one(
                 local = emitter.variable("obj")
                 setup.append(f"{local} = {receiver}")
                 receiver = local
-            call_expression = _operator_form(target.code_name, receiver, listed) or (
+            call_expression = _operator_form(target.code_name, receiver, positional, keywords) or (
                 f"{receiver}.{_attribute(owner, target.code_name)}({listed})")
         else:
             call_expression = f"{function}({listed})"
@@ -987,7 +990,7 @@ def _import_bindings(statement: str) -> dict[str, str]:
     return bound
 
 
-def needs_helper(code: str) -> bool:
+def _needs_helper(code: str) -> bool:
     """Whether a test's code calls its member through the helper (it had no call shape)."""
     return f"{_HELPER}(" in code
 
@@ -1003,7 +1006,7 @@ def carved_module(tests: Sequence[CarvedTest]) -> str:
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
         raise ValueError(f"carved tests share names: {', '.join(duplicated)}")
-    helper = any(needs_helper(t.code) for t in tests)
+    helper = any(_needs_helper(t.code) for t in tests)
     statements = sorted({s for t in tests for s in (*t.imports, *(("import inspect",) if helper else ()))},
                         key=_import_sort_key)
     bindings: dict[str, str] = {}

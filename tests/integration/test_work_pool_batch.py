@@ -229,10 +229,10 @@ def test_a_worker_dying_mid_batch_loses_no_repository(server):
         return [r["id"] for r in _batch_children(api, repair_one, since)
                 if r["state"]["type"] == "RUNNING" and r["labels"].get("prefect.worker.name") == "worker-4"]
 
-    _wait_for(running_on_worker_4, 180, "a repository running on worker 4", processes, "worker-4")
+    doomed_run, *_ = _wait_for(running_on_worker_4, 180, "a repository running on worker 4", processes,
+                               "worker-4")
     # Mid-run: the server has its first heartbeat (a run killed before that is not one the automation
     # can see; the batch's own deadline ends its wait for such a run).
-    (doomed_run, *_) = running_on_worker_4()
     _wait_for(lambda: _heartbeats(api, doomed_run), 60, "the run's first heartbeat", processes, "worker-4")
     victim = workers["worker-4"]
     doomed = [victim.pid, *_descendants(victim.pid)]

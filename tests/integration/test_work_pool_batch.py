@@ -123,11 +123,15 @@ def test_deploy_installs_the_schedule_and_the_automations_and_an_event_starts_a_
                json={"state": {"type": "CANCELLED", "name": "Cancelled"}, "force": True})
 
 
-def _repositories(tmp: Path, name: str) -> Path:
-    """Four copies of the ``fees`` fixture (a one-line bug, a few tests) and their repositories file."""
+def _repositories(tmp: Path, name: str, session_delay_s: int = 0) -> Path:
+    """Four copies of the ``fees`` fixture (a one-line bug, a few tests) and their repositories file;
+    with ``session_delay_s``, every pytest session in them starts that much later (a ``conftest.py``
+    that sleeps), so that a repair lasts well past its first heartbeat."""
     folder = tmp / name
     for repo in NAMES:
         shutil.copytree(FIXTURES / "fees", folder / repo)
+        if session_delay_s:
+            (folder / repo / "conftest.py").write_text(f"import time\n\ntime.sleep({session_delay_s})\n")
     path = folder / "repositories.yaml"
     path.write_text("defaults: {llm: false}\nrepositories:\n" + "".join(f"  - source: {r}\n" for r in NAMES))
     return path
@@ -222,7 +226,11 @@ def test_a_worker_dying_mid_batch_loses_no_repository(server):
     # Worker 4 dies (with its flow run's process) mid-batch: its repository runs again on worker 3.
     since = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(time.time() - 1))
     summary_path = tmp / "second.json"
-    second = processes.start("second-batch", [EQUISA, "batch", str(_repositories(tmp, "second")),
+    # The repairs are slowed (each pytest session by 5 s, a repair by about 20 s): the worker must die
+    # while its run is still going, after the run's first heartbeat has reached the server, and a
+    # repair of ``fees`` alone may end within the seconds that event takes to be stored.
+    repositories = _repositories(tmp, "second", session_delay_s=5)
+    second = processes.start("second-batch", [EQUISA, "batch", str(repositories),
                                               "--work-pool", POOL, "--json", str(summary_path)], env)
 
     def running_on_worker_4() -> list[str]:
@@ -242,6 +250,7 @@ def test_a_worker_dying_mid_batch_loses_no_repository(server):
         except ProcessLookupError:
             pass
     victim.wait(timeout=10)
+    killed_in = _runs_of(api, [doomed_run])[0]["state"]["type"]
     try:
         assert second.wait(timeout=540) == 0, processes.tail("second-batch") + processes.tail("worker-3")
     finally:
@@ -250,7 +259,7 @@ def test_a_worker_dying_mid_batch_loses_no_repository(server):
     summary = BatchSummary.model_validate_json(summary_path.read_text())
     assert [(r.name, r.status) for r in summary.results] == [(n, "fixed") for n in NAMES]
     rerun = [r for r in summary.results if r.problems and "run again after: Crashed" in r.problems[-1]]
-    assert len(rerun) == 1, [r.problems for r in summary.results]
+    assert len(rerun) == 1, ([r.problems for r in summary.results], f"the run killed was {killed_in}")
     assert "no heartbeat for 40 s" in rerun[0].problems[-1]
     last = _runs_of(api, [r.flow_run_id for r in summary.results])
     assert {r["labels"]["prefect.worker.name"] for r in last

@@ -51,6 +51,7 @@ __all__ = [
     "MutationResult",
     "PLUGIN_MODULE",
     "analyse_test_module",
+    "search_request",
     "coverage_request",
     "execute_coverage",
     "measure_coverage",
@@ -266,6 +267,15 @@ def coverage_request(
             "mutants": (),
         }
     )
+
+
+def search_request(base: RunRequest, overlay: Mapping[str, str], tests: Sequence[str], target: str,
+                   ) -> RunRequest:
+    """``base`` running the input search's driver ``tests`` (``equisa_core.testgen.input_search``) on
+    ``target``: coverage.py and Hypothesis come from the suite, else from EQUISA's site-packages."""
+    return coverage_request(base, overlay, tests, target).model_copy(
+        update={"overlay": dict(overlay),
+                "env": {**base.env, "EQUISA_COVERAGE_PATH": _equisa_site_packages()}})
 
 
 def execute_coverage(

@@ -2,10 +2,12 @@
 
 Carved tests (round 0) from the target's calls recorded in the repository's own tests, boundary
 tests observed by running drivers that move every number of a carved call to the file's
-constants and their neighbours, and tests observed from scratch drivers for the functions no
-existing test calls. Each recording is one sandboxed ``run-tests`` run; what to record and how the
-observations become a module are the core's (``equisa_core.testgen.assembly``, ``carving``,
-``boundary``).
+constants and their neighbours, tests observed from scratch drivers for the functions no
+existing test calls, and tests from the coverage-guided input search (the inputs Hypothesis drew
+that reached new branches; those that raised what looks like a bug are listed, not asserted).
+Each recording is one sandboxed ``run-tests`` run, the search one sandboxed run; what to record
+and how the observations become a module are the core's (``equisa_core.testgen.assembly``,
+``carving``, ``boundary``, ``input_search``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import Node, SuiteTrace
+from equisa_core.common.options import TestgenOptions, default_of
 from equisa_core.testgen.assembly import (
     covering_tests,
     focus_nodes,
@@ -24,12 +27,21 @@ from equisa_core.testgen.assembly import (
     scratch_module,
     target_nodes,
     unique_tests,
+    without_bug_like,
 )
 from equisa_core.testgen.boundary import driver_tests, file_constants, scratch_driver_module
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, CarvedTest, carve_tests, carved_module
+from equisa_core.testgen.input_search import (
+    POSSIBLE_BUG,
+    SearchRecord,
+    bug_like,
+    read_search_records,
+    search_driver_module,
+    searched_functions,
+)
 from equisa_core.testgen.mutation_plan import module_name
 from tasks.sandbox import RunRequest
-from tasks.testgen import tidy_test_module
+from tasks.testgen import search_request, tidy_test_module
 
 __all__ = ["Recorder", "DeterministicPlan", "deterministic_tests"]
 
@@ -66,6 +78,15 @@ class Recorder(BaseModel):
             docker_image=self.docker_image,
         )
 
+    def search(self, overlay: Mapping[str, str], tests: Sequence[str], target: str) -> list[SearchRecord]:
+        """The input search's records from running the driver ``tests`` (node ids) once, with
+        coverage.py and Hypothesis importable (the suite's or EQUISA's own)."""
+        from tasks.run_tests import make_sandbox
+
+        request = search_request(self.base, overlay, tests, target)
+        run = make_sandbox(self.backend, self.docker_image).run(request)
+        return read_search_records(run.probe_output.splitlines())
+
 
 class DeterministicPlan(BaseModel):
     """What the deterministic generator works from: the target, the baseline's per-line tests, the
@@ -79,6 +100,8 @@ class DeterministicPlan(BaseModel):
     focus: tuple[str, ...] = ()
     carved_per_function: int = 3
     boundary_per_function: int = 4
+    search_examples: int = default_of(TestgenOptions, "input_search_examples")
+    search_seconds: float = default_of(TestgenOptions, "input_search_seconds")
 
 
 def deterministic_tests(
@@ -98,10 +121,13 @@ def deterministic_tests(
     covering = covering_tests(plan.line_tests, nodes)
     tests: list[CarvedTest] = []
     carved: list[CarvedTest] = []
+    seen: dict[str, list[tuple[str, ...]]] = {}
     if covering:
-        carved, tests = _carved_and_boundary(recorder, plan, nodes, covering, round_number, did)
+        carved, tests, seen = _carved_and_boundary(recorder, plan, nodes, covering, round_number, did)
     else:
         did.append("no existing test calls the target's functions: nothing to carve")
+    if plan.search_examples > 0:
+        tests += _searched(recorder, plan, nodes, seen, round_number, did)
     uncalled = sorted(set(nodes) - {t.target_fqn for t in carved})
     scratch_text, kept = _scratch(recorder, plan, uncalled, round_number, per)
     if kept is not None:
@@ -134,8 +160,9 @@ def _carved_and_boundary(
     covering: list[str],
     round_number: int,
     did: list[str],
-) -> tuple[list[CarvedTest], list[CarvedTest]]:
-    """(the carved tests, the tests to keep: carved ones in round 0 and the observed boundary ones)."""
+) -> tuple[list[CarvedTest], list[CarvedTest], dict[str, list[tuple[str, ...]]]]:
+    """(the carved tests, the tests to keep: carved ones in round 0 and the observed boundary ones,
+    the argument tuples recorded per function, as literal texts)."""
     recorded = recorder.run({}, covering, sorted(nodes))
     per_function = max(plan.carved_per_function, 1) * (round_number + 1)
     sources = {**_package_sources(recorder, plan.target), plan.target: plan.target_source}
@@ -150,13 +177,89 @@ def _carved_and_boundary(
             {path: carved_module(drivers)}, [f"{path}::{d.name}" for d in drivers], sorted(nodes)
         )
         per = plan.boundary_per_function * (round_number + 1)
-        boundary = observed_tests(observed, nodes, per, f"test_boundary_{round_number}_", sources)
+        boundary, possible = without_bug_like(
+            observed_tests(observed, nodes, per, f"test_boundary_{round_number}_", sources)
+        )
         tests += boundary
+        did += possible
         did.append(
             f"ran {len(drivers)} boundary-value drivers over {len(constants)} constants of the file; "
             f"kept {len(boundary)} observed calls as tests"
         )
-    return carved, tests
+    return carved, tests, _arguments_seen(recorded, plan.target)
+
+
+def _arguments_seen(recorded: SuiteTrace, target: str) -> dict[str, list[tuple[str, ...]]]:
+    """Qualname (in the target's module) -> the argument tuples its recorded calls had, each
+    argument's literal text (calls with an argument that has none are left out)."""
+    prefix = module_name(target) + "."
+    seen: dict[str, list[tuple[str, ...]]] = {}
+    for test in recorded.tests:
+        for call in test.calls:
+            literals = tuple(v.literal for v in call.args.values())
+            if call.fqn.startswith(prefix) and all(t is not None for t in literals):
+                seen.setdefault(call.fqn[len(prefix) :], []).append(literals)  # type: ignore[arg-type]
+    return seen
+
+
+def _searched(
+    recorder: Recorder,
+    plan: DeterministicPlan,
+    nodes: dict[str, Node],
+    seen: dict[str, list[tuple[str, ...]]],
+    round_number: int,
+    did: list[str],
+) -> list[CarvedTest]:
+    """Tests from the coverage-guided input search: its kept inputs are called by drivers with the
+    calls recorded, and the recordings carved (``observed_tests``). Kept inputs that raised what
+    looks like a bug (``input_search.bug_like``) are listed in ``did`` instead."""
+    module = module_name(plan.target)
+    qualnames = [fqn[len(module) + 1 :] for fqn in nodes if fqn.startswith(module + ".")]
+    functions = searched_functions(plan.target_source, qualnames, seen, file_constants(plan.target_source))
+    if not functions:
+        return []
+    path = f"{GENERATED_TESTS_DIR}/test_testgen_search_{round_number}.py"
+    driver = search_driver_module(
+        plan.target, module, functions, plan.search_examples * (round_number + 1), plan.search_seconds
+    )
+    records = recorder.search(
+        {path: driver}, [f"{path}::test_search_{f.qualname}" for f in functions], plan.target
+    )
+    calls: list[tuple[str, str]] = []
+    for record in records:
+        for kept in record.kept:
+            call = f"{record.qualname}({', '.join(kept.args)})"
+            if bug_like(record, kept):
+                did.append(f"{POSSIBLE_BUG}{call} raised {kept.raised}, on an input its annotations allow")
+            else:
+                calls.append((record.qualname, call))
+    failed = [f"{r.qualname}: {r.error}" for r in records if r.error]
+    did.append(
+        f"searched inputs of {len(functions)} functions with Hypothesis under branch coverage "
+        f"({sum(r.examples for r in records)} inputs, {len(calls)} kept for new branches)"
+        + (f"; the search failed for {'; '.join(failed)}" if failed else "")
+        + ("" if records else "; the search wrote no record (coverage.py or Hypothesis unavailable?)")
+    )
+    if not calls:
+        return []
+    names = sorted({q.split(".")[0] for q, _ in calls})
+    drivers = [
+        f"def test_drive_search_{i}():\n    try:\n        {call}\n    except Exception:\n        pass\n"
+        for i, (_, call) in enumerate(calls)
+    ]
+    drive_path = f"{GENERATED_TESTS_DIR}/test_testgen_search_drive_{round_number}.py"
+    driver_text = f"from {module} import {', '.join(names)}\n\n\n" + "\n\n".join(drivers)
+    observed = recorder.run(
+        {drive_path: driver_text},
+        [f"{drive_path}::test_drive_search_{i}" for i in range(len(calls))],
+        sorted(f"{module}.{q}" for q in {q for q, _ in calls}),
+    )
+    sources = {**_package_sources(recorder, plan.target), plan.target: plan.target_source}
+    kept, possible = without_bug_like(
+        observed_tests(observed, nodes, max(len(calls), 1), f"test_search_{round_number}_", sources)
+    )
+    did += possible
+    return kept
 
 
 def _scratch(

@@ -137,6 +137,8 @@ def _deterministic(
         focus=tuple(params.focus),
         carved_per_function=params.carved_per_function,
         boundary_per_function=params.boundary_per_function,
+        search_examples=params.input_search_examples,
+        search_seconds=params.input_search_seconds,
     )
     return deterministic_tests(recorder, plan, round_number, focus_lines)
 

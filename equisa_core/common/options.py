@@ -250,6 +250,10 @@ class TestgenOptions(BaseModel):
     improvement_budget: int = Field(2, ge=0, description="Smell-fixing rounds per attempt (seed 000 §8).")
     carved_per_function: int = Field(3, ge=0, description="Carved tests per function (deterministic mode).")
     boundary_per_function: int = Field(4, ge=0, description="Boundary tests per function per attempt.")
+    input_search_examples: int = Field(
+        200, ge=0, description="Inputs the coverage-guided search draws per function in attempt 0 "
+        "(attempt n: n + 1 times as many; 0: no search).")
+    input_search_seconds: float = Field(5.0, gt=0, description="Seconds of search per function and attempt.")
     measure_baseline_mutation: bool = Field(
         False, description="Also score the repository's own tests' mutants."
     )

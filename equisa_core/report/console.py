@@ -23,6 +23,7 @@ from equisa_core.errors import EquisaError
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.operations.batch import BatchSummary
 from equisa_core.report.failure import FailureReport
+from equisa_core.testgen.input_search import POSSIBLE_BUG
 from equisa_core.testgen.report import TestgenReport
 from equisa_core.validation.repair import RepairReport
 
@@ -196,6 +197,9 @@ def testgen_summary(report: TestgenReport) -> list[Printed]:
         printed.append(line(f"Tests written to {report.output} (attempt {report.best_attempt})"))
     else:
         printed.append(Printed("No test module was kept."))
+    notes = [d for a in report.attempts for d in a.deterministic]
+    suspicious = dict.fromkeys(d for d in notes if d.startswith(POSSIBLE_BUG))
+    printed += [line(escape(found), soft_wrap=True) for found in suspicious]
     return printed + [note(problem) for problem in report.problems]
 
 

@@ -3,8 +3,9 @@
 Pure helpers of the deterministic generator (``tasks/testgen_generation.py`` runs the sandboxed recordings):
 the target's functions (``target_nodes``, narrowed to missing lines by ``focus_nodes``), the
 existing tests that call them (``covering_tests``), observed calls turned into tests
-(``observed_tests``, ``scratch_module``), and modules put together (``unique_tests``,
-``merge_modules``, ``append_tests``).
+(``observed_tests``, ``scratch_module``; ``without_bug_like``: an exception that looks like a bug is
+listed, not asserted), and modules put together (``unique_tests``, ``merge_modules``,
+``append_tests``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from equisa_core.common.models import Node, SuiteTrace, TestOutcome
 from equisa_core.common.source_edit import list_functions
 from equisa_core.testgen.boundary import ScratchCall, scratch_test
 from equisa_core.testgen.carving import CarvedTest, carve_tests
+from equisa_core.testgen.input_search import BUG_LIKE, POSSIBLE_BUG
 from equisa_core.testgen.modules import list_tests, node_id_name
 from equisa_core.testgen.mutation_plan import module_name
 
@@ -28,6 +30,7 @@ __all__ = [
     "scratch_module",
     "target_nodes",
     "unique_tests",
+    "without_bug_like",
 ]
 
 _CARVED_HEADER = (
@@ -83,6 +86,33 @@ def observed_tests(observed: SuiteTrace, nodes: dict[str, Node], per: int, prefi
         for t in found
         if "pytest.raises(TypeError)" not in t.code
     ]
+
+
+def without_bug_like(tests: Sequence[CarvedTest]) -> tuple[list[CarvedTest], list[str]]:
+    """``tests`` without those expecting an exception that looks like a bug (``BUG_LIKE``: the
+    drivers pass values of the types the function was called with or declares), and a note for
+    each of those: ``possible bug, not asserted: <call> raised <exception>``. For driver-observed
+    tests only: a carved test replays a call the suite itself made, whose exception it expected."""
+    kept, notes = [], []
+    for test in tests:
+        raised = _expected_exception(test) if test.expects == "exception" else None
+        if raised is None or raised[0] not in BUG_LIKE:
+            kept.append(test)
+            continue
+        notes.append(f"{POSSIBLE_BUG}{raised[1]} raised {raised[0]} (a driver's input; "
+                     f"{test.target_fqn} was called with such values)")
+    return kept, notes
+
+
+def _expected_exception(test: CarvedTest) -> tuple[str, str] | None:
+    """(the exception's name, the call's text) of a test's ``with pytest.raises(X):`` block."""
+    for node in ast.walk(ast.parse(test.code)):
+        if isinstance(node, ast.With) and node.items and isinstance(node.items[0].context_expr, ast.Call):
+            raises = node.items[0].context_expr
+            if ast.unparse(raises.func).endswith("raises") and raises.args:
+                exception = ast.unparse(raises.args[0]).rsplit(".", 1)[-1]
+                return exception, "; ".join(ast.unparse(s) for s in node.body)
+    return None
 
 
 def _renamed(test: CarvedTest, name: str) -> CarvedTest:

@@ -1,0 +1,438 @@
+"""Coverage-guided input search (issue 22): Hypothesis draws a function's arguments, coverage.py keeps
+the ones that reach new branches.
+
+Carved and boundary tests only move the values the suite already passes; a function over lists of
+intervals never sees a list of two. The search builds, per parameter, a Hypothesis strategy (as the
+text of an expression, for a driver module that runs in the sandbox):
+
+- from the **annotation** (``int``, ``float``, ``str``, ``bool``, ``None``, ``list[X]``, ``tuple[X, Y]``,
+  ``tuple[X, ...]``, ``dict[K, V]``, ``set[X]``, ``Optional[X]``, ``X | None``, their ``typing``
+  spellings): containers of varied sizes, nested as the annotation nests them;
+- else from the **values seen** in the suite's recorded calls (a list of pairs of ints gives lists of
+  pairs of ints of any length up to a few more than seen), else from the **default**;
+- numbers near the file's constants and the values seen (each one and its neighbours are drawn
+  often, any number in their range too), strings from the function's string constants and the
+  characters of the values seen.
+
+``search_driver_module`` writes the module: one driver test per function, in which Hypothesis
+(``derandomize=True``: the same inputs on every run; no database) draws up to ``max_examples``
+argument tuples, the values seen going first (``@example``). Each call runs under coverage.py
+measuring the target file with branches; an input is kept when it adds an arc no earlier input
+reached, or raises an exception type no earlier input of that function raised. The driver
+appends one record per function to the probe's output (``--equisa-out``)::
+
+    {"kind": "testgen-search", "qualname": ..., "typed": bool, "examples": n, "arcs": n,
+     "kept": [{"args": [repr, ...], "raised": "IndexError" | null}, ...]}
+
+The host turns the kept inputs into driver calls whose recorded calls are carved into tests
+(``tasks/testgen_generation.py``). Hypothesis and coverage.py are the suite's own when it has them,
+else EQUISA's (``EQUISA_COVERAGE_PATH``, read-only in the sandbox).
+
+Behaviour that looks like a bug is listed, not asserted (``bug_like``): a ``TypeError``,
+``IndexError``, ``KeyError``, ``AttributeError``, ``ZeroDivisionError`` or ``UnboundLocalError``
+raised on an input that every parameter's annotation allows.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+__all__ = [
+    "BUG_LIKE",
+    "KeptInput",
+    "POSSIBLE_BUG",
+    "SearchedFunction",
+    "SearchRecord",
+    "bug_like",
+    "read_search_records",
+    "search_driver_module",
+    "searched_functions",
+    "strategy_for",
+]
+
+#: Exceptions that, raised on an input the annotations allow, look like a bug rather than a contract.
+BUG_LIKE = frozenset({"TypeError", "IndexError", "KeyError", "AttributeError", "ZeroDivisionError",
+                      "UnboundLocalError"})
+#: How the generator's notes (``AttemptReport.deterministic``) start a possible bug; the summary prints them.
+POSSIBLE_BUG = "possible bug, not asserted: "
+#: The longest container drawn beyond the longest one seen.
+EXTRA_LENGTH = 4
+#: Containers drawn with no observation to size them go up to this length.
+DEFAULT_MAX_LENGTH = 6
+#: Values seen (per parameter) that seed the strategies' sampled numbers and strings.
+MAX_SEEN = 12
+
+_SEQUENCES = {"list", "List", "Sequence", "Iterable", "MutableSequence", "Collection"}
+_SETS = {"set", "Set", "frozenset", "FrozenSet", "AbstractSet"}
+_MAPPINGS = {"dict", "Dict", "Mapping", "MutableMapping"}
+
+
+@dataclass(frozen=True)
+class SearchedFunction:
+    """One function to search: its name in the module, one strategy text per positional parameter,
+    whether every strategy came from an annotation, and argument tuples seen (literal texts)."""
+
+    qualname: str
+    strategies: tuple[str, ...]
+    typed: bool
+    seeds: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class KeptInput:
+    """An input that reached new arcs: its arguments (literal texts) and what it raised, if anything."""
+
+    args: tuple[str, ...]
+    raised: str | None
+
+
+@dataclass(frozen=True)
+class SearchRecord:
+    """What the search of one function found."""
+
+    qualname: str
+    typed: bool
+    examples: int
+    arcs: int
+    kept: tuple[KeptInput, ...]
+    error: str | None = None
+
+
+def bug_like(record: SearchRecord, kept: KeptInput) -> bool:
+    """Whether ``kept`` raised an exception that, on an input the annotations allow, looks like a bug."""
+    return record.typed and kept.raised is not None and kept.raised.rsplit(".", 1)[-1] in BUG_LIKE
+
+
+# --- strategies ---------------------------------------------------------------------------------
+
+
+def _numbers(values: Iterable[object]) -> list[Decimal]:
+    found: list[Decimal] = []
+    for value in values:
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int | float | Decimal):
+            number = Decimal(str(value))
+            if number.is_finite() and number not in found:
+                found.append(number)
+        elif isinstance(value, list | tuple | set | frozenset):
+            found += [n for n in _numbers(value) if n not in found]
+        elif isinstance(value, dict):
+            found += [n for n in _numbers([*value.keys(), *value.values()]) if n not in found]
+    return found
+
+
+def _strings(values: Iterable[object]) -> list[str]:
+    found: list[str] = []
+    for value in values:
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, list | tuple | set | frozenset):
+            found += _strings(value)
+        elif isinstance(value, dict):
+            found += _strings([*value.keys(), *value.values()])
+    return list(dict.fromkeys(found))
+
+
+def _int_strategy(numbers: Sequence[Decimal]) -> str:
+    ints = sorted({int(n) for n in numbers} | {0, 1, -1})
+    near = sorted({i + d for i in ints for d in (-1, 0, 1)})
+    low, high = min(near), max(near)
+    return f"st.one_of(st.sampled_from({near!r}), st.integers(min_value={low}, max_value={high}))"
+
+
+def _float_strategy(numbers: Sequence[Decimal]) -> str:
+    values = sorted({float(n) for n in numbers} | {0.0, 1.0, -1.0})
+    low, high = min(values) - 1.0, max(values) + 1.0
+    return (f"st.one_of(st.sampled_from({values!r}), st.floats(min_value={low!r}, max_value={high!r}, "
+            "allow_nan=False, allow_infinity=False))")
+
+
+def _text_strategy(strings: Sequence[str]) -> str:
+    samples = list(dict.fromkeys(["", "a", *strings[:MAX_SEEN]]))
+    alphabet = "".join(sorted(set("ab 0" + "".join(strings[:MAX_SEEN]))))[:40]
+    return f"st.one_of(st.sampled_from({samples!r}), st.text(alphabet={alphabet!r}, max_size=8))"
+
+
+def _name(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Constant) and node.value is None:
+        return "None"
+    return ""
+
+
+def _arguments(node: ast.Subscript) -> list[ast.expr]:
+    inner = node.slice
+    return list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
+
+
+def strategy_for(annotation: ast.expr | None, seen: Sequence[object], numbers: Sequence[Decimal],
+                 strings: Sequence[str]) -> str | None:
+    """A Hypothesis strategy's text for one parameter: from its annotation when there is one it can
+    read, else from the values seen; None when neither gives one. ``numbers`` and ``strings`` are
+    the file's constants; the values seen join them."""
+    numbers = [*numbers, *_numbers(seen[:MAX_SEEN])]
+    strings = [*strings, *_strings(seen[:MAX_SEEN])]
+    if annotation is not None:
+        return _from_annotation(annotation, seen, numbers, strings)
+    return _from_values(seen, numbers, strings)
+
+
+def _from_annotation(node: ast.expr, seen: Sequence[object], numbers: Sequence[Decimal],
+                     strings: Sequence[str]) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a string annotation
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        parts = [_from_annotation(side, seen, numbers, strings) for side in (node.left, node.right)]
+        return f"st.one_of({', '.join(parts)})" if all(parts) else None  # type: ignore[arg-type]
+    name = _name(node.value if isinstance(node, ast.Subscript) else node)
+    if not isinstance(node, ast.Subscript):
+        if name == "int":
+            return _int_strategy(numbers)
+        if name == "float":
+            return _float_strategy(numbers)
+        if name == "str":
+            return _text_strategy(strings)
+        if name in ("bool", "None"):
+            return "st.booleans()" if name == "bool" else "st.none()"
+        if name in _SEQUENCES | {"tuple", "Tuple"}:  # unparametrized: lists of what was seen, or ints
+            element = _from_values(_elements(seen), numbers, strings) or _int_strategy(numbers)
+            wrap = ".map(tuple)" if name in ("tuple", "Tuple") else ""
+            return f"st.lists({element}, max_size={_max_length(seen)}){wrap}"
+        return None
+    arguments = _arguments(node)
+    inner = [_from_annotation(a, _elements(seen), numbers, strings) for a in arguments]
+    if name == "Optional" and inner[0]:
+        return f"st.one_of(st.none(), {inner[0]})"
+    if name == "Union" and all(inner):
+        return f"st.one_of({', '.join(inner)})"  # type: ignore[arg-type]
+    if name in ("tuple", "Tuple"):
+        if len(arguments) == 2 and isinstance(arguments[1], ast.Constant) and arguments[1].value is Ellipsis:
+            return f"st.lists({inner[0]}, max_size={_max_length(seen)}).map(tuple)" if inner[0] else None
+        return f"st.tuples({', '.join(inner)})" if all(inner) else None  # type: ignore[arg-type]
+    if name in _SEQUENCES and inner[0]:
+        return f"st.lists({inner[0]}, max_size={_max_length(seen)})"
+    if name in _SETS and inner[0]:
+        return f"st.sets({inner[0]}, max_size={_max_length(seen)})"
+    if name in _MAPPINGS and len(inner) == 2 and all(inner):
+        return f"st.dictionaries({inner[0]}, {inner[1]}, max_size={_max_length(seen)})"
+    return None
+
+
+def _elements(seen: Sequence[object]) -> list[object]:
+    """The items of the containers seen (a dict's keys): what an element strategy is seeded with."""
+    items: list[object] = []
+    for value in seen:
+        if isinstance(value, list | tuple | set | frozenset):
+            items += list(value)
+        elif isinstance(value, dict):
+            items += list(value)
+    return items
+
+
+def _max_length(seen: Sequence[object]) -> int:
+    lengths = [len(v) for v in seen if isinstance(v, list | tuple | set | frozenset | dict | str)]
+    return max(lengths) + EXTRA_LENGTH if lengths else DEFAULT_MAX_LENGTH
+
+
+def _from_values(seen: Sequence[object], numbers: Sequence[Decimal], strings: Sequence[str]) -> str | None:
+    """A strategy of the shape of the values seen: each kind seen gives one alternative."""
+    if not seen:
+        return None
+    options: list[str] = []
+    kinds = {type(v) for v in seen}
+    if bool in kinds:
+        options.append("st.booleans()")
+    if int in kinds:
+        options.append(_int_strategy(numbers))
+    if float in kinds:
+        options.append(_float_strategy(numbers))
+    if str in kinds:
+        options.append(_text_strategy(strings))
+    if type(None) in kinds:
+        options.append("st.none()")
+    tuples = [v for v in seen if type(v) is tuple]
+    for width in sorted({len(t) for t in tuples})[:3]:
+        columns = [_from_values([t[i] for t in tuples if len(t) == width], numbers, strings)
+                   for i in range(width)]
+        if all(columns):
+            options.append(f"st.tuples({', '.join(columns)})")  # type: ignore[arg-type]
+    for kind, maker in ((list, "st.lists"), (set, "st.sets"), (frozenset, "st.frozensets")):
+        containers = [v for v in seen if type(v) is kind]
+        if containers:
+            element = _from_values(_elements(containers), numbers, strings) or _int_strategy(numbers)
+            options.append(f"{maker}({element}, max_size={_max_length(containers)})")
+    dicts = [v for v in seen if type(v) is dict]
+    if dicts:
+        keys = _from_values([k for d in dicts for k in d], numbers, strings) or _text_strategy(strings)
+        items = [x for d in dicts for x in d.values()]
+        values = _from_values(items, numbers, strings) or _int_strategy(numbers)
+        options.append(f"st.dictionaries({keys}, {values}, max_size={_max_length(dicts)})")
+    if not options:
+        return None
+    return options[0] if len(options) == 1 else f"st.one_of({', '.join(options)})"
+
+
+# --- the functions of a module ------------------------------------------------------------------
+
+
+def _literal_value(text: str) -> tuple[bool, object]:
+    try:
+        return True, ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def searched_functions(source: str, qualnames: Iterable[str], seen: Mapping[str, Sequence[Sequence[str]]],
+                       numbers: Sequence[Decimal]) -> list[SearchedFunction]:
+    """The module-level public functions of ``source`` named in ``qualnames`` that the search can call:
+    every positional parameter gets a strategy (``*args``, ``**kwargs`` and parameters with
+    defaults and no strategy are left out; keyword-only ones without a default make it uncallable).
+    ``seen``: qualname -> argument tuples recorded from the suite (literal texts, positional)."""
+    wanted = set(qualnames)
+    tree = ast.parse(source)
+    strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+               and len(n.value) <= 20][:MAX_SEEN]
+    found = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name not in wanted or node.name.startswith("_"):
+            continue
+        args = node.args
+        if args.posonlyargs or any(d is None for d in args.kw_defaults):
+            continue
+        positional = list(args.args)
+        required = len(positional) - len(args.defaults)
+        rows = [tuple(r) for r in seen.get(node.name, ()) if len(r) == len(positional)]
+        values = [[v for ok, v in (_literal_value(r[i]) for r in rows) if ok] for i in range(len(positional))]
+        strategies: list[str] = []
+        typed = True
+        for index, parameter in enumerate(positional):
+            strategy = strategy_for(parameter.annotation, values[index], numbers, strings)
+            if strategy is None and parameter.annotation is None:
+                default = args.defaults[index - required] if index >= required else None
+                ok, value = _literal_value(ast.unparse(default)) if default is not None else (False, None)
+                strategy = _from_values([value], numbers, strings) if ok else None
+            if strategy is None:
+                if index >= required:
+                    break  # this parameter and the next keep their defaults
+                strategies = []
+                break
+            typed = typed and parameter.annotation is not None
+            strategies.append(strategy)
+        if len(strategies) < required or not (strategies or not positional):
+            continue
+        width = len(strategies)
+        seeds = tuple(r[:width] for r in rows if all(_literal_value(a)[0] for a in r[:width]))
+        found.append(SearchedFunction(node.name, tuple(strategies), typed and bool(strategies),
+                                      tuple(dict.fromkeys(seeds))[:MAX_SEEN]))
+    return found
+
+
+# --- the driver module --------------------------------------------------------------------------
+
+_DRIVER_HEADER = '''"""EQUISA's input search (a driver: run once in the sandbox, never kept)."""
+import json
+import os
+import sys
+import time
+
+try:
+    import coverage
+    import hypothesis
+except ImportError:  # the suite has none: EQUISA's own (read-only in the sandbox)
+    sys.path.append(os.environ.get("EQUISA_COVERAGE_PATH", ""))
+    import coverage
+    import hypothesis
+from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import strategies as st
+
+_TARGET = os.path.abspath({target!r})
+_COV = coverage.Coverage(branch=True, include=[_TARGET], data_file=None, config_file=False)
+
+
+def _search(pytestconfig, qualname, typed, function, strategy, seeds, max_examples, seconds):
+    started, arcs, kept, count, exceptions = time.monotonic(), set(), [], [0], set()
+
+    def attempt(args):
+        if time.monotonic() - started > seconds:
+            return
+        count[0] += 1
+        shown = [repr(a) for a in args]
+        raised = None
+        _COV.start()
+        try:
+            function(*args)
+        except Exception as error:
+            raised = type(error).__name__
+        finally:
+            _COV.stop()
+        reached = set(_COV.get_data().arcs(_TARGET) or ())
+        if reached - arcs or (raised is not None and raised not in exceptions):
+            arcs.update(reached)
+            exceptions.add(raised)
+            kept.append({{"args": shown, "raised": raised}})
+
+    run = given(strategy)(attempt)
+    for seed in reversed(seeds):
+        run = example(seed)(run)
+    run = settings(max_examples=max_examples, database=None, derandomize=True, deadline=None,
+                   phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))(run)
+    record = {{"kind": "testgen-search", "qualname": qualname, "typed": typed, "kept": kept}}
+    try:
+        run()
+    except Exception as error:  # Hypothesis itself (a strategy it cannot draw from)
+        record["error"] = "%s: %s" % (type(error).__name__, str(error)[:300])
+    record.update(examples=count[0], arcs=len(arcs))
+    out = pytestconfig.getoption("--equisa-out", default=None)
+    if out:
+        with open(out, "a", encoding="utf-8") as stream:
+            stream.write(json.dumps(record) + "\\n")
+'''
+
+
+def search_driver_module(target: str, module: str, functions: Sequence[SearchedFunction], max_examples: int,
+                         seconds: float) -> str:
+    """The driver module searching ``functions`` of ``module`` (file ``target``, relative to the run's
+    repository copy): one driver test per function, each with ``max_examples`` inputs and
+    ``seconds`` at most."""
+    parts = [_DRIVER_HEADER.format(target=target), f"import {module} as _target\n"]
+    for function in functions:
+        seeds = ", ".join(f"({', '.join(seed)},)" for seed in function.seeds)
+        parts.append(
+            f"\n\ndef test_search_{function.qualname}(pytestconfig):\n"
+            f"    _search(pytestconfig, {function.qualname!r}, {function.typed!r},\n"
+            f"            _target.{function.qualname},\n"
+            f"            st.tuples({', '.join(function.strategies)}),\n"
+            f"            [{seeds}], {max_examples}, {seconds!r})\n"
+        )
+    return "".join(parts)
+
+
+def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
+    """The search's records among the probe's output lines."""
+    records = []
+    for line in lines:
+        if '"testgen-search"' not in line:
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if data.get("kind") != "testgen-search":
+            continue
+        kept = tuple(KeptInput(tuple(k["args"]), k.get("raised")) for k in data.get("kept", ())
+                     if all(_literal_value(a)[0] for a in k["args"]))
+        records.append(SearchRecord(qualname=data["qualname"], typed=bool(data.get("typed")),
+                                    examples=int(data.get("examples") or 0), arcs=int(data.get("arcs") or 0),
+                                    kept=kept, error=data.get("error")))
+    return records

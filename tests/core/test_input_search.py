@@ -1,0 +1,161 @@
+"""The coverage-guided input search (``equisa_core.testgen.input_search``): strategies from
+annotations and from the values seen, which functions it can call, and its driver module run for
+real under pytest with Hypothesis and coverage.py (a subprocess, as in the sandbox)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import textwrap
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from equisa_core.testgen.input_search import (
+    KeptInput,
+    SearchRecord,
+    bug_like,
+    read_search_records,
+    search_driver_module,
+    searched_functions,
+    strategy_for,
+)
+from tests.conftest import FIXTURES
+
+#: The intervals fixture's module, and three functions the search leaves out or calls as it can.
+INTERVALS = (FIXTURES / "intervals" / "intervals" / "core.py").read_text() + textwrap.dedent('''
+
+    def untyped(pairs, limit=3):
+        return [p for p in pairs if p[0] < limit]
+
+
+    def _private(x: int) -> int:
+        return x
+
+
+    def keyword_only(x: int, *, scale: int) -> int:
+        return x * scale
+''')
+
+
+def _annotation(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+def _drawn(strategy_text: str, count: int = 60) -> list[object]:
+    """Values drawn from a strategy's text, as the driver module would evaluate it."""
+    strategy = eval(strategy_text, {"st": st})  # the text is ours: built by strategy_for
+    drawn: list[object] = []
+
+    @settings(max_examples=count, database=None, derandomize=True)
+    @given(strategy)
+    def collect(value: object) -> None:
+        drawn.append(value)
+
+    collect()
+    return drawn
+
+
+def test_an_annotated_list_of_pairs_draws_lists_of_pairs_longer_than_one():
+    text = strategy_for(_annotation("list[tuple[int, int]]"), [], [Decimal(10)], [])
+    assert text is not None
+    drawn = _drawn(text)
+    assert all(isinstance(v, list) and all(isinstance(p, tuple) and len(p) == 2 for p in v) for v in drawn)
+    assert max(len(v) for v in drawn) >= 3
+    assert any(9 in p or 10 in p or 11 in p for v in drawn for p in v)  # the file's constant and neighbours
+
+
+@pytest.mark.parametrize(("annotation", "check"), [
+    ("Optional[int]", lambda v: v is None or type(v) is int),
+    ("int | None", lambda v: v is None or type(v) is int),
+    ("dict[str, float]", lambda v: isinstance(v, dict) and all(type(k) is str for k in v)),
+    ("typing.Tuple[int, ...]", lambda v: type(v) is tuple and all(type(i) is int for i in v)),
+    ("set[bool]", lambda v: isinstance(v, set)),
+    ("'list[int]'", lambda v: isinstance(v, list)),
+])
+def test_annotations_map_to_their_strategies(annotation, check):
+    text = strategy_for(_annotation(annotation), [], [], [])
+    assert text is not None
+    assert all(check(v) for v in _drawn(text, 30))
+
+
+def test_an_unreadable_annotation_gives_no_strategy_and_no_annotation_falls_back_to_the_values_seen():
+    assert strategy_for(_annotation("Money"), [], [], []) is None
+    assert strategy_for(None, [], [], []) is None
+    text = strategy_for(None, [[(1, 5), (7, 9)]], [], [])
+    assert text is not None
+    drawn = _drawn(text)
+    assert all(isinstance(v, list) for v in drawn) and max(len(v) for v in drawn) > 2
+
+
+def test_searched_functions_are_the_callable_public_ones_with_their_seeds():
+    found = {f.qualname: f for f in searched_functions(
+        INTERVALS, ["merge", "first_gap", "untyped", "_private", "keyword_only"],
+        {"untyped": [("[(1, 2)]", "3")], "merge": [("[(1, 3)]",)]}, [])}
+    assert set(found) == {"merge", "first_gap", "untyped"}
+    assert found["merge"].typed and found["merge"].seeds == (("[(1, 3)]",),)
+    assert not found["untyped"].typed and len(found["untyped"].strategies) == 2  # the default's kind too
+
+
+def test_bug_like_needs_an_input_the_annotations_allow():
+    kept = KeptInput(("[]",), "IndexError")
+    assert bug_like(SearchRecord("first_gap", True, 10, 4, (kept,)), kept)
+    assert not bug_like(SearchRecord("untyped", False, 10, 4, (kept,)), kept)
+    assert not bug_like(SearchRecord("first_gap", True, 10, 4, (kept,)), KeptInput(("[]",), "ValueError"))
+
+
+def test_records_without_a_literal_argument_drop_that_input():
+    lines = [json.dumps({"kind": "testgen-search", "qualname": "f", "typed": True, "examples": 5, "arcs": 2,
+                         "kept": [{"args": ["[1, 2]"], "raised": None}, {"args": ["<object at 0x1>"]}]}),
+             json.dumps({"kind": "mutant-done"}), "not json"]
+    (record,) = read_search_records(lines)
+    assert record.kept == (KeptInput(("[1, 2]",), None),)
+
+
+def test_the_driver_module_keeps_inputs_that_reach_new_branches(tmp_path: Path):
+    (tmp_path / "intervals.py").write_text(INTERVALS)
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_addoption(parser):\n    parser.addoption('--equisa-out', default=None)\n")
+    functions = searched_functions(INTERVALS, ["merge", "first_gap"], {"merge": [("[(1, 3)]",)]}, [])
+    (tmp_path / "test_drive.py").write_text(search_driver_module("intervals.py", "intervals", functions, 150, 30.0))
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_drive.py",
+                           f"--equisa-out={out}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    records = {r.qualname: r for r in read_search_records(out.read_text().splitlines())}
+    merge, gap = records["merge"], records["first_gap"]
+    assert merge.error is None and merge.examples >= 100
+    assert merge.kept[0].args == ("[(1, 3)]",)  # the value seen goes first
+    inputs = [ast.literal_eval(k.args[0]) for k in merge.kept]
+    # Both branches of the loop: a pair merged into one, and a disjoint pair kept apart.
+    namespace: dict[str, object] = {}
+    exec(INTERVALS, namespace)  # the module under test, here in the test's own process
+    merged = [(v, namespace["merge"](v)) for v in inputs]  # type: ignore[operator]
+    assert any(len(result) < len(v) for v, result in merged), inputs
+    assert any(len(result) >= 2 for _, result in merged), inputs
+    assert merge.arcs >= 8
+    raised = {k.raised for k in gap.kept}
+    assert "IndexError" in raised  # a list of fewer than two intervals: listed as a possible bug
+    assert all(bug_like(gap, k) for k in gap.kept if k.raised == "IndexError")
+
+
+def test_driver_observed_tests_that_expect_a_bug_like_exception_are_listed_instead():
+    from equisa_core.testgen.assembly import without_bug_like
+    from equisa_core.testgen.carving import CarvedTest
+
+    def carved(name: str, body: str, expects: str) -> CarvedTest:
+        return CarvedTest(name=name, target_fqn="intervals.core.first_gap", source_test="t", expects=expects,
+                          code=f"def {name}():\n{textwrap.indent(body, '    ')}\n")
+
+    index = carved("test_a", "with pytest.raises(IndexError):\n    first_gap([(0, 6)])", "exception")
+    value = carved("test_b", "with pytest.raises(ValueError):\n    first_gap([(6, 0)])", "exception")
+    result = carved("test_c", "assert first_gap([(1, 2), (4, 6)]) == 2", "result")
+    kept, notes = without_bug_like([index, value, result])
+    assert kept == [value, result]
+    assert notes == ["possible bug, not asserted: first_gap([(0, 6)]) raised IndexError (a driver's input; "
+                     "intervals.core.first_gap was called with such values)"]

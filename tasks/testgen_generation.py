@@ -34,10 +34,14 @@ from equisa_core.testgen.carving import GENERATED_TESTS_DIR, CarvedTest, carve_t
 from equisa_core.testgen.input_search import (
     POSSIBLE_BUG,
     SearchRecord,
+    SequenceRecord,
     bug_like,
     read_search_records,
+    read_sequence_records,
     search_driver_module,
+    searched_classes,
     searched_functions,
+    sequence_tests,
 )
 from equisa_core.testgen.mutation_plan import module_name
 from tasks.sandbox import RunRequest
@@ -78,14 +82,16 @@ class Recorder(BaseModel):
             docker_image=self.docker_image,
         )
 
-    def search(self, overlay: Mapping[str, str], tests: Sequence[str], target: str) -> list[SearchRecord]:
-        """The input search's records from running the driver ``tests`` (node ids) once, with
-        coverage.py and Hypothesis importable (the suite's or EQUISA's own)."""
+    def search(
+        self, overlay: Mapping[str, str], tests: Sequence[str], target: str
+    ) -> tuple[list[SearchRecord], list[SequenceRecord]]:
+        """The input search's records (functions, classes) from running the driver ``tests`` (node
+        ids) once, with coverage.py and Hypothesis importable (the suite's or EQUISA's own)."""
         from tasks.run_tests import make_sandbox
 
         request = search_request(self.base, overlay, tests, target)
-        run = make_sandbox(self.backend, self.docker_image).run(request)
-        return read_search_records(run.probe_output.splitlines())
+        lines = make_sandbox(self.backend, self.docker_image).run(request).probe_output.splitlines()
+        return read_search_records(lines), read_sequence_records(lines)
 
 
 class DeterministicPlan(BaseModel):
@@ -196,7 +202,7 @@ def _arguments_seen(recorded: SuiteTrace, target: str) -> dict[str, list[tuple[s
     seen: dict[str, list[tuple[str, ...]]] = {}
     for test in recorded.tests:
         for call in test.calls:
-            literals = tuple(v.literal for v in call.args.values())
+            literals = tuple(v.literal for k, v in call.args.items() if k not in ("self", "cls"))
             if call.fqn.startswith(prefix) and all(t is not None for t in literals):
                 seen.setdefault(call.fqn[len(prefix) :], []).append(literals)  # type: ignore[arg-type]
     return seen
@@ -215,16 +221,28 @@ def _searched(
     looks like a bug (``input_search.bug_like``) are listed in ``did`` instead."""
     module = module_name(plan.target)
     qualnames = [fqn[len(module) + 1 :] for fqn in nodes if fqn.startswith(module + ".")]
-    functions = searched_functions(plan.target_source, qualnames, seen, file_constants(plan.target_source))
-    if not functions:
+    constants = file_constants(plan.target_source)
+    functions = searched_functions(plan.target_source, qualnames, seen, constants)
+    classes = searched_classes(plan.target_source, qualnames, seen, constants)
+    if not functions and not classes:
         return []
     path = f"{GENERATED_TESTS_DIR}/test_testgen_search_{round_number}.py"
-    driver = search_driver_module(
-        plan.target, module, functions, plan.search_examples * (round_number + 1), plan.search_seconds
-    )
-    records = recorder.search(
-        {path: driver}, [f"{path}::test_search_{f.qualname}" for f in functions], plan.target
-    )
+    examples = plan.search_examples * (round_number + 1)
+    driver = search_driver_module(plan.target, module, functions, examples, plan.search_seconds, classes)
+    drivers = [f"{path}::test_search_{f.qualname}" for f in functions]
+    drivers += [f"{path}::test_sequence_{c.qualname}" for c in classes]
+    records, sequences = recorder.search({path: driver}, drivers, plan.target)
+    sequenced: list[CarvedTest] = []
+    for sequence in sequences:
+        made, possible = sequence_tests(sequence, module, round_number)
+        sequenced += made
+        did += possible
+    if classes:
+        did.append(
+            f"searched method sequences of {len(classes)} classes "
+            f"({sum(r.examples for r in sequences)} sequences, {len(sequenced)} kept as tests)"
+            + "".join(f"; the search failed for {r.qualname}: {r.error}" for r in sequences if r.error)
+        )
     calls: list[tuple[str, str]] = []
     for record in records:
         for kept in record.kept:
@@ -234,14 +252,16 @@ def _searched(
             else:
                 calls.append((record.qualname, call))
     failed = [f"{r.qualname}: {r.error}" for r in records if r.error]
-    did.append(
-        f"searched inputs of {len(functions)} functions with Hypothesis under branch coverage "
-        f"({sum(r.examples for r in records)} inputs, {len(calls)} kept for new branches)"
-        + (f"; the search failed for {'; '.join(failed)}" if failed else "")
-        + ("" if records else "; the search wrote no record (coverage.py or Hypothesis unavailable?)")
-    )
+    if functions:
+        did.append(
+            f"searched inputs of {len(functions)} functions with Hypothesis under branch coverage "
+            f"({sum(r.examples for r in records)} inputs, {len(calls)} kept for new branches)"
+            + (f"; the search failed for {'; '.join(failed)}" if failed else "")
+        )
+    if not records and not sequences:
+        did.append("the search wrote no record (coverage.py or Hypothesis unavailable?)")
     if not calls:
-        return []
+        return sequenced
     names = sorted({q.split(".")[0] for q, _ in calls})
     drivers = [
         f"def test_drive_search_{i}():\n    try:\n        {call}\n    except Exception:\n        pass\n"
@@ -259,7 +279,7 @@ def _searched(
         observed_tests(observed, nodes, max(len(calls), 1), f"test_search_{round_number}_", sources)
     )
     did += possible
-    return kept
+    return kept + sequenced
 
 
 def _scratch(

@@ -8,11 +8,12 @@ text of an expression, for a driver module that runs in the sandbox):
 - from the **annotation** (``int``, ``float``, ``str``, ``bool``, ``None``, ``list[X]``, ``tuple[X, Y]``,
   ``tuple[X, ...]``, ``dict[K, V]``, ``set[X]``, ``Optional[X]``, ``X | None``, their ``typing``
   spellings): containers of varied sizes, nested as the annotation nests them;
-- else from the **values seen** in the suite's recorded calls (a list of pairs of ints gives lists of
-  pairs of ints of any length up to a few more than seen), else from the **default**;
+- else from the **values seen** in the suite's recorded calls and the docstring's ``>>>`` examples
+  (a list of pairs of ints gives lists of pairs of ints of any length up to a few more than seen),
+  else from the **default**;
 - numbers near the file's constants and the values seen (each one and its neighbours are drawn
-  often, any number in their range too), strings from the function's string constants and the
-  characters of the values seen.
+  often, any number in their range too), strings from every string any recorded call or docstring
+  example of the module passed, the module's string constants, and texts over their characters.
 
 ``search_driver_module`` writes the module: one driver test per function, in which Hypothesis
 (``derandomize=True``: the same inputs on every run; no database) draws up to ``max_examples``
@@ -40,17 +41,27 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
+
+from equisa_core.testgen.carving import CarvedTest
 
 __all__ = [
     "BUG_LIKE",
     "KeptInput",
+    "KeptSequence",
     "POSSIBLE_BUG",
+    "SearchedClass",
     "SearchedFunction",
     "SearchRecord",
+    "SequenceRecord",
+    "Step",
     "bug_like",
     "read_search_records",
+    "read_sequence_records",
     "search_driver_module",
+    "searched_classes",
     "searched_functions",
+    "sequence_tests",
     "strategy_for",
 ]
 
@@ -59,6 +70,8 @@ BUG_LIKE = frozenset({"TypeError", "IndexError", "KeyError", "AttributeError", "
                       "UnboundLocalError"})
 #: How the generator's notes (``AttemptReport.deterministic``) start a possible bug; the summary prints them.
 POSSIBLE_BUG = "possible bug, not asserted: "
+#: Method calls in one searched sequence at most (after the constructor).
+MAX_STEPS = 6
 #: The longest container drawn beyond the longest one seen.
 EXTRA_LENGTH = 4
 #: Containers drawn with no observation to size them go up to this length.
@@ -83,6 +96,18 @@ class SearchedFunction:
 
 
 @dataclass(frozen=True)
+class SearchedClass:
+    """One class to search through method sequences: its name, a strategy per ``__init__`` parameter
+    passed, each method it calls with a strategy per parameter, whether ``__init__``'s came from
+    annotations."""
+
+    qualname: str
+    init: tuple[str, ...]
+    methods: tuple[tuple[str, tuple[str, ...]], ...]
+    typed: bool
+
+
+@dataclass(frozen=True)
 class KeptInput:
     """An input that reached new arcs: its arguments (literal texts) and what it raised, if anything."""
 
@@ -99,6 +124,43 @@ class SearchRecord:
     examples: int
     arcs: int
     kept: tuple[KeptInput, ...]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One method call of a kept sequence: the method, its arguments, and its result's repr (a
+    literal or not) or what it raised (the sequence ends there)."""
+
+    method: str
+    args: tuple[str, ...]
+    result: str | None = None
+    literal: bool = False
+    raised: str | None = None
+    raised_module: str | None = None
+
+
+@dataclass(frozen=True)
+class KeptSequence:
+    """A constructor call and the method calls after it, kept because they reached new arcs, and the
+    object's observable state after them (``len(obj)``, ``obj.attribute`` -> literal)."""
+
+    init: tuple[str, ...]
+    steps: tuple[Step, ...]
+    raised: str | None = None  # by the constructor
+    raised_module: str | None = None
+    state: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class SequenceRecord:
+    """What the search of one class found."""
+
+    qualname: str
+    typed: bool
+    examples: int
+    arcs: int
+    kept: tuple[KeptSequence, ...]
     error: str | None = None
 
 
@@ -293,54 +355,158 @@ def _literal_value(text: str) -> tuple[bool, object]:
         return False, None
 
 
+def _module_strings(tree: ast.Module, seen: Mapping[str, Sequence[Sequence[str]]]) -> list[str]:
+    """Strings worth drawing anywhere in the module: those every recorded call and docstring example
+    passed (a format string seen by one function is a good input for its neighbours), then the
+    module's own short string constants."""
+    rows = [*(row for rows in seen.values() for row in rows),
+            *(row for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for row in _doctest_rows(f))]
+    passed = _strings([_literal_value(text)[1] for row in rows for text in row])
+    constants = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and len(n.value) <= 20]
+    return list(dict.fromkeys(passed[:MAX_SEEN] + constants[:MAX_SEEN]))
+
+
+def _doctest_rows(function: ast.FunctionDef) -> list[tuple[str, ...]]:
+    """The literal argument tuples of the calls of ``function`` in its docstring's examples (``>>>``
+    lines, with their ``...`` continuations)."""
+    docstring = ast.get_docstring(function) or ""
+    examples, current = [], ""
+    for line in docstring.splitlines():
+        text = line.strip()
+        if text.startswith(">>> "):
+            current = text[4:]
+            examples.append(current)
+        elif text.startswith("... ") and examples:
+            examples[-1] += "\n" + text[4:]
+    rows = []
+    for example in examples:  # each call's text: the shortest span from its name that parses
+        for at in (i for i in range(len(example)) if example.startswith(function.name + "(", i)):
+            for close in (i for i in range(at, len(example)) if example[i] == ")"):
+                try:
+                    call = ast.parse(example[at : close + 1], mode="eval").body
+                except SyntaxError:
+                    continue
+                if isinstance(call, ast.Call) and not call.keywords:
+                    texts = tuple(ast.unparse(a) for a in call.args)
+                    if _literals(texts):
+                        rows.append(texts)
+                break
+    return rows
+
+
+def _parameters(function: ast.FunctionDef, skip_first: bool, rows: Sequence[Sequence[str]],
+                numbers: Sequence[Decimal], strings: Sequence[str]) -> tuple[list[str], bool] | None:
+    """A strategy per positional parameter the search passes (``self``/``cls`` skipped when
+    ``skip_first``; ``*args``, ``**kwargs`` and defaulted parameters without one are left out), and
+    whether every one came from an annotation; None when a required parameter has none, or a
+    keyword-only parameter has no default. ``rows``: argument tuples seen, as literal texts."""
+    args = function.args
+    if args.posonlyargs or any(d is None for d in args.kw_defaults):
+        return None
+    positional = list(args.args)[1 if skip_first else 0:]
+    required = len(positional) - len(args.defaults)
+    rows = [r for r in rows if len(r) == len(positional)]
+    values = [[v for ok, v in (_literal_value(r[i]) for r in rows) if ok] for i in range(len(positional))]
+    strategies: list[str] = []
+    typed = True
+    for index, parameter in enumerate(positional):
+        strategy = strategy_for(parameter.annotation, values[index], numbers, strings)
+        if strategy is None and parameter.annotation is None:
+            default = args.defaults[index - required] if index >= required else None
+            ok, value = _literal_value(ast.unparse(default)) if default is not None else (False, None)
+            strategy = _from_values([value], numbers, strings) if ok else None
+            if strategy is None and default is None:  # nothing to go by: numbers and short strings
+                strategy = f"st.one_of({_int_strategy(numbers)}, {_text_strategy(strings)})"
+        if strategy is None:
+            if index >= required:
+                break  # this parameter and the next keep their defaults
+            return None
+        typed = typed and parameter.annotation is not None
+        strategies.append(strategy)
+    return strategies, typed and bool(strategies)
+
+
 def searched_functions(source: str, qualnames: Iterable[str], seen: Mapping[str, Sequence[Sequence[str]]],
                        numbers: Sequence[Decimal]) -> list[SearchedFunction]:
-    """The module-level public functions of ``source`` named in ``qualnames`` that the search can call:
-    every positional parameter gets a strategy (``*args``, ``**kwargs`` and parameters with
-    defaults and no strategy are left out; keyword-only ones without a default make it uncallable).
-    ``seen``: qualname -> argument tuples recorded from the suite (literal texts, positional)."""
+    """The module-level public functions of ``source`` named in ``qualnames`` that the search can call
+    (``_parameters``). ``seen``: qualname -> argument tuples recorded from the suite (literal texts,
+    positional)."""
     wanted = set(qualnames)
     tree = ast.parse(source)
-    strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-               and len(n.value) <= 20][:MAX_SEEN]
+    strings = _module_strings(tree, seen)
     found = []
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef) or node.name not in wanted or node.name.startswith("_"):
             continue
-        args = node.args
-        if args.posonlyargs or any(d is None for d in args.kw_defaults):
+        rows = [*_doctest_rows(node), *(tuple(r) for r in seen.get(node.name, ()))]
+        made = _parameters(node, False, rows, numbers, strings)
+        if made is None:
             continue
-        positional = list(args.args)
-        required = len(positional) - len(args.defaults)
-        rows = [tuple(r) for r in seen.get(node.name, ()) if len(r) == len(positional)]
-        values = [[v for ok, v in (_literal_value(r[i]) for r in rows) if ok] for i in range(len(positional))]
-        strategies: list[str] = []
-        typed = True
-        for index, parameter in enumerate(positional):
-            strategy = strategy_for(parameter.annotation, values[index], numbers, strings)
-            if strategy is None and parameter.annotation is None:
-                default = args.defaults[index - required] if index >= required else None
-                ok, value = _literal_value(ast.unparse(default)) if default is not None else (False, None)
-                strategy = _from_values([value], numbers, strings) if ok else None
-            if strategy is None:
-                if index >= required:
-                    break  # this parameter and the next keep their defaults
-                strategies = []
-                break
-            typed = typed and parameter.annotation is not None
-            strategies.append(strategy)
-        if len(strategies) < required or not (strategies or not positional):
-            continue
+        strategies, typed = made
         width = len(strategies)
-        seeds = tuple(r[:width] for r in rows if all(_literal_value(a)[0] for a in r[:width]))
-        found.append(SearchedFunction(node.name, tuple(strategies), typed and bool(strategies),
+        seeds = tuple(r[:width] for r in rows if len(r) >= width and _literals(r[:width]))
+        found.append(SearchedFunction(node.name, tuple(strategies), typed,
                                       tuple(dict.fromkeys(seeds))[:MAX_SEEN]))
+    return found
+
+
+def _class_methods(classes: Mapping[str, ast.ClassDef], name: str) -> dict[str, tuple[str, ast.FunctionDef]]:
+    """Method name -> (the class defining it, its definition): the plain methods of class ``name``,
+    its bases' in this module included (its own win)."""
+    node = classes[name]
+    methods: dict[str, tuple[str, ast.FunctionDef]] = {}
+    for base in node.bases:
+        if isinstance(base, ast.Name) and base.id in classes and base.id != name:
+            methods.update(_class_methods(classes, base.id))
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and not item.decorator_list:
+            methods[item.name] = (name, item)
+    return methods
+
+
+def _seen_for(seen: Mapping[str, Sequence[Sequence[str]]], name: str, owner: str,
+              method: str) -> list[Sequence[str]]:
+    """The argument tuples recorded for ``method`` on class ``name`` or on the class defining it."""
+    return [*seen.get(f"{name}.{method}", ()), *(seen.get(f"{owner}.{method}", ()) if owner != name else ())]
+
+
+def searched_classes(source: str, qualnames: Iterable[str], seen: Mapping[str, Sequence[Sequence[str]]],
+                     numbers: Sequence[Decimal]) -> list[SearchedClass]:
+    """The module-level public classes of ``source`` with a method in ``qualnames`` that the search
+    can build (its ``__init__``'s parameters, or none) and drive: each public plain method whose
+    parameters get strategies (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out)."""
+    wanted = set(qualnames)
+    tree = ast.parse(source)
+    strings = _module_strings(tree, seen)
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    found = []
+    for name in classes:
+        if name.startswith("_") or not any(q.startswith(name + ".") for q in wanted):
+            continue
+        methods = _class_methods(classes, name)
+        owner, init = methods.get("__init__", (name, None))
+        made = (_parameters(init, True, _seen_for(seen, name, owner, "__init__"), numbers, strings) if init
+                else ([], True))
+        if made is None:
+            continue
+        calls = []
+        for method_name, (owner, method) in methods.items():
+            if method_name.startswith("_"):
+                continue
+            recorded = _seen_for(seen, name, owner, method_name)
+            parameters = _parameters(method, True, recorded, numbers, strings)
+            if parameters is not None:
+                calls.append((method_name, tuple(parameters[0])))
+        if calls:
+            found.append(SearchedClass(name, tuple(made[0]), tuple(calls), made[1]))
     return found
 
 
 # --- the driver module --------------------------------------------------------------------------
 
 _DRIVER_HEADER = '''"""EQUISA's input search (a driver: run once in the sandbox, never kept)."""
+import ast
 import json
 import os
 import sys
@@ -393,19 +559,103 @@ def _search(pytestconfig, qualname, typed, function, strategy, seeds, max_exampl
     except Exception as error:  # Hypothesis itself (a strategy it cannot draw from)
         record["error"] = "%s: %s" % (type(error).__name__, str(error)[:300])
     record.update(examples=count[0], arcs=len(arcs))
+    _write(pytestconfig, record)
+
+
+def _write(pytestconfig, record):
     out = pytestconfig.getoption("--equisa-out", default=None)
     if out:
         with open(out, "a", encoding="utf-8") as stream:
             stream.write(json.dumps(record) + "\\n")
+
+
+def _shown(value):
+    """(repr, whether it is a literal) of a result."""
+    text = repr(value)
+    try:
+        ast.literal_eval(text)
+    except Exception:
+        return text[:200], False
+    return text, True
+
+
+def _state(obj):
+    """What a test can observe of an object after its calls: ``len(obj)`` and its public attributes
+    whose values are literals (name -> repr)."""
+    state = {{}}
+    try:
+        state["len(obj)"] = repr(len(obj))
+    except Exception:
+        pass
+    for name, value in sorted(getattr(obj, "__dict__", {{}}).items())[:8]:
+        shown, literal = _shown(value)
+        if not name.startswith("_") and literal and len(shown) <= 80:
+            state["obj." + name] = shown
+    return state
+
+
+def _sequence(pytestconfig, qualname, typed, cls, init, methods, max_steps, max_examples, seconds):
+    started, arcs, kept, count = time.monotonic(), set(), [], [0]
+    steps = st.lists(st.one_of([st.tuples(st.just(name), strategy) for name, strategy in methods]),
+                     min_size=1, max_size=max_steps)
+
+    def attempt(case):
+        if time.monotonic() - started > seconds:
+            return
+        count[0] += 1
+        init_args, calls = case
+        made = {{"init": [repr(a) for a in init_args], "steps": [], "raised": None}}
+        _COV.start()
+        try:
+            obj = cls(*init_args)
+            for name, args in calls:
+                step = {{"method": name, "args": [repr(a) for a in args]}}
+                made["steps"].append(step)
+                try:
+                    step["result"], step["literal"] = _shown(getattr(obj, name)(*args))
+                except Exception as error:
+                    step["raised"], step["raised_module"] = type(error).__name__, type(error).__module__
+                    break
+            made["state"] = _state(obj)
+        except Exception as error:
+            made["raised"], made["raised_module"] = type(error).__name__, type(error).__module__
+        finally:
+            _COV.stop()
+        reached = set(_COV.get_data().arcs(_TARGET) or ())
+        if reached - arcs:
+            arcs.update(reached)
+            kept.append(made)
+
+    run = given(st.tuples(init, steps))(attempt)
+    run = settings(max_examples=max_examples, database=None, derandomize=True, deadline=None,
+                   phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))(run)
+    record = {{"kind": "testgen-sequence", "qualname": qualname, "typed": typed, "kept": kept}}
+    try:
+        run()
+    except Exception as error:
+        record["error"] = "%s: %s" % (type(error).__name__, str(error)[:300])
+    record.update(examples=count[0], arcs=len(arcs))
+    _write(pytestconfig, record)
 '''
 
 
 def search_driver_module(target: str, module: str, functions: Sequence[SearchedFunction], max_examples: int,
-                         seconds: float) -> str:
-    """The driver module searching ``functions`` of ``module`` (file ``target``, relative to the run's
-    repository copy): one driver test per function, each with ``max_examples`` inputs and
-    ``seconds`` at most."""
+                         seconds: float, classes: Sequence[SearchedClass] = ()) -> str:
+    """The driver module searching ``functions`` and ``classes`` of ``module`` (file ``target``,
+    relative to the run's repository copy): one driver test per function or class, each with
+    ``max_examples`` inputs (a class: a constructor call and up to ``MAX_STEPS`` method calls)
+    and ``seconds`` at most."""
     parts = [_DRIVER_HEADER.format(target=target), f"import {module} as _target\n"]
+    for searched in classes:
+        methods = ", ".join(f"({name!r}, st.tuples({', '.join(strategies)}))"
+                            for name, strategies in searched.methods)
+        parts.append(
+            f"\n\ndef test_sequence_{searched.qualname}(pytestconfig):\n"
+            f"    _sequence(pytestconfig, {searched.qualname!r}, {searched.typed!r},\n"
+            f"              _target.{searched.qualname},\n"
+            f"              st.tuples({', '.join(searched.init)}), [{methods}],\n"
+            f"              {MAX_STEPS}, {max_examples}, {seconds!r})\n"
+        )
     for function in functions:
         seeds = ", ".join(f"({', '.join(seed)},)" for seed in function.seeds)
         parts.append(
@@ -419,20 +669,135 @@ def search_driver_module(target: str, module: str, functions: Sequence[SearchedF
 
 
 def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
-    """The search's records among the probe's output lines."""
+    """The function search's records among the probe's output lines."""
     records = []
+    for data in _records(lines, "testgen-search"):
+        kept = tuple(KeptInput(tuple(k["args"]), k.get("raised")) for k in data.get("kept", ())
+                     if _literals(k["args"]))
+        records.append(SearchRecord(qualname=data["qualname"], typed=bool(data.get("typed")),
+                                    examples=int(data.get("examples") or 0), arcs=int(data.get("arcs") or 0),
+                                    kept=kept, error=data.get("error")))
+    return records
+
+
+def _records(lines: Iterable[str], kind: str) -> list[dict[str, Any]]:
+    found = []
     for line in lines:
-        if '"testgen-search"' not in line:
+        if f'"{kind}"' not in line:
             continue
         try:
             data = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if data.get("kind") != "testgen-search":
-            continue
-        kept = tuple(KeptInput(tuple(k["args"]), k.get("raised")) for k in data.get("kept", ())
-                     if all(_literal_value(a)[0] for a in k["args"]))
-        records.append(SearchRecord(qualname=data["qualname"], typed=bool(data.get("typed")),
-                                    examples=int(data.get("examples") or 0), arcs=int(data.get("arcs") or 0),
-                                    kept=kept, error=data.get("error")))
+        if isinstance(data, dict) and data.get("kind") == kind:
+            found.append(data)
+    return found
+
+
+def read_sequence_records(lines: Iterable[str]) -> list[SequenceRecord]:
+    """The class search's records among the probe's output lines."""
+    records = []
+    for data in _records(lines, "testgen-sequence"):
+        kept = tuple(
+            KeptSequence(
+                init=tuple(k["init"]),
+                steps=tuple(Step(method=t["method"], args=tuple(t["args"]), result=t.get("result"),
+                                 literal=bool(t.get("literal")), raised=t.get("raised"),
+                                 raised_module=t.get("raised_module")) for t in k.get("steps", ())),
+                raised=k.get("raised"), raised_module=k.get("raised_module"),
+                state=tuple(sorted((k.get("state") or {}).items())))
+            for k in data.get("kept", ()))
+        records.append(SequenceRecord(qualname=data["qualname"], typed=bool(data.get("typed")),
+                                      examples=int(data.get("examples") or 0),
+                                      arcs=int(data.get("arcs") or 0), kept=kept, error=data.get("error")))
     return records
+
+
+def _literals(texts: Sequence[str]) -> bool:
+    return all(_literal_value(t)[0] for t in texts)
+
+
+def _check(call: str, result: str) -> tuple[str, bool]:
+    """An assertion that ``call`` gives ``result`` (a literal), and whether it needs ``pytest``."""
+    value = _literal_value(result)[1]
+    if value is None or isinstance(value, bool):
+        return f"assert {call} is {result}", False
+    if isinstance(value, float):
+        return f"assert {call} == pytest.approx({result})", True
+    return f"assert {call} == {result}", False
+
+
+def _raising(name: str | None, where: str | None, module: str) -> tuple[str, set[str]] | None:
+    """The ``pytest.raises`` argument for an exception and its imports; None when it cannot be named."""
+    if name is None or not name.isidentifier() or where not in ("builtins", module):
+        return None
+    return name, {"import pytest", *((f"from {module} import {name}",) if where == module else ())}
+
+
+def sequence_tests(record: SequenceRecord, module: str, round_number: int,
+                   ) -> tuple[list[CarvedTest], list[str]]:
+    """Tests of ``record``'s kept sequences (construct, call, assert each literal result; a call that
+    raised ends the test in ``pytest.raises``), and notes for calls whose exception looks like a bug
+    (``BUG_LIKE``, raised by a call with arguments its annotations allow): listed, not asserted."""
+    cls = record.qualname
+    tests: list[CarvedTest] = []
+    notes: list[str] = []
+    names: set[str] = set()
+    for kept in record.kept:
+        if not _literals(kept.init):
+            continue
+        construct = f"{cls}({', '.join(kept.init)})"
+        imports = {f"from {module} import {cls}"}
+        if kept.raised is not None:
+            raising = _raising(kept.raised, kept.raised_module, module)
+            if raising is None:
+                continue
+            if record.typed and kept.init and kept.raised in BUG_LIKE:
+                notes.append(f"{POSSIBLE_BUG}{construct} raised {kept.raised}, on an input its annotations "
+                             "allow")
+                continue
+            lines, asserted = [f"with pytest.raises({raising[0]}):", f"    {construct}"], 1
+            imports |= raising[1]
+        else:
+            lines, asserted = [f"obj = {construct}"], 0
+            for step in kept.steps:
+                if not _literals(step.args):
+                    break
+                call = f"obj.{step.method}({', '.join(step.args)})"
+                if step.raised is not None:
+                    raising = _raising(step.raised, step.raised_module, module)
+                    if raising is not None and step.args and step.raised in BUG_LIKE:
+                        notes.append(f"{POSSIBLE_BUG}{construct}.{step.method}({', '.join(step.args)}) "
+                                     f"raised {step.raised} after {len(lines) - 1} calls (a searched "
+                                     "sequence)")
+                    elif raising is not None:
+                        lines += [f"with pytest.raises({raising[0]}):", f"    {call}"]
+                        imports |= raising[1]
+                        asserted += 1
+                    break
+                if step.literal and step.result not in (None, "None"):
+                    check, approx = _check(call, step.result)
+                    lines.append(check)
+                    imports |= {"import pytest"} if approx else set()
+                    asserted += 1
+                else:
+                    lines.append(call)
+            else:  # every call returned: the state they left
+                for observed, value in kept.state:
+                    check, approx = _check(observed, value)
+                    lines.append(check)
+                    imports |= {"import pytest"} if approx else set()
+                    asserted += 1
+        if not asserted:
+            continue
+        methods = list(dict.fromkeys(t.method for t in kept.steps))[:3] if kept.raised is None else ["init"]
+        name = f"test_search_{round_number}_{cls}_" + "_then_".join(methods)
+        unique, number = name, 2
+        while unique in names:
+            unique, number = f"{name}_{number}", number + 1
+        names.add(unique)
+        body = "".join(f"    {line}\n" for line in lines)
+        tests.append(CarvedTest(name=unique, target_fqn=f"{module}.{cls}", source_test="input search",
+                                expects="exception" if kept.raised else "result",
+                                code=f"def {unique}():\n{body}", imports=tuple(sorted(imports))))
+    return tests, notes

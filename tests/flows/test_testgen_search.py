@@ -1,8 +1,9 @@
 """``equisa testgen --no-llm`` with the coverage-guided input search (issue 22), on a module over
 lists of intervals whose own tests only ever pass a list of one interval (and one of two with a
 gap): the search builds longer lists, so merging is exercised both ways, and the input that makes
-``first_gap`` fail with ``IndexError`` is listed as a possible bug, not asserted. Without the search
-(``--input-search-examples 0``) the same run reaches fewer branches."""
+``first_gap`` fail with ``IndexError`` is listed as a possible bug, not asserted; ``IntervalSet`` is
+tested through method sequences (construct, several calls, the state they leave). Without the
+search (``--input-search-examples 0``) the same run reaches fewer branches."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def test_the_search_builds_longer_lists_and_lists_the_possible_bug(tmp_path, cli
     for test in (n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)):
         body = ast.unparse(test)
         assert not ("first_gap" in body and "IndexError" in body), body  # listed, never asserted
+    sequences = [t for t in ast.parse(text).body if isinstance(t, ast.FunctionDef)
+                 and t.name.startswith("test_search_0_IntervalSet_")]
+    assert any(ast.unparse(t).count("obj.") >= 3 and "len(obj)" in ast.unparse(t) for t in sequences), \
+        [ast.unparse(t) for t in sequences]
+    assert any(n.startswith("searched method sequences of 1 classes") for n in notes), notes
     searched = attempt["coverage"]
 
     _, plain_text, _ = _testgen(tmp_path, cli_env, "plain", "--input-search-examples", "0")

@@ -6,8 +6,8 @@ Run from the repository root::
                                             [--pynguin-seconds 45] [--max-mutants 80]
                                             [--out bench/results/testgen_coverage.json]
 
-For each module (``MODULES``: two of ``examples/invoicing`` and four of the localization corpus's
-packages, whose sdists ``bench/localization_corpus.py`` downloads and checks into
+For each module (``MODULES``: two of ``examples/invoicing`` and ten of the localization corpus's
+packages, boltons and sqlparse, whose sdists ``bench/localization_corpus.py`` downloads and checks into
 ``~/.cache/equisa-bench``; run that first, or ``--prepare`` does it here), three test suites are
 measured the same way, by EQUISA's runner (``tasks.testgen_setup.measure_tests``: coverage.py branch
 coverage of the module, and the mutation score over the same ``--max-mutants`` mutants of the
@@ -103,6 +103,18 @@ MODULES = (
         "sqlparse-0.6.1",
         "sqlparse/utils.py",
         ("tests/test_utils.py",),
+        "sqlparse-0.6.1-equisa",
+    ),
+    *(
+        Module(f"boltons-{name}", "boltons-26.2.0", f"boltons/{name}.py", (f"tests/test_{name}.py",),
+               "boltons-26.2.0-equisa")
+        for name in ("listutils", "setutils", "statsutils", "strutils", "timeutils")
+    ),
+    Module(
+        "sqlparse-formatter",
+        "sqlparse-0.6.1",
+        "sqlparse/formatter.py",
+        ("tests/test_format.py",),
         "sqlparse-0.6.1-equisa",
     ),
 )

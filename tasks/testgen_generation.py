@@ -35,6 +35,7 @@ from equisa_core.testgen.input_search import (
     POSSIBLE_BUG,
     SearchRecord,
     SequenceRecord,
+    annotated_members,
     bug_like,
     read_search_records,
     read_sequence_records,
@@ -184,7 +185,8 @@ def _carved_and_boundary(
         )
         per = plan.boundary_per_function * (round_number + 1)
         boundary, possible = without_bug_like(
-            observed_tests(observed, nodes, per, f"test_boundary_{round_number}_", sources)
+            observed_tests(observed, nodes, per, f"test_boundary_{round_number}_", sources),
+            _annotated(plan),
         )
         tests += boundary
         did += possible
@@ -206,6 +208,12 @@ def _arguments_seen(recorded: SuiteTrace, target: str) -> dict[str, list[tuple[s
             if call.fqn.startswith(prefix) and all(t is not None for t in literals):
                 seen.setdefault(call.fqn[len(prefix) :], []).append(literals)  # type: ignore[arg-type]
     return seen
+
+
+def _annotated(plan: DeterministicPlan) -> frozenset[str]:
+    """The FQNs of the target's members whose parameters are all annotated (``annotated_members``)."""
+    module = module_name(plan.target)
+    return frozenset(f"{module}.{q}" for q in annotated_members(plan.target_source))
 
 
 def _searched(
@@ -234,7 +242,7 @@ def _searched(
     records, sequences = recorder.search({path: driver}, drivers, plan.target)
     sequenced: list[CarvedTest] = []
     for sequence in sequences:
-        made, possible = sequence_tests(sequence, module, round_number)
+        made, possible = sequence_tests(sequence, module, round_number, annotated_members(plan.target_source))
         sequenced += made
         did += possible
     if classes:
@@ -276,7 +284,8 @@ def _searched(
     )
     sources = {**_package_sources(recorder, plan.target), plan.target: plan.target_source}
     kept, possible = without_bug_like(
-        observed_tests(observed, nodes, max(len(calls), 1), f"test_search_{round_number}_", sources)
+        observed_tests(observed, nodes, max(len(calls), 1), f"test_search_{round_number}_", sources),
+        _annotated(plan),
     )
     did += possible
     return kept + sequenced

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -50,6 +50,7 @@ __all__ = [
     "KeptInput",
     "KeptSequence",
     "POSSIBLE_BUG",
+    "annotated_members",
     "SearchedClass",
     "SearchedFunction",
     "SearchRecord",
@@ -471,6 +472,25 @@ def _seen_for(seen: Mapping[str, Sequence[Sequence[str]]], name: str, owner: str
     return [*seen.get(f"{name}.{method}", ()), *(seen.get(f"{owner}.{method}", ()) if owner != name else ())]
 
 
+def annotated_members(source: str) -> frozenset[str]:
+    """The qualnames (``f``, ``Cls.method``: inherited methods under each subclass too) of the
+    module-level functions and plain methods whose parameters, ``self``/``cls`` aside, are all
+    annotated (at least one): where an input "the types allow" has a meaning (``bug_like``)."""
+    tree = ast.parse(source)
+
+    def annotated(function: ast.FunctionDef, skip_first: bool) -> bool:
+        args = function.args
+        parameters = [*args.posonlyargs, *args.args][1 if skip_first else 0:] + args.kwonlyargs
+        return bool(parameters) and all(a.annotation is not None for a in parameters)
+
+    found = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and annotated(n, False)}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    for name in classes:
+        methods = _class_methods(classes, name).items()
+        found |= {f"{name}.{m}" for m, (_, node) in methods if annotated(node, True)}
+    return frozenset(found)
+
+
 def searched_classes(source: str, qualnames: Iterable[str], seen: Mapping[str, Sequence[Sequence[str]]],
                      numbers: Sequence[Decimal]) -> list[SearchedClass]:
     """The module-level public classes of ``source`` with a method in ``qualnames`` that the search
@@ -734,11 +754,12 @@ def _raising(name: str | None, where: str | None, module: str) -> tuple[str, set
     return name, {"import pytest", *((f"from {module} import {name}",) if where == module else ())}
 
 
-def sequence_tests(record: SequenceRecord, module: str, round_number: int,
+def sequence_tests(record: SequenceRecord, module: str, round_number: int, annotated: Collection[str] = (),
                    ) -> tuple[list[CarvedTest], list[str]]:
     """Tests of ``record``'s kept sequences (construct, call, assert each literal result; a call that
     raised ends the test in ``pytest.raises``), and notes for calls whose exception looks like a bug
-    (``BUG_LIKE``, raised by a call with arguments its annotations allow): listed, not asserted."""
+    (``BUG_LIKE``, raised by a call with arguments of a method in ``annotated``, ``Class.method``,
+    or by the constructor of a class whose ``__init__`` is annotated): listed, not asserted."""
     cls = record.qualname
     tests: list[CarvedTest] = []
     notes: list[str] = []
@@ -766,7 +787,8 @@ def sequence_tests(record: SequenceRecord, module: str, round_number: int,
                 call = f"obj.{step.method}({', '.join(step.args)})"
                 if step.raised is not None:
                     raising = _raising(step.raised, step.raised_module, module)
-                    if raising is not None and step.args and step.raised in BUG_LIKE:
+                    typed = f"{cls}.{step.method}" in annotated
+                    if raising is not None and step.args and typed and step.raised in BUG_LIKE:
                         notes.append(f"{POSSIBLE_BUG}{construct}.{step.method}({', '.join(step.args)}) "
                                      f"raised {step.raised} after {len(lines) - 1} calls (a searched "
                                      "sequence)")

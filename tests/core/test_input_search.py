@@ -22,6 +22,7 @@ from equisa_core.testgen.input_search import (
     SearchRecord,
     SequenceRecord,
     Step,
+    annotated_members,
     bug_like,
     read_search_records,
     read_sequence_records,
@@ -150,7 +151,7 @@ def test_the_driver_module_keeps_inputs_that_reach_new_branches(tmp_path: Path):
     assert all(bug_like(gap, k) for k in gap.kept if k.raised == "IndexError")
 
 
-def test_driver_observed_tests_that_expect_a_bug_like_exception_are_listed_instead():
+def test_driver_observed_tests_that_expect_a_bug_like_exception_of_an_annotated_member_are_listed_instead():
     from equisa_core.testgen.assembly import without_bug_like
     from equisa_core.testgen.carving import CarvedTest
 
@@ -161,10 +162,14 @@ def test_driver_observed_tests_that_expect_a_bug_like_exception_are_listed_inste
     index = carved("test_a", "with pytest.raises(IndexError):\n    first_gap([(0, 6)])", "exception")
     value = carved("test_b", "with pytest.raises(ValueError):\n    first_gap([(6, 0)])", "exception")
     result = carved("test_c", "assert first_gap([(1, 2), (4, 6)]) == 2", "result")
-    kept, notes = without_bug_like([index, value, result])
+    annotated = {f"intervals.core.{q}" for q in annotated_members(INTERVALS)}
+    assert "intervals.core.first_gap" in annotated and "intervals.core.untyped" not in annotated
+    kept, notes = without_bug_like([index, value, result], annotated)
     assert kept == [value, result]
     assert notes == ["possible bug, not asserted: first_gap([(0, 6)]) raised IndexError (a driver's input; "
                      "intervals.core.first_gap was called with such values)"]
+    # Unannotated, nothing says the input was allowed: the exception is asserted as observed.
+    assert without_bug_like([index], set()) == ([index], [])
 
 
 STACK = textwrap.dedent('''
@@ -213,7 +218,8 @@ def test_sequence_tests_construct_call_and_observe_and_list_bug_like_exceptions(
         KeptSequence(init=("2",), steps=(Step("push", ("[]",), raised="TypeError", raised_module="builtins"),)),
         KeptSequence(init=("object()",), steps=(Step("pop", (), "1", True),)),
     ))
-    tests, notes = sequence_tests(record, "stacks", 0)
+    assert annotated_members(STACK) == {"Stack.__init__"}  # room takes nothing but self
+    tests, notes = sequence_tests(record, "stacks", 0, {"Stack.push"})
     by_name = {t.name: t.code for t in tests}
     assert by_name["test_search_0_Stack_push_then_peek"] == (
         "def test_search_0_Stack_push_then_peek():\n    obj = Stack(2)\n    obj.push('a')\n"

@@ -221,6 +221,8 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
                 mutants_per_measurement=args.max_mutants,
                 no_cache=True,
                 shards=1,
+                **{k: v for k, v in (("input_search_examples", args.search_examples),
+                                     ("input_search_seconds", args.search_seconds)) if v is not None},
             )
             prepared = prepare_run(params)
             started = time.perf_counter()
@@ -325,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-mutants", type=int, default=80)
     parser.add_argument("--max-iterations", type=int, default=2)
     parser.add_argument("--no-pynguin", action="store_true")
+    parser.add_argument("--search-examples", type=int, default=None,
+                        help="EQUISA's --input-search-examples (default: its own default)")
+    parser.add_argument("--search-seconds", type=float, default=None,
+                        help="EQUISA's --input-search-seconds (default: its own default)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     from tasks.cli_run import (
@@ -351,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {
             "max_mutants": args.max_mutants,
             "max_iterations": args.max_iterations,
+            "search_examples": args.search_examples,
+            "search_seconds": args.search_seconds,
             "pynguin": {
                 "version": PYNGUIN_VERSION,
                 "python": PYNGUIN_PYTHON,

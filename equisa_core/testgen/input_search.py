@@ -71,6 +71,8 @@ BUG_LIKE = frozenset({"TypeError", "IndexError", "KeyError", "AttributeError", "
                       "UnboundLocalError"})
 #: How the generator's notes (``AttemptReport.deterministic``) start a possible bug; the summary prints them.
 POSSIBLE_BUG = "possible bug, not asserted: "
+#: Dicts with at most this many string keys seen are drawn key by key (``_dict_strategy``).
+MAX_DICT_KEYS = 40
 #: Method calls in one searched sequence at most (after the constructor).
 MAX_STEPS = 6
 #: The longest container drawn beyond the longest one seen.
@@ -308,6 +310,34 @@ def _max_length(seen: Sequence[object]) -> int:
     return max(lengths) + EXTRA_LENGTH if lengths else DEFAULT_MAX_LENGTH
 
 
+def _dict_strategy(dicts: Sequence[dict[Any, Any]], numbers: Sequence[Decimal],
+                   strings: Sequence[str]) -> str:
+    """Dicts like those seen. String keys (a few dozen at most, as options and records have): each
+    key seen present or not, its value drawn from the values seen under it or, now and then, from
+    those seen under any key (what a function that checks each option is given wrong); other keys:
+    dicts of the keys and values seen."""
+    items = [x for d in dicts for x in d.values()]
+    anything = _from_values(items, numbers, strings) or _int_strategy(numbers)
+    keys = list(dict.fromkeys(k for d in dicts for k in d))
+    if keys and len(keys) <= MAX_DICT_KEYS and all(type(k) is str for k in keys):
+        per_key = {key: [d[key] for d in dicts if key in d] for key in keys}
+        optional = ", ".join(f"{key!r}: {_value_strategy(values, anything, numbers, strings)}"
+                             for key, values in per_key.items())
+        return f"st.fixed_dictionaries({{}}, optional={{{optional}}})"
+    key = _from_values(keys, numbers, strings) or _text_strategy(strings)
+    return f"st.dictionaries({key}, {anything}, max_size={_max_length(dicts)})"
+
+
+def _value_strategy(values: Sequence[object], anything: str, numbers: Sequence[Decimal],
+                    strings: Sequence[str]) -> str:
+    """One dict key's values: those seen under it, others of their kinds, and ``anything``."""
+    plain = (str, int, float, bool, type(None))
+    exact = list(dict.fromkeys(repr(v) for v in values if isinstance(v, plain)))
+    parts = [f"st.sampled_from([{', '.join(exact[:MAX_SEEN])}])"] if exact else []
+    parts += [_from_values(values, numbers, strings) or anything, anything]
+    return f"st.one_of({', '.join(parts)})"
+
+
 def _from_values(seen: Sequence[object], numbers: Sequence[Decimal], strings: Sequence[str]) -> str | None:
     """A strategy of the shape of the values seen: each kind seen gives one alternative."""
     if not seen:
@@ -337,10 +367,7 @@ def _from_values(seen: Sequence[object], numbers: Sequence[Decimal], strings: Se
             options.append(f"{maker}({element}, max_size={_max_length(containers)})")
     dicts = [v for v in seen if type(v) is dict]
     if dicts:
-        keys = _from_values([k for d in dicts for k in d], numbers, strings) or _text_strategy(strings)
-        items = [x for d in dicts for x in d.values()]
-        values = _from_values(items, numbers, strings) or _int_strategy(numbers)
-        options.append(f"st.dictionaries({keys}, {values}, max_size={_max_length(dicts)})")
+        options.append(_dict_strategy(dicts, numbers, strings))
     if not options:
         return None
     return options[0] if len(options) == 1 else f"st.one_of({', '.join(options)})"

@@ -37,6 +37,7 @@ from equisa_core.testgen.input_search import (
     SequenceRecord,
     annotated_members,
     bug_like,
+    is_value_text,
     read_search_records,
     read_sequence_records,
     search_driver_module,
@@ -204,8 +205,9 @@ def _arguments_seen(recorded: SuiteTrace, target: str) -> dict[str, list[tuple[s
     seen: dict[str, list[tuple[str, ...]]] = {}
     for test in recorded.tests:
         for call in test.calls:
-            literals = tuple(v.literal for k, v in call.args.items() if k not in ("self", "cls"))
-            if call.fqn.startswith(prefix) and all(t is not None for t in literals):
+            texts = [v.literal or v.build for k, v in call.args.items() if k not in ("self", "cls")]
+            literals = tuple(t for t in texts if t is not None and is_value_text(t))
+            if call.fqn.startswith(prefix) and len(literals) == len(texts):
                 seen.setdefault(call.fqn[len(prefix) :], []).append(literals)  # type: ignore[arg-type]
     return seen
 
@@ -276,7 +278,8 @@ def _searched(
         for i, (_, call) in enumerate(calls)
     ]
     drive_path = f"{GENERATED_TESTS_DIR}/test_testgen_search_drive_{round_number}.py"
-    driver_text = f"from {module} import {', '.join(names)}\n\n\n" + "\n\n".join(drivers)
+    driver_text = f"import datetime\nimport decimal\n\nfrom {module} import {', '.join(names)}\n\n\n"
+    driver_text += "\n\n".join(drivers)
     observed = recorder.run(
         {drive_path: driver_text},
         [f"{drive_path}::test_drive_search_{i}" for i in range(len(calls))],

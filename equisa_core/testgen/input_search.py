@@ -37,6 +37,7 @@ raised on an input that every parameter's annotation allows.
 from __future__ import annotations
 
 import ast
+import datetime
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ __all__ = [
     "SequenceRecord",
     "Step",
     "bug_like",
+    "is_value_text",
     "read_search_records",
     "read_sequence_records",
     "search_driver_module",
@@ -270,6 +272,10 @@ def _from_annotation(node: ast.expr, seen: Sequence[object], numbers: Sequence[D
             return _text_strategy(strings)
         if name in ("bool", "None"):
             return "st.booleans()" if name == "bool" else "st.none()"
+        kinds = {"datetime": datetime.datetime, "date": datetime.date, "timedelta": datetime.timedelta,
+                 "Decimal": Decimal}
+        if name in kinds:
+            return _value_type_strategy(kinds[name], [v for v in seen if type(v) is kinds[name]])
         if name in _SEQUENCES | {"tuple", "Tuple"}:  # unparametrized: lists of what was seen, or ints
             element = _from_values(_elements(seen), numbers, strings) or _int_strategy(numbers)
             wrap = ".map(tuple)" if name in ("tuple", "Tuple") else ""
@@ -338,6 +344,26 @@ def _value_strategy(values: Sequence[object], anything: str, numbers: Sequence[D
     return f"st.one_of({', '.join(parts)})"
 
 
+def _value_type_strategy(kind: type, seen: Sequence[Any]) -> str:
+    """Dates, datetimes (naive), timedeltas or decimals around the values seen (a year either side
+    of the dates; up to twice the longest timedelta, either sign; decimals with their places)."""
+    if kind is datetime.datetime or kind is datetime.date:
+        year = datetime.timedelta(days=366)
+        start = datetime.datetime(2000, 1, 1)
+        low = min(seen, default=start if kind is datetime.datetime else start.date())
+        high = max(seen, default=low)
+        maker = "st.datetimes" if kind is datetime.datetime else "st.dates"
+        drawn = f"{maker}({low - year!r}, {high + year!r})"
+        return f"st.one_of(st.sampled_from({sorted(set(seen))!r}), {drawn})" if seen else drawn
+    if kind is datetime.timedelta:
+        longest = max((abs(v) for v in seen), default=datetime.timedelta(days=1)) * 2
+        return f"st.timedeltas({-longest!r}, {longest!r})"
+    places = max((-v.as_tuple().exponent for v in seen if v.is_finite()), default=2)
+    bound = max((abs(v) for v in seen if v.is_finite()), default=Decimal(100)) * 2 + 1
+    return (f"st.decimals(min_value={str(-bound)!r}, max_value={str(bound)!r}, places={max(places, 0)}, "
+            "allow_nan=False, allow_infinity=False)")
+
+
 def _from_values(seen: Sequence[object], numbers: Sequence[Decimal], strings: Sequence[str]) -> str | None:
     """A strategy of the shape of the values seen: each kind seen gives one alternative."""
     if not seen:
@@ -354,6 +380,9 @@ def _from_values(seen: Sequence[object], numbers: Sequence[Decimal], strings: Se
         options.append(_text_strategy(strings))
     if type(None) in kinds:
         options.append("st.none()")
+    for value_type in (datetime.datetime, datetime.date, datetime.timedelta, Decimal):
+        if value_type in kinds:
+            options.append(_value_type_strategy(value_type, [v for v in seen if type(v) is value_type]))
     tuples = [v for v in seen if type(v) is tuple]
     for width in sorted({len(t) for t in tuples})[:3]:
         columns = [_from_values([t[i] for t in tuples if len(t) == width], numbers, strings)
@@ -376,11 +405,45 @@ def _from_values(seen: Sequence[object], numbers: Sequence[Decimal], strings: Se
 # --- the functions of a module ------------------------------------------------------------------
 
 
+#: The calls a value's text may make besides literals: the standard library's value types, which
+#: ``repr`` writes as such calls (``Decimal`` reprs are written with their module by the driver).
+_VALUE_CALLS = {
+    "datetime.date": datetime.date, "datetime.datetime": datetime.datetime, "datetime.time": datetime.time,
+    "datetime.timedelta": datetime.timedelta, "decimal.Decimal": Decimal,
+}
+
+
 def _literal_value(text: str) -> tuple[bool, object]:
+    """(True, the value) of a value's text: a literal, maybe holding ``_VALUE_CALLS`` calls with
+    literal arguments; (False, None) for anything else (the text is never executed)."""
     try:
-        return True, ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return True, _value_of(ast.parse(text, mode="eval").body)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, ArithmeticError):
         return False, None
+
+
+def is_value_text(text: str) -> bool:
+    """Whether ``text`` writes a value the search can pass: a literal, maybe holding calls of the
+    standard library's value types (``datetime.date(2024, 3, 31)``, ``decimal.Decimal('1.50')``)."""
+    return _literal_value(text)[0]
+
+
+def _value_of(node: ast.expr) -> object:
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in _VALUE_CALLS:
+        if any(k.arg is None for k in node.keywords):
+            raise ValueError("** in a value's call")
+        keywords = {k.arg: _value_of(k.value) for k in node.keywords if k.arg}
+        return _VALUE_CALLS[ast.unparse(node.func)](*[_value_of(a) for a in node.args], **keywords)
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        items = [_value_of(e) for e in node.elts]
+        if isinstance(node, ast.List):
+            return items
+        return tuple(items) if isinstance(node, ast.Tuple) else set(items)
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("** in a dict")
+        return {_value_of(k): _value_of(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+    return ast.literal_eval(node)
 
 
 def _module_strings(tree: ast.Module, seen: Mapping[str, Sequence[Sequence[str]]]) -> list[str]:
@@ -569,7 +632,23 @@ except ImportError:  # the suite has none: EQUISA's own (read-only in the sandbo
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
+import datetime  # noqa: F401  (the strategies' bounds are datetime values)
+import decimal
+
 _TARGET = os.path.abspath({target!r})
+
+
+def _source(value):
+    """A value's text: its repr, with ``decimal.Decimal`` for the decimals inside."""
+    if isinstance(value, decimal.Decimal):
+        return "decimal.Decimal(%r)" % str(value)
+    if type(value) in (list, tuple, set, frozenset) and any(isinstance(v, decimal.Decimal) for v in value):
+        items = ", ".join(_source(v) for v in value)
+        shapes = {{list: "[%s]", tuple: "(%s,)", set: "{{%s}}", frozenset: "frozenset({{%s}})"}}
+        return shapes[type(value)] % items
+    if type(value) is dict and any(isinstance(v, decimal.Decimal) for v in value.values()):
+        return "{{%s}}" % ", ".join("%s: %s" % (_source(k), _source(v)) for k, v in value.items())
+    return repr(value)
 _COV = coverage.Coverage(branch=True, include=[_TARGET], data_file=None, config_file=False)
 
 
@@ -580,7 +659,7 @@ def _search(pytestconfig, qualname, typed, function, strategy, seeds, max_exampl
         if time.monotonic() - started > seconds:
             return
         count[0] += 1
-        shown = [repr(a) for a in args]
+        shown = [_source(a) for a in args]
         raised = None
         _COV.start()
         try:
@@ -617,8 +696,8 @@ def _write(pytestconfig, record):
 
 
 def _shown(value):
-    """(repr, whether it is a literal) of a result."""
-    text = repr(value)
+    """(text, whether it is a literal) of a result."""
+    text = _source(value)
     try:
         ast.literal_eval(text)
     except Exception:
@@ -651,12 +730,12 @@ def _sequence(pytestconfig, qualname, typed, cls, init, methods, max_steps, max_
             return
         count[0] += 1
         init_args, calls = case
-        made = {{"init": [repr(a) for a in init_args], "steps": [], "raised": None}}
+        made = {{"init": [_source(a) for a in init_args], "steps": [], "raised": None}}
         _COV.start()
         try:
             obj = cls(*init_args)
             for name, args in calls:
-                step = {{"method": name, "args": [repr(a) for a in args]}}
+                step = {{"method": name, "args": [_source(a) for a in args]}}
                 made["steps"].append(step)
                 try:
                     step["result"], step["literal"] = _shown(getattr(obj, name)(*args))
@@ -795,7 +874,9 @@ def sequence_tests(record: SequenceRecord, module: str, round_number: int, annot
         if not _literals(kept.init):
             continue
         construct = f"{cls}({', '.join(kept.init)})"
-        imports = {f"from {module} import {cls}"}
+        texts = [*kept.init, *(a for t in kept.steps for a in t.args)]
+        imports = {f"from {module} import {cls}", *(f"import {m}" for m in ("datetime", "decimal")
+                                                      if any(f"{m}." in t for t in texts))}
         if kept.raised is not None:
             raising = _raising(kept.raised, kept.raised_module, module)
             if raising is None:

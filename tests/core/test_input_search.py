@@ -24,6 +24,7 @@ from equisa_core.testgen.input_search import (
     Step,
     annotated_members,
     bug_like,
+    is_value_text,
     read_search_records,
     read_sequence_records,
     search_driver_module,
@@ -56,7 +57,11 @@ def _annotation(text: str) -> ast.expr:
 
 def _drawn(strategy_text: str, count: int = 60) -> list[object]:
     """Values drawn from a strategy's text, as the driver module would evaluate it."""
-    strategy = eval(strategy_text, {"st": st})  # the text is ours: built by strategy_for
+    import datetime
+    import decimal
+
+    # The text is ours (built by strategy_for); the driver module has the same names.
+    strategy = eval(strategy_text, {"st": st, "datetime": datetime, "decimal": decimal})
     drawn: list[object] = []
 
     @settings(max_examples=count, database=None, derandomize=True)
@@ -254,3 +259,18 @@ def test_the_driver_module_searches_method_sequences(tmp_path: Path):
     ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_made.py"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0 and f"{len(tests)} passed" in ran.stdout, ran.stdout[-2000:]
+
+
+def test_dates_timedeltas_and_decimals_are_values_the_search_draws_and_writes():
+    import datetime
+
+    assert is_value_text("[decimal.Decimal('1.50'), datetime.date(2024, 3, 31)]")
+    assert is_value_text("{'at': datetime.datetime(2024, 3, 31, 12, 0), 'n': (1, -2.5)}")
+    assert not is_value_text("os.system('true')") and not is_value_text("datetime.date(*days)")
+    dates = _drawn(strategy_for(None, [datetime.date(2024, 3, 31)], [], []) or "", 40)
+    assert all(type(d) is datetime.date for d in dates) and datetime.date(2024, 3, 31) in dates
+    assert all(abs((d - datetime.date(2024, 3, 31)).days) <= 366 for d in dates)
+    amounts = _drawn(strategy_for(_annotation("Decimal"), [Decimal("59.90")], [], []) or "", 40)
+    assert all(isinstance(a, Decimal) and a.as_tuple().exponent >= -2 for a in amounts)
+    spans = _drawn(strategy_for(_annotation("datetime.timedelta"), [], [], []) or "", 20)
+    assert all(isinstance(s, datetime.timedelta) for s in spans)

@@ -33,11 +33,14 @@ from equisa_core.testgen.boundary import driver_tests, file_constants, scratch_d
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, CarvedTest, carve_tests, carved_module
 from equisa_core.testgen.input_search import (
     POSSIBLE_BUG,
+    CrosshairRecord,
     SearchRecord,
     SequenceRecord,
     annotated_members,
     bug_like,
+    crosshair_driver_tests,
     is_value_text,
+    read_crosshair_records,
     read_search_records,
     read_sequence_records,
     search_driver_module,
@@ -86,14 +89,15 @@ class Recorder(BaseModel):
 
     def search(
         self, overlay: Mapping[str, str], tests: Sequence[str], target: str
-    ) -> tuple[list[SearchRecord], list[SequenceRecord]]:
-        """The input search's records (functions, classes) from running the driver ``tests`` (node
-        ids) once, with coverage.py and Hypothesis importable (the suite's or EQUISA's own)."""
+    ) -> tuple[list[SearchRecord], list[SequenceRecord], list[CrosshairRecord]]:
+        """The input search's records (functions, classes, CrossHair's) from running the driver
+        ``tests`` (node ids) once, with coverage.py, Hypothesis and crosshair-tool importable (the
+        suite's or EQUISA's own)."""
         from tasks.run_tests import make_sandbox
 
         request = search_request(self.base, overlay, tests, target)
         lines = make_sandbox(self.backend, self.docker_image).run(request).probe_output.splitlines()
-        return read_search_records(lines), read_sequence_records(lines)
+        return read_search_records(lines), read_sequence_records(lines), read_crosshair_records(lines)
 
 
 class DeterministicPlan(BaseModel):
@@ -110,6 +114,8 @@ class DeterministicPlan(BaseModel):
     boundary_per_function: int = 4
     search_examples: int = default_of(TestgenOptions, "input_search_examples")
     search_seconds: float = default_of(TestgenOptions, "input_search_seconds")
+    crosshair: bool = default_of(TestgenOptions, "crosshair")
+    crosshair_seconds: float = default_of(TestgenOptions, "crosshair_seconds")
 
 
 def deterministic_tests(
@@ -208,7 +214,7 @@ def _arguments_seen(recorded: SuiteTrace, target: str) -> dict[str, list[tuple[s
             texts = [v.literal or v.build for k, v in call.args.items() if k not in ("self", "cls")]
             literals = tuple(t for t in texts if t is not None and is_value_text(t))
             if call.fqn.startswith(prefix) and len(literals) == len(texts):
-                seen.setdefault(call.fqn[len(prefix) :], []).append(literals)  # type: ignore[arg-type]
+                seen.setdefault(call.fqn[len(prefix) :], []).append(literals)
     return seen
 
 
@@ -241,7 +247,10 @@ def _searched(
     driver = search_driver_module(plan.target, module, functions, examples, plan.search_seconds, classes)
     drivers = [f"{path}::test_search_{f.qualname}" for f in functions]
     drivers += [f"{path}::test_sequence_{c.qualname}" for c in classes]
-    records, sequences = recorder.search({path: driver}, drivers, plan.target)
+    annotated = [f for f in functions if f.typed] if plan.crosshair else []
+    driver += crosshair_driver_tests(module, annotated, plan.crosshair_seconds)
+    drivers += [f"{path}::test_crosshair_{f.qualname}" for f in annotated]
+    records, sequences, crosshair = recorder.search({path: driver}, drivers, plan.target)
     sequenced: list[CarvedTest] = []
     for sequence in sequences:
         made, possible = sequence_tests(sequence, module, round_number, annotated_members(plan.target_source))
@@ -261,6 +270,14 @@ def _searched(
                 did.append(f"{POSSIBLE_BUG}{call} raised {kept.raised}, on an input its annotations allow")
             else:
                 calls.append((record.qualname, call))
+    for found in crosshair:
+        calls += [(found.qualname, f"{found.qualname}({', '.join(args)})") for args in found.inputs]
+    if plan.crosshair:
+        did.append(
+            f"asked CrossHair for inputs of {len(annotated)} annotated functions "
+            f"({sum(len(r.inputs) for r in crosshair)} inputs)"
+            + "".join(f"; CrossHair failed for {r.qualname}: {r.error}" for r in crosshair if r.error)
+        )
     failed = [f"{r.qualname}: {r.error}" for r in records if r.error]
     if functions:
         did.append(
@@ -286,12 +303,12 @@ def _searched(
         sorted(f"{module}.{q}" for q in {q for q, _ in calls}),
     )
     sources = {**_package_sources(recorder, plan.target), plan.target: plan.target_source}
-    kept, possible = without_bug_like(
+    searched, possible = without_bug_like(
         observed_tests(observed, nodes, max(len(calls), 1), f"test_search_{round_number}_", sources),
         _annotated(plan),
     )
     did += possible
-    return kept + sequenced
+    return searched + sequenced
 
 
 def _scratch(

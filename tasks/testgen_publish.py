@@ -14,10 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.cost import CostLedger
 from equisa_core.testgen.machine import TestgenState
+from equisa_core.testgen.parametrize import parametrize_module
 from equisa_core.testgen.report import TestgenReport
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun
 from tasks.progress_events import Note, emit
+from tasks.testgen import tidy_test_module
 from tasks.testgen_context import TestgenContext
 
 __all__ = ["GenerateTests", "GeneratedTests", "publish_attempt", "publish_outputs"]
@@ -58,9 +60,14 @@ def publish_attempt(ctx: TestgenContext, state: TestgenState) -> None:
 
 
 def publish_outputs(ctx: TestgenContext, state: TestgenState, report: TestgenReport) -> None:
-    """The best module (when there is one; the report names it) and ``report.json`` in ``--out``."""
+    """The best module (when there is one; the report names it) and ``report.json`` in ``--out``.
+    In deterministic mode the module's same-shape tests are folded into parametrized ones
+    (``equisa_core.testgen.parametrize``): each case passed as a test of its own in the attempt."""
     if state.best_attempt is not None:
         final = ctx.out / Path(ctx.module_path).name
-        final.write_text(state.best_source, encoding="utf-8")
+        source = state.best_source
+        if not ctx.params.llm:
+            source = tidy_test_module(parametrize_module(source))
+        final.write_text(source, encoding="utf-8")
         report.output = str(final)
     (ctx.out / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")

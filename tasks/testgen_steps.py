@@ -139,6 +139,8 @@ def _deterministic(
         boundary_per_function=params.boundary_per_function,
         search_examples=params.input_search_examples,
         search_seconds=params.input_search_seconds,
+        crosshair=params.crosshair,
+        crosshair_seconds=params.crosshair_seconds,
     )
     return deterministic_tests(recorder, plan, round_number, focus_lines)
 

@@ -254,6 +254,10 @@ class TestgenOptions(BaseModel):
         200, ge=0, description="Inputs the coverage-guided search draws per function in attempt 0 "
         "(attempt n: n + 1 times as many; 0: no search).")
     input_search_seconds: float = Field(5.0, gt=0, description="Seconds of search per function and attempt.")
+    crosshair: bool = Field(
+        False, description="Also ask CrossHair (crosshair-tool, the 'crosshair' extra) for inputs that reach "
+        "the branches of the annotated functions, in the sandbox.")
+    crosshair_seconds: float = Field(5.0, gt=0, description="CrossHair's time per condition of a function.")
     measure_baseline_mutation: bool = Field(
         False, description="Also score the repository's own tests' mutants."
     )

@@ -48,6 +48,9 @@ from equisa_core.testgen.carving import CarvedTest
 
 __all__ = [
     "BUG_LIKE",
+    "CrosshairRecord",
+    "crosshair_driver_tests",
+    "read_crosshair_records",
     "KeptInput",
     "KeptSequence",
     "POSSIBLE_BUG",
@@ -720,6 +723,32 @@ def _state(obj):
     return state
 
 
+def _crosshair(pytestconfig, module, qualname, seconds):
+    """``crosshair cover`` on one function, in a child process: its inputs, one per path it covered."""
+    import subprocess
+
+    record = {{"kind": "testgen-crosshair", "qualname": qualname, "inputs": []}}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "crosshair", "cover", "%s.%s" % (module, qualname),
+             "--example_output_format", "arg_dictionary", "--per_condition_timeout", str(seconds)],
+            capture_output=True, text=True, timeout=4 * seconds + 60, env=env)
+    except subprocess.TimeoutExpired:
+        record["error"] = "crosshair cover did not end in %gs" % (4 * seconds + 60)
+        return _write(pytestconfig, record)
+    for line in done.stdout.splitlines():
+        try:  # CrossHair writes shared values with ``:=`` (``[v1:=(0, 0), v1]``): evaluated, in the sandbox
+            arguments = eval(line.strip(), {{"__builtins__": {{}}}}, {{}})
+        except Exception:
+            continue
+        if isinstance(arguments, dict):
+            record["inputs"].append([_source(v) for v in arguments.values()])
+    if done.returncode not in (0, 1) and not record["inputs"]:
+        record["error"] = "crosshair cover exited %s: %s" % (done.returncode, done.stderr.strip()[-300:])
+    _write(pytestconfig, record)
+
+
 def _sequence(pytestconfig, qualname, typed, cls, init, methods, max_steps, max_examples, seconds):
     started, arcs, kept, count = time.monotonic(), set(), [], [0]
     steps = st.lists(st.one_of([st.tuples(st.just(name), strategy) for name, strategy in methods]),
@@ -792,6 +821,32 @@ def search_driver_module(target: str, module: str, functions: Sequence[SearchedF
             f"            [{seeds}], {max_examples}, {seconds!r})\n"
         )
     return "".join(parts)
+
+
+@dataclass(frozen=True)
+class CrosshairRecord:
+    """The inputs CrossHair found for one function (argument texts, positional), or why none."""
+
+    qualname: str
+    inputs: tuple[tuple[str, ...], ...]
+    error: str | None = None
+
+
+def crosshair_driver_tests(module: str, functions: Sequence[SearchedFunction], seconds: float) -> str:
+    """Driver tests (to append to ``search_driver_module``'s) that run ``crosshair cover`` on each of
+    ``functions`` (annotated ones: CrossHair reads the annotations) in a child process of the
+    sandboxed test, ``seconds`` per condition, and write its inputs as ``testgen-crosshair`` records."""
+    return "".join(
+        f"\n\ndef test_crosshair_{f.qualname}(pytestconfig):\n"
+        f"    _crosshair(pytestconfig, {module!r}, {f.qualname!r}, {seconds!r})\n"
+        for f in functions)
+
+
+def read_crosshair_records(lines: Iterable[str]) -> list[CrosshairRecord]:
+    """CrossHair's records among the probe's output lines (inputs that are not values dropped)."""
+    return [CrosshairRecord(qualname=d["qualname"],
+                            inputs=tuple(tuple(i) for i in d.get("inputs", ()) if _literals(i)),
+                            error=d.get("error")) for d in _records(lines, "testgen-crosshair")]
 
 
 def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:

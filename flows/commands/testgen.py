@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from equisa_core.common.options import EndpointOptions, TestgenOptions
-from equisa_core.errors import EXIT_OK
+from equisa_core.errors import EXIT_OK, ConfigurationError
 from tasks.cli_options import RUN_OPTIONS, Option, add_run_options
 
 __all__ = ["register"]
@@ -41,6 +42,9 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
     from tasks.cli_run import announce_written, run_flow, show, write_json
     from tasks.parameters import TestgenParameters
 
+    if getattr(args, "crosshair", False) and importlib.util.find_spec("crosshair") is None:
+        raise ConfigurationError("--crosshair needs crosshair-tool in EQUISA's environment (the 'crosshair' "
+                                 "extra: uv sync --extra crosshair, or pip install 'equisa[crosshair]')")
     out = args.out or _default_out(Path(args.path))
     report = run_flow(args, console, TestgenParameters,
                       lambda level: f"Generating tests for [bold]{args.target}[/] in {args.path} "

@@ -24,7 +24,9 @@ from equisa_core.testgen.input_search import (
     Step,
     annotated_members,
     bug_like,
+    crosshair_driver_tests,
     is_value_text,
+    read_crosshair_records,
     read_search_records,
     read_sequence_records,
     search_driver_module,
@@ -274,3 +276,21 @@ def test_dates_timedeltas_and_decimals_are_values_the_search_draws_and_writes():
     assert all(isinstance(a, Decimal) and a.as_tuple().exponent >= -2 for a in amounts)
     spans = _drawn(strategy_for(_annotation("datetime.timedelta"), [], [], []) or "", 20)
     assert all(isinstance(s, datetime.timedelta) for s in spans)
+
+
+def test_crosshair_finds_inputs_for_annotated_functions_in_a_child_process(tmp_path: Path):
+    (tmp_path / "intervals.py").write_text(INTERVALS)
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_addoption(parser):\n    parser.addoption('--equisa-out', default=None)\n")
+    functions = [f for f in searched_functions(INTERVALS, ["merge"], {}, []) if f.typed]
+    module = search_driver_module("intervals.py", "intervals", [], 10, 5.0)
+    module += crosshair_driver_tests("intervals", functions, 5.0)
+    (tmp_path / "test_drive.py").write_text(module)
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_drive.py",
+                           f"--equisa-out={out}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:]
+    (record,) = read_crosshair_records(out.read_text().splitlines())
+    assert record.qualname == "merge" and record.error is None
+    inputs = [ast.literal_eval(args[0]) for args in record.inputs]
+    assert [] in inputs and any(len(v) >= 2 for v in inputs), inputs  # both sides of `if not intervals`

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 import subprocess
@@ -19,6 +20,16 @@ ROOT = Path(__file__).resolve().parents[2]
 INVOICING = ROOT / "examples" / "invoicing"
 TARGET = "invoicing/discounts.py"
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
+
+
+def count_cases(tests: list[ast.FunctionDef]) -> int:
+    """How many cases ``tests`` run: one each, a parametrized test one per row of its table."""
+    count = 0
+    for test in tests:
+        rows = [d.args[1] for d in test.decorator_list if isinstance(d, ast.Call) and len(d.args) == 2
+                and ast.unparse(d.func) == "pytest.mark.parametrize"]
+        count += len(rows[0].elts) if rows and isinstance(rows[0], ast.List) else 1
+    return count
 
 
 def run_testgen(env: dict[str, str], *args: str) -> tuple[int, str, str]:
@@ -59,9 +70,10 @@ def test_deterministic_mode_writes_passing_tests_with_coverage_and_mutation_scor
     assert first.decision in ("ENHANCE", "FINISH") and report.stopped_because
     assert len(report.attempts) <= 2 and report.cost_usd == 0.0
     written = Path(report.output)
-    assert written.parent == out and written.read_text().count("def test_") == len(
-        report.attempts[report.best_attempt].tests
-    )
+    written_tests = [n for n in ast.parse(written.read_text()).body
+                     if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    # Each test of the best attempt, or a case of a parametrized test that folds several of them.
+    assert written.parent == out and count_cases(written_tests) == len(report.attempts[report.best_attempt].tests)
     assert (out / "tests.duckdb").is_file() and (out / "attempt_0" / "attempt.json").is_file()
     assert json.loads((out / "report.json").read_text())["target"] == TARGET
     assert "Tests written to" in stdout + err

@@ -29,9 +29,24 @@ def _testgen(tmp_path, cli_env, name: str, *extra: str) -> tuple[dict, str, str]
     return json.loads(report.read_text()), written.read_text(), done.stdout + done.stderr
 
 
-def _calls(text: str, name: str) -> list[ast.Call]:
-    return [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Name) and n.func.id == name]
+def _first_arguments(text: str, name: str) -> list[object]:
+    """The first argument of every call of ``name`` in the module's tests, a parametrized test's
+    once per case of its table."""
+    found: list[object] = []
+    for test in (n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)):
+        cases: list[dict[str, object]] = [{}]
+        for decorator in test.decorator_list:
+            if isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "pytest.mark.parametrize":
+                names = ast.literal_eval(decorator.args[0])
+                names = [names] if isinstance(names, str) else list(names)
+                rows = ast.literal_eval(decorator.args[1])
+                cases = [dict(zip(names, row if len(names) > 1 else [row], strict=True)) for row in rows]
+        for call in (n for n in ast.walk(test) if isinstance(n, ast.Call)):
+            if isinstance(call.func, ast.Name) and call.func.id == name and call.args:
+                first = call.args[0]
+                found += [case[first.id] for case in cases] if isinstance(first, ast.Name) \
+                    else [ast.literal_eval(first)]
+    return found
 
 
 def test_the_search_builds_longer_lists_and_lists_the_possible_bug(tmp_path, cli_env):
@@ -45,7 +60,7 @@ def test_the_search_builds_longer_lists_and_lists_the_possible_bug(tmp_path, cli
     assert all(p in " ".join(printed.split()) for p in possible)  # the summary shows them
 
     # The suite never merges two overlapping intervals; a searched test does.
-    merged_lists = [ast.literal_eval(c.args[0]) for c in _calls(text, "merge") if c.args]
+    merged_lists = _first_arguments(text, "merge")
     sys.path.insert(0, str(INTERVALS))
     try:
         from intervals.core import merge
@@ -67,3 +82,26 @@ def test_the_search_builds_longer_lists_and_lists_the_possible_bug(tmp_path, cli
     assert not any(n.startswith("searched inputs") for n in plain["deterministic"])
     assert searched["percent"] > plain["coverage"]["percent"], (searched, plain["coverage"])
     assert "test_search_" in text and "test_search_" not in plain_text
+
+
+def test_crosshair_adds_inputs_of_the_annotated_functions(tmp_path, cli_env):
+    report, _, _ = _testgen(tmp_path, cli_env, "crosshair", "--crosshair", "--crosshair-seconds", "2")
+    notes = report["attempts"][0]["deterministic"]
+    (asked,) = [n for n in notes if n.startswith("asked CrossHair for inputs of 3 annotated functions")]
+    assert "CrossHair failed" not in asked and " (0 inputs)" not in asked, asked
+
+
+def test_crosshair_without_crosshair_tool_is_bad_input(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from flows.cli import main
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "crosshair" else found(name, *a))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    code = main(["testgen", str(INTERVALS), "--target", TARGET, "--no-llm", "--crosshair",
+                 "--out", str(tmp_path / "out"), "--json", str(tmp_path / "r.json")])
+    assert code == 3
+    said = " ".join(capsys.readouterr().err.split())
+    assert "--crosshair needs crosshair-tool" in said and "uv sync --extra crosshair" in said
+    assert not (tmp_path / "out").exists()

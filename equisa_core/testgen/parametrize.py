@@ -164,12 +164,19 @@ def parametrize_module(text: str) -> str:
             if case is not None and case.literals:
                 groups.setdefault((_member_part(node.name), case.shape), []).append(case)
     replaced: dict[int, str | None] = {}  # first line of a test -> its fold, or None: dropped
-    for (name, _), cases in groups.items():
-        if len(cases) < MIN_CASES or len({len(c.literals) for c in cases}) != 1:
-            continue
-        folded = _folded(_common_name(name, [c.node.name for c in cases]), cases)
+    folding = [(m, c) for (m, _), c in groups.items()
+               if len(c) >= MIN_CASES and len({len(x.literals) for x in c}) == 1]
+    folded_tests = {c.node.name for _, cases in folding for c in cases}
+    taken = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in folded_tests}
+    for member, cases in folding:
+        name = _common_name(member, [c.node.name for c in cases])
+        unique, number = name, 2
+        while unique in taken:  # two shapes of one member, or a test left as it was, have that name
+            unique, number = f"{name}_{number}", number + 1
+        folded = _folded(unique, cases)
         if folded is None:
             continue
+        taken.add(unique)
         first, *rest = sorted(cases, key=lambda c: c.node.lineno)
         replaced[first.node.lineno] = folded
         replaced.update({c.node.lineno: None for c in rest})

@@ -103,3 +103,13 @@ def test_two_cases_or_a_module_that_does_not_parse_stay_as_they_are():
     two = MODULE.split("def test_boundary_0_merge_returns_a_list_3")[0]
     assert "parametrize" not in parametrize_module(two.rsplit("@pytest", 1)[0])
     assert parametrize_module("def test_x(:\n") == "def test_x(:\n"
+
+
+def test_two_shapes_of_one_member_fold_under_distinct_names():
+    cases = "".join(f"\n\ndef test_search_0_area_returns_an_int{'_' + str(i) if i > 1 else ''}():\n"
+                    f"    assert area({i}, {i + 1}) == {i * (i + 1)}\n" for i in range(1, 4))
+    cases += "".join(f"\n\ndef test_search_0_area_returns_an_int_{i}():\n"
+                     f"    assert area(w={i}, h=2) == {2 * i}\n" for i in range(4, 7))
+    folded = parametrize_module("import pytest\n\nfrom shapes import area\n" + cases)
+    names = [n.name for n in ast.parse(folded).body if isinstance(n, ast.FunctionDef)]
+    assert sorted(names) == ["test_search_0_area_returns_an_int", "test_search_0_area_returns_an_int_2"]

@@ -247,35 +247,37 @@ def coverage_request(
     limits: SandboxLimits | None = None,
 ) -> RunRequest:
     """``base`` running ``tests`` with the coverage plugin measuring ``target`` (repository-relative)."""
-    env = {
-        **base.env,
-        "PYTEST_PLUGINS": PLUGIN_MODULE,
-        "EQUISA_MEASURED_FILE": target,
-        "EQUISA_COVERAGE_PATH": _equisa_site_packages(),
-    }
+    plugin = {"PYTEST_PLUGINS": PLUGIN_MODULE, "EQUISA_MEASURED_FILE": target}
+    overlay = {**overlay, f"{PLUGIN_MODULE}.py": _plugin_text()}
+    return _with_equisa_packages(base, overlay, tests, plugin, limits)
+
+
+def search_request(base: RunRequest, overlay: Mapping[str, str], tests: Sequence[str]) -> RunRequest:
+    """``base`` running the input search's driver ``tests`` (``equisa_core.testgen.input_search``): they
+    measure coverage themselves, with coverage.py and Hypothesis from the suite, else from EQUISA's
+    site-packages."""
+    return _with_equisa_packages(base, overlay, tests, {}, None)
+
+
+def _with_equisa_packages(base: RunRequest, overlay: Mapping[str, str], tests: Sequence[str],
+                          env: Mapping[str, str], limits: SandboxLimits | None) -> RunRequest:
+    """``base`` running ``tests`` (untraced, unrecorded, unsharded) with ``overlay`` and ``env``, and
+    EQUISA's site-packages lent read-only (``EQUISA_COVERAGE_PATH``) for what the suite lacks."""
+    packages = _equisa_site_packages()
     return base.model_copy(
         update={
-            "overlay": {**overlay, f"{PLUGIN_MODULE}.py": _plugin_text()},
+            "overlay": dict(overlay),
             "tests": tuple(tests),
             "only": None,
             "trace": False,
-            "env": env,
-            "lent": (env["EQUISA_COVERAGE_PATH"],),
+            "env": {**base.env, **env, "EQUISA_COVERAGE_PATH": packages},
+            "lent": (packages,),
             "limits": limits or base.limits,
             "shard": None,
             "record": (),
             "mutants": (),
         }
     )
-
-
-def search_request(base: RunRequest, overlay: Mapping[str, str], tests: Sequence[str], target: str,
-                   ) -> RunRequest:
-    """``base`` running the input search's driver ``tests`` (``equisa_core.testgen.input_search``) on
-    ``target``: coverage.py and Hypothesis come from the suite, else from EQUISA's site-packages."""
-    return coverage_request(base, overlay, tests, target).model_copy(
-        update={"overlay": dict(overlay),
-                "env": {**base.env, "EQUISA_COVERAGE_PATH": _equisa_site_packages()}})
 
 
 def execute_coverage(

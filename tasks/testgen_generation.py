@@ -29,7 +29,13 @@ from equisa_core.testgen.assembly import (
     unique_tests,
     without_bug_like,
 )
-from equisa_core.testgen.boundary import driver_tests, file_constants, scratch_driver_module
+from equisa_core.testgen.boundary import (
+    ScratchCall,
+    driver_module,
+    driver_tests,
+    file_constants,
+    scratch_driver_module,
+)
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, CarvedTest, carve_tests, carved_module
 from equisa_core.testgen.input_search import (
     POSSIBLE_BUG,
@@ -88,14 +94,14 @@ class Recorder(BaseModel):
         )
 
     def search(
-        self, overlay: Mapping[str, str], tests: Sequence[str], target: str
+        self, overlay: Mapping[str, str], tests: Sequence[str]
     ) -> tuple[list[SearchRecord], list[SequenceRecord], list[CrosshairRecord]]:
         """The input search's records (functions, classes, CrossHair's) from running the driver
         ``tests`` (node ids) once, with coverage.py, Hypothesis and crosshair-tool importable (the
         suite's or EQUISA's own)."""
         from tasks.run_tests import make_sandbox
 
-        request = search_request(self.base, overlay, tests, target)
+        request = search_request(self.base, overlay, tests)
         lines = make_sandbox(self.backend, self.docker_image).run(request).probe_output.splitlines()
         return read_search_records(lines), read_sequence_records(lines), read_crosshair_records(lines)
 
@@ -136,12 +142,15 @@ def deterministic_tests(
     tests: list[CarvedTest] = []
     carved: list[CarvedTest] = []
     seen: dict[str, list[tuple[str, ...]]] = {}
+    sources = {**_package_sources(recorder, plan.target), plan.target: plan.target_source}
     if covering:
-        carved, tests, seen = _carved_and_boundary(recorder, plan, nodes, covering, round_number, did)
+        carved, tests, seen = _carved_and_boundary(
+            recorder, plan, nodes, covering, round_number, did, sources
+        )
     else:
         did.append("no existing test calls the target's functions: nothing to carve")
     if plan.search_examples > 0:
-        tests += _searched(recorder, plan, nodes, seen, round_number, did)
+        tests += _searched(recorder, plan, nodes, seen, round_number, did, sources)
     uncalled = sorted(set(nodes) - {t.target_fqn for t in carved})
     scratch_text, kept = _scratch(recorder, plan, uncalled, round_number, per)
     if kept is not None:
@@ -174,12 +183,12 @@ def _carved_and_boundary(
     covering: list[str],
     round_number: int,
     did: list[str],
+    sources: dict[str, str],
 ) -> tuple[list[CarvedTest], list[CarvedTest], dict[str, list[tuple[str, ...]]]]:
     """(the carved tests, the tests to keep: carved ones in round 0 and the observed boundary ones,
     the argument tuples recorded per function, as literal texts)."""
     recorded = recorder.run({}, covering, sorted(nodes))
     per_function = max(plan.carved_per_function, 1) * (round_number + 1)
-    sources = {**_package_sources(recorder, plan.target), plan.target: plan.target_source}
     carved = carve_tests(recorded, set(nodes), nodes, max_per_member=per_function, sources=sources)
     did.append(f"carved {len(carved)} tests from {len(covering)} existing tests' recorded calls")
     tests = list(carved) if round_number == 0 else []
@@ -193,7 +202,7 @@ def _carved_and_boundary(
         per = plan.boundary_per_function * (round_number + 1)
         boundary, possible = without_bug_like(
             observed_tests(observed, nodes, per, f"test_boundary_{round_number}_", sources),
-            _annotated(plan),
+            {f"{module_name(plan.target)}.{q}" for q in annotated_members(plan.target_source)},
         )
         tests += boundary
         did += possible
@@ -218,12 +227,6 @@ def _arguments_seen(recorded: SuiteTrace, target: str) -> dict[str, list[tuple[s
     return seen
 
 
-def _annotated(plan: DeterministicPlan) -> frozenset[str]:
-    """The FQNs of the target's members whose parameters are all annotated (``annotated_members``)."""
-    module = module_name(plan.target)
-    return frozenset(f"{module}.{q}" for q in annotated_members(plan.target_source))
-
-
 def _searched(
     recorder: Recorder,
     plan: DeterministicPlan,
@@ -231,11 +234,13 @@ def _searched(
     seen: dict[str, list[tuple[str, ...]]],
     round_number: int,
     did: list[str],
+    sources: dict[str, str],
 ) -> list[CarvedTest]:
     """Tests from the coverage-guided input search: its kept inputs are called by drivers with the
     calls recorded, and the recordings carved (``observed_tests``). Kept inputs that raised what
     looks like a bug (``input_search.bug_like``) are listed in ``did`` instead."""
     module = module_name(plan.target)
+    annotated = annotated_members(plan.target_source)
     qualnames = [fqn[len(module) + 1 :] for fqn in nodes if fqn.startswith(module + ".")]
     constants = file_constants(plan.target_source)
     functions = searched_functions(plan.target_source, qualnames, seen, constants)
@@ -247,13 +252,13 @@ def _searched(
     driver = search_driver_module(plan.target, module, functions, examples, plan.search_seconds, classes)
     drivers = [f"{path}::test_search_{f.qualname}" for f in functions]
     drivers += [f"{path}::test_sequence_{c.qualname}" for c in classes]
-    annotated = [f for f in functions if f.typed] if plan.crosshair else []
-    driver += crosshair_driver_tests(module, annotated, plan.crosshair_seconds)
-    drivers += [f"{path}::test_crosshair_{f.qualname}" for f in annotated]
-    records, sequences, crosshair = recorder.search({path: driver}, drivers, plan.target)
+    asked = [f for f in functions if f.typed] if plan.crosshair else []
+    driver += crosshair_driver_tests(module, asked, plan.crosshair_seconds)
+    drivers += [f"{path}::test_crosshair_{f.qualname}" for f in asked]
+    records, sequences, crosshair = recorder.search({path: driver}, drivers)
     sequenced: list[CarvedTest] = []
     for sequence in sequences:
-        made, possible = sequence_tests(sequence, module, round_number, annotated_members(plan.target_source))
+        made, possible = sequence_tests(sequence, module, round_number, annotated)
         sequenced += made
         did += possible
     if classes:
@@ -274,7 +279,7 @@ def _searched(
         calls += [(found.qualname, f"{found.qualname}({', '.join(args)})") for args in found.inputs]
     if plan.crosshair:
         did.append(
-            f"asked CrossHair for inputs of {len(annotated)} annotated functions "
+            f"asked CrossHair for inputs of {len(asked)} annotated functions "
             f"({sum(len(r.inputs) for r in crosshair)} inputs)"
             + "".join(f"; CrossHair failed for {r.qualname}: {r.error}" for r in crosshair if r.error)
         )
@@ -289,23 +294,18 @@ def _searched(
         did.append("the search wrote no record (coverage.py or Hypothesis unavailable?)")
     if not calls:
         return sequenced
-    names = sorted({q.split(".")[0] for q, _ in calls})
-    drivers = [
-        f"def test_drive_search_{i}():\n    try:\n        {call}\n    except Exception:\n        pass\n"
-        for i, (_, call) in enumerate(calls)
+    driving = [
+        ScratchCall(test=f"test_drive_search_{i}", qualname=q, call=c) for i, (q, c) in enumerate(calls)
     ]
     drive_path = f"{GENERATED_TESTS_DIR}/test_testgen_search_drive_{round_number}.py"
-    driver_text = f"import datetime\nimport decimal\n\nfrom {module} import {', '.join(names)}\n\n\n"
-    driver_text += "\n\n".join(drivers)
     observed = recorder.run(
-        {drive_path: driver_text},
-        [f"{drive_path}::test_drive_search_{i}" for i in range(len(calls))],
-        sorted(f"{module}.{q}" for q in {q for q, _ in calls}),
+        {drive_path: driver_module(module, driving)},
+        [f"{drive_path}::{d.test}" for d in driving],
+        sorted({f"{module}.{d.qualname}" for d in driving}),
     )
-    sources = {**_package_sources(recorder, plan.target), plan.target: plan.target_source}
     searched, possible = without_bug_like(
         observed_tests(observed, nodes, max(len(calls), 1), f"test_search_{round_number}_", sources),
-        _annotated(plan),
+        {f"{module}.{q}" for q in annotated},
     )
     did += possible
     return searched + sequenced

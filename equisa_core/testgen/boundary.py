@@ -32,6 +32,7 @@ from equisa_core.testgen.carving import CarvedTest
 __all__ = [
     "file_constants",
     "boundary_values",
+    "driver_module",
     "driver_tests",
     "MAX_DRIVERS_PER_TEST",
     "ScratchCall",
@@ -348,11 +349,20 @@ def scratch_driver_module(
                 made += _driver_calls(qualname, texts)
     if not made:
         return None, []
-    imported = sorted({c.qualname.split(".")[0] for c in made})
+    return driver_module(module, made), made
+
+
+def driver_module(module: str, calls: Sequence[ScratchCall]) -> str:
+    """A pytest module with one driver test per call, the call guarded by ``try/except Exception``
+    (a driver only makes the call happen, for the recorder): the names ``calls`` use imported from
+    ``module``, and ``datetime`` and ``decimal`` when an argument is written as one of their calls."""
+    imported = sorted({c.qualname.split(".")[0] for c in calls})
     tests = [
-        f"def {c.test}():\n    try:\n        {c.call}\n    except Exception:\n        pass\n" for c in made
+        f"def {c.test}():\n    try:\n        {c.call}\n    except Exception:\n        pass\n" for c in calls
     ]
-    return f"from {module} import {', '.join(imported)}\n\n\n" + "\n\n".join(tests), made
+    values = [f"import {m}\n" for m in ("datetime", "decimal") if any(f"{m}." in c.call for c in calls)]
+    header = "".join(values) + ("\n" if values else "") + f"from {module} import {', '.join(imported)}\n\n\n"
+    return header + "\n\n".join(tests)
 
 
 def _literal_params(

@@ -1265,7 +1265,9 @@ class ProbePlugin:
         # node id -> that test's own limit (--equisa-test-limits); the others get test_timeout
         self.test_limits = dict(test_limits or {}) if timed else {}
         self.previous_alarm: SignalHandler = None
+        self.previous_cpu_alarm: SignalHandler = None
         self.alarm_seconds = 0.0  # the running test's time limit, set with its alarm
+        self.cpu_alarm_seconds = 0.0  # its CPU-time limit, when it has one (a mutant's test)
         self.out = _open(out_path, "a", encoding="utf-8")
         self.recorder = _Recorder(self.root)
         name, self.reason = choose_backend()
@@ -1412,15 +1414,27 @@ class ProbePlugin:
         longest = max([self.test_timeout or 0.0] + list(self.test_limits.values()))
         return longest or None
 
-    def _start_alarm(self, nodeid: str, seconds: float | None = None) -> None:
+    def _start_alarm(self, nodeid: str, seconds: float | None = None,
+                     cpu_seconds: float | None = None) -> None:
+        """Arm the test's wall-clock limit (its own, or ``seconds`` when shorter) and, when given and
+        shorter, a limit on the CPU time the process spends meanwhile (``ITIMER_PROF``): a loop
+        burns CPU time at once, while a busy machine that holds the process back adds none."""
         limit = self.limit_of(nodeid)
         if limit is None:
             return
         self.alarm_seconds = min(seconds, limit) if seconds else limit
         self.previous_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
         signal.setitimer(signal.ITIMER_REAL, self.alarm_seconds)
+        if cpu_seconds and cpu_seconds < self.alarm_seconds and hasattr(signal, "SIGPROF"):
+            self.cpu_alarm_seconds = cpu_seconds
+            self.previous_cpu_alarm = signal.signal(signal.SIGPROF, self._on_cpu_alarm)
+            signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
 
     def _stop_alarm(self) -> None:
+        if self.previous_cpu_alarm is not None:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            signal.signal(signal.SIGPROF, self.previous_cpu_alarm)
+            self.previous_cpu_alarm = None
         if self.previous_alarm is None:
             return
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -1429,6 +1443,10 @@ class ProbePlugin:
 
     def _on_alarm(self, signum: int, frame: types.FrameType | None) -> None:
         raise TestTimeout("the test ran longer than %gs (EQUISA's per-test timeout)" % self.alarm_seconds)
+
+    def _on_cpu_alarm(self, signum: int, frame: types.FrameType | None) -> None:
+        raise TestTimeout("the test used more than %gs of CPU time (EQUISA's limit for a mutant's test)"
+                          % self.cpu_alarm_seconds)
 
     def _finish_test(self, nodeid: str) -> None:
         self._stop_alarm()
@@ -2044,9 +2062,14 @@ class _Watchdog:
 
 #: A mutant's test may run MUTANT_SLOWDOWN times its unmutated duration (for one that did not
 #: pass, the longer of its own and the median passing test's), but never less than
-#: MUTANT_MIN_LIMIT seconds, nor more than the per-test timeout.
+#: MUTANT_MIN_LIMIT seconds, nor more than the per-test timeout. It may also use that many seconds
+#: of CPU time, but never less than MUTANT_MIN_CPU_LIMIT: a looping mutant, common among the fix
+#: space's edits of loops, is stopped after that much CPU time, where the wall-clock floor, kept
+#: high because a loaded machine may hold a quick test back, would let it run three times as long
+#: (measured on small programs: about a second less per repair with a few looping mutants).
 MUTANT_SLOWDOWN = 10.0
 MUTANT_MIN_LIMIT = 0.3
+MUTANT_MIN_CPU_LIMIT = 0.1
 
 
 class _MutantRunner:
@@ -2152,9 +2175,10 @@ class _MutantRunner:
         reason = None
         if self.timed_out:  # so there is a per-test timeout
             timeout = self.probe.longest_limit() or 0.0
-            reason = "stopped by its time limit (%gx the unmutated duration, at least %gs, at most its "\
-                "per-test timeout, the longest %gs): %s" % (MUTANT_SLOWDOWN, MUTANT_MIN_LIMIT, timeout,
-                                               ", ".join(self.timed_out[:5]))
+            reason = "stopped by its time limit (%gx the unmutated duration, at least %gs of CPU time or " \
+                "%gs in all, at most its per-test timeout, the longest %gs): %s" % (
+                    MUTANT_SLOWDOWN, MUTANT_MIN_CPU_LIMIT, MUTANT_MIN_LIMIT, timeout,
+                    ", ".join(self.timed_out[:5]))
         self._emit({"kind": "mutant-done", "mutant": mutant, "status": "timeout" if self.timed_out else "ran",
                     "reason": reason, "duration": round(_time_perf() - self.round_started, 6)})
         self.round = None
@@ -2326,9 +2350,10 @@ class _MutantRunner:
         self._write_test(item.nodeid, "error", _time_perf() - started, excinfo)
         return "error"
 
-    def _mutant_limit(self, nodeid: str) -> float | None:
-        """A mutant round's time limit for one test, relative to the unmutated run: a mutant that
-        makes a test this much slower has looped or stalled, whatever the per-test timeout says."""
+    def _mutant_limit(self, nodeid: str, floor: float = MUTANT_MIN_LIMIT) -> float | None:
+        """A mutant round's time limit for one test, relative to the unmutated run (at least
+        ``floor``): a mutant that makes a test this much slower has looped or stalled, whatever the
+        per-test timeout says."""
         outcome, duration = self.probe.baseline.get(nodeid, (None, None))
         if outcome != "passed" or duration is None:
             # A test that failed may have stopped early, so a fix may take longer than it did: it
@@ -2341,12 +2366,16 @@ class _MutantRunner:
             duration = max(duration or 0.0, self.typical) or None
         if duration is None:
             return None
-        return max(MUTANT_MIN_LIMIT, MUTANT_SLOWDOWN * duration)
+        return max(floor, MUTANT_SLOWDOWN * duration)
 
     @contextlib.contextmanager
     def _time_limit(self, item: pytest.Item, watchdog: _Watchdog | None) -> Iterator[None]:
         mutated = self.round not in (None, "original")
-        self.probe._start_alarm(item.nodeid, self._mutant_limit(item.nodeid) if mutated else None)
+        if mutated:
+            self.probe._start_alarm(item.nodeid, self._mutant_limit(item.nodeid),
+                                    self._mutant_limit(item.nodeid, MUTANT_MIN_CPU_LIMIT))
+        else:
+            self.probe._start_alarm(item.nodeid)
         if watchdog is not None:
             watchdog.arm(self.round, item.nodeid)
         try:

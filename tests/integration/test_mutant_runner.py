@@ -38,6 +38,7 @@ def mutant(mutant_id: str, name: str, source: str) -> MutantSpec:
 
 FIX_ADD = mutant("fix-add", "add", "def add(a, b):\n    return a + b\n")
 LOOP = mutant("loop", "add", "def add(a, b):\n    while True:\n        pass\n")
+SLEEP = mutant("sleep", "add", "def add(a, b):\n    import time\n    time.sleep(20)\n")
 EXIT = mutant("exit", "add", "def add(a, b):\n    import os\n    os._exit(1)\n")
 #: Mutants that run, with the tests whose outcome they change (test_add fails unmutated).
 CHANGES = {
@@ -479,10 +480,11 @@ def test_a_detailed_round_runs_every_test_and_keeps_output_and_tracebacks():
 def test_fail_fast_runs_passing_tests_first_and_stops_at_the_first_broken_one():
     """With fail-fast a breaking mutant's round stops at its first broken test (tests that passed
     unmutated run first); a fixing mutant still runs everything; a looping mutant is stopped by the
-    limit relative to the unmutated run (MUTANT_MIN_LIMIT, 0.3 s, here), not by the 30 s timeout."""
+    CPU-time limit relative to the unmutated run (MUTANT_MIN_CPU_LIMIT, 0.1 s, here), not by the
+    30 s timeout; a mutant that sleeps (no CPU time) by the wall-clock one (MUTANT_MIN_LIMIT, 0.3 s)."""
     python = venv_with_pytest(f"{sys.version_info[0]}.{sys.version_info[1]}")
     broken = mutant("break-increment", "Counter.increment", CHANGES["break-increment"][1])
-    request = mutant_request(python, [broken, FIX_ADD, LOOP], mutants_fail_fast=True,
+    request = mutant_request(python, [broken, FIX_ADD, LOOP, SLEEP], mutants_fail_fast=True,
                              limits=SandboxLimits(test_timeout_s=30.0, wall_clock_s=120.0))
     report = execute_mutants(LocalSandbox(), request)
     stopped = report.mutants["break-increment"]
@@ -493,8 +495,12 @@ def test_fail_fast_runs_passing_tests_first_and_stops_at_the_first_broken_one():
     assert report.fixes("fix-add")
     loop = report.mutants["loop"]
     assert loop.status == "timeout" and list(loop.outcomes) == [T + "test_add_zero"]
-    assert "ran longer than 0.3s" in loop.failures[T + "test_add_zero"]
+    assert "used more than 0.1s of CPU time" in loop.failures[T + "test_add_zero"]
     assert loop.duration_s < 10
+    asleep = report.mutants["sleep"]
+    assert asleep.status == "timeout" and list(asleep.outcomes) == [T + "test_add_zero"]
+    assert "ran longer than 0.3s" in asleep.failures[T + "test_add_zero"]
+    assert asleep.duration_s < 10
 
 
 def test_mutants_left_when_the_budget_is_spent_are_not_run():

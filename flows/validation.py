@@ -32,21 +32,26 @@ The runs on the original code that the checks of a target need (its covering tes
 recorded, unless the localization recorded them already; its carved tests and differential inputs,
 in one run) do not depend on the candidate: they start in the background while the first candidate
 of that target runs the suite, and the carved and differential checks wait for them
-(``_prepare_target``). Those two checks then run together, in one run per candidate
-(``tasks.target_checks``). The verdict is the same as one check at a time.
+(``_prepare_target``). Those two checks run together, in one run per candidate
+(``tasks.target_checks``), which also starts with the candidate's suite run, once the target's
+modules are made (``_check_ahead``): it runs every carved test, and the checks count those that
+hold on the original code. The verdict is the same as one check at a time, after its own run.
 """
 
 from __future__ import annotations
 
 import contextvars
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
+from equisa_core.common.models import TestResult
 from equisa_core.validation import checks, machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
 from tasks.parameters import TestgenParameters
 from tasks.prepared_run import PreparedRun, focused_request
 from tasks.progress_events import not_listening
-from tasks.target_checks import prepare_target, run_target_checks
+from tasks.target_checks import TargetPlan, checks_ahead, plan_target, prepare_target, run_target_checks
 from tasks.testgen_publish import GeneratedTests
 from tasks.validation_checks import (
     NOVEL_CHECK_PATH,
@@ -58,6 +63,8 @@ from tasks.validation_checks import (
 )
 
 __all__ = ["check_candidate", "validate_candidate", "settle"]
+
+T = TypeVar("T")
 
 
 def validate_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> PatchEvaluation:
@@ -80,33 +87,64 @@ def check_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> machin
         candidate, sorted(ctx.failing), sorted(ctx.passing),
         [t.test_id for t in trace.tests if t.test_id not in trace.flaky], ctx.failing_sources,
         llm=ctx.llm_config is not None)
+    ahead: list[Future[tuple[TestResult, ...]]] = []  # the candidate's check run, once started
     while (steps := checks.next_steps(state)):
-        for observation in _observe(steps, candidate, ctx):
+        for observation in _observe(steps, candidate, ctx, ahead):
             state = checks.record(state, observation)
     judged = checks.verdict(state)
     assert judged is not None, "the checks ended without a verdict"
     return machine.Validated(evaluation=judged.evaluation, calls=state.ledger.calls, problems=state.problems)
 
 
-#: Runs the original code's side of a target's checks while a candidate's suite runs (one thread per
-#: target at most; each run in it is a sandboxed ``run-tests`` task like the others).
-_BACKGROUND = ThreadPoolExecutor(max_workers=2, thread_name_prefix="equisa-validation-prepare")
+#: Runs while a candidate's suite runs: the making of a target's check modules, then their run on
+#: the original code and the candidate's run of them (each run a sandboxed ``run-tests`` task like
+#: the others). A job waits only for jobs submitted before it, and the queue is first in, first out,
+#: so the oldest unfinished job is always running: no job waits forever.
+_BACKGROUND = ThreadPoolExecutor(max_workers=3, thread_name_prefix="equisa-validation-prepare")
+
+
+def _in_context(function: Callable[..., T], *args: Any) -> Future[T]:
+    """``function(*args)`` in the background, in the flow run's context (its runs are its task runs)."""
+    return _BACKGROUND.submit(contextvars.copy_context().run, function, *args)
 
 
 def _prepare_target(target: str | None, ctx: ValidationContext) -> None:
-    """Start the target's runs on the original code (the carved tests' module, the differential
-    baseline) in the background, once per target; in the flow run's context, so that they are its
-    task runs."""
+    """Start making the target's check modules, then their run on the original code (which carved
+    tests hold, the differential baseline), in the background, once per target."""
     if target is None or target in ctx.preparing:
         return
+    planned = ctx.planned[target] = _in_context(plan_target, target, ctx)
 
-    ctx.preparing[target] = _BACKGROUND.submit(contextvars.copy_context().run, prepare_target, target, ctx)
+    def prepared() -> None:
+        planned.result()
+        prepare_target(target, ctx)
+
+    ctx.preparing[target] = _in_context(prepared)
+
+
+def _check_ahead(candidate: PatchCandidate, ctx: ValidationContext) -> Future[tuple[TestResult, ...]] | None:
+    """Start the candidate's run of its target's check modules, in the background, once they are
+    made (None: it has no target)."""
+    target = candidate.target
+    if target is None or target not in ctx.planned:
+        return None
+    planned = ctx.planned[target]
+
+    def ahead() -> tuple[TestResult, ...]:
+        plan = planned.result()
+        assert isinstance(plan, TargetPlan)
+        return checks_ahead(candidate, plan, ctx)
+
+    running = _in_context(ahead)
+    ctx.ahead.append(running)
+    return running
 
 
 def settle(ctx: ValidationContext) -> None:
-    """Wait for every target's background runs (a round's last candidates may not have needed
-    them): none is left running when the flow run ends. Their errors were the checks' to see."""
-    for running in ctx.preparing.values():
+    """Wait for every background run (a round's last candidates may not have needed them): none is
+    left running when the flow run ends. Their errors were the checks' to see."""
+    background: list[Future[Any]] = [*ctx.planned.values(), *ctx.preparing.values(), *ctx.ahead]
+    for running in background:
         running.exception()
 
 
@@ -118,13 +156,15 @@ def _prepared(target: str, ctx: ValidationContext) -> None:
 
 
 def _observe(steps: list[checks.CheckStep], candidate: PatchCandidate, ctx: ValidationContext,
-             ) -> list[checks.CheckObservation]:
+             ahead: list[Future[tuple[TestResult, ...]]]) -> list[checks.CheckObservation]:
     """Run the next check step for ``candidate`` (the carved and differential steps together, in one
-    run) and say what it observed."""
+    run, started in ``ahead`` with the suite's) and say what it observed."""
     found = ctx.found
     match steps[0]:
         case checks.RunSuite(tests=tests):
             _prepare_target(candidate.target, ctx)
+            running = _check_ahead(candidate, ctx)
+            ahead.extend([running] if running is not None else [])
             overlay = {**found.overlay, **candidate.files}
             run = run_request(ctx, focused_request(found.prepared, tests, overlay, trace=False))
             return [checks.SuiteRan(tests=run.tests)]
@@ -135,7 +175,7 @@ def _observe(steps: list[checks.CheckStep], candidate: PatchCandidate, ctx: Vali
         case checks.RunCarvedTests(target=target) | checks.RunDifferential(target=target):
             _prepared(target, ctx)
             together = [s for s in steps if isinstance(s, (checks.RunCarvedTests, checks.RunDifferential))]
-            return run_target_checks(candidate, together, ctx)
+            return run_target_checks(candidate, together, ctx, ahead[0].result() if ahead else None)
         case checks.RunNovelTests(target=target):
             novel = novel_module(target, ctx, _generate_tests)
             module = novel.module

@@ -69,6 +69,15 @@ class ValidationContext(BaseModel):
     preparing: dict[str, Future[None]] = Field(
         default_factory=dict, description="Target -> the future of its runs on the original code "
         "(``flows.validation``: they start while its first candidate runs the suite).")
+    plans: dict[str, object] = Field(
+        default_factory=dict, description="Target -> its check modules (``tasks.target_checks.TargetPlan``).")
+    planned: dict[str, Future[object]] = Field(
+        default_factory=dict, description="Target -> the future of its plan (``flows.validation``).")
+    carved_names: dict[str, frozenset[str]] = Field(
+        default_factory=dict, description="Target -> the names of its carved tests holding on the original.")
+    ahead: list[Future[tuple[TestResult, ...]]] = Field(
+        default_factory=list, description="The futures of candidates' runs of their target's check "
+        "modules, started with their suite runs (``flows.validation``).")
 
     @property
     def failing(self) -> set[str]:

@@ -70,6 +70,8 @@ def _validated(found: DiscoveryResult, sources: dict[str, str]) -> dict[str, Pat
         for name, source in sources.items()}
     # the original code's runs were made once, in the background of the first candidate's suite run
     assert list(ctx.preparing) == ["shipping.shipping"] and ctx.preparing["shipping.shipping"].done()
+    # each candidate's check run started with its suite run
+    assert len(ctx.ahead) == len(sources) and all(running.done() for running in ctx.ahead)
     assert ctx.differential["shipping.shipping"] is not None and ctx.carved["shipping.shipping"]
     return verdicts
 

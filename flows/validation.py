@@ -175,7 +175,10 @@ def _observe(steps: list[checks.CheckStep], candidate: PatchCandidate, ctx: Vali
         case checks.RunCarvedTests(target=target) | checks.RunDifferential(target=target):
             _prepared(target, ctx)
             together = [s for s in steps if isinstance(s, (checks.RunCarvedTests, checks.RunDifferential))]
-            return run_target_checks(candidate, together, ctx, ahead[0].result() if ahead else None)
+            # A run made ahead that failed (it ran carved tests the candidate's own run would not
+            # have) is made again as the candidate's own run.
+            made = ahead[0].result() if ahead and ahead[0].exception() is None else None
+            return run_target_checks(candidate, together, ctx, made)
         case checks.RunNovelTests(target=target):
             novel = novel_module(target, ctx, _generate_tests)
             module = novel.module

@@ -91,3 +91,22 @@ def test_a_patch_that_changes_behaviour_near_a_passing_call_is_overfitting_and_t
     assert overfit.status is PatchStatus.OVERFITTING, overfit.detail
     assert "changes behaviour away from the failure" in overfit.detail
     assert "shipping(3, True): returned 10 before, returned 40 now" in overfit.detail
+
+
+def test_a_check_run_made_ahead_that_failed_is_made_again_as_the_candidate_s_own(
+        tmp_path: Path, prefect_api_url, monkeypatch):
+    """The candidate's carved/differential run started with its suite run may fail where its own run
+    would not (it runs carved tests that fail on the original too): the checks then run their own."""
+    import flows.validation
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("the run made ahead failed")
+
+    monkeypatch.setattr(flows.validation, "checks_ahead", failing)
+    repo = shipping_repo(tmp_path, monkeypatch)
+    with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
+        found = discovery(DiscoveryParameters(path=str(repo), llm=False, testgen=False))
+        verdicts = _validated(found, {"correct": CORRECT, "overfit": OVERFIT})
+    assert verdicts["correct"].status is PatchStatus.SOUND, verdicts["correct"].detail
+    assert verdicts["overfit"].status is PatchStatus.OVERFITTING, verdicts["overfit"].detail
+    assert "shipping(3, True): returned 10 before, returned 40 now" in verdicts["overfit"].detail

@@ -50,18 +50,15 @@ TARGET_CHECKS_WALL_CLOCK_S = 60.0
 @dataclass(frozen=True)
 class TargetPlan:
     """A target's check modules, before any run: its carved tests (not yet run), its differential
-    inputs, and each check test's time limit."""
+    inputs, each check test's time limit, and the modules' texts (path -> text: all the carved
+    tests', the differential's), written once. The original's run and a candidate's start together
+    from one plan; they must not both write the modules: CPython 3.11's ``ast.parse`` is not safe in
+    two threads at once ("AST constructor recursion depth mismatch")."""
 
     carved: tuple[CarvedTest, ...]
     differential: DifferentialPlan | None
     per_test_s: float
-
-    def modules(self) -> dict[str, str]:
-        """Path -> text of the modules to run: the carved tests' (all of them), the differential's."""
-        modules = {CARVED_CHECK_PATH: carved_module(self.carved)} if self.carved else {}
-        if self.differential is not None:
-            modules[DIFFERENTIAL_CHECK_PATH] = self.differential.module
-        return modules
+    modules: dict[str, str]
 
 
 def plan_target(target: str, ctx: ValidationContext) -> TargetPlan:
@@ -69,9 +66,13 @@ def plan_target(target: str, ctx: ValidationContext) -> TargetPlan:
     check tests' limit (``ctx.plans``)."""
     plan = ctx.plans.get(target)
     if not isinstance(plan, TargetPlan):
-        plan = TargetPlan(carved=tuple(carved_from_recording(target, ctx)),
-                          differential=differential_plan(target, ctx),
-                          per_test_s=_per_test_limit(target, ctx))
+        carved = tuple(carved_from_recording(target, ctx))
+        differential = differential_plan(target, ctx)
+        modules = {CARVED_CHECK_PATH: carved_module(carved)} if carved else {}
+        if differential is not None:
+            modules[DIFFERENTIAL_CHECK_PATH] = differential.module
+        plan = TargetPlan(carved=carved, differential=differential, per_test_s=_per_test_limit(target, ctx),
+                          modules=modules)
         ctx.plans[target] = plan
     return plan
 
@@ -84,7 +85,7 @@ def prepare_target(target: str, ctx: ValidationContext) -> None:
     if target in ctx.carved:
         return
     plan = plan_target(target, ctx)
-    modules = plan.modules()
+    modules = plan.modules
     tests: Sequence[TestResult] = ()
     if modules:
         tests = run_request(ctx, _request(ctx, {}, modules, target, plan.per_test_s)).tests
@@ -103,7 +104,7 @@ def checks_ahead(candidate: PatchCandidate, plan: TargetPlan, ctx: ValidationCon
                  ) -> tuple[TestResult, ...]:
     """The candidate's run of every module of its target's ``plan`` (all the carved tests: which of
     them count is known once the original's run is in), for ``run_target_checks`` to judge."""
-    modules = plan.modules()
+    modules = plan.modules
     if not modules or candidate.target is None:
         return ()
     return run_request(ctx, _request(ctx, candidate.files, modules, candidate.target, plan.per_test_s)).tests

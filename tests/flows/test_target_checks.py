@@ -13,6 +13,7 @@ from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
 from equisa_core.common.models import TestResult
 from equisa_core.common.source_edit import replace_function
+from equisa_core.testgen.carving import carved_module
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.checks import CarvedTestsRan, DifferentialRan, RunCarvedTests, RunDifferential
 from flows.discovery import discovery
@@ -77,8 +78,10 @@ def _ahead_and_inline(found: DiscoveryResult) -> dict[str, object]:
     # ahead runs it, the checks must not count it.
     wrong_code = "def test_wrong_on_the_original():\n    assert 1 == 2\n"
     wrong = plan.carved[0].model_copy(update={"name": "test_wrong_on_the_original", "code": wrong_code})
-    plan = ctx.plans[TARGET] = TargetPlan(carved=(*plan.carved, wrong), differential=plan.differential,
-                                          per_test_s=plan.per_test_s)
+    carved = (*plan.carved, wrong)
+    plan = ctx.plans[TARGET] = TargetPlan(carved=carved, differential=plan.differential,
+                                          per_test_s=plan.per_test_s,
+                                          modules={**plan.modules, CARVED_CHECK_PATH: carved_module(carved)})
     text = (found.prepared.workspace.root / "shipping.py").read_text(encoding="utf-8")
     candidate = PatchCandidate(id="overfit", generator="mutation", target=TARGET, description="overfit",
                                files={"shipping.py": replace_function(text, "shipping", OVERFIT)})

@@ -41,6 +41,7 @@ from tasks.sandbox import (
     scrubbed_environment,
     tail_records,
 )
+from tasks.scratch import scratch_root as default_scratch_root
 
 __all__ = ["LocalSandbox"]
 
@@ -112,7 +113,8 @@ def _read(path: Path) -> str:
 
 
 class LocalSandbox:
-    """Runs requests on this machine under ``level`` (default: ``detect_isolation()``'s)."""
+    """Runs requests on this machine under ``level`` (default: ``detect_isolation()``'s), each in a
+    run folder under ``scratch_root`` (default: ``tasks.scratch.scratch_root()``, asked per run)."""
 
     name = "local"
 
@@ -139,7 +141,8 @@ class LocalSandbox:
         if request.untrusted:
             require_confinement(isolation, "generated code (tests, inspection patches or fixes)")
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="equisa-run-", dir=self.scratch_root) as scratch:
+        root = self.scratch_root or default_scratch_root()
+        with tempfile.TemporaryDirectory(prefix="equisa-run-", dir=root) as scratch:
             folder = Path(scratch)
             repo = prepare_run_folder(request, folder)
             out_dir = folder / "out"

@@ -1,0 +1,62 @@
+"""Run folders on a RAM-backed /dev/shm: the default where it is a tmpfs with room
+(``tasks.scratch``). The run happens there, sees nothing else of /dev/shm, and leaves nothing."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from equisa_core.common.models import TestOutcome
+from equisa_core.common.sandbox_policy import IsolationLevel
+from tasks.run_tests import execute_request
+from tasks.sandbox import RunRequest, SandboxLimits
+from tasks.sandbox_local import LocalSandbox
+from tasks.scratch import SCRATCH_ENV, scratch_root
+from tests.sandbox_levels import local_isolation
+
+SUITE = '''import os
+from pathlib import Path
+
+
+def test_runs_in_a_folder_on_dev_shm():
+    assert Path.cwd().parts[:3] == ("/", "dev", "shm")
+
+
+def test_sees_no_other_folder_of_dev_shm():
+    assert not Path(os.environ["HOST_FILE"]).exists()
+
+
+def test_writes_its_copy():
+    Path("written.txt").write_text("the suite writes into its copy")
+'''
+
+
+@pytest.mark.parametrize("level", [IsolationLevel.BWRAP, IsolationLevel.UNSHARE])
+def test_a_run_on_dev_shm_is_confined_and_leaves_nothing(level, tmp_path, monkeypatch):
+    monkeypatch.delenv(SCRATCH_ENV, raising=False)
+    if scratch_root() != Path("/dev/shm"):
+        pytest.skip("/dev/shm is no writable tmpfs with 2 GiB free here: run folders go to the temp folder")
+    workspace = tmp_path / "workspace"
+    (workspace / "tests").mkdir(parents=True)
+    (workspace / "tests" / "test_scratch.py").write_text(SUITE)
+    host_file = Path("/dev/shm") / f"equisa-host-{uuid.uuid4().hex[:8]}"
+    host_file.write_text("another process's file")
+    before = set(os.listdir("/dev/shm"))
+    try:
+        with local_isolation(level, tmp_path):
+            trace = execute_request(LocalSandbox(), RunRequest(
+                workspace=workspace, workspace_digest="scratch", interpreter=sys.executable,
+                limits=SandboxLimits(wall_clock_s=120), env={"HOST_FILE": str(host_file)}))
+        assert host_file.read_text() == "another process's file"
+    finally:
+        host_file.unlink()
+    outcomes = {t.test_id.rsplit("::", 1)[1]: t.outcome for t in trace.tests}
+    assert outcomes == {"test_runs_in_a_folder_on_dev_shm": TestOutcome.PASSED,
+                        "test_sees_no_other_folder_of_dev_shm": TestOutcome.PASSED,
+                        "test_writes_its_copy": TestOutcome.PASSED}
+    assert not (workspace / "written.txt").exists()
+    assert set(os.listdir("/dev/shm")) <= before  # the run folder is gone

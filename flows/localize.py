@@ -35,7 +35,7 @@ from equisa_core.localization.machine import (
     report,
 )
 from equisa_core.localization.steps import LocalizationReport
-from flows.discovery import discovery
+from flows.discovery import discover
 from tasks.discovery_suite import DiscoveryResult
 from tasks.localization_run import Collect, LocalizationSteps
 from tasks.localization_steps import RecordedTests, print_records
@@ -95,7 +95,7 @@ class _Driver:
     progress: UUID | None = None
 
     def __post_init__(self) -> None:
-        self.steps = LocalizationSteps(self.params, lambda: self.state, discovery)
+        self.steps = LocalizationSteps(self.params, lambda: self.state, discover)
         self.state = initial_state(self.steps.settings())
 
     def drive(self) -> LocalizationRun:

@@ -57,12 +57,13 @@ class LocalizationSteps:
 
     ``current`` gives the machine's state as the driver holds it when a step is collected (steps
     given together are all started, then collected and recorded one after the other);
-    ``discover_suite`` runs Discovery (the ``discovery`` flow, which tasks cannot import).
+    ``discover_suite`` runs Discovery (``flows.discovery.discover``, which tasks cannot import) on
+    the suite as traced so far, or traces it first when given None.
     """
 
     params: LocalizeParameters
     current: Callable[[], LocalizationState]
-    discover_suite: Callable[[DiscoveryParameters], DiscoveryResult]
+    discover_suite: Callable[[DiscoveryParameters, DiscoveryResult | None], DiscoveryResult]
     started: float = field(default_factory=time.monotonic)
     found: DiscoveryResult | None = None
     screening: Screening | None = None
@@ -103,7 +104,7 @@ class LocalizationSteps:
                     update={"enabled": True, "stopped_because": step.not_needed})})
             else:  # when nothing is left to split, no ``discovery`` child flow is created
                 stopped = stopped_at_once(self.discovery_params, self.found) if self.found else None
-                self.found = stopped or self.discover_suite(self.discovery_params)
+                self.found = stopped or self.discover_suite(self.discovery_params, self.found)
             problems = suite_problems(self.found, self.llm_problems)
             return Traced(suite=suite_of(self.found, self.changed, problems))
         return traced

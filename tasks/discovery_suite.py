@@ -88,12 +88,14 @@ def merged(trace: SuiteTrace, checked: SuiteTrace, add: Sequence[str]) -> SuiteT
 
 
 def start_state(params: DiscoveryParameters, trace: SuiteTrace, groups: Sequence[frozenset[str]],
-                problems: Sequence[str] = ()) -> machine.DiscoveryState:
-    """The Discovery machine's state on the suite as traced (``trace`` and its ``groups``)."""
+                problems: Sequence[str] = (), use_llm: bool = False) -> machine.DiscoveryState:
+    """The Discovery machine's state on the suite as traced (``trace`` and its ``groups``). A group
+    is tried again in a later round only when the model or testgen proposes too (``use_llm``,
+    ``params.testgen``): carving alone would propose the same tests."""
     budget = DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.max_generated_tests)
     return machine.start_discovery(budget, params.discovery_top, [tuple(sorted(g)) for g in groups],
                                    enabled=params.discovery, failing=bool(trace.failed_tests()),
-                                   problems=problems)
+                                   problems=problems, retry_groups=use_llm or params.testgen)
 
 
 def stopped_at_once(params: DiscoveryParameters, result: DiscoveryResult) -> DiscoveryResult | None:

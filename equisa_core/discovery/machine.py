@@ -37,12 +37,13 @@ from equisa_core.validation.generated_tests import is_testgen_test
 __all__ = [
     "Group", "Proposal", "DiscoveryState", "DiscoveryStep", "DiscoveryObservation", "ScoreSuite",
     "ProposeTests", "CheckTests", "Scored", "Proposed", "Checked", "start_discovery", "next_steps", "record",
-    "stops_at_once", "verdict", "unfit",
+    "stops_at_once", "verdict", "unfit", "UNSPLIT_TRIED",
 ]
 
 #: An ambiguity group: its members' FQNs, sorted.
 Group = tuple[str, ...]
-
+#: Why a carving-only Discovery stops when every group worth a try had one in an earlier round.
+UNSPLIT_TRIED = "every group left was tried in an earlier round (carving would propose the same tests)"
 
 
 class Proposal(Frozen):
@@ -114,6 +115,10 @@ class DiscoveryState(Frozen):
 
     budget: DiscoveryBudget
     top: int = Field(10, ge=0, description="Split only groups near the prior's top this many; 0: all.")
+    retry_groups: bool = Field(True, description=(
+        "Whether a group an earlier round targeted may be targeted again. False when only carving "
+        "proposes (no model, no testgen): carving the same group again records the same tests and "
+        "proposes the same tests, so a second try costs two sandboxed runs and keeps nothing."))
     groups: tuple[Group, ...] = Field(default=(), description="The suite's ambiguity groups now.")
     scored: bool = Field(default=False, description="Whether ``groups`` are the suite's now.")
     targets: tuple[Group, ...] = Field(default=(), description="This round's groups.")
@@ -127,10 +132,11 @@ class DiscoveryState(Frozen):
 
 
 def start_discovery(budget: DiscoveryBudget, top: int, groups: Sequence[Group], enabled: bool,
-                    failing: bool, problems: Sequence[str] = ()) -> DiscoveryState:
-    """The state after the first trace (``groups``, ``failing``: whether a test fails)."""
+                    failing: bool, problems: Sequence[str] = (), retry_groups: bool = True) -> DiscoveryState:
+    """The state after the first trace (``groups``, ``failing``: whether a test fails;
+    ``retry_groups``: see ``DiscoveryState``)."""
     state = DiscoveryState(budget=budget, top=top, groups=tuple(tuple(sorted(g)) for g in groups),
-                           problems=tuple(problems))
+                           problems=tuple(problems), retry_groups=retry_groups)
     if not enabled:
         return state.model_copy(update={"stopped_because": "turned off"})
     if not failing:
@@ -211,7 +217,9 @@ def _scored(state: DiscoveryState, scored: Scored) -> DiscoveryState:
     groups = [frozenset(g) for g in scored.groups]
     budget, rounds, kept = state.budget, len(state.rounds), len(state.kept)
     worth = near_the_top(groups, scored.prior, state.top) if state.top else groups
-    targets = groups_to_split(worth, scored.prior, budget, rounds, kept)
+    tried = {frozenset(g) for done in state.rounds for g in done.groups}
+    untried = worth if state.retry_groups else [g for g in worth if g not in tried]
+    targets = groups_to_split(untried, scored.prior, budget, rounds, kept)
     update: dict[str, object] = {"groups": tuple(tuple(sorted(g)) for g in scored.groups), "scored": True,
                                  "targets": tuple(tuple(sorted(g)) for g in targets), "proposals": None}
     if not targets:
@@ -219,6 +227,8 @@ def _scored(state: DiscoveryState, scored: Scored) -> DiscoveryState:
             update["stopped_because"] = f"round budget ({budget.max_rounds}) spent"
         elif kept >= budget.max_tests:
             update["stopped_because"] = f"test budget ({budget.max_tests}) spent"
+        elif len(untried) < len(worth) and groups_to_split(worth, scored.prior, budget, rounds, kept):
+            update["stopped_because"] = UNSPLIT_TRIED
         else:
             update["stopped_because"] = ("no ambiguity group of two or more left"
                                          + (" near the top of the prior" if state.top else ""))

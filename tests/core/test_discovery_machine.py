@@ -36,7 +36,8 @@ def starts(draw: st.DrawFn) -> machine.DiscoveryState:
                              max_groups_per_round=draw(st.integers(1, 3)))
     return machine.start_discovery(budget, draw(st.integers(0, 3)), draw(groups()),
                                    enabled=draw(st.integers(0, 5)) > 0, failing=draw(st.integers(0, 5)) > 0,
-                                   problems=draw(st.sampled_from([(), ("p",)])))
+                                   problems=draw(st.sampled_from([(), ("p",)])),
+                                   retry_groups=draw(st.booleans()))
 
 
 #: A model call that spent 0.25 USD, and the same answer served from the cache (it spends nothing).
@@ -134,7 +135,46 @@ def test_the_budgets_stop_discovery(run):
         "turned off", "no failing test", "no generated test could be kept",
         f"round budget ({start.budget.max_rounds}) spent", f"test budget ({start.budget.max_tests}) spent",
         "no ambiguity group of two or more left",
-        "no ambiguity group of two or more left near the top of the prior")
+        "no ambiguity group of two or more left near the top of the prior", machine.UNSPLIT_TRIED)
+
+
+@SETTINGS
+@given(runs())
+def test_carving_alone_never_targets_a_group_twice(run):
+    start, observations = run
+    state = replay(start, observations, machine.record)
+    targeted = [g for r in state.rounds for g in r.groups]
+    if not start.retry_groups:
+        assert len(targeted) == len(set(targeted))
+
+
+def _round_keeping_one_test(retry_groups: bool) -> machine.DiscoveryState:
+    """Round 1 targets groups A and B; its one kept test splits A and leaves B as it was."""
+    group_a, group_b = tuple(FUNCTIONS[:2]), tuple(FUNCTIONS[2:4])
+    prior = {f: 0.5 for f in FUNCTIONS}
+    state = machine.start_discovery(DiscoveryBudget(max_rounds=3, max_tests=8), 0, [group_a, group_b],
+                                    enabled=True, failing=True, retry_groups=retry_groups)
+    state = machine.record(state, machine.Scored(groups=(group_a, group_b), prior=prior))
+    assert machine.next_steps(state)[0].groups == (group_a, group_b)
+    path = f"{GENERATED}/test_carved_group_0.py"
+    state = machine.record(state, machine.Proposed(proposals={
+        path: machine.Proposal(group=group_a, source=module(["test_one"]))}))
+    split = TestResult(test_id=f"{path}::test_one", outcome=TestOutcome.PASSED, duration=0.0,
+                       covered=frozenset({FUNCTIONS[0]}))
+    state = machine.record(state, machine.Checked(tests=(split,)))
+    assert state.kept == (f"{path}::test_one",)
+    return machine.record(state, machine.Scored(groups=(group_b,), prior=prior))
+
+
+def test_carving_alone_stops_when_only_tried_groups_are_left():
+    state = _round_keeping_one_test(retry_groups=False)
+    assert machine.next_steps(state) == []
+    assert machine.verdict(state).reason == machine.UNSPLIT_TRIED
+
+
+def test_the_model_or_testgen_may_try_a_group_again():
+    state = _round_keeping_one_test(retry_groups=True)
+    assert machine.next_steps(state)[0].groups == (tuple(FUNCTIONS[2:4]),)
 
 
 @SETTINGS

@@ -102,7 +102,7 @@ class LocalizationSteps:
             if step.not_needed is not None and self.found is not None:
                 self.found = self.found.model_copy(update={"report": self.found.report.model_copy(
                     update={"enabled": True, "stopped_because": step.not_needed})})
-            else:  # when nothing is left to split, no ``discovery`` child flow is created
+            else:  # when nothing is left to split, Discovery is not set up
                 stopped = stopped_at_once(self.discovery_params, self.found) if self.found else None
                 self.found = stopped or self.discover_suite(self.discovery_params, self.found)
             problems = suite_problems(self.found, self.llm_problems)

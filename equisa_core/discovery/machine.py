@@ -118,7 +118,7 @@ class DiscoveryState(Frozen):
     retry_groups: bool = Field(True, description=(
         "Whether a group an earlier round targeted may be targeted again. False when only carving "
         "proposes (no model, no testgen): carving the same group again records the same tests and "
-        "proposes the same tests, so a second try costs two sandboxed runs and keeps nothing."))
+        "proposes the same tests, so a second try costs one or two sandboxed runs and keeps nothing."))
     groups: tuple[Group, ...] = Field(default=(), description="The suite's ambiguity groups now.")
     scored: bool = Field(default=False, description="Whether ``groups`` are the suite's now.")
     targets: tuple[Group, ...] = Field(default=(), description="This round's groups.")
@@ -180,8 +180,8 @@ def stops_at_once(state: DiscoveryState, groups: Sequence[Collection[str]], prio
                   ) -> str | None:
     """Why Discovery, started as ``state``, stops before it proposes a test (its first scoring of
     the suite as traced, ``groups`` and ``prior``, leaves no group to split), or None when it goes
-    on. The localization asks this before it starts the ``discovery`` child flow, whose creation
-    alone costs a second or more on a loaded Prefect server."""
+    on. The localization asks this before it runs Discovery, which would otherwise publish a
+    progress artifact and set up a loop that ends at its first scoring."""
     if state.stopped_because is None:
         state = record(state, Scored(groups=tuple(tuple(sorted(g)) for g in groups), prior=dict(prior)))
     return state.stopped_because

@@ -207,7 +207,7 @@ def test_a_carved_test_must_pass_and_a_models_may_fail_on_an_assertion():
 @given(starts(), groups(), st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.9]), min_size=len(FUNCTIONS),
                                     max_size=len(FUNCTIONS)))
 def test_stops_at_once_says_whether_the_first_scoring_ends_the_loop(start, found, scores):
-    # the localization skips the ``discovery`` child flow exactly when its first scoring would stop it
+    # the localization skips Discovery exactly when its first scoring would stop it
     prior = dict(zip(FUNCTIONS, scores, strict=True))
     reason = machine.stops_at_once(start, [frozenset(g) for g in found], prior)
     state = start

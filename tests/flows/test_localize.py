@@ -158,7 +158,7 @@ def test_screening_evidence_that_settles_nothing_is_counted_again_after_discover
     assert [i.iteration for i in report.inspections] == list(range(1, len(report.inspections) + 1))
     assert report.ranking[0].fqn == "grades.letter"
     # letter and card run in different tests: no group to split, so Discovery stopped before it
-    # proposed a test, and no ``discovery`` child flow was created for it
+    # proposed a test, and the localize flow run is the only flow run
     stopped = "no ambiguity group of two or more left near the top of the prior"
     assert report.discovery.stopped_because == stopped
     runs = httpx.post(f"{cli_env['PREFECT_API_URL']}/flow_runs/filter", timeout=30,

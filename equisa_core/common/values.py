@@ -6,13 +6,14 @@ small grammar below. The text comes from the process that ran the user's code, s
 never code: ``parse_build`` checks it against the grammar and rejects everything else,
 ``decode_value`` turns it into a value in this process without evaluating anything (stdlib
 values are made by calling their whitelisted constructors with the literal arguments; objects
-become read-only ``ObjectValue`` views, enum members ``EnumMember`` names, and no user module is
+become read-only ``ObjectValue`` views, enum members ``EnumMember`` names, classes ``ClassValue``
+names, and no user module is
 ever imported), and ``build_expression`` writes it out as code for a carved test, which runs
 only in a sandbox.
 
 Grammar (``NAME`` is an identifier that does not start with two underscores)::
 
-    build     := literal | special | container | stdlib | tz | member | object
+    build     := literal | special | container | stdlib | tz | member | class | object
     literal   := None | True | False | int | float | complex | str | bytes
                  (as ast.literal_eval reads them: -1, 1.5e3, (1-2j), b'x')
     special   := float('nan') | float('inf') | float('-inf')
@@ -30,6 +31,8 @@ Grammar (``NAME`` is an identifier that does not start with two underscores)::
     tz        := None | datetime.timezone.utc | datetime.timezone(datetime.timedelta(...)[, str])
     member    := NAME.NAME.NAME[.NAME ...]
                  an enum member: module path, class, member name (``shop.status.Status.PAID``)
+    class     := __equisa_class__('module:Qualname')
+                 a class as a value (``int`` is ``__equisa_class__('builtins:int')``)
     object    := __equisa_object__('module:Qualname', {str: build, ...}[, {str: build, ...}])
                  an instance rebuilt without running its ``__init__``: its ``__dict__``, then
                  the values of its ``__slots__``
@@ -62,6 +65,8 @@ from equisa_core.errors import ProbeProtocolError
 
 __all__ = [
     "OBJECT_MARKER",
+    "CLASS_MARKER",
+    "ClassValue",
     "MAX_BUILD_TEXT",
     "MAX_BUILD_NODES",
     "MAX_BUILD_NESTING",
@@ -72,6 +77,7 @@ __all__ = [
     "build_of",
     "parse_build",
     "object_build",
+    "class_build",
     "walk_build",
     "decode_value",
     "build_expression",
@@ -79,6 +85,8 @@ __all__ = [
 
 #: The name of the marker call that describes a plain object.
 OBJECT_MARKER = "__equisa_object__"
+#: The name of the marker call that names a class (a value such as ``int`` in ``[(1, int)]``).
+CLASS_MARKER = "__equisa_class__"
 MAX_BUILD_TEXT = 20_000
 MAX_BUILD_NODES = 5_000
 MAX_BUILD_NESTING = 8
@@ -114,6 +122,16 @@ class EnumMember:
 
     def __repr__(self) -> str:
         return f"{self.owner}.{self.name}"
+
+
+@dataclass(frozen=True)
+class ClassValue:
+    """A class named by a build (``'builtins:int'``, ``'shop.cart:Cart'``); it is never imported."""
+
+    type_name: str
+
+    def __repr__(self) -> str:
+        return self.type_name.partition(":")[2]
 
 
 class ObjectValue:
@@ -257,10 +275,11 @@ _CALLS: dict[str, _Spec] = {
         2,
         lambda *args: args,
     ),
+    CLASS_MARKER: _Spec((_Parameter("type", "type"),), 1, ClassValue),
 }
 #: Attribute paths that name a standard-library constant.
 _CONSTANTS = {"datetime.timezone.utc": datetime.UTC}
-_BUILTIN_CALLS = frozenset({"float", "set", "frozenset", OBJECT_MARKER})
+_BUILTIN_CALLS = frozenset({"float", "set", "frozenset", OBJECT_MARKER, CLASS_MARKER})
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -505,6 +524,14 @@ def object_build(node: ast.expr) -> ObjectBuild | None:
     return ObjectBuild(module, qualname, attributes("attributes"), attributes("slots"))
 
 
+def class_build(node: ast.expr) -> str | None:
+    """The ``'module:Qualname'`` of ``node`` when it is a class marker (from ``parse_build``), else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == CLASS_MARKER):
+        return None
+    argument = node.args[0] if node.args else node.keywords[0].value
+    return str(_literal_value(argument))
+
+
 # ---------------------------------------------------------------------------------------------
 # Decoding: a value in this process.
 
@@ -513,9 +540,9 @@ def decode_value(build: str | ast.expr) -> Any:
     """The value a build (text, or a tree from ``parse_build``) describes; ProbeProtocolError if none.
 
     Literals and containers are themselves; stdlib values come from their constructors; enum
-    members are ``EnumMember``s and objects ``ObjectValue``s. A constructor that refuses its
-    arguments (``datetime.date(2024, 13, 1)``), or an unhashable set element or dict key, makes
-    the build undecodable.
+    members are ``EnumMember``s, classes ``ClassValue``s and objects ``ObjectValue``s. A constructor
+    that refuses its arguments (``datetime.date(2024, 13, 1)``), or an unhashable set element or
+    dict key, makes the build undecodable.
     """
     node = parse_build(build) if isinstance(build, str) else build
     try:
@@ -561,7 +588,11 @@ def _decode_attribute(node: ast.Attribute) -> Any:
 
 
 def _decode_call(node: ast.Call) -> Any:
-    """An object marker's ``ObjectValue``, a float special, or what a whitelisted constructor makes."""
+    """An object marker's ``ObjectValue``, a class marker's ``ClassValue``, a float special, or what a
+    whitelisted constructor makes."""
+    named = class_build(node)
+    if named is not None:
+        return ClassValue(named)
     found = object_build(node)
     if found is not None:
         attributes = {name: _decode(child) for name, child in found.attributes.items()}
@@ -626,8 +657,11 @@ class _Writer:
         """Import every class and module first, so no variable takes a name an import needs."""
         for part in walk_build(node):
             found = object_build(part) if isinstance(part, ast.Call) else None
+            named = class_build(part)
             if found is not None:
                 self.cls(found.module, found.qualname)
+            elif named is not None:
+                self.class_value(named)
             elif isinstance(part, ast.Call) and (_dotted(part.func) or "") not in _BUILTIN_CALLS:
                 self.module((_dotted(part.func) or "").split(".", 1)[0])
             elif isinstance(part, ast.Attribute):
@@ -645,6 +679,13 @@ class _Writer:
                 raise _Unwritable(qualname)
             self.classes[key] = named
         return self.classes[key]
+
+    def class_value(self, type_name: str) -> str:
+        """A builtin class by its name (``int``), any other imported through the emitter."""
+        module, _, qualname = type_name.partition(":")
+        if module == "builtins" and "." not in qualname:
+            return qualname
+        return self.cls(module, qualname)
 
     def module(self, name: str) -> str:
         if name not in self.modules:
@@ -678,6 +719,9 @@ class _Writer:
         found = object_build(node)
         if found is not None:
             return self.write_object(found, hint)
+        named = class_build(node)
+        if named is not None:
+            return self.class_value(named)
         name = _dotted(node.func) or ""
         if name in _BUILTIN_CALLS:
             callee = name

@@ -54,7 +54,7 @@ import threading
 import time
 import traceback
 import types
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -863,6 +863,7 @@ def _literal(value: object, text: str) -> bool:
 #          | datetime.timezone.utc | datetime.timezone(datetime.timedelta(...)[, 'name'])
 #          | pathlib.PurePosixPath('a/b') (and PureWindowsPath, PosixPath, WindowsPath)
 #          | module.Class.MEMBER                                   an enum member
+#          | __equisa_class__('module:Qualname')                   a class (``int``, a user's class)
 #          | __equisa_object__('module:Qualname', {'attr': build, ...}[, {'slot': build, ...}])
 #
 # Objects are instances of classes found again at ``module.Qualname`` whose whole state is their
@@ -916,6 +917,11 @@ def _build_part(value: object, depth: int, budget: list[int]) -> str:
         return scalar(value, budget)
     if kind in (list, tuple, set, frozenset, dict):
         return _build_container(value, kind, depth, budget)
+    if issubclass(kind, type):  # a class (isinstance could ask value.__class__): where it is imported from
+        where = _class_place(cast(type, value))
+        if where is None:
+            raise _NoBuild()
+        return _spend(budget, "__equisa_class__(%r)" % (where[0] + ":" + where[1]))
     named = _build_named(value, kind)
     if named is not None:
         return _spend(budget, named)

@@ -77,6 +77,8 @@ _UNASSERTABLE_MODULES = ("_pytest.", "pytest.", "equisa_probe.")
 _NAMESPACE_TYPES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 _CLASS_REPR = re.compile(r"<class '([A-Za-z_][\w.]*)'>\Z")
 _HELPER = "_equisa_call"
+#: A result list or tuple holding objects is asserted item by item up to this many items.
+MAX_ITEMWISE = 6
 _RESERVED = frozenset({"pytest", "inspect", "object", "type", "getattr", _HELPER})
 
 _HELPER_SOURCE = f'''\
@@ -517,11 +519,21 @@ def _is_nan(node: ast.expr) -> bool:
 
 def _assertable(node: ast.expr) -> bool:
     """Whether a built result can be asserted: no NaN, and objects only where they are compared
-    attribute by attribute (the result itself, or an attribute of an asserted object)."""
+    attribute by attribute (the result itself, an item of a short list or tuple of results, or an
+    attribute of an asserted object)."""
     found = object_build(node)
     if found is not None:
         return all(_assertable(child) for child in (*found.attributes.values(), *found.slots.values()))
+    if _itemwise(node):
+        return all(_assertable(item) for item in node.elts)  # type: ignore[attr-defined]
     return not any(_is_nan(part) or object_build(part) is not None for part in walk_build(node))
+
+
+def _itemwise(node: ast.expr) -> bool:
+    """Whether ``node`` is a list or tuple asserted item by item: it holds an object, and at most
+    ``MAX_ITEMWISE`` items."""
+    return (isinstance(node, ast.List | ast.Tuple) and len(node.elts) <= MAX_ITEMWISE
+            and any(object_build(part) is not None for part in walk_build(node)))
 
 
 def _distance(a: _Candidate, b: _Candidate) -> int:
@@ -594,7 +606,8 @@ def _built_assertions(subject: str, node: ast.expr, emitter: _Emitter) -> list[s
     """Assertions that ``subject`` equals the build ``node`` (one ``_assertable`` allows).
 
     An object: its exact type, then each recorded attribute in turn (a plain class compares by
-    identity, so ``==`` against a rebuilt copy would fail); anything else: ``==`` (``Decimal``
+    identity, so ``==`` against a rebuilt copy would fail); a short list or tuple holding objects:
+    its length, then each item so; anything else: ``==`` (``Decimal``
     exactly, never approximately).
     """
     try:
@@ -604,6 +617,15 @@ def _built_assertions(subject: str, node: ast.expr, emitter: _Emitter) -> list[s
         pass
     else:
         return _literal_assertion(subject, text, emitter)
+    if _itemwise(node):
+        assert isinstance(node, ast.List | ast.Tuple)
+        lines = [f"assert len({subject}) == {len(node.elts)}"]
+        for index, item in enumerate(node.elts):
+            checks = _built_assertions(f"{subject}[{index}]", item, emitter)
+            if checks is None:
+                return None
+            lines.extend(checks)
+        return lines
     found = object_build(node)
     if found is None:
         expression = build_expression(node, emitter, "expected")

@@ -80,6 +80,8 @@ POSSIBLE_BUG = "possible bug, not asserted: "
 MAX_DICT_KEYS = 40
 #: Method calls in one searched sequence at most (after the constructor).
 MAX_STEPS = 6
+#: Public properties of a searched object read after its sequence at most (``_state``).
+MAX_PROPERTIES = 16
 #: The longest container drawn beyond the longest one seen.
 EXTRA_LENGTH = 4
 #: Containers drawn with no observation to size them go up to this length.
@@ -151,7 +153,8 @@ class Step:
 @dataclass(frozen=True)
 class KeptSequence:
     """A constructor call and the method calls after it, kept because they reached new arcs, and the
-    object's observable state after them (``len(obj)``, ``obj.attribute`` -> literal)."""
+    object's observable state after them (``len(obj)``, ``obj.attribute``, ``repr(obj)``... -> literal,
+    as the driver's ``_state`` reads it)."""
 
     init: tuple[str, ...]
     steps: tuple[Step, ...]
@@ -637,7 +640,9 @@ from hypothesis import strategies as st
 
 import datetime  # noqa: F401  (the strategies' bounds are datetime values)
 import decimal
+import itertools
 
+_MAX_PROPERTIES = {max_properties}
 _TARGET = os.path.abspath({target!r})
 
 
@@ -709,18 +714,50 @@ def _shown(value):
 
 
 def _state(obj):
-    """What a test can observe of an object after its calls: ``len(obj)`` and its public attributes
-    whose values are literals (name -> repr)."""
-    state = {{}}
-    try:
-        state["len(obj)"] = repr(len(obj))
-    except Exception:
-        pass
+    """What a test can observe of an object after its calls, each as a literal (name -> repr):
+    ``len(obj)``, ``list(obj)`` (20 items at most), ``repr(obj)`` and ``str(obj)`` when its class
+    writes them, its public attributes and the values of its classes' public properties (any
+    descriptor that is not a method: ``property``, ``cached_property``, a class's own)."""
+    state, cls = {{}}, type(obj)
+
+    def observe(key, read):
+        try:
+            shown, literal = _shown(read())
+        except Exception:
+            return
+        if literal and len(shown) <= 80 and " at 0x" not in shown:
+            state[key] = shown
+
+    observe("len(obj)", lambda: len(obj))
+    if getattr(cls, "__iter__", None) is not None:
+        observe("list(obj)", lambda: _all_items(obj))
+    if cls.__repr__ is not object.__repr__:
+        observe("repr(obj)", lambda: repr(obj))
+    if cls.__str__ is not object.__str__ and cls.__str__ is not cls.__repr__:
+        observe("str(obj)", lambda: str(obj))
     for name, value in sorted(getattr(obj, "__dict__", {{}}).items())[:8]:
-        shown, literal = _shown(value)
-        if not name.startswith("_") and literal and len(shown) <= 80:
-            state["obj." + name] = shown
+        if not name.startswith("_"):
+            observe("obj." + name, lambda value=value: value)
+    properties, named = [], set()
+    for klass in cls.__mro__[:-1]:  # the first class naming a member wins, as attribute lookup does
+        for name, member in vars(klass).items():
+            if name.startswith("_") or name in named:
+                continue
+            named.add(name)
+            if isinstance(member, (staticmethod, classmethod)) or callable(member):
+                continue
+            if hasattr(type(member), "__get__"):
+                properties.append(name)
+    for name in properties[:_MAX_PROPERTIES]:
+        observe("obj." + name, lambda name=name: getattr(obj, name))
     return state
+
+
+def _all_items(obj):
+    items = list(itertools.islice(iter(obj), 21))
+    if len(items) > 20:
+        raise ValueError("too many items to assert")
+    return items
 
 
 def _crosshair(pytestconfig, module, qualname, seconds):
@@ -800,7 +837,8 @@ def search_driver_module(target: str, module: str, functions: Sequence[SearchedF
     relative to the run's repository copy): one driver test per function or class, each with
     ``max_examples`` inputs (a class: a constructor call and up to ``MAX_STEPS`` method calls)
     and ``seconds`` at most."""
-    parts = [_DRIVER_HEADER.format(target=target), f"import {module} as _target\n"]
+    header = _DRIVER_HEADER.format(target=target, max_properties=MAX_PROPERTIES)
+    parts = [header, f"import {module} as _target\n"]
     for searched in classes:
         methods = ", ".join(f"({name!r}, st.tuples({', '.join(strategies)}))"
                             for name, strategies in searched.methods)

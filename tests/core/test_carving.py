@@ -627,12 +627,36 @@ def test_results_that_cannot_be_asserted_are_not_carved(till):
 
     money = till.Money(Decimal("9.00"))
     calls = (
-        recorded(M + "split", till.split, total=money, parts=3),  # a list of objects: no == to trust
+        recorded(M + "split", till.split, total=money, parts=7),  # too many objects to assert one by one
         recorded(M + "nothing", till.nothing, amount=money),  # NaN equals nothing
     )
     assert calls[0].result.build is not None and calls[1].result.build == "float('nan')"
     group = [M + "split", M + "nothing"]
     assert carve_tests(suite(result("t.py::test_s", *calls)), group, till_nodes(*group)) == []
+
+
+def test_a_short_list_of_objects_is_asserted_item_by_item(till):
+    from decimal import Decimal
+
+    call = recorded(M + "split", till.split, total=till.Money(Decimal("9.00")), parts=2)
+    [test] = carve_tests(suite(result("t.py::test_s", call)), [M + "split"], till_nodes(M + "split"))
+    assert "assert len(result) == 2" in test.code
+    assert "assert type(result[1]) is Money" in test.code
+    assert "assert result[1].amount == decimal.Decimal('4.50')" in test.code
+    run_in_process([test])
+    wrong = test.model_copy(update={"code": test.code.replace("== 2", "== 3")})
+    with pytest.raises(AssertionError):
+        run_in_process([wrong])
+
+
+def test_results_holding_classes_are_asserted_with_the_classes_named(shop):
+    import collections
+
+    call = RecordedCall(fqn=P + "describe", args={"label": enc("x"), "cents": enc(1)},
+                        result=enc(([(1, int)], collections.OrderedDict)))
+    [test] = carve_tests(suite(result("t.py::test_d", call)), [P + "describe"], nodes_of(P + "describe"))
+    assert "assert result == ([(1, int)], collections.OrderedDict)" in test.code
+    assert "import collections" in test.imports
 
 
 def test_builds_that_break_the_grammar_are_skipped(till):

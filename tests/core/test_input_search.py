@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from equisa_core.testgen.carving import CarvedTest
 from equisa_core.testgen.input_search import (
     KeptInput,
     KeptSequence,
@@ -239,28 +240,96 @@ def test_sequence_tests_construct_call_and_observe_and_list_bug_like_exceptions(
     assert all("from stacks import Stack" in t.imports for t in tests)
 
 
-def test_the_driver_module_searches_method_sequences(tmp_path: Path):
-    (tmp_path / "stacks.py").write_text(STACK)
+def _search_sequences(tmp_path: Path, module: str, source: str, qualnames: list[str],
+                      seen: dict[str, list[tuple[str, ...]]]) -> SequenceRecord:
+    """Run the driver module's sequence search on ``source`` (saved as ``module``) for real."""
+    (tmp_path / f"{module}.py").write_text(source)
     (tmp_path / "conftest.py").write_text(
         "def pytest_addoption(parser):\n    parser.addoption('--equisa-out', default=None)\n")
-    classes = searched_classes(STACK, ["Stack.push"], {"Base.push": [("'a'",)]}, [])
-    (tmp_path / "test_drive.py").write_text(search_driver_module("stacks.py", "stacks", [], 100, 30.0, classes))
+    classes = searched_classes(source, qualnames, seen, [])
+    driver = search_driver_module(f"{module}.py", module, [], 100, 30.0, classes)
+    (tmp_path / "test_drive.py").write_text(driver)
     out = tmp_path / "out.jsonl"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_drive.py",
                            f"--equisa-out={out}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:]
     (record,) = read_sequence_records(out.read_text().splitlines())
+    return record
+
+
+def _run_made(tmp_path: Path, header: str, tests: list[CarvedTest]) -> str:
+    """Run the tests made from a search; their module's text."""
+    module = header + "\n\n\n" + "\n\n".join(t.code for t in tests)
+    (tmp_path / "test_made.py").write_text(module)
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_made.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and f"{len(tests)} passed" in ran.stdout, ran.stdout[-2000:]
+    return module
+
+
+def test_the_driver_module_searches_method_sequences(tmp_path: Path):
+    record = _search_sequences(tmp_path, "stacks", STACK, ["Stack.push"], {"Base.push": [("'a'",)]})
     assert record.error is None and record.examples >= 50
     # A push followed by a peek or pop that returned what was pushed: a sequence, not single calls.
     assert any(any(s.method == "push" for s in k.steps) and any(s.method in ("peek", "pop") and s.raised is None
                                                                 for s in k.steps) for k in record.kept)
     assert any(dict(k.state).get("len(obj)") not in (None, "0") for k in record.kept)
     tests, _ = sequence_tests(record, "stacks", 0)
-    module = "import pytest\nfrom stacks import Stack\n\n\n" + "\n\n".join(t.code for t in tests)
-    (tmp_path / "test_made.py").write_text(module)
-    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_made.py"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert ran.returncode == 0 and f"{len(tests)} passed" in ran.stdout, ran.stdout[-2000:]
+    _run_made(tmp_path, "import pytest\nfrom stacks import Stack", tests)
+
+
+BAG = textwrap.dedent('''
+    import functools
+
+
+    class _Counted:
+        """A descriptor of the class's own, as statistics classes define them."""
+
+        def __get__(self, obj, owner=None):
+            return 0 if obj is None else len(obj.items)
+
+
+    class Bag:
+        count = _Counted()
+
+        def __init__(self, first: int = 0):
+            self.items = [first]
+
+        def add(self, item: int):
+            self.items.append(item)
+
+        @property
+        def largest(self):
+            if len(self.items) > 2:
+                return max(self.items)
+            return None
+
+        @functools.cached_property
+        def label(self):
+            return "big" if sum(self.items) > 10 else "small"
+
+        def __iter__(self):
+            return iter(self.items)
+
+        def __repr__(self):
+            return "Bag(%r)" % (self.items,)
+''')
+
+
+def test_the_sequence_search_observes_properties_repr_and_items(tmp_path: Path):
+    """After its calls, an object is observed through what its class offers besides methods: the
+    branches inside properties are reached, and the tests assert what they read."""
+    record = _search_sequences(tmp_path, "bags", BAG, ["Bag.add"], {"Bag.add": [("12",)]})
+    observed = [dict(k.state) for k in record.kept]
+    assert any(state.get("obj.largest") not in (None, "None") for state in observed)  # the branch inside
+    assert {"'big'", "'small'"} <= {state.get("obj.label") for state in observed}
+    assert all(state["obj.count"] == state["len(obj)"] if "len(obj)" in state else True for state in observed)
+    assert any(state.get("repr(obj)", "").startswith("'Bag([") for state in observed)
+    assert any(state.get("list(obj)", "").count(",") >= 2 for state in observed)
+    assert all("str(obj)" not in state for state in observed)  # str is repr here: asserted once
+    tests, _ = sequence_tests(record, "bags", 0)
+    module = _run_made(tmp_path, "import pytest\nfrom bags import Bag", tests)
+    assert "assert obj.largest == " in module and "assert repr(obj) == 'Bag([" in module
 
 
 def test_dates_timedeltas_and_decimals_are_values_the_search_draws_and_writes():

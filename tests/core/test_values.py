@@ -20,6 +20,7 @@ from equisa_core.common.models import EncodedValue
 from equisa_core.common.values import (
     MAX_BUILD_NESTING,
     MAX_BUILD_TEXT,
+    ClassValue,
     EnumMember,
     ObjectValue,
     build_expression,
@@ -127,6 +128,11 @@ class Amount(decimal.Decimal):
 
 class Items(list):
     pass
+
+
+class Holder:
+    def __init__(self, kind):
+        self.kind = kind
 
 
 def local_instance():
@@ -331,15 +337,30 @@ def test_generic_dataclasses_and_enum_members(ledger) -> None:
         lambda m: threading.Lock(),
         lambda m: m.Money(threading.Lock()),  # one attribute without a build
         lambda m: print,
-        lambda m: m.Money,  # classes are not values of the grammar
+        lambda m: type(m.local_instance()),  # a class not importable by name
         lambda m: list(range(1000)),  # more items than a build holds
         lambda m: ["x" * 3000],  # more characters than a build holds
     ],
     ids=["exception", "decimal-subclass", "list-subclass", "local-class", "too-deep", "sentinel", "lock",
-         "unbuildable-attribute", "builtin-function", "class", "too-many-items", "too-long"],
+         "unbuildable-attribute", "builtin-function", "local-class-itself", "too-many-items", "too-long"],
 )
 def test_values_without_a_build(ledger, make) -> None:
     assert build(make(ledger)) is None
+
+
+def test_classes_are_values_named_where_they_are_imported_from(ledger) -> None:
+    """A function that returns types (``[(1, int)]``) or objects holding one can be asserted."""
+    text = build(([(1, int)], {"money": ledger.Money}))
+    assert text == ("([(1, __equisa_class__('builtins:int'))], "
+                    "{'money': __equisa_class__('ledger_types:Money')})")
+    expected = ([(1, ClassValue("builtins:int"))], {"money": ClassValue("ledger_types:Money")})
+    assert decode_value(text) == expected
+    assert repr(decode_value(text)[0][0][1]) == "int"
+    emitter = _Recorder()
+    assert build_expression(parse_build(text), emitter, "x") == "([(1, int)], {'money': ledger_types.Money})"
+    assert rebuild(text) == ([(1, int)], {"money": ledger.Money})
+    holder = ledger.Holder(float)
+    assert rebuild(build(holder)).kind is float
 
 
 def test_the_probe_runs_no_user_code_to_build(ledger) -> None:
@@ -372,6 +393,7 @@ ACCEPTED = [
     "__equisa_object__('pkg.mod:Money', {'amount': decimal.Decimal('1')})",
     "__equisa_object__('pkg.mod:Outer.Inner', {}, {'slot': [1, pkg.mod.Status.OPEN]})",
     "__equisa_object__(type='m:C', attributes={'x': 1})",
+    "__equisa_class__('builtins:int')", "[(1, __equisa_class__('pkg.mod:Outer.Inner'))]",
 ]
 
 
@@ -445,6 +467,12 @@ REJECTED = [
     "__equisa_object__('m:C', {'a': x})",
     "__equisa_object__('m:C')",
     "__equisa_object__(1, {})",
+    # the class marker
+    "__equisa_class__('builtins.int')",
+    "__equisa_class__('m:<locals>.C')",
+    "__equisa_class__('m:C', {})",
+    "__equisa_class__()",
+    "__equisa_class__(int)",
     # not text, not one expression
     "",
     "1; 2",

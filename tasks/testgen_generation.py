@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import Node, SuiteTrace
 from equisa_core.common.options import TestgenOptions, default_of
+from equisa_core.common.values import OBJECT_MARKER
 from equisa_core.testgen.assembly import (
     covering_tests,
     focus_nodes,
@@ -39,13 +40,14 @@ from equisa_core.testgen.boundary import (
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, CarvedTest, carve_tests, carved_module
 from equisa_core.testgen.input_search import (
     POSSIBLE_BUG,
+    REBUILD_HELPERS,
     CrosshairRecord,
     SearchRecord,
     SequenceRecord,
     annotated_members,
     bug_like,
     crosshair_driver_tests,
-    is_value_text,
+    is_drawable_text,
     read_crosshair_records,
     read_search_records,
     read_sequence_records,
@@ -160,14 +162,22 @@ def deterministic_tests(
     return (tidy_test_module(merged) if merged else merged), did
 
 
+#: Python files of the target's package read for the constructors of its classes, at most.
+MAX_PACKAGE_FILES = 300
+
+
 def _package_sources(recorder: Recorder, target: str) -> dict[str, str]:
-    """File -> text of the Python files beside ``target`` in the workspace copy (the run's overlay
-    first): where the classes of the objects its functions take are defined, so carved tests build
-    them with their constructors."""
+    """File -> text of the Python files of ``target``'s top-level package in the workspace copy (the
+    run's overlay first; its folder alone when it is in no package): where the classes of the
+    objects its functions take are defined, so carved tests build them with their constructors."""
     root = Path(recorder.base.workspace)
     folder = (root / target).parent
+    while folder.parent != root and (folder.parent / "__init__.py").is_file():
+        folder = folder.parent
+    in_package = (folder / "__init__.py").is_file()
+    files = sorted(folder.rglob("*.py") if in_package else folder.glob("*.py"))
     texts: dict[str, str] = {}
-    for path in sorted(folder.glob("*.py")):
+    for path in files[:MAX_PACKAGE_FILES]:
         relative = path.relative_to(root).as_posix()
         try:
             texts[relative] = recorder.base.overlay.get(relative) or path.read_text(encoding="utf-8")
@@ -215,13 +225,14 @@ def _carved_and_boundary(
 
 def _arguments_seen(recorded: SuiteTrace, target: str) -> dict[str, list[tuple[str, ...]]]:
     """Qualname (in the target's module) -> the argument tuples its recorded calls had, each
-    argument's literal text (calls with an argument that has none are left out)."""
+    argument's literal text or an object's build (calls with an argument that the search cannot
+    draw are left out: ``input_search.is_drawable_text``)."""
     prefix = module_name(target) + "."
     seen: dict[str, list[tuple[str, ...]]] = {}
     for test in recorded.tests:
         for call in test.calls:
             texts = [v.literal or v.build for k, v in call.args.items() if k not in ("self", "cls")]
-            literals = tuple(t for t in texts if t is not None and is_value_text(t))
+            literals = tuple(t for t in texts if t is not None and is_drawable_text(t))
             if call.fqn.startswith(prefix) and len(literals) == len(texts):
                 seen.setdefault(call.fqn[len(prefix) :], []).append(literals)
     return seen
@@ -298,8 +309,11 @@ def _searched(
         ScratchCall(test=f"test_drive_search_{i}", qualname=q, call=c) for i, (q, c) in enumerate(calls)
     ]
     drive_path = f"{GENERATED_TESTS_DIR}/test_testgen_search_drive_{round_number}.py"
+    drive = driver_module(module, driving)
+    if any(OBJECT_MARKER in c for _, c in calls):  # objects rebuilt from recorded builds
+        drive = REBUILD_HELPERS.lstrip() + "\n\n" + drive
     observed = recorder.run(
-        {drive_path: driver_module(module, driving)},
+        {drive_path: drive},
         [f"{drive_path}::{d.test}" for d in driving],
         sorted({f"{module}.{d.qualname}" for d in driving}),
     )

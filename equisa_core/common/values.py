@@ -187,12 +187,24 @@ class ObjectBuild:
         return f"{self.module}:{self.qualname}"
 
 
+class Constructor(Protocol):
+    """How calling a class rebuilds one of its objects (``testgen.call_shape.Constructor``)."""
+
+    @property
+    def parameters(self) -> tuple[tuple[str, str], ...]:
+        """(name, kind) in order, each stored under its own name."""
+
+    @property
+    def constants(self) -> tuple[tuple[str, str], ...]:
+        """Attribute -> the literal text ``__init__`` always stores in it."""
+
+
 class Emitter(Protocol):
     """Where ``build_expression`` asks for names and puts setup statements (see carving).
 
-    An emitter may also have ``constructor(module, qualname)``: the class's constructor parameters
-    (name, kind) in order when calling it with an object's attributes rebuilds that object, else
-    None (then the object is rebuilt from its state, ``__init__`` bypassed)."""
+    An emitter may also have ``constructor(module, qualname)``: a ``Constructor`` when calling the
+    class rebuilds an object whose attributes are its parameters and its constants (holding their
+    literals), else None (then the object is rebuilt from its state, ``__init__`` bypassed)."""
 
     def module(self, name: str) -> str:
         """An expression naming the standard-library module ``name``, imported."""
@@ -735,11 +747,11 @@ class _Writer:
     def write_object(self, found: ObjectBuild, hint: str) -> str:
         cls = self.cls(found.module, found.qualname)
         known = getattr(self.emitter, "constructor", None)
-        parameters = known(found.module, found.qualname) if known is not None else None
-        if parameters is not None and not found.slots and set(found.attributes) == {p for p, _ in parameters}:
+        constructor: Constructor | None = known(found.module, found.qualname) if known is not None else None
+        if constructor is not None and not found.slots and _rebuilds(constructor, found.attributes):
             # ``Money(Decimal('5.99'), 'EUR')``: the constructor, as the code under test writes it.
             arguments = []
-            for parameter, kind in parameters:
+            for parameter, kind in constructor.parameters:
                 expression = self.write(found.attributes[parameter], f"{hint}_{parameter}")
                 arguments.append(expression if kind == "positional" else f"{parameter}={expression}")
             return f"{cls}({', '.join(arguments)})"
@@ -754,6 +766,22 @@ class _Writer:
         for attribute, expression in slots:
             self.emitter.statement(f"object.__setattr__({name}, {attribute!r}, {expression})")
         return name
+
+
+def _rebuilds(constructor: Constructor, attributes: Mapping[str, ast.expr]) -> bool:
+    """Whether calling the class with ``attributes``' parameter values gives an object with exactly
+    ``attributes``: every other attribute is one of the constructor's constants, holding its literal."""
+    constants = dict(constructor.constants)
+    if set(attributes) != {p for p, _ in constructor.parameters} | set(constants):
+        return False
+    for attribute, text in constants.items():
+        try:
+            expected, found = ast.literal_eval(text), ast.literal_eval(attributes[attribute])
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+        if type(expected) is not type(found) or expected != found:
+            return False
+    return True
 
 
 def build_expression(node: ast.expr, emitter: Emitter, hint: str = "value") -> str | None:

@@ -15,7 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Binding", "CallShape", "ParameterKind", "call_shape", "init_parameters"]
+__all__ = ["Binding", "CallShape", "Constructor", "ParameterKind", "call_shape", "constructor_of",
+           "init_parameters"]
 
 ParameterKind = Literal["positional_only", "positional", "var_positional", "keyword_only", "var_keyword"]
 Binding = Literal["function", "method", "classmethod", "staticmethod"]
@@ -166,13 +167,46 @@ def _dataclass_fields(cls: ast.ClassDef, kind: ParameterKind) -> tuple[tuple[str
     return tuple(fields)
 
 
+class Constructor(BaseModel):
+    """How calling a class rebuilds one of its objects: ``parameters`` (name, kind) in order, each
+    stored under its own name, and ``constants``: attribute -> the literal ``__init__`` always
+    stores in it (``self.items = []``), which the object's state must hold for the call to rebuild it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    parameters: tuple[tuple[str, ParameterKind], ...]
+    constants: tuple[tuple[str, str], ...] = ()
+
+
 def init_parameters(module_text: str, qualname: str) -> tuple[tuple[str, ParameterKind], ...] | None:
     """The parameters of class ``qualname``'s constructor, in order with their kinds, when calling
-    it with an object's attributes rebuilds exactly that object: a dataclass without bases, or an
+    it with an object's attributes rebuilds exactly that object (``constructor_of`` with no
+    constants), else None."""
+    found = constructor_of(module_text, qualname)
+    return found.parameters if found is not None and not found.constants else None
+
+
+def _stores_constant(statement: ast.stmt, self_name: str) -> tuple[str, str] | None:
+    """(attribute, literal text) for ``self.attribute = <literal>`` (``[]``, ``False``, ``0``...)."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return None
+    target = statement.targets[0]
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            and target.value.id == self_name):
+        return None
+    try:
+        ast.literal_eval(statement.value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return target.attr, ast.unparse(statement.value)
+
+
+def constructor_of(module_text: str, qualname: str) -> Constructor | None:
+    """How class ``qualname``'s constructor rebuilds its objects: a dataclass without bases, or an
     ``__init__`` that stores each parameter under its own name (through an idempotent conversion at
-    most, ``Decimal(amount)``) and otherwise only checks (``if ...: raise``). None otherwise, and
-    for a class with ``__slots__``, ``__new__`` or bases of its own: then objects are rebuilt from
-    their state (``Cls.__new__``)."""
+    most, ``Decimal(amount)``), may store literals in other attributes (``self.items = []``), and
+    otherwise only checks (``if ...: raise``). None otherwise, and for a class with ``__slots__``,
+    ``__new__`` or bases of its own: then objects are rebuilt from their state (``Cls.__new__``)."""
     try:
         tree = ast.parse(module_text)
     except (SyntaxError, ValueError):
@@ -192,7 +226,8 @@ def init_parameters(module_text: str, qualname: str) -> tuple[tuple[str, Paramet
         refused = options.get("init") == "False" or options.get("slots") == "True"
         if refused or set(options) - _DATACLASS_OPTIONS:
             return None
-        return _dataclass_fields(cls, "keyword_only" if options.get("kw_only") == "True" else "positional")
+        fields = _dataclass_fields(cls, "keyword_only" if options.get("kw_only") == "True" else "positional")
+        return None if fields is None else Constructor(parameters=fields)
     init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
     if init is None or any(isinstance(s, ast.FunctionDef) and s.name == "__new__" for s in cls.body):
         return None
@@ -203,12 +238,41 @@ def init_parameters(module_text: str, qualname: str) -> tuple[tuple[str, Paramet
     if any(kind in ("positional_only", "var_positional", "var_keyword") for _, kind in parameters):
         return None
     stored: dict[str, str] = {}
+    constants: dict[str, str] = {}
+    left_out: set[str] = set()  # ``if flag: ...``, the flag's default falsy: the call leaves it out
+    falsy = _falsy_defaults(init)
     for statement in init.body:
         pair = _stores(statement, self_name[0])
-        if pair is not None and pair[0] == pair[1] and pair[0] not in stored:
+        constant = _stores_constant(statement, self_name[0])
+        if pair is not None and pair[0] == pair[1] and pair[0] not in {*stored, *constants}:
             stored[pair[0]] = pair[1]
+        elif constant is not None and constant[0] not in stored and constant[0] not in constants:
+            constants[constant[0]] = constant[1]
+        elif (isinstance(statement, ast.If) and isinstance(statement.test, ast.Name)
+              and statement.test.id in falsy and not statement.orelse):
+            left_out.add(statement.test.id)
         elif not (_checks_only(statement) or _normalizes(statement, self_name[0])):
             return None
-    if set(stored) != {name for name, _ in parameters}:
+    if set(stored) != {name for name, _ in parameters} - left_out or set(stored) & left_out:
         return None
-    return tuple(parameters)
+    kept: list[tuple[str, ParameterKind]] = []
+    for name, kind in parameters:  # after a parameter left out, the others are passed by name
+        if name in left_out:
+            left_out.add("")
+        else:
+            kept.append((name, "keyword_only" if "" in left_out else kind))
+    return Constructor(parameters=tuple(kept), constants=tuple(constants.items()))
+
+
+def _falsy_defaults(function: ast.FunctionDef) -> set[str]:
+    """The parameters of ``function`` whose default is a falsy literal (``False``, ``None``, ``0``...)."""
+    arguments = function.args
+    defaulted = arguments.args[len(arguments.args) - len(arguments.defaults) :]
+    keyword_only = zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+    pairs = [*zip(defaulted, arguments.defaults, strict=True),
+             *((a, d) for a, d in keyword_only if d is not None)]
+    falsy: set[str] = set()
+    for argument, default in pairs:
+        if isinstance(default, ast.Constant) and not default.value:
+            falsy.add(argument.arg)
+    return falsy

@@ -56,7 +56,7 @@ from equisa_core.common.models import EncodedValue, Node, RecordedCall, SuiteTra
 from equisa_core.common.source_edit import function_source
 from equisa_core.common.values import build_expression, object_build, parse_build, walk_build
 from equisa_core.errors import EquisaError, ProbeProtocolError
-from equisa_core.testgen.call_shape import CallShape, call_shape, init_parameters
+from equisa_core.testgen.call_shape import CallShape, Constructor, call_shape, constructor_of
 
 __all__ = [
     "GENERATED_TESTS_DIR",
@@ -280,15 +280,15 @@ class _Builder:
         # Classes of the targets' own modules are imported by name, like the targets.
         self.target_modules = {t.module for t in targets}
         self.definitions = definitions or {}  # module -> its text, where constructors are read
-        self.constructors: dict[tuple[str, str], tuple[tuple[str, str], ...] | None] = {}
+        self.constructors: dict[tuple[str, str], Constructor | None] = {}
 
-    def constructor(self, module: str | None, qualname: str) -> tuple[tuple[str, str], ...] | None:
-        """The class's constructor parameters when it rebuilds its objects (``init_parameters``)."""
+    def constructor(self, module: str | None, qualname: str) -> Constructor | None:
+        """How the class's constructor rebuilds its objects (``call_shape.constructor_of``), if it does."""
         if module is None or module not in self.definitions:
             return None
         key = (module, qualname)
         if key not in self.constructors:
-            self.constructors[key] = init_parameters(self.definitions[module], qualname)
+            self.constructors[key] = constructor_of(self.definitions[module], qualname)
         return self.constructors[key]
 
     def type_expression(self, dotted: str, imports: set[str]) -> str | None:
@@ -385,7 +385,7 @@ class _Emitter:
     def statement(self, line: str) -> None:
         self.setup.append(line)
 
-    def constructor(self, module: str | None, qualname: str) -> tuple[tuple[str, str], ...] | None:
+    def constructor(self, module: str | None, qualname: str) -> Constructor | None:
         return self.builder.constructor(module, qualname)
 
 

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from equisa_core.common.values import OBJECT_MARKER, parse_build, walk_build
+from equisa_core.errors import ProbeProtocolError
 from equisa_core.testgen.carving import CarvedTest
 
 __all__ = [
@@ -62,6 +64,9 @@ __all__ = [
     "Step",
     "bug_like",
     "is_value_text",
+    "is_object_text",
+    "is_drawable_text",
+    "REBUILD_HELPERS",
     "read_search_records",
     "read_sequence_records",
     "search_driver_module",
@@ -434,6 +439,25 @@ def is_value_text(text: str) -> bool:
     return _literal_value(text)[0]
 
 
+def is_object_text(text: str) -> bool:
+    """Whether ``text`` is a build holding an object (``__equisa_object__('m:C', {...})``, from a
+    recorded call) that a driver can rebuild with ``REBUILD_HELPERS``: it passes the build grammar
+    and names no enum member nor other module attribute (the helpers import only the classes)."""
+    if OBJECT_MARKER not in text:
+        return False
+    try:
+        node = parse_build(text)
+    except ProbeProtocolError:
+        return False
+    return not any(isinstance(part, ast.Attribute) for part in walk_build(node))
+
+
+def is_drawable_text(text: str) -> bool:
+    """Whether the search can draw the argument ``text``: a value (``is_value_text``) or a
+    rebuildable object (``is_object_text``)."""
+    return is_value_text(text) or is_object_text(text)
+
+
 def _value_of(node: ast.expr) -> object:
     if isinstance(node, ast.Call) and ast.unparse(node.func) in _VALUE_CALLS:
         if any(k.arg is None for k in node.keywords):
@@ -509,6 +533,10 @@ def _parameters(function: ast.FunctionDef, skip_first: bool, rows: Sequence[Sequ
     typed = True
     for index, parameter in enumerate(positional):
         strategy = strategy_for(parameter.annotation, values[index], numbers, strings)
+        built = list(dict.fromkeys(r[index] for r in rows if is_object_text(r[index])))[:MAX_SEEN]
+        if built:  # objects the suite passed, each draw a fresh copy (a call may change it)
+            drawn = f"st.sampled_from({built!r}).map(_rebuild)"
+            strategy = f"st.one_of({drawn}, {strategy})" if strategy and values[index] else drawn
         if strategy is None and parameter.annotation is None:
             default = args.defaults[index - required] if index >= required else None
             ok, value = _literal_value(ast.unparse(default)) if default is not None else (False, None)
@@ -621,6 +649,47 @@ def searched_classes(source: str, qualnames: Iterable[str], seen: Mapping[str, S
 
 # --- the driver module --------------------------------------------------------------------------
 
+#: What a driver module needs to run the builds of objects (``is_object_text``): the markers as
+#: functions that import the class and set the recorded state without running ``__init__``, as
+#: carved tests rebuild objects (``equisa_core.common.values.build_expression``).
+REBUILD_HELPERS = '''
+
+import datetime
+import decimal
+import fractions
+import importlib as _importlib
+import pathlib
+import uuid
+
+
+def _named_class(type_name):
+    module, _, qualname = type_name.partition(":")
+    found = _importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    return found
+
+
+def __equisa_class__(type_name):
+    return _named_class(type_name)
+
+
+def __equisa_object__(type_name, attributes, slots=None):
+    cls = _named_class(type_name)
+    obj = cls.__new__(cls)
+    if attributes:
+        vars(obj).update(attributes)
+    for name, value in (slots or {}).items():
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+_BUILD_NAMES = {"__builtins__": {"float": float, "set": set, "frozenset": frozenset},
+                "__equisa_object__": __equisa_object__, "__equisa_class__": __equisa_class__,
+                "datetime": datetime, "decimal": decimal, "fractions": fractions, "pathlib": pathlib,
+                "uuid": uuid}
+'''
+
 _DRIVER_HEADER = '''"""EQUISA's input search (a driver: run once in the sandbox, never kept)."""
 import ast
 import json
@@ -644,10 +713,22 @@ import itertools
 
 _MAX_PROPERTIES = {max_properties}
 _TARGET = os.path.abspath({target!r})
+_BUILT = {{}}  # id -> (object, the build it was made from), the object kept alive so the id stays its
+
+
+def _rebuild(text):
+    """A fresh object from a recorded build (checked against the build grammar by the host)."""
+    value = eval(text, _BUILD_NAMES)
+    _BUILT[id(value)] = (value, text)
+    return value
 
 
 def _source(value):
-    """A value's text: its repr, with ``decimal.Decimal`` for the decimals inside."""
+    """A value's text: the build it was rebuilt from, else its repr, with ``decimal.Decimal`` for the
+    decimals inside."""
+    built = _BUILT.get(id(value))
+    if built is not None and built[0] is value:
+        return built[1]
     if isinstance(value, decimal.Decimal):
         return "decimal.Decimal(%r)" % str(value)
     if type(value) in (list, tuple, set, frozenset) and any(isinstance(v, decimal.Decimal) for v in value):
@@ -837,7 +918,7 @@ def search_driver_module(target: str, module: str, functions: Sequence[SearchedF
     relative to the run's repository copy): one driver test per function or class, each with
     ``max_examples`` inputs (a class: a constructor call and up to ``MAX_STEPS`` method calls)
     and ``seconds`` at most."""
-    header = _DRIVER_HEADER.format(target=target, max_properties=MAX_PROPERTIES)
+    header = _DRIVER_HEADER.format(target=target, max_properties=MAX_PROPERTIES) + REBUILD_HELPERS
     parts = [header, f"import {module} as _target\n"]
     for searched in classes:
         methods = ", ".join(f"({name!r}, st.tuples({', '.join(strategies)}))"
@@ -892,7 +973,7 @@ def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
     records = []
     for data in _records(lines, "testgen-search"):
         kept = tuple(KeptInput(tuple(k["args"]), k.get("raised")) for k in data.get("kept", ())
-                     if _literals(k["args"]))
+                     if all(map(is_drawable_text, k["args"])))
         records.append(SearchRecord(qualname=data["qualname"], typed=bool(data.get("typed")),
                                     examples=int(data.get("examples") or 0), arcs=int(data.get("arcs") or 0),
                                     kept=kept, error=data.get("error")))

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from equisa_core.testgen.call_shape import call_shape, init_parameters
+from equisa_core.testgen.call_shape import Constructor, call_shape, constructor_of, init_parameters
 
 
 def test_parameter_kinds_and_bindings_come_from_the_definition():
@@ -76,6 +76,21 @@ MODULE = textwrap.dedent('''
     class Hidden:
         shown: int
         cache: dict = field(init=False, default_factory=dict)
+
+
+    class Stack:
+        def __init__(self, strip=False):
+            self.preprocess = []
+            self.grouping = False
+            self.strip = strip
+
+
+    class Filters:
+        def __init__(self, strip_semicolon=False, name="f"):
+            self.steps = []
+            self.name = name
+            if strip_semicolon:
+                self.steps.append("strip")
 ''')
 
 
@@ -83,8 +98,19 @@ def test_constructors_that_rebuild_their_objects_and_those_that_do_not():
     assert init_parameters(MODULE, "Money") == (("amount", "positional"), ("currency", "positional"))
     assert init_parameters(MODULE, "Options") == (("verbose", "keyword_only"),)
     assert init_parameters(MODULE, "Percent") == (("value", "positional"),)
-    for qualname in ("Derived", "Slotted", "Child", "Hidden", "Missing"):
+    for qualname in ("Derived", "Slotted", "Child", "Hidden", "Missing", "Stack"):
         assert init_parameters(MODULE, qualname) is None, qualname
+
+
+def test_a_constructor_that_also_stores_literals_rebuilds_objects_that_still_hold_them():
+    assert constructor_of(MODULE, "Stack") == Constructor(
+        parameters=(("strip", "positional"),), constants=(("preprocess", "[]"), ("grouping", "False")))
+    assert constructor_of(MODULE, "Money") == Constructor(
+        parameters=(("amount", "positional"), ("currency", "positional")))
+    assert constructor_of(MODULE, "Derived") is None
+    # ``if strip_semicolon:`` with a falsy default: called without it, the literal still holds.
+    assert constructor_of(MODULE, "Filters") == Constructor(
+        parameters=(("name", "keyword_only"),), constants=(("steps", "[]"),))
 
 
 @pytest.mark.parametrize("qualname, arguments",

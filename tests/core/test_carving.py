@@ -31,6 +31,16 @@ from equisa_core.testgen.carving import (
 
 SHOP = {
     "shop/__init__.py": "",
+    "shop/basket.py": '''
+        class Basket:
+            def __init__(self, owner):
+                self.items = []
+                self.owner = owner
+
+
+        def count_items(basket):
+            return len(basket.items)
+    ''',
     "shop/errors.py": '''
         class PricingError(ValueError):
             """A price that cannot be right."""
@@ -814,6 +824,22 @@ def test_a_property_or_a_member_without_its_definition_goes_through_the_helper(s
     tests = carve_tests(suite(result("t.py::test_p", *calls)), group, nodes, sources=sources)
     assert all("_equisa_call(" in t.code for t in tests), [t.code for t in tests]
     assert "import inspect" in carved_module(tests)
+    run_in_process(tests)
+
+
+def test_an_object_whose_other_attributes_hold_what_init_stores_is_built_by_its_constructor(shop):
+    basket_module = importlib.import_module("shop.basket")
+    fresh, filled = basket_module.Basket("ann"), basket_module.Basket("bob")
+    filled.items.append(3)
+    fqn = "shop.basket.count_items"
+    calls = (recorded(fqn, basket_module.count_items, basket=fresh),
+             recorded(fqn, basket_module.count_items, basket=filled))
+    tests = carve_tests(suite(result("t.py::test_b", *calls)), [fqn], {fqn: node(fqn, "shop/basket.py")},
+                        sources=shop_sources())
+    codes = sorted(t.code for t in tests)
+    assert len(codes) == 2
+    assert "count_items(Basket('ann'))" in codes[0] + codes[1]  # items == [] as __init__ leaves it
+    assert any("Basket.__new__(Basket)" in c and "'items': [3]" in c for c in codes)  # items changed since
     run_in_process(tests)
 
 

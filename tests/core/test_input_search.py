@@ -26,6 +26,8 @@ from equisa_core.testgen.input_search import (
     annotated_members,
     bug_like,
     crosshair_driver_tests,
+    is_drawable_text,
+    is_object_text,
     is_value_text,
     read_crosshair_records,
     read_search_records,
@@ -132,17 +134,26 @@ def test_records_without_a_literal_argument_drop_that_input():
     assert record.kept == (KeptInput(("[1, 2]",), None),)
 
 
-def test_the_driver_module_keeps_inputs_that_reach_new_branches(tmp_path: Path):
-    (tmp_path / "intervals.py").write_text(INTERVALS)
+def _run_driver(tmp_path: Path, module: str, source: str, driver: str, timeout: int = 300) -> list[str]:
+    """Run a driver module in ``tmp_path`` beside ``source`` (saved as ``module``.py) under pytest, as
+    the sandbox does; the records it wrote."""
+    (tmp_path / f"{module}.py").write_text(source)
     (tmp_path / "conftest.py").write_text(
         "def pytest_addoption(parser):\n    parser.addoption('--equisa-out', default=None)\n")
-    functions = searched_functions(INTERVALS, ["merge", "first_gap"], {"merge": [("[(1, 3)]",)]}, [])
-    (tmp_path / "test_drive.py").write_text(search_driver_module("intervals.py", "intervals", functions, 150, 30.0))
+    (tmp_path / "test_drive.py").write_text(driver)
     out = tmp_path / "out.jsonl"
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_drive.py",
-                           f"--equisa-out={out}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                           f"--equisa-out={out}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=timeout)
     assert done.returncode == 0, done.stdout[-2000:]
-    records = {r.qualname: r for r in read_search_records(out.read_text().splitlines())}
+    return out.read_text().splitlines()
+
+
+def test_the_driver_module_keeps_inputs_that_reach_new_branches(tmp_path: Path):
+    functions = searched_functions(INTERVALS, ["merge", "first_gap"], {"merge": [("[(1, 3)]",)]}, [])
+    driver = search_driver_module("intervals.py", "intervals", functions, 150, 30.0)
+    lines = _run_driver(tmp_path, "intervals", INTERVALS, driver)
+    records = {r.qualname: r for r in read_search_records(lines)}
     merge, gap = records["merge"], records["first_gap"]
     assert merge.error is None and merge.examples >= 100
     assert merge.kept[0].args == ("[(1, 3)]",)  # the value seen goes first
@@ -157,6 +168,39 @@ def test_the_driver_module_keeps_inputs_that_reach_new_branches(tmp_path: Path):
     raised = {k.raised for k in gap.kept}
     assert "IndexError" in raised  # a list of fewer than two intervals: listed as a possible bug
     assert all(bug_like(gap, k) for k in gap.kept if k.raised == "IndexError")
+
+
+FILTERS = textwrap.dedent('''
+    class Stack:
+        def __init__(self):
+            self.steps = []
+            self.grouping = False
+
+
+    def build(stack, options):
+        if options.get("strip"):
+            stack.steps.append("strip")
+        if stack.grouping:
+            stack.steps.append("group")
+        return len(stack.steps)
+''')
+
+
+def test_objects_the_suite_passed_are_drawn_again_fresh_and_written_as_their_builds(tmp_path: Path):
+    """An argument the suite passed as an object (recorded as its build) is drawn from those
+    builds, each draw a fresh copy: a call that changes it does not change the next one."""
+    grouped = "__equisa_object__('filters:Stack', {'steps': [], 'grouping': True})"
+    plain = "__equisa_object__('filters:Stack', {'steps': [], 'grouping': False})"
+    assert is_object_text(grouped) and not is_object_text("__equisa_object__('m:C', {'a': m.E.X})")
+    assert not is_object_text("[1]") and is_drawable_text("[1]") and is_drawable_text(plain)
+    (function,) = searched_functions(FILTERS, ["build"], {"build": [(plain, "{'strip': True}"),
+                                                                  (grouped, "{}")]}, [])
+    assert ".map(_rebuild)" in function.strategies[0] and function.seeds == ()
+    driver = search_driver_module("filters.py", "filters", [function], 100, 30.0)
+    (record,) = read_search_records(_run_driver(tmp_path, "filters", FILTERS, driver))
+    assert record.error is None and record.kept
+    assert {k.args[0] for k in record.kept} == {plain, grouped}  # written as drawn, before the call changed it
+    assert any("'strip': True" in k.args[1] for k in record.kept)  # the branch that appends
 
 
 def test_driver_observed_tests_that_expect_a_bug_like_exception_of_an_annotated_member_are_listed_instead():
@@ -243,17 +287,9 @@ def test_sequence_tests_construct_call_and_observe_and_list_bug_like_exceptions(
 def _search_sequences(tmp_path: Path, module: str, source: str, qualnames: list[str],
                       seen: dict[str, list[tuple[str, ...]]]) -> SequenceRecord:
     """Run the driver module's sequence search on ``source`` (saved as ``module``) for real."""
-    (tmp_path / f"{module}.py").write_text(source)
-    (tmp_path / "conftest.py").write_text(
-        "def pytest_addoption(parser):\n    parser.addoption('--equisa-out', default=None)\n")
     classes = searched_classes(source, qualnames, seen, [])
     driver = search_driver_module(f"{module}.py", module, [], 100, 30.0, classes)
-    (tmp_path / "test_drive.py").write_text(driver)
-    out = tmp_path / "out.jsonl"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_drive.py",
-                           f"--equisa-out={out}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:]
-    (record,) = read_sequence_records(out.read_text().splitlines())
+    (record,) = read_sequence_records(_run_driver(tmp_path, module, source, driver))
     return record
 
 
@@ -348,18 +384,10 @@ def test_dates_timedeltas_and_decimals_are_values_the_search_draws_and_writes():
 
 
 def test_crosshair_finds_inputs_for_annotated_functions_in_a_child_process(tmp_path: Path):
-    (tmp_path / "intervals.py").write_text(INTERVALS)
-    (tmp_path / "conftest.py").write_text(
-        "def pytest_addoption(parser):\n    parser.addoption('--equisa-out', default=None)\n")
     functions = [f for f in searched_functions(INTERVALS, ["merge"], {}, []) if f.typed]
     module = search_driver_module("intervals.py", "intervals", [], 10, 5.0)
     module += crosshair_driver_tests("intervals", functions, 5.0)
-    (tmp_path / "test_drive.py").write_text(module)
-    out = tmp_path / "out.jsonl"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_drive.py",
-                           f"--equisa-out={out}"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:]
-    (record,) = read_crosshair_records(out.read_text().splitlines())
+    (record,) = read_crosshair_records(_run_driver(tmp_path, "intervals", INTERVALS, module, timeout=600))
     assert record.qualname == "merge" and record.error is None
     inputs = [ast.literal_eval(args[0]) for args in record.inputs]
     assert [] in inputs and any(len(v) >= 2 for v in inputs), inputs  # both sides of `if not intervals`

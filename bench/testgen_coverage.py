@@ -15,7 +15,8 @@ shared engine, each run against only the tests that cover it, in the local sandb
 
 - ``own``: the module's own test file(s) from the project;
 - ``equisa``: ``generate_tests`` in deterministic mode (carved + boundary-value tests, the seed-001
-  loop with ``--max-iterations`` attempts), its best module;
+  loop with ``--max-iterations`` attempts, targets ``--coverage-target``/``--mutation-target``,
+  100 % by default so every attempt is used as Pynguin uses its whole search), its best module;
 - ``pynguin``: Pynguin (``pip install pynguin`` into a Python 3.10 venv made with uv: Pynguin runs
   on 3.10 only; DYNAMOSA, ``--maximum-search-time``, seed 0, assertions generated), its module
   copied into the workspace copy and measured like the others.
@@ -218,6 +219,8 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
                 llm=False,
                 out=str(work / "equisa"),
                 max_attempts=args.max_iterations,
+                coverage_target=args.coverage_target,
+                mutation_target=args.mutation_target,
                 mutants_per_measurement=args.max_mutants,
                 no_cache=True,
                 shards=1,
@@ -326,6 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pynguin-seconds", type=int, default=45, help="Pynguin's search time per module")
     parser.add_argument("--max-mutants", type=int, default=80)
     parser.add_argument("--max-iterations", type=int, default=2)
+    parser.add_argument("--coverage-target", type=float, default=100.0,
+                        help="EQUISA's --coverage-target (default 100: every attempt is used, as Pynguin "
+                             "spends its whole search; the command's own default is 80)")
+    parser.add_argument("--mutation-target", type=float, default=100.0,
+                        help="EQUISA's --mutation-target (default 100; the command's own default is 60)")
     parser.add_argument("--no-pynguin", action="store_true")
     parser.add_argument("--search-examples", type=int, default=None,
                         help="EQUISA's --input-search-examples (default: its own default)")
@@ -357,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {
             "max_mutants": args.max_mutants,
             "max_iterations": args.max_iterations,
+            "coverage_target": args.coverage_target,
+            "mutation_target": args.mutation_target,
             "search_examples": args.search_examples,
             "search_seconds": args.search_seconds,
             "pynguin": {

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from equisa_core.common.values import OBJECT_MARKER, parse_build, walk_build
+from equisa_core.common.values import OBJECT_MARKER, build_expression, parse_build, walk_build
 from equisa_core.errors import ProbeProtocolError
 from equisa_core.testgen.carving import CarvedTest
 
@@ -87,6 +87,15 @@ MAX_DICT_KEYS = 40
 MAX_STEPS = 6
 #: Public properties of a searched object read after its sequence at most (``_state``).
 MAX_PROPERTIES = 16
+#: The special methods a sequence calls, each as a test writes it (``{0}`` the object, ``{1}`` the
+#: argument); the driver performs the same operation (``_OPERATIONS``), so ``obj & other`` falls back
+#: to the other operand as the written test does.
+OPERATOR_SYNTAX = {
+    "__getitem__": "{0}[{1}]", "__contains__": "({1} in {0})", "__eq__": "({0} == {1})",
+    "__lt__": "({0} < {1})", "__le__": "({0} <= {1})", "__gt__": "({0} > {1})", "__ge__": "({0} >= {1})",
+    "__and__": "({0} & {1})", "__or__": "({0} | {1})", "__xor__": "({0} ^ {1})", "__sub__": "({0} - {1})",
+    "__add__": "({0} + {1})", "__invert__": "(~{0})", "__reversed__": "list(reversed({0}))",
+}
 #: The longest container drawn beyond the longest one seen.
 EXTRA_LENGTH = 4
 #: Containers drawn with no observation to size them go up to this length.
@@ -113,13 +122,15 @@ class SearchedFunction:
 @dataclass(frozen=True)
 class SearchedClass:
     """One class to search through method sequences: its name, a strategy per ``__init__`` parameter
-    passed, each method it calls with a strategy per parameter, whether ``__init__``'s came from
-    annotations."""
+    passed (or per parameter of ``factory``, the module's public function that returns its objects,
+    for a private class), each method it calls with a strategy per parameter, whether ``__init__``'s
+    came from annotations."""
 
     qualname: str
     init: tuple[str, ...]
     methods: tuple[tuple[str, tuple[str, ...]], ...]
     typed: bool
+    factory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +189,7 @@ class SequenceRecord:
     arcs: int
     kept: tuple[KeptSequence, ...]
     error: str | None = None
+    factory: str | None = None
 
 
 def bug_like(record: SearchRecord, kept: KeptInput) -> bool:
@@ -617,33 +629,58 @@ def annotated_members(source: str) -> frozenset[str]:
 
 def searched_classes(source: str, qualnames: Iterable[str], seen: Mapping[str, Sequence[Sequence[str]]],
                      numbers: Sequence[Decimal]) -> list[SearchedClass]:
-    """The module-level public classes of ``source`` with a method in ``qualnames`` that the search
-    can build (its ``__init__``'s parameters, or none) and drive: each public plain method whose
-    parameters get strategies (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out)."""
+    """The module-level classes of ``source`` with a method in ``qualnames`` that the search can build
+    (a public class: its ``__init__``'s parameters, or none; a private one, or one whose ``__init__``
+    gets no strategies: a public function returning it, ``_factories``) and drive: each public plain
+    method and each special method of ``OPERATOR_SYNTAX`` whose parameters get strategies
+    (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out)."""
     wanted = set(qualnames)
     tree = ast.parse(source)
     strings = _module_strings(tree, seen)
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    factories = _factories(tree, set(classes))
     found = []
     for name in classes:
-        if name.startswith("_") or not any(q.startswith(name + ".") for q in wanted):
+        if not any(q.startswith(name + ".") for q in wanted):
             continue
         methods = _class_methods(classes, name)
         owner, init = methods.get("__init__", (name, None))
-        made = (_parameters(init, True, _seen_for(seen, name, owner, "__init__"), numbers, strings) if init
-                else ([], True))
+        made, factory = None, None
+        if not name.startswith("_"):
+            recorded = _seen_for(seen, name, owner, "__init__")
+            made = _parameters(init, True, recorded, numbers, strings) if init else ([], True)
+        for function in factories.get(name, []) if made is None else []:
+            rows = [*_doctest_rows(function), *(tuple(r) for r in seen.get(function.name, ()))]
+            made, factory = _parameters(function, False, rows, numbers, strings), function.name
+            if made is not None:
+                break
         if made is None:
             continue
         calls = []
         for method_name, (owner, method) in methods.items():
-            if method_name.startswith("_"):
+            if method_name.startswith("_") and method_name not in OPERATOR_SYNTAX:
                 continue
             recorded = _seen_for(seen, name, owner, method_name)
             parameters = _parameters(method, True, recorded, numbers, strings)
             if parameters is not None:
                 calls.append((method_name, tuple(parameters[0])))
         if calls:
-            found.append(SearchedClass(name, tuple(made[0]), tuple(calls), made[1]))
+            found.append(SearchedClass(name, tuple(made[0]), tuple(calls), made[1], factory))
+    return found
+
+
+def _factories(tree: ast.Module, classes: set[str]) -> dict[str, list[ast.FunctionDef]]:
+    """Class name -> the module's public functions with a ``return Class(...)``: how a private class's
+    objects are made (``complement(wrapped)`` returns a ``_ComplementSet``)."""
+    found: dict[str, list[ast.FunctionDef]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+            continue
+        made = {n.value.func.id for n in ast.walk(node) if isinstance(n, ast.Return)
+                and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+                and n.value.func.id in classes}
+        for name in sorted(made):
+            found.setdefault(name, []).append(node)
     return found
 
 
@@ -867,8 +904,23 @@ def _crosshair(pytestconfig, module, qualname, seconds):
     _write(pytestconfig, record)
 
 
-def _sequence(pytestconfig, qualname, typed, cls, init, methods, max_steps, max_examples, seconds):
-    started, arcs, kept, count = time.monotonic(), set(), [], [0]
+_OPERATIONS = {{
+    "__getitem__": lambda o, a: o[a], "__contains__": lambda o, a: a in o, "__eq__": lambda o, a: o == a,
+    "__lt__": lambda o, a: o < a, "__le__": lambda o, a: o <= a, "__gt__": lambda o, a: o > a,
+    "__ge__": lambda o, a: o >= a, "__and__": lambda o, a: o & a, "__or__": lambda o, a: o | a,
+    "__xor__": lambda o, a: o ^ a, "__sub__": lambda o, a: o - a, "__add__": lambda o, a: o + a,
+    "__invert__": lambda o: ~o, "__reversed__": lambda o: list(reversed(o)),
+}}
+
+
+def _step(obj, name, args):
+    operation = _OPERATIONS.get(name)
+    return operation(obj, *args) if operation is not None else getattr(obj, name)(*args)
+
+
+def _sequence(pytestconfig, qualname, typed, cls, init, methods, max_steps, max_examples, seconds,
+              factory=None):
+    started, arcs, kept, count, outcomes = time.monotonic(), set(), [], [0], set()
     steps = st.lists(st.one_of([st.tuples(st.just(name), strategy) for name, strategy in methods]),
                      min_size=1, max_size=max_steps)
 
@@ -885,7 +937,7 @@ def _sequence(pytestconfig, qualname, typed, cls, init, methods, max_steps, max_
                 step = {{"method": name, "args": [_source(a) for a in args]}}
                 made["steps"].append(step)
                 try:
-                    step["result"], step["literal"] = _shown(getattr(obj, name)(*args))
+                    step["result"], step["literal"] = _shown(_step(obj, name, args))
                 except Exception as error:
                     step["raised"], step["raised_module"] = type(error).__name__, type(error).__module__
                     break
@@ -895,14 +947,17 @@ def _sequence(pytestconfig, qualname, typed, cls, init, methods, max_steps, max_
         finally:
             _COV.stop()
         reached = set(_COV.get_data().arcs(_TARGET) or ())
-        if reached - arcs:
+        met = {{(step["method"], step.get("raised")) for step in made["steps"]}}
+        if reached - arcs or met - outcomes:  # new arcs, or a method that returned or raised anew
             arcs.update(reached)
+            outcomes.update(met)
             kept.append(made)
 
     run = given(st.tuples(init, steps))(attempt)
     run = settings(max_examples=max_examples, database=None, derandomize=True, deadline=None,
                    phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))(run)
-    record = {{"kind": "testgen-sequence", "qualname": qualname, "typed": typed, "kept": kept}}
+    record = {{"kind": "testgen-sequence", "qualname": qualname, "typed": typed, "kept": kept,
+              "factory": factory}}
     try:
         run()
     except Exception as error:
@@ -926,9 +981,9 @@ def search_driver_module(target: str, module: str, functions: Sequence[SearchedF
         parts.append(
             f"\n\ndef test_sequence_{searched.qualname}(pytestconfig):\n"
             f"    _sequence(pytestconfig, {searched.qualname!r}, {searched.typed!r},\n"
-            f"              _target.{searched.qualname},\n"
+            f"              _target.{searched.factory or searched.qualname},\n"
             f"              st.tuples({', '.join(searched.init)}), [{methods}],\n"
-            f"              {MAX_STEPS}, {max_examples}, {seconds!r})\n"
+            f"              {MAX_STEPS}, {max_examples}, {seconds!r}, {searched.factory!r})\n"
         )
     for function in functions:
         seeds = ", ".join(f"({', '.join(seed)},)" for seed in function.seeds)
@@ -1009,8 +1064,14 @@ def read_sequence_records(lines: Iterable[str]) -> list[SequenceRecord]:
             for k in data.get("kept", ()))
         records.append(SequenceRecord(qualname=data["qualname"], typed=bool(data.get("typed")),
                                       examples=int(data.get("examples") or 0),
-                                      arcs=int(data.get("arcs") or 0), kept=kept, error=data.get("error")))
+                                      arcs=int(data.get("arcs") or 0), kept=kept, error=data.get("error"),
+                                      factory=_factory_name(data.get("factory"))))
     return records
+
+
+def _factory_name(value: object) -> str | None:
+    """A record's factory: a plain name (it becomes code), else None."""
+    return value if isinstance(value, str) and value.isidentifier() else None
 
 
 def _literals(texts: Sequence[str]) -> bool:
@@ -1034,23 +1095,85 @@ def _raising(name: str | None, where: str | None, module: str) -> tuple[str, set
     return name, {"import pytest", *((f"from {module} import {name}",) if where == module else ())}
 
 
+class _Setup:
+    """A ``values.Emitter`` for sequence tests: classes of the target module imported by name, any
+    other through its module; setup lines and fresh local names."""
+
+    def __init__(self, module: str) -> None:
+        self.target = module
+        self.imports: set[str] = set()
+        self.lines: list[str] = []
+        self.names = {"obj"}
+
+    def module(self, name: str) -> str:
+        self.imports.add(f"import {name}")
+        return name
+
+    def cls(self, module: str | None, qualname: str) -> str | None:
+        if module is None:
+            return None
+        if module == self.target:
+            self.imports.add(f"from {module} import {qualname.split('.')[0]}")
+            return qualname
+        self.imports.add(f"import {module}")
+        return f"{module}.{qualname}"
+
+    def variable(self, hint: str) -> str:
+        name, number = hint, 2
+        while name in self.names:
+            name, number = f"{hint}_{number}", number + 1
+        self.names.add(name)
+        return name
+
+    def statement(self, line: str) -> None:
+        self.lines.append(line)
+
+    def arguments(self, texts: Sequence[str]) -> list[str] | None:
+        """Each argument as code (a literal as it is, an object from its build, its setup lines
+        emitted), or None when one cannot be written."""
+        written = []
+        for text in texts:
+            if _literal_value(text)[0]:
+                self.imports |= {f"import {m}" for m in ("datetime", "decimal") if f"{m}." in text}
+                written.append(text)
+            elif is_object_text(text):
+                expression = build_expression(parse_build(text), self, "other")
+                if expression is None:
+                    return None
+                written.append(expression)
+            else:
+                return None
+        return written
+
+
+def _step_text(method: str, arguments: Sequence[str]) -> str:
+    """A step as a test writes it: ``obj.add(1)``, or the operator of a special method (``obj[0]``)."""
+    syntax = OPERATOR_SYNTAX.get(method)
+    if syntax is not None:
+        return syntax.format("obj", *arguments)
+    return f"obj.{method}({', '.join(arguments)})"
+
+
 def sequence_tests(record: SequenceRecord, module: str, round_number: int, annotated: Collection[str] = (),
                    ) -> tuple[list[CarvedTest], list[str]]:
-    """Tests of ``record``'s kept sequences (construct, call, assert each literal result; a call that
-    raised ends the test in ``pytest.raises``), and notes for calls whose exception looks like a bug
-    (``BUG_LIKE``, raised by a call with arguments of a method in ``annotated``, ``Class.method``,
-    or by the constructor of a class whose ``__init__`` is annotated): listed, not asserted."""
+    """Tests of ``record``'s kept sequences (construct, or call the factory; call, assert each literal
+    result; a call that raised ends the test in ``pytest.raises``), and notes for calls whose
+    exception looks like a bug (``BUG_LIKE``, raised by a call with arguments of a method in
+    ``annotated``, ``Class.method``, or by the constructor of a class whose ``__init__`` is
+    annotated): listed, not asserted. Objects among the arguments are rebuilt from their builds."""
     cls = record.qualname
+    maker = record.factory or cls
     tests: list[CarvedTest] = []
     notes: list[str] = []
     names: set[str] = set()
     for kept in record.kept:
-        if not _literals(kept.init):
+        setup = _Setup(module)
+        init = setup.arguments(kept.init)
+        if init is None:
             continue
-        construct = f"{cls}({', '.join(kept.init)})"
-        texts = [*kept.init, *(a for t in kept.steps for a in t.args)]
-        imports = {f"from {module} import {cls}", *(f"import {m}" for m in ("datetime", "decimal")
-                                                      if any(f"{m}." in t for t in texts))}
+        construct = f"{maker}({', '.join(init)})"
+        setup.imports.add(f"from {module} import {maker}")
+        lines, setup.lines = setup.lines, []
         if kept.raised is not None:
             raising = _raising(kept.raised, kept.raised_module, module)
             if raising is None:
@@ -1059,14 +1182,16 @@ def sequence_tests(record: SequenceRecord, module: str, round_number: int, annot
                 notes.append(f"{POSSIBLE_BUG}{construct} raised {kept.raised}, on an input its annotations "
                              "allow")
                 continue
-            lines, asserted = [f"with pytest.raises({raising[0]}):", f"    {construct}"], 1
-            imports |= raising[1]
+            lines, asserted = [*lines, f"with pytest.raises({raising[0]}):", f"    {construct}"], 1
+            setup.imports |= raising[1]
         else:
-            lines, asserted = [f"obj = {construct}"], 0
+            lines, asserted = [*lines, f"obj = {construct}"], 0
             for step in kept.steps:
-                if not _literals(step.args):
+                arguments = setup.arguments(step.args)
+                if arguments is None:
                     break
-                call = f"obj.{step.method}({', '.join(step.args)})"
+                lines, setup.lines = lines + setup.lines, []
+                call = _step_text(step.method, arguments)
                 if step.raised is not None:
                     raising = _raising(step.raised, step.raised_module, module)
                     typed = f"{cls}.{step.method}" in annotated
@@ -1076,13 +1201,13 @@ def sequence_tests(record: SequenceRecord, module: str, round_number: int, annot
                                      "sequence)")
                     elif raising is not None:
                         lines += [f"with pytest.raises({raising[0]}):", f"    {call}"]
-                        imports |= raising[1]
+                        setup.imports |= raising[1]
                         asserted += 1
                     break
                 if step.literal and step.result not in (None, "None"):
                     check, approx = _check(call, step.result)
                     lines.append(check)
-                    imports |= {"import pytest"} if approx else set()
+                    setup.imports |= {"import pytest"} if approx else set()
                     asserted += 1
                 else:
                     lines.append(call)
@@ -1090,12 +1215,13 @@ def sequence_tests(record: SequenceRecord, module: str, round_number: int, annot
                 for observed, value in kept.state:
                     check, approx = _check(observed, value)
                     lines.append(check)
-                    imports |= {"import pytest"} if approx else set()
+                    setup.imports |= {"import pytest"} if approx else set()
                     asserted += 1
         if not asserted:
             continue
-        methods = list(dict.fromkeys(t.method for t in kept.steps))[:3] if kept.raised is None else ["init"]
-        name = f"test_search_{round_number}_{cls}_" + "_then_".join(methods)
+        steps = [t.method.strip("_") for t in kept.steps]
+        methods = list(dict.fromkeys(steps))[:3] if kept.raised is None else ["init"]
+        name = f"test_search_{round_number}_{cls.lstrip('_')}_" + "_then_".join(methods)
         unique, number = name, 2
         while unique in names:
             unique, number = f"{name}_{number}", number + 1
@@ -1103,5 +1229,5 @@ def sequence_tests(record: SequenceRecord, module: str, round_number: int, annot
         body = "".join(f"    {line}\n" for line in lines)
         tests.append(CarvedTest(name=unique, target_fqn=f"{module}.{cls}", source_test="input search",
                                 expects="exception" if kept.raised else "result",
-                                code=f"def {unique}():\n{body}", imports=tuple(sorted(imports))))
+                                code=f"def {unique}():\n{body}", imports=tuple(sorted(setup.imports))))
     return tests, notes

@@ -368,6 +368,51 @@ def test_the_sequence_search_observes_properties_repr_and_items(tmp_path: Path):
     assert "assert obj.largest == " in module and "assert repr(obj) == 'Bag([" in module
 
 
+COMPLEMENT = textwrap.dedent('''
+    class _Complement:
+        __slots__ = ("excluded",)
+
+        def __init__(self, excluded):
+            self.excluded = excluded
+
+        def __contains__(self, item):
+            return item not in self.excluded
+
+        def __and__(self, other):
+            if type(other) is _Complement:
+                return complement(self.excluded | other.excluded)
+            return {x for x in other if x not in self.excluded}
+
+        def add(self, item):
+            self.excluded.discard(item)
+
+
+    def complement(wrapped):
+        return _Complement(set(wrapped))
+''')
+
+
+def test_a_private_class_is_searched_through_its_factory_with_operators_and_recorded_objects(tmp_path: Path):
+    """``_Complement`` is made by ``complement()``; its ``in`` and ``&`` are steps like its methods,
+    written as operators, and an object the suite passed to ``&`` is rebuilt in the test."""
+    other = "__equisa_object__('sets:_Complement', {}, {'excluded': {5}})"
+    seen = {"complement": [("{1, 2}",)], "_Complement.__and__": [("{2, 3}",), (other,)],
+            "_Complement.__contains__": [("1",)]}
+    (searched,) = searched_classes(COMPLEMENT, ["_Complement.add"], seen, [])
+    assert searched.factory == "complement"
+    assert {name for name, _ in searched.methods} == {"__contains__", "__and__", "add"}
+    record = _search_sequences(tmp_path, "sets", COMPLEMENT, ["_Complement.add"], seen)
+    assert record.factory == "complement" and record.error is None
+    assert any(s.method == "__and__" and s.args == (other,) for k in record.kept for s in k.steps)
+    tests, _ = sequence_tests(record, "sets", 0)
+    module = _run_made(tmp_path, "import pytest\nfrom sets import _Complement, complement", tests)
+    assert "obj = complement(" in module and "(obj & " in module and " in obj)" in module
+    assert "other = _Complement.__new__(_Complement)" in module
+    assert "object.__setattr__(other, 'excluded', {5})" in module
+    assert all("from sets import complement" in t.imports for t in tests)
+    assert any("from sets import _Complement" in t.imports for t in tests if "other = " in t.code)
+
+
 def test_dates_timedeltas_and_decimals_are_values_the_search_draws_and_writes():
     import datetime
 

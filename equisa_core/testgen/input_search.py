@@ -871,6 +871,26 @@ def _state(obj):
     return state
 
 
+def _hash_ordered(obj, depth=0):
+    """Whether ``obj`` holds (itself, or two levels down) a set of anything but numbers: its order,
+    and so its repr, its items' order, what it pops and what is left after, change with
+    ``PYTHONHASHSEED`` (pinned in the sandbox, not for the user running the tests)."""
+    if isinstance(obj, (set, frozenset)):
+        return any(not isinstance(item, (int, float, type(None))) for item in obj)
+    if depth >= 2:
+        return False
+    if isinstance(obj, (list, tuple)):
+        values = list(obj[:50])
+    elif isinstance(obj, dict):
+        values = list(obj.values())[:50]
+    else:
+        values = list(getattr(obj, "__dict__", {{}}).values())[:50]
+        for klass in type(obj).__mro__:
+            names = vars(klass).get("__slots__", ())
+            values += [getattr(obj, n, None) for n in ([names] if isinstance(names, str) else names)]
+    return any(_hash_ordered(value, depth + 1) for value in values)
+
+
 def _all_items(obj):
     items = list(itertools.islice(iter(obj), 21))
     if len(items) > 20:
@@ -930,6 +950,7 @@ def _sequence(pytestconfig, qualname, typed, cls, init, methods, max_steps, max_
         count[0] += 1
         init_args, calls = case
         made = {{"init": [_source(a) for a in init_args], "steps": [], "raised": None}}
+        unordered = False  # a step ran on an object holding a set of texts: what follows is not asserted
         _COV.start()
         try:
             obj = cls(*init_args)
@@ -937,11 +958,16 @@ def _sequence(pytestconfig, qualname, typed, cls, init, methods, max_steps, max_
                 step = {{"method": name, "args": [_source(a) for a in args]}}
                 made["steps"].append(step)
                 try:
+                    unordered = unordered or _hash_ordered(obj)
                     step["result"], step["literal"] = _shown(_step(obj, name, args))
+                    step["literal"] = step["literal"] and not unordered
                 except Exception as error:
                     step["raised"], step["raised_module"] = type(error).__name__, type(error).__module__
                     break
-            made["state"] = _state(obj)
+            state = _state(obj)
+            if unordered or _hash_ordered(obj):  # what the calls left may hang on which item came first
+                state = {{k: v for k, v in state.items() if k == "len(obj)"}}
+            made["state"] = state
         except Exception as error:
             made["raised"], made["raised_module"] = type(error).__name__, type(error).__module__
         finally:

@@ -21,8 +21,12 @@ shared engine, each run against only the tests that cover it, in the local sandb
   on 3.10 only; DYNAMOSA, ``--maximum-search-time``, seed 0, assertions generated), its module
   copied into the workspace copy and measured like the others.
 
-Side by side per module and as means; wall time per tool. It asserts nothing: the exit status is
-0 unless the benchmark itself could not run.
+Side by side per module, as means and as medians (over the modules both tools finished, and over
+all with a missing module counted 0); wall time per tool. Each generated suite is then run
+``--order-runs`` (3) more times in the sandbox, each in an order shuffled with seed 1, 2, 3 and
+under that ``PYTHONHASHSEED`` (``tasks.testgen_setup.shuffled_failures``): the tests that passed
+when measured and failed in one of those runs are listed (``order_failures``). It asserts nothing:
+the exit status is 0 unless the benchmark itself could not run.
 """
 
 from __future__ import annotations
@@ -198,7 +202,16 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
     from flows.testgen import generate_tests
     from tasks.parameters import TestgenParameters
     from tasks.prepared_run import prepare_run
-    from tasks.testgen_setup import measure_tests
+    from tasks.testgen_setup import measure_tests, shuffled_failures
+
+    def order_check(prepared, params, data: dict, path: str, text: str, coverage) -> None:
+        """The suite run again ``--order-runs`` times, shuffled and under other hash seeds."""
+        if args.order_runs <= 0:
+            return
+        passed = [t.test_id for t in coverage.trace.tests if t.outcome == "passed"]
+        failed = shuffled_failures(prepared, params, path, text, passed, tuple(range(1, args.order_runs + 1)))
+        data["order_runs"] = args.order_runs
+        data["order_failures"] = sorted({t for tests in failed.values() for t in tests})
 
     row: dict = {
         "id": module.id,
@@ -243,6 +256,7 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
                     wall,
                     len(generated.report.attempts[generated.report.best_attempt or 0].tests),
                 )
+                order_check(prepared, params, row["equisa"], generated.path, generated.source, coverage)
                 row["equisa"]["attempts"] = len(generated.report.attempts)
                 row["equisa"]["stopped_because"] = generated.report.stopped_because
             else:
@@ -262,6 +276,7 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
             coverage, mutation = measure_tests(prepared, params, path, text)
             row["pynguin"] = figures(coverage, mutation, wall, text.count("\ndef test_"))
             row["pynguin"]["log"] = log
+            order_check(prepared, params, row["pynguin"], path, text, coverage)
             console.print(
                 f"{module.id}: pynguin {row['pynguin']['coverage']}% / {row['pynguin']['mutation_score']}"
             )
@@ -289,6 +304,17 @@ def summarize(rows: list[dict]) -> dict:
         if r.get("equisa", {}).get("coverage") is not None
         and r.get("pynguin", {}).get("coverage") is not None
     ]
+    for tool in ("equisa", "pynguin"):
+        figures_both = [r[tool] for r in both]
+        every = [r.get(tool) or {} for r in rows]
+        summary[tool].update({
+            "median_coverage_both": _median([v["coverage"] for v in figures_both]),
+            "median_mutation_score_both": _median([v["mutation_score"] or 0 for v in figures_both]),
+            "median_coverage_all": _median([v.get("coverage") or 0 for v in every]),
+            "median_mutation_score_all": _median([v.get("mutation_score") or 0 for v in every]),
+            "order_failures": sum(len(v.get("order_failures", ())) for v in every),
+            "order_checked_modules": sum(1 for v in every if "order_failures" in v),
+        })
     summary["equisa_vs_pynguin"] = {
         "modules": len(both),
         "coverage_higher": sum(1 for r in both if r["equisa"]["coverage"] > r["pynguin"]["coverage"]),
@@ -297,6 +323,10 @@ def summarize(rows: list[dict]) -> dict:
         ),
     }
     return summary
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
 
 
 def print_table(console: Console, report: dict) -> None:
@@ -335,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mutation-target", type=float, default=100.0,
                         help="EQUISA's --mutation-target (default 100; the command's own default is 60)")
     parser.add_argument("--no-pynguin", action="store_true")
+    parser.add_argument("--order-runs", type=int, default=3,
+                        help="runs of each generated suite in a shuffled order under another PYTHONHASHSEED "
+                             "(0: none); tests that passed when measured and fail in one are listed")
     parser.add_argument("--search-examples", type=int, default=None,
                         help="EQUISA's --input-search-examples (default: its own default)")
     parser.add_argument("--search-seconds", type=float, default=None,
@@ -365,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {
             "max_mutants": args.max_mutants,
             "max_iterations": args.max_iterations,
+            "order_runs": args.order_runs,
             "coverage_target": args.coverage_target,
             "mutation_target": args.mutation_target,
             "search_examples": args.search_examples,

@@ -166,6 +166,9 @@ class RunRequest(BaseModel):
     tests: tuple[str, ...] = Field((), description="pytest paths or node ids; empty: all.")
     only: tuple[str, ...] | None = Field(None, description="Exact node ids to keep, if given.")
     shard: tuple[int, int] | None = Field(None, description="(index, count) of a round-robin split.")
+    order_seed: int | None = Field(
+        None, description="Run the tests in an order shuffled with this seed (None: pytest's own order); "
+        "with env PYTHONHASHSEED set too, what a user running them in another order and process sees.")
     interpreter: str = Field(description="Interpreter path (local) or command (docker).")
     trace: bool = True
     record: tuple[str, ...] = Field((), description="FQNs whose calls the probe records.")
@@ -290,14 +293,15 @@ class Sandbox(Protocol):
 def scrubbed_environment(extra: Mapping[str, str], home: str, tmp: str) -> dict[str, str]:
     """A minimal environment: PATH and locale from the host, pinned hash seed and time zone.
 
-    ``extra`` is the caller's; secret-looking names are dropped from it too.
+    ``extra`` is the caller's; secret-looking names are dropped from it too. The hash seed is 0
+    unless ``extra`` pins another (``PYTHONHASHSEED``: a digit string).
     """
     env = {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
     env.update({k: v for k, v in extra.items() if not _SECRET_PATTERN.search(k)})
     env.update({
         "HOME": home,
         "TMPDIR": tmp,
-        "PYTHONHASHSEED": "0",
+        "PYTHONHASHSEED": extra["PYTHONHASHSEED"] if str(extra.get("PYTHONHASHSEED", "")).isdigit() else "0",
         "TZ": "UTC",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
@@ -396,6 +400,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
         args.append(f"--equisa-select={out_dir}/select.txt")
     if request.shard is not None:
         args.append(f"--equisa-shard={request.shard[0]}/{request.shard[1]}")
+    if request.order_seed is not None:
+        args.append(f"--equisa-order-seed={request.order_seed}")
     if request.record:
         args.append(f"--equisa-record={out_dir}/record.txt")
     if request.mutants:

@@ -15,7 +15,7 @@ from equisa_core.testgen.report import CoverageFigures
 from tasks.testgen import CoverageResult, MutationResult, coverage_request, measure_coverage, score_mutants
 from tasks.testgen_context import TestgenContext
 
-__all__ = ["figures", "measure", "measurement", "mutation"]
+__all__ = ["figures", "measure", "measurement", "mutation", "order_failures"]
 
 
 def figures(result: CoverageResult) -> CoverageFigures:
@@ -75,3 +75,29 @@ def mutation(ctx: TestgenContext, overlay: dict[str, str], coverage: CoverageRes
         docker_image=ctx.params.docker_image,
         interpreter_version=ctx.prepared.interpreter_version,
     )
+
+
+def order_failures(ctx: TestgenContext, overlay: dict[str, str], tests: Sequence[str], passed: Sequence[str],
+                   seeds: Sequence[int]) -> dict[int, list[str]]:
+    """Seed -> the tests of ``passed`` that did not pass when ``tests`` ran again in the sandbox in an
+    order shuffled with that seed and under ``PYTHONHASHSEED`` set to it (each run its own process,
+    as a user running them with pytest-randomly would): tests that hang on their order, on another
+    test's leftovers, or on the order of a set of texts."""
+    from tasks.run_tests import run_tests
+
+    failures: dict[int, list[str]] = {}
+    for seed in seeds:
+        base = ctx.prepared.base
+        request = base.model_copy(update={
+            "overlay": dict(overlay), "tests": tuple(tests), "only": None, "trace": False, "shard": None,
+            "record": (), "mutants": (), "order_seed": seed, "env": {**base.env, "PYTHONHASHSEED": str(seed)},
+        })
+        trace = run_tests.with_options(refresh_cache=ctx.params.no_cache or None)(
+            request,
+            backend=ctx.params.sandbox,
+            interpreter_version=ctx.prepared.interpreter_version,
+            docker_image=ctx.params.docker_image,
+        )
+        outcomes = {t.test_id: t.outcome for t in trace.tests}
+        failures[seed] = [t for t in passed if outcomes.get(t) is not TestOutcome.PASSED]
+    return failures

@@ -26,7 +26,7 @@ from tasks.testgen_context import (
     embedding_config,
     stage,
 )
-from tasks.testgen_measure import figures, measure, measurement, mutation
+from tasks.testgen_measure import figures, measure, measurement, mutation, order_failures
 
 __all__ = [
     "baseline",
@@ -35,6 +35,7 @@ __all__ = [
     "framework_files",
     "machine_setup",
     "measure_tests",
+    "shuffled_failures",
     "measuring_context",
     "seed_store",
     "start_report",
@@ -229,3 +230,12 @@ def measure_tests(
     tests = [module_path] if module_path else list(prepared.base.tests)
     coverage = measure(ctx, overlay, tests)
     return coverage, mutation(ctx, overlay, coverage)
+
+
+def shuffled_failures(prepared: PreparedRun, params: TestgenParameters, module_path: str, source: str,
+                      passed: Sequence[str], seeds: Sequence[int] = (1, 2, 3)) -> dict[int, list[str]]:
+    """Seed -> the tests of ``passed`` (those that passed when measured) that failed when the module
+    at ``module_path`` ran again in an order shuffled with that seed and under that hash seed
+    (``testgen_measure.order_failures``); for benchmarks, as ``measure_tests`` is."""
+    ctx = measuring_context(prepared, params, module_path)
+    return order_failures(ctx, {module_path: source}, [module_path], passed, seeds)

@@ -1262,10 +1262,12 @@ class ProbePlugin:
 
     def __init__(self, out_path: str, root: str, select_path: str | None = None,
                  shard: tuple[int, int] | None = None, test_timeout: float | None = None, trace: bool = True,
-                 record_path: str | None = None, test_limits: dict[str, float] | None = None) -> None:
+                 record_path: str | None = None, test_limits: dict[str, float] | None = None,
+                 order_seed: int | None = None) -> None:
         self.root = _os_path.realpath(root)
         self.selection = _read_selection(select_path) if select_path else None
         self.shard = shard
+        self.order_seed = order_seed
         timed = hasattr(signal, "setitimer")
         self.test_timeout = test_timeout if test_timeout and timed else None
         # node id -> that test's own limit (--equisa-test-limits); the others get test_timeout
@@ -1329,7 +1331,8 @@ class ProbePlugin:
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
-        """Keep only the selected tests (``--equisa-select``) and this shard's share of them."""
+        """Keep only the selected tests (``--equisa-select``) and this shard's share of them, shuffled
+        when asked (``--equisa-order-seed``)."""
         keep = items
         if self.selection is not None:
             keep = [item for item in keep if item.nodeid in self.selection]
@@ -1340,6 +1343,10 @@ class ProbePlugin:
             kept = set(id(item) for item in keep)
             config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
             items[:] = keep
+        if self.order_seed is not None:
+            import random
+
+            random.Random(self.order_seed).shuffle(items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._write({"kind": "collected", "tests": [item.nodeid for item in session.items]})
@@ -2461,6 +2468,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--equisa-out", default=None, help="JSON-lines file the probe writes to.")
     group.addoption("--equisa-root", default=None, help="Repository root; code under it is traced.")
     group.addoption("--equisa-select", default=None, help="File of node ids, one a line, to run.")
+    group.addoption("--equisa-order-seed", default=None, type=int,
+                    help="Run the tests in an order shuffled with this seed.")
     group.addoption("--equisa-shard", default=None, help="K/N: run every N-th test from the K-th.")
     group.addoption("--equisa-trace", default="1", help="0 records outcomes only, without tracing.")
     group.addoption("--equisa-record", default=None,
@@ -2503,6 +2512,7 @@ def pytest_configure(config: pytest.Config) -> None:
         trace=config.getoption("--equisa-trace") != "0",
         record_path=config.getoption("--equisa-record"),
         test_limits=_read_test_limits(limits) if limits else None,
+        order_seed=config.getoption("--equisa-order-seed"),
     )
     config.pluginmanager.register(plugin, "equisa-probe-recorder")
     mutants = config.getoption("--equisa-mutants")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import random
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -367,3 +368,24 @@ def test_a_suite_that_cannot_exit_is_ended_after_its_probe_finished(tmp_path, mo
     assert time.monotonic() - started < 60
     outcomes = {t.test_id.split("::")[-1]: t.outcome.value for t in trace.tests}
     assert outcomes == {"test_leaves_a_thread_blocked": "passed", "test_fails": "failed"}
+
+
+def test_tests_run_in_the_order_a_seed_shuffles_them_under_the_hash_seed_asked(tmp_path):
+    """``order_seed`` and ``PYTHONHASHSEED``: what a user running the tests with pytest-randomly, in a
+    process of their own, sees (the benchmark's check that generated suites do not hang on order)."""
+    names = [f"test_{i}" for i in range(8)]
+    module = "import os\n\n" + "".join(
+        f"\ndef {name}():\n    assert os.environ['PYTHONHASHSEED'] == '7'\n" for name in names)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_order.py").write_text(module)
+    python = venv_with_pytest("3.11")
+    plain = RunRequest(workspace=tmp_path, workspace_digest="test", interpreter=str(python), trace=False)
+    shuffled = plain.model_copy(update={"order_seed": 7, "env": {"PYTHONHASHSEED": "7"}})
+    file_order = [f"tests/test_order.py::{name}" for name in names]
+    assert [t.outcome for t in execute_request(LocalSandbox(), plain).tests] == [TestOutcome.FAILED] * 8
+    trace = execute_request(LocalSandbox(), shuffled)
+    expected = list(file_order)
+    random.Random(7).shuffle(expected)
+    assert [t.test_id for t in trace.tests] == expected != file_order
+    assert all(t.outcome is TestOutcome.PASSED for t in trace.tests)
+    assert plain.cache_key("local", "3.11") != shuffled.cache_key("local", "3.11")

@@ -53,6 +53,9 @@ def test_environment_is_scrubbed_and_pinned(monkeypatch):
                  "DB_PASSWORD"):
         assert name not in env
     assert (env["PYTHONHASHSEED"], env["TZ"], env["HOME"], env["TMPDIR"]) == ("0", "UTC", "/h", "/t")
+    # Another pinned seed may be asked for; anything but digits keeps the default.
+    assert scrubbed_environment({"PYTHONHASHSEED": "3"}, "/h", "/t")["PYTHONHASHSEED"] == "3"
+    assert scrubbed_environment({"PYTHONHASHSEED": "random"}, "/h", "/t")["PYTHONHASHSEED"] == "0"
 
 
 def test_overlay_paths_must_stay_inside():

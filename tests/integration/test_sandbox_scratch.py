@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import os
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -45,7 +45,16 @@ def test_a_run_on_dev_shm_is_confined_and_leaves_nothing(level, tmp_path, monkey
     (workspace / "tests" / "test_scratch.py").write_text(SUITE)
     host_file = Path("/dev/shm") / f"equisa-host-{uuid.uuid4().hex[:8]}"
     host_file.write_text("another process's file")
-    before = set(os.listdir("/dev/shm"))
+    # The run's own folder, whatever other EQUISA runs on this machine make and remove meanwhile.
+    made: list[Path] = []
+    real = tempfile.TemporaryDirectory
+
+    def recorded(*args, **kwargs):
+        folder = real(*args, **kwargs)
+        made.append(Path(folder.name))
+        return folder
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", recorded)
     try:
         with local_isolation(level, tmp_path):
             trace = execute_request(LocalSandbox(), RunRequest(
@@ -59,4 +68,6 @@ def test_a_run_on_dev_shm_is_confined_and_leaves_nothing(level, tmp_path, monkey
                         "test_sees_no_other_folder_of_dev_shm": TestOutcome.PASSED,
                         "test_writes_its_copy": TestOutcome.PASSED}
     assert not (workspace / "written.txt").exists()
-    assert set(os.listdir("/dev/shm")) <= before  # the run folder is gone
+    runs = [folder for folder in made if folder.name.startswith("equisa-run-")]
+    assert runs and all(folder.parent == Path("/dev/shm") for folder in runs)
+    assert not any(folder.exists() for folder in runs)  # the run folder is gone

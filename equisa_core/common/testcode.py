@@ -6,7 +6,10 @@ must tell the code under test from its tests; ``equisa_core.localization.selecti
 
 from __future__ import annotations
 
-__all__ = ["is_test_file", "is_test_id", "is_test_support"]
+__all__ = ["GENERATED_TESTS_DIR", "is_generated_test", "is_test_file", "is_test_id", "is_test_support"]
+
+#: Folder of a workspace copy that holds EQUISA's generated tests, relative to its root.
+GENERATED_TESTS_DIR = "tests/equisa_generated"
 
 _TEST_DIRS = frozenset({"tests", "test"})
 #: Modules (and packages) that hold a project's test support: runners, case classes, wrappers.
@@ -46,3 +49,9 @@ def is_test_support(path: str) -> bool:
         return True
     *directories, basename = path.replace("\\", "/").split("/")
     return basename.removesuffix(".py") in _TEST_SUPPORT or any(part in _TEST_SUPPORT for part in directories)
+
+
+def is_generated_test(test_id: str) -> bool:
+    """Whether a pytest id (or a path) is one of EQUISA's generated tests (``GENERATED_TESTS_DIR``):
+    carved, testgen's or the model's, not the project's own."""
+    return test_id.replace("\\", "/").startswith(f"{GENERATED_TESTS_DIR}/")

@@ -54,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.models import EncodedValue, Node, RecordedCall, SuiteTrace, TestOutcome, TestResult
 from equisa_core.common.source_edit import function_source
+from equisa_core.common.testcode import GENERATED_TESTS_DIR
 from equisa_core.common.values import build_expression, object_build, parse_build, walk_build
 from equisa_core.errors import EquisaError, ProbeProtocolError
 from equisa_core.testgen.call_shape import CallShape, Constructor, call_shape, constructor_of
@@ -66,8 +67,6 @@ __all__ = [
     "carved_module_path",
 ]
 
-#: Folder of the workspace copy that holds generated tests, relative to its root.
-GENERATED_TESTS_DIR = "tests/equisa_generated"
 
 #: Exceptions a carved test never asserts: interpreter control flow and test-runner outcomes.
 _UNASSERTABLE_EXCEPTIONS = frozenset(

@@ -51,6 +51,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.testcode import GENERATED_TESTS_DIR
+
 __all__ = [
     "SKIP_DIR_NAMES",
     "GENERATED_TESTS_DIR",
@@ -79,8 +81,6 @@ SKIP_DIR_NAMES: frozenset[str] = frozenset({
     ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", ".eggs", "site-packages",
     "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
 })
-#: Where EQUISA writes generated tests into a workspace copy (relative to the root); never searched.
-GENERATED_TESTS_DIR = "tests/equisa_generated"
 #: Larger files are not searched (ripgrep's ``--max-filesize 1M`` skips files over 1,048,576 bytes).
 MAX_FILE_BYTES = 1024 * 1024
 

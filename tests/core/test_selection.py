@@ -190,6 +190,26 @@ def test_tests_for_node_cap_keeps_every_failing_test() -> None:
     )
 
 
+def test_tests_for_node_cap_fills_with_the_projects_own_tests_before_generated_ones() -> None:
+    own = [TestResult(test_id=f"tests/test_own.py::test_{i}", outcome=TestOutcome.PASSED, duration=1.0 + i,
+                      covered=frozenset({TARGET})) for i in range(3)]
+    carved = [TestResult(test_id=f"tests/equisa_generated/test_carved_group_0.py::test_c{i}",
+                         outcome=TestOutcome.PASSED, duration=0.001, covered=frozenset({TARGET}))
+              for i in range(3)]
+    failing = TestResult(test_id="tests/test_own.py::test_bad", outcome=TestOutcome.FAILED, duration=5.0,
+                         covered=frozenset({TARGET}))
+    suite = trace().model_copy(update={"tests": (failing, *carved, *own), "edges": ()})
+    # the generated tests are the fastest, yet the own ones take the room first
+    assert tests_for_node(TARGET, suite, max_tests=3).test_ids == (
+        "tests/test_own.py::test_bad", "tests/test_own.py::test_0", "tests/test_own.py::test_1")
+    # room left over goes to the generated ones, fastest first
+    assert tests_for_node(TARGET, suite, max_tests=6).test_ids == (
+        "tests/test_own.py::test_bad",
+        "tests/equisa_generated/test_carved_group_0.py::test_c0",
+        "tests/equisa_generated/test_carved_group_0.py::test_c1",
+        "tests/test_own.py::test_0", "tests/test_own.py::test_1", "tests/test_own.py::test_2")
+
+
 def test_tests_for_node_rejects_a_cap_below_one() -> None:
     with pytest.raises(ValueError, match="max_tests"):
         tests_for_node(TARGET, trace(), max_tests=0)

@@ -239,6 +239,28 @@ class _Recorder:
         self.active = False
         self.covered: set[int] = set()
         self.edges: set[EdgeIds] = set()
+        # While pytest imports a test module: its file. Then only the calls that its own top-level
+        # code makes count (``from_module_code``), not those of the modules it imports.
+        self.importing: str | None = None
+        self._is_importing: dict[str, bool] = {}
+
+    def from_module_code(self, frame: types.FrameType) -> bool:
+        """Whether the call running in ``frame`` counts: always in a test; while a test module is
+        imported, only when the nearest module-level frame above it is that module's (its
+        decorators, its ``app = make_app()``), not another module's import-time code."""
+        target = self.importing
+        if target is None:
+            return True
+        outer = frame.f_back
+        while outer is not None and outer.f_code.co_name != "<module>":
+            outer = outer.f_back
+        if outer is None:
+            return False
+        filename = outer.f_code.co_filename
+        verdict = self._is_importing.get(filename)
+        if verdict is None:
+            verdict = self._is_importing[filename] = _os_path.realpath(filename) == target
+        return verdict
 
     def _is_project_file(self, filename: str) -> bool:
         verdict = self.file_is_project.get(filename)
@@ -339,7 +361,7 @@ class _MonitoringBackend:
         info = rec.lookup(code, frame)
         if info is not None:
             self.monitoring.set_local_events(self.tracking, code, self.events)
-            if rec.active:  # this call itself is not seen by the tracking tool
+            if rec.active and rec.from_module_code(frame):  # the tracking tool does not see this call
                 rec.covered.add(id(code))
                 caller = frame.f_back
                 if caller is not None and id(caller.f_code) in rec.known:
@@ -350,17 +372,20 @@ class _MonitoringBackend:
         rec = self.recorder
         if not rec.active:  # pytest's reporting between phases: ignore, but stay armed
             return None
+        frame = _getframe(1)
+        if not rec.from_module_code(frame):  # an imported module's import-time call: stay armed
+            return None
         key = id(code)
         self.disabled.add(key)
         rec.covered.add(key)
-        caller = _getframe(1).f_back
+        caller = frame.f_back
         if caller is not None and id(caller.f_code) in rec.known:
             rec.edges.add((id(caller.f_code), key))
         return self.monitoring.DISABLE
 
     def _on_call(self, code: types.CodeType, offset: int, callable_: object, arg0: object) -> object:
         rec = self.recorder
-        if not rec.active:
+        if not rec.active or rec.importing is not None:  # a test module's import: coverage only
             return None
         self.disabled.add(id(code))
         callee = _callee_code(callable_)
@@ -417,7 +442,7 @@ class _ProfileBackend:
                 return
             code = frame.f_code
             key = id(code)
-            if key in known or lookup(code, frame) is not None:
+            if (key in known or lookup(code, frame) is not None) and rec.from_module_code(frame):
                 rec.covered.add(key)
                 caller = frame.f_back
                 if caller is not None:
@@ -471,8 +496,10 @@ class _ImportInstrumenter:
         rec = self.recorder
         if rec is None or not rec.active:
             return
-        self.seen.add(key)
         frame = _getframe(1)
+        if not rec.from_module_code(frame):  # an imported module's import-time call: ask again later
+            return
+        self.seen.add(key)
         if rec.lookup(frame.f_code, frame) is None:
             return
         code_key = id(frame.f_code)
@@ -1293,6 +1320,8 @@ class ProbePlugin:
             self.call_recorder = _CallRecorder(_read_selection(record_path), self._code_fqn)
         self.reports: dict[str, list[pytest.TestReport]] = {}
         self.excinfo: dict[str, pytest.ExceptionInfo[BaseException]] = {}
+        # test module node id -> the project functions its top-level code called on import
+        self.module_calls: dict[str, set[int]] = {}
         # node id -> (outcome, duration) of its ordinary run, for mutant rounds
         self.baseline: dict[str, Baseline] = {}
         self._write({
@@ -1347,6 +1376,30 @@ class ProbePlugin:
             import random
 
             random.Random(self.order_seed).shuffle(items)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, object, None]:
+        """Trace a test module's import: what its top-level code calls (a web app's routes added by
+        decorators, a fixture object built once) is part of every test in it, as it is of the
+        module's failures. Calls made while it imports other modules do not count."""
+        path = getattr(collector, "path", None) or getattr(collector, "fspath", None)
+        if not isinstance(collector, pytest.Module) or path is None or isinstance(self.backend, _NoBackend):
+            yield
+            return
+        rec = self.recorder
+        self.backend.arm()
+        rec.begin()
+        rec.importing = _os_path.realpath(str(path))
+        rec.active = True
+        self.backend.enter()
+        try:
+            yield
+        finally:
+            self.backend.leave()
+            rec.importing = None
+            covered, _ = rec.end()
+            if covered:
+                self.module_calls[collector.nodeid] = covered
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._write({"kind": "collected", "tests": [item.nodeid for item in session.items]})
@@ -1464,6 +1517,7 @@ class ProbePlugin:
     def _finish_test(self, nodeid: str) -> None:
         self._stop_alarm()
         covered_ids, edge_ids = self.recorder.end()
+        covered_ids = covered_ids | self.module_calls.get(nodeid.split("::", 1)[0], set())
         reports = self.reports.pop(nodeid, [])
         excinfo = self.excinfo.pop(nodeid, None)
         known = self.recorder.known

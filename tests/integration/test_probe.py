@@ -276,6 +276,45 @@ def test_class_bodies_are_not_functions(case, tmp_path):
     assert not {n.fqn for n in trace.nodes} & {"pkg.shells.Shell", "pkg.factory.make.<locals>.Local"}
 
 
+#: A web app's shape: the test module adds its routes at import, through the project's decorators;
+#: the bug is in the registration, which no test body runs. The project's own import-time calls
+#: (``pkg/app.py`` registering a default route) belong to no test module.
+MODULE_LEVEL = {
+    "conftest.py": "",
+    "pkg/__init__.py": "",
+    "pkg/app.py": ("class App:\n    def __init__(self):\n        self.routes = {}\n\n"
+                   "    def route(self, path):\n        def add(handler):\n"
+                   "            self.register(path.rstrip('/'), handler)\n            return handler\n"
+                   "        return add\n\n"
+                   "    def register(self, path, handler):\n        self.routes[path] = handler\n\n"
+                   "    def get(self, path):\n        return self.routes[path]()\n\n\n"
+                   "def helper():\n    return 'help'\n\n\n"
+                   "DEFAULT = App()\nDEFAULT.route('/help')(helper)\n"),
+    "tests/test_routes.py": ("from pkg.app import App\n\napp = App()\n\n\n"
+                             "@app.route('/')\ndef index():\n    return 'index'\n\n\n"
+                             "def test_root():\n    assert app.get('/') == 'index'\n\n\n"
+                             "def test_nothing():\n    assert True\n"),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
+def test_what_a_test_modules_top_level_code_calls_counts_for_each_of_its_tests(case, tmp_path):
+    minor, backend = case
+    for name, text in MODULE_LEVEL.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    trace = run_traced_suite(tmp_path, venv_with_pytest(minor), backend)
+    covered = {t.test_id.split("::")[-1]: {f for f in t.covered if f.startswith("pkg.")} for t in trace.tests}
+    registration = {"pkg.app.App.__init__", "pkg.app.App.route", "pkg.app.App.route.<locals>.add",
+                    "pkg.app.App.register"}
+    assert covered["test_nothing"] == registration  # not pkg.app.helper: pkg/app.py's own import
+    assert covered["test_root"] == registration | {"pkg.app.App.get"}
+    assert "tests.test_routes.index" not in {f for t in trace.tests for f in t.covered}
+    # the bug (``rstrip`` leaves the root route '') fails test_root, far from any frame it ran
+    assert outcomes(trace) == {"tests/test_routes.py::test_root": TestOutcome.FAILED,
+                               "tests/test_routes.py::test_nothing": TestOutcome.PASSED}
+
+
 #: A property's getter and setter share a qualified name, as does a function defined twice; each
 #: definition is its own node: the one Python binds keeps the name, the shadowed ones are ``name#k``.
 SHADOWED = {

@@ -6,7 +6,8 @@ PYTHONPATH and runs ``python -m pytest -p equisa_probe --equisa-out=OUT --equisa
 
 Per test it records the outcome, duration, the failure's exception type, message and traceback
 frames, a tail of captured stdout/stderr, the project functions executed and caller -> callee
-edges between them. It writes JSON lines to OUT, flushed after every record, so a suite that kills
+edges between them (what a test module's own top-level code calls when pytest imports it counts
+for each of its tests). It writes JSON lines to OUT, flushed after every record, so a suite that kills
 the interpreter mid-run still leaves every outcome recorded before the crash:
 
     {"kind": "session", "python": "3.12.1", "backend": "sys.monitoring", "reason": "...", ...}

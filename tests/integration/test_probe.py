@@ -31,6 +31,19 @@ def run_traced_suite(repo: Path, python: Path, backend: str | None = None) -> Su
     return execute_request(LocalSandbox(), request)
 
 
+def traced_project(files: dict[str, str], case: tuple[str, str | None], tmp_path: Path,
+                   ) -> tuple[SuiteTrace, dict[str, set[str]]]:
+    """A small project (path -> text) written to ``tmp_path`` and run under the probe (``case``:
+    Python, forced backend); its trace and, per test function name, the ``pkg.`` functions covered."""
+    minor, backend = case
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    trace = run_traced_suite(tmp_path, venv_with_pytest(minor), backend)
+    covered = {t.test_id.split("::")[-1]: {f for f in t.covered if f.startswith("pkg.")} for t in trace.tests}
+    return trace, covered
+
+
 def tree_digest(root: Path) -> str:
     """A digest of every path and byte under ``root``: proves a run left the tree unchanged."""
     digest = hashlib.sha256()
@@ -265,12 +278,7 @@ CLASS_BODIES = {
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
 def test_class_bodies_are_not_functions(case, tmp_path):
-    minor, backend = case
-    for name, text in CLASS_BODIES.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    trace = run_traced_suite(tmp_path, venv_with_pytest(minor), backend)
-    covered = {t.test_id.split("::")[-1]: {f for f in t.covered if f.startswith("pkg.")} for t in trace.tests}
+    trace, covered = traced_project(CLASS_BODIES, case, tmp_path)
     assert covered["test_lazy_import"] == {"pkg.shells.Shell.run"}
     assert covered["test_local_class"] == {"pkg.factory.make", "pkg.factory.make.<locals>.Local.value"}
     assert not {n.fqn for n in trace.nodes} & {"pkg.shells.Shell", "pkg.factory.make.<locals>.Local"}
@@ -299,12 +307,7 @@ MODULE_LEVEL = {
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
 def test_what_a_test_modules_top_level_code_calls_counts_for_each_of_its_tests(case, tmp_path):
-    minor, backend = case
-    for name, text in MODULE_LEVEL.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    trace = run_traced_suite(tmp_path, venv_with_pytest(minor), backend)
-    covered = {t.test_id.split("::")[-1]: {f for f in t.covered if f.startswith("pkg.")} for t in trace.tests}
+    trace, covered = traced_project(MODULE_LEVEL, case, tmp_path)
     registration = {"pkg.app.App.__init__", "pkg.app.App.route", "pkg.app.App.route.<locals>.add",
                     "pkg.app.App.register"}
     assert covered["test_nothing"] == registration  # not pkg.app.helper: pkg/app.py's own import
@@ -335,12 +338,7 @@ SHADOWED = {
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
 def test_definitions_sharing_a_name_are_distinct_nodes(case, tmp_path):
-    minor, backend = case
-    for name, text in SHADOWED.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    trace = run_traced_suite(tmp_path, venv_with_pytest(minor), backend)
-    covered = {t.test_id.split("::")[-1]: {f for f in t.covered if f.startswith("pkg.")} for t in trace.tests}
+    trace, covered = traced_project(SHADOWED, case, tmp_path)
     getter, setter = "pkg.thermo.Thermometer.fahrenheit#1", "pkg.thermo.Thermometer.fahrenheit"
     assert covered["test_read"] == {"pkg.thermo.Thermometer.__init__", getter}
     assert covered["test_write"] == {"pkg.thermo.Thermometer.__init__", setter}
@@ -376,12 +374,7 @@ EARLY_IMPORT = {
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case[0]}-{case[1] or 'default'}")
 def test_project_modules_a_plugin_imported_early_are_traced(case, tmp_path):
-    minor, backend = case
-    for name, text in EARLY_IMPORT.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
-    trace = run_traced_suite(tmp_path, venv_with_pytest(minor), backend)
-    covered = {t.test_id.split("::")[-1]: {f for f in t.covered if f.startswith("pkg.")} for t in trace.tests}
+    trace, covered = traced_project(EARLY_IMPORT, case, tmp_path)
     assert covered["test_total"] == {"pkg.shop.Cart.__init__", "pkg.shop.Cart.add", "pkg.shop.Cart.total"}
     assert covered["test_tax"] == {"pkg.shop.Cart.tax"}
     assert covered["test_discount"] >= {"pkg.shop.discount", "pkg.shop.discount.<locals>.half"}

@@ -230,6 +230,17 @@ class _CodeInfo:
         self.emitted = False
 
 
+def _import_opcodes() -> frozenset[int]:
+    import dis
+
+    return frozenset(dis.opmap[name] for name in ("IMPORT_NAME", "IMPORT_FROM", "IMPORT_STAR")
+                     if name in dis.opmap)
+
+
+#: The instructions of an import statement (IMPORT_STAR is gone in 3.12).
+_IMPORT_OPCODES = _import_opcodes()
+
+
 class _Recorder:
     """Collects the project functions executed, and edges between them, for the current test."""
 
@@ -241,14 +252,15 @@ class _Recorder:
         self.covered: set[int] = set()
         self.edges: set[EdgeIds] = set()
         # While pytest imports a test module: its file. Then only the calls that its own top-level
-        # code makes count (``from_module_code``), not those of the modules it imports.
+        # code makes count (``from_module_code``), not those of the modules it imports, nor those
+        # its import statements make.
         self.importing: str | None = None
         self._is_importing: dict[str, bool] = {}
 
     def from_module_code(self, frame: types.FrameType) -> bool:
         """Whether the call running in ``frame`` counts: always in a test; while a test module is
         imported, only when the nearest module-level frame above it is that module's (its
-        decorators, its ``app = make_app()``), not another module's import-time code."""
+        decorators, its ``app = make_app()``) and is not running an import statement."""
         target = self.importing
         if target is None:
             return True
@@ -261,7 +273,9 @@ class _Recorder:
         verdict = self._is_importing.get(filename)
         if verdict is None:
             verdict = self._is_importing[filename] = _os_path.realpath(filename) == target
-        return verdict
+        # Its import statements do not count either: a lazy module's attributes (six.moves) resolved
+        # by ``from pkg.moves import name`` are the import system's work, not the tests'.
+        return verdict and outer.f_code.co_code[outer.f_lasti] not in _IMPORT_OPCODES
 
     def _is_project_file(self, filename: str) -> bool:
         verdict = self.file_is_project.get(filename)

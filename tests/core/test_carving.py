@@ -707,21 +707,23 @@ LEDGER = {
 
         from ledger.money import Rate, parse_amount
 
-        RATE = Rate(20)  # built at import: Rate.__init__ is not part of any test
+        @pytest.fixture(scope="module")
+        def rate():
+            return Rate(20)  # built once, in the first test's setup: Rate.__init__ is not in the group
 
 
-        def test_taxed_amount():
-            assert RATE.apply(parse_amount(" 10.00 ")) == pytest.approx(12.0)
+        def test_taxed_amount(rate):
+            assert rate.apply(parse_amount(" 10.00 ")) == pytest.approx(12.0)
 
 
-        def test_blank_amount_is_rejected():
-            assert RATE.apply(0.0) == 0.0
+        def test_blank_amount_is_rejected(rate):
+            assert rate.apply(0.0) == 0.0
             with pytest.raises(ValueError):
                 parse_amount("   ")
 
 
-        def test_wrong_expectation():
-            assert RATE.apply(parse_amount("1")) == 1.3
+        def test_wrong_expectation(rate):
+            assert rate.apply(parse_amount("1")) == 1.3
     ''',
 }
 APPLY, PARSE = "ledger.money.Rate.apply", "ledger.money.parse_amount"

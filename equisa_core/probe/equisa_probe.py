@@ -255,7 +255,7 @@ class _Recorder:
         # code makes count (``from_module_code``), not those of the modules it imports, nor those
         # its import statements make.
         self.importing: str | None = None
-        self._is_importing: dict[str, bool] = {}
+        self._real_paths: dict[str, str] = {}  # a code object's file -> its real path
 
     def from_module_code(self, frame: types.FrameType) -> bool:
         """Whether the call running in ``frame`` counts: always in a test; while a test module is
@@ -270,12 +270,12 @@ class _Recorder:
         if outer is None:
             return False
         filename = outer.f_code.co_filename
-        verdict = self._is_importing.get(filename)
-        if verdict is None:
-            verdict = self._is_importing[filename] = _os_path.realpath(filename) == target
+        real = self._real_paths.get(filename)
+        if real is None:
+            real = self._real_paths[filename] = _os_path.realpath(filename)
         # Its import statements do not count either: a lazy module's attributes (six.moves) resolved
         # by ``from pkg.moves import name`` are the import system's work, not the tests'.
-        return verdict and outer.f_code.co_code[outer.f_lasti] not in _IMPORT_OPCODES
+        return real == target and outer.f_code.co_code[outer.f_lasti] not in _IMPORT_OPCODES
 
     def _is_project_file(self, filename: str) -> bool:
         verdict = self.file_is_project.get(filename)
@@ -457,7 +457,9 @@ class _ProfileBackend:
                 return
             code = frame.f_code
             key = id(code)
-            if (key in known or lookup(code, frame) is not None) and rec.from_module_code(frame):
+            # (in a test, ``importing`` is None: no method call per event)
+            if (key in known or lookup(code, frame) is not None) and (
+                    rec.importing is None or rec.from_module_code(frame)):
                 rec.covered.add(key)
                 caller = frame.f_back
                 if caller is not None:
@@ -1396,7 +1398,8 @@ class ProbePlugin:
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, object, None]:
         """Trace a test module's import: what its top-level code calls (a web app's routes added by
         decorators, a fixture object built once) is part of every test in it, as it is of the
-        module's failures. Calls made while it imports other modules do not count."""
+        module's failures. Calls made while it imports other modules, or by its import statements,
+        do not count (``_Recorder.from_module_code``)."""
         path = getattr(collector, "path", None) or getattr(collector, "fspath", None)
         if not isinstance(collector, pytest.Module) or path is None or isinstance(self.backend, _NoBackend):
             yield

@@ -58,6 +58,14 @@ def venv_with_pytest(minor: str) -> Path:
     return python
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_warm_worker() -> None:
+    """``equisa`` subprocesses run in their own process, as before the warm worker: a worker per
+    test's environment would outlive the test by ``EQUISA_WARM_IDLE_S``. The worker's own tests
+    (``tests/flows/test_warm_worker.py``) turn it on, in a runtime folder of their own."""
+    os.environ["EQUISA_WARM"] = "0"
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES

@@ -430,8 +430,9 @@ class EquisaCommand:
         # The venv's interpreter, not `uv run`: a user runs an installed `equisa`, and `uv run`
         # adds its own start-up (it re-compiles the venv's bytecode, astral-sh/uv#12202).
         python = str(REPO / ".venv" / "bin" / "python")
-        if self.mode == "head":
-            return [python, "-m", "flows.cli"]
+        if self.mode == "head":  # the console script's entry (flows.cli before it existed)
+            launcher = (self.root / "flows" / "launcher.py").exists()
+            return [python, "-m", "flows.launcher" if launcher else "flows.cli"]
         return [str(REPO / ".venv" / "bin" / "equisa")]
 
 
@@ -453,7 +454,7 @@ def equisa_command(mode: str, cache: Path, commit: str | None = None) -> EquisaC
         (dest / ".complete").write_text(commit)
     return EquisaCommand("head", dest, {"mode": "head", "commit": commit,
                                         "how": "git archive HEAD equisa_core tasks flows; "
-                                               "REPO/.venv/bin/python -m flows.cli from that copy"})
+                                               "REPO/.venv/bin/python -m flows.launcher (else flows.cli) from that copy"})
 
 
 def _git_head() -> str:

@@ -59,9 +59,11 @@ from equisa_core.localization.prior import (
 from equisa_core.localization.selection import is_test_file, is_valid_node, select_node
 from equisa_core.localization.signals import Signals
 from equisa_core.localization.steps import (
+    FIRST_ANSWER_KEPT,
     InspectionRecord,
     LocalizationReport,
     PriorEvidence,
+    RankedNode,
     TestCounts,
     apply_observation,
     rank,
@@ -196,6 +198,8 @@ class LocalizationState(Frozen):
                                description="The loop's own model calls (its counted inspections').")
     elapsed_s: float = Field(0.0, description="Seconds since the run started, as last observed.")
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
+    first_answer: tuple[RankedNode, ...] = Field(
+        (), description="The ranking of the first suite traced, before any other evidence (its top).")
 
 
 # --- steps: what to run next ----------------------------------------------------------------------
@@ -391,8 +395,7 @@ def report(state: LocalizationState) -> LocalizationReport:
     stopped = verdict(state)
     early = state.stage == "screened" and stopped is not None  # settled before Discovery
     signals = with_values(suite.signals, state.values or {})
-    locations = {f: (n.file, n.start_line, n.end_line) for f, n in suite.nodes.items()}
-    ranking = rank(state.confidences, suite.suspiciousness, locations, prior_scores(signals))
+    ranking = _ranking(state)
     discovery = suite.discovery
     ledger = run_ledger(state)
     if early and discovery is not None:
@@ -404,6 +407,7 @@ def report(state: LocalizationState) -> LocalizationReport:
         converged=bool(ranking) and ranking[0].confidence >= CONFIDENCE_THRESHOLD,
         stopped_because=stopped.reason if stopped is not None else "",
         ranking=tuple(ranking),
+        first_answer=state.first_answer,
         ambiguity_groups=suite.ambiguity_groups,
         inspections=state.history,
         tests=suite.tests,
@@ -447,7 +451,19 @@ def _traced(state: LocalizationState, suite: Suite) -> LocalizationState:
         stage = "discovered"
     else:
         stage = state.stage
-    return _rebased(state.model_copy(update={"suite": suite, "stage": stage}))
+    rebased = _rebased(state.model_copy(update={"suite": suite, "stage": stage}))
+    if state.stage != "start":
+        return rebased
+    return rebased.model_copy(update={"first_answer": tuple(_ranking(rebased)[:FIRST_ANSWER_KEPT])})
+
+
+def _ranking(state: LocalizationState) -> list[RankedNode]:
+    """The state's functions best first (``steps.rank``; value findings in the prior's tie-break)."""
+    assert state.suite is not None
+    suite = state.suite
+    locations = {f: (n.file, n.start_line, n.end_line) for f, n in suite.nodes.items()}
+    signals = with_values(suite.signals, state.values or {})
+    return rank(state.confidences, suite.suspiciousness, locations, prior_scores(signals))
 
 
 def _rebased(state: LocalizationState) -> LocalizationState:

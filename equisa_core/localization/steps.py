@@ -104,6 +104,10 @@ class PriorEvidence(BaseModel):
     signals: dict[str, NodeSignals]
 
 
+#: Functions of the first answer a report keeps (``LocalizationReport.first_answer``).
+FIRST_ANSWER_KEPT = 20
+
+
 class LocalizationReport(BaseModel):
     """What ``equisa localize`` writes as JSON."""
 
@@ -114,6 +118,10 @@ class LocalizationReport(BaseModel):
     converged: bool
     stopped_because: str
     ranking: tuple[RankedNode, ...]
+    first_answer: tuple[RankedNode, ...] = Field(
+        (), description="The ranking from the trace and the prior alone, before the flaky re-run, the "
+        "screening, Discovery and every inspection (its top FIRST_ANSWER_KEPT): spectrum-and-prior "
+        "localization's answer, which the final ranking is compared with.")
     ambiguity_groups: tuple[tuple[str, ...], ...]
     inspections: tuple[InspectionRecord, ...]
     tests: TestCounts

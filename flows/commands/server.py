@@ -2,7 +2,9 @@
 
 Commands that run flows start it on first use when no Prefect API is configured (see
 ``tasks/prefect_server.py``); it stops itself after ``EQUISA_PREFECT_IDLE_S`` seconds unused.
-These sub-commands show it, start it ahead of a series of runs, and end it.
+These sub-commands show it, start it ahead of a series of runs, and end it; ``status`` and ``stop``
+also show and end the user's warm workers (``flows/warm_worker.py``), which serve commands with
+EQUISA and Prefect imported already.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ def register(commands: Any) -> None:
     status = actions.add_parser("status", help="whether it runs, its UI's address, when it was last used")
     status.add_argument("--json", type=Path, metavar="OUT", help="write the status as JSON here")
     actions.add_parser("start", help="start it now (or reuse it) and print its UI's address")
-    actions.add_parser("stop", help="stop it (and its watchdog)")
+    actions.add_parser("stop", help="stop it (and its watchdog), and the warm workers")
     parser.set_defaults(handler=_server_command)
 
 
 def _server_command(args: argparse.Namespace, console: Console) -> int:
+    from flows.warm_worker import running_workers, stop_workers
     from tasks.cli_run import write_json
     from tasks.prefect_server import ensure_server, server_options, server_status, stop_server
 
@@ -50,9 +53,17 @@ def _server_command(args: argparse.Namespace, console: Console) -> int:
         stopped = stop_server(options)
         console.print("No shared Prefect server was running." if stopped is None else f"Stopped the shared "
                       f"Prefect server at {stopped.url} (pid {stopped.pid}).", highlight=False)
+        workers = stop_workers()  # this command's own worker ends once the command has
+        if workers:
+            console.print(f"Stopped {len(workers)} warm worker(s) (pid {', '.join(map(str, workers))}).",
+                          highlight=False)
     else:
         status = server_status(options)
         write_json(args.json, status.model_dump(mode="json"))
+        for worker in running_workers():
+            console.print(f"Warm worker: pid {worker['pid']} · {worker['python']} · exits after "
+                          f"{worker['idle_s']:g} s unused · {worker['socket']}", highlight=False,
+                          soft_wrap=True)
         if status.state is None or not status.running:
             console.print(f"No shared Prefect server is running (folder {status.folder}).", highlight=False)
             return EXIT_OK

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import replay
 from equisa_core.common.models import Node
-from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
+from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY, initial_confidence
 from equisa_core.localization.fix_evidence import FixEvidence
 from equisa_core.localization.machine import (
     FIX_CONFIRMATION,
@@ -44,9 +44,9 @@ from equisa_core.localization.machine import (
     report,
     verdict,
 )
-from equisa_core.localization.prior import NodeSignals
+from equisa_core.localization.prior import NodeSignals, prior_scores
 from equisa_core.localization.signals import Signals
-from equisa_core.localization.steps import TestCounts
+from equisa_core.localization.steps import FIRST_ANSWER_KEPT, TestCounts, rank
 from equisa_core.localization.value_evidence import ValueFinding
 
 #: More steps than any simulated run takes (its budgets stop it well before).
@@ -208,6 +208,23 @@ def test_confidences_are_a_distribution_after_every_record(run):
         if state.suite is not None:
             assert math.isclose(sum(state.confidences.values()), 1.0, abs_tol=1e-9)
             assert set(state.confidences) == set(state.suite.nodes)
+
+
+@PROPERTY
+@given(runs())
+def test_the_first_answer_is_the_first_traced_suites_prior_ranking_and_stays_so(run):
+    start, observations, states = run
+    traced = [i for i, o in enumerate(observations) if isinstance(o, Traced)]
+    if not traced:
+        return
+    first = traced[0]
+    suite = observations[first].suite
+    prior = initial_confidence(prior_scores(suite.signals))
+    locations = {f: (n.file, n.start_line, n.end_line) for f, n in suite.nodes.items()}
+    expected = rank(prior, suite.suspiciousness, locations, prior_scores(suite.signals))[:FIRST_ANSWER_KEPT]
+    assert states[first].first_answer == tuple(expected)
+    assert all(state.first_answer == tuple(expected) for state in states[first:])
+    assert report(states[-1]).first_answer == tuple(expected)
 
 
 @PROPERTY

@@ -47,6 +47,7 @@ weighed, not what a run with the fitted pairs would inspect.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -123,6 +124,9 @@ class Bug:
     tiebreak: Mapping[str, tuple[float, float]]
     order: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
+    #: The report's first answer (the first traced suite's prior, its top 20; reports since
+    #: 5e3c5c0): what the run answered before any re-run, screening, Discovery or inspection.
+    first_answer: Mapping[str, float] = field(default_factory=dict)
 
 
 def load_bug(report: Mapping, project: str, bug: str, truth: Iterable[str]) -> Bug | None:
@@ -174,6 +178,7 @@ def load_bug(report: Mapping, project: str, bug: str, truth: Iterable[str]) -> B
         tiebreak={r["fqn"]: (float(r.get("prior", 0.0)), float(r.get("suspiciousness", 0.0)))
                   for r in ranking},
         order=tuple(r["fqn"] for r in ranking), notes=tuple(notes),
+        first_answer={r["fqn"]: float(r["confidence"]) for r in report.get("first_answer") or ()},
     )
 
 
@@ -219,6 +224,12 @@ def replay(bug: Bug, table: Mapping[str, tuple[float, float]] | None = None,
         if trail is not None:
             trail.append((before, confidences[step.target]))
     return confidences
+
+
+def replay_without(bug: Bug, strategies: frozenset[str]) -> dict[str, float]:
+    """``replay`` (the pairs the run used) of the steps whose strategy is not in ``strategies``:
+    what the run would have answered without that kind of evidence (the steps left kept in order)."""
+    return replay(dataclasses.replace(bug, steps=tuple(s for s in bug.steps if s.strategy not in strategies)))
 
 
 def frequencies_of(fitted: Mapping[str, Mapping], channel: str) -> dict[str, tuple[float, float]]:
@@ -417,7 +428,14 @@ def scorings(bugs: Sequence[Bug], fitted: Mapping[str, Mapping],
     """The confidences each row of the table ranks by."""
     in_sample = table_of(fitted)
     fold_tables = {p: table_of(f) for p, f in folds.items()}
+    rows: dict[str, object] = {}
+    if all(b.first_answer for b in bugs):
+        rows["first answer (first trace's prior)"] = lambda b: b.first_answer
+    strategies = sorted({s.strategy for b in bugs for s in b.steps})
+    for strategy in strategies:
+        rows[f"as run, without {strategy}"] = lambda b, left=frozenset({strategy}): replay_without(b, left)
     return {
+        **rows,
         "prior only": lambda b: b.initial,
         "report as stored": lambda b: b.stored,
         "replay, likelihoods as run": lambda b: replay(b),
@@ -440,14 +458,14 @@ def print_tables(result: Mapping) -> None:
     for m in fid["mismatches"]:
         print(f"  {m['bug']}: top1 {m['top1']}, top5 {m['top5']}, first divergence {m['first_divergence']}")
     print()
-    print(f"{'scoring':32} {'bugs':>5} {'top1':>5} {'top3':>5} {'top5':>5} {'EXAM':>7}")
+    print(f"{'scoring':36} {'bugs':>5} {'top1':>5} {'top3':>5} {'top5':>5} {'EXAM':>7}")
     for name, row in result["table"].items():
-        print(f"{name:32} {row['bugs']:>5} {row['top1']:>5} {row['top3']:>5} {row['top5']:>5} "
+        print(f"{name:36} {row['bugs']:>5} {row['top1']:>5} {row['top3']:>5} {row['top5']:>5} "
               f"{row['exam'] if row['exam'] is not None else '—':>7}")
     for project, rows in result["per_project"].items():
         print(f"-- {project}")
         for name, row in rows.items():
-            print(f"   {name:29} {row['bugs']:>5} {row['top1']:>5} {row['top3']:>5} {row['top5']:>5} "
+            print(f"   {name:33} {row['bugs']:>5} {row['top1']:>5} {row['top3']:>5} {row['top5']:>5} "
                   f"{row['exam'] if row['exam'] is not None else '—':>7}")
     print()
     print(f"likelihoods (P(e|buggy), P(e|not buggy)); counts: truth n/N, other n/N (N: the channel's); "

@@ -21,9 +21,12 @@ What it does (issue 17, part 4, "as fast as SBFL for a user, counted as a whole 
      (SBFL's floor: one pytest process);
    - ``uv run equisa localize EXAMPLE --no-llm`` and ``uv run equisa trace EXAMPLE``, each as
      ``ephemeral`` (``EQUISA_PREFECT_SERVER=ephemeral``: Prefect's temporary server, the behaviour
-     before the shared server), ``cold`` (the shared server stopped before every round, so the
-     command starts it) and ``warm`` (the shared server already running);
-   - ``localize --no-cache`` ephemeral and warm: every sandboxed test run forced;
+     before the shared server), ``cold`` (the shared server and the warm worker stopped before
+     every round, so the command starts both), ``warm`` (both already running) and ``warm, own
+     process`` (the server running, ``EQUISA_WARM=0``: the command imports EQUISA and Prefect
+     itself, as before the warm worker);
+   - ``localize --no-cache`` ephemeral, warm and warm in its own process: every sandboxed test run
+     forced;
 
    the task cache is on otherwise, so after the warm-up round ``localize`` and ``trace`` find their
    suite runs cached in every mode alike (the one-shot re-run a user makes after an edit elsewhere);
@@ -31,7 +34,7 @@ What it does (issue 17, part 4, "as fast as SBFL for a user, counted as a whole 
    ``cProfile`` of the CLI process (the functions with the most cumulative time: the flow, its
    tasks, waiting for sandboxes), plus ``uv run``'s own cost (``uv run true`` against the venv's
    interpreter directly);
-4. stops the shared server it started and writes the figures and the environment to ``--out``.
+4. stops the shared server and the warm workers it started (``equisa server stop``) and writes the figures and the environment to ``--out``.
 
 It asserts nothing: the exit status is 0 unless the benchmark itself could not run.
 """
@@ -78,6 +81,7 @@ def clean_environment(root: Path) -> dict[str, str]:
         "XDG_DATA_HOME": str(root / "data"),
         "PREFECT_HOME": str(root / "prefect-home"),
         "EQUISA_WORKSPACES": str(root / "workspaces"),
+        "XDG_RUNTIME_DIR": str(root / "run"),  # the warm workers' sockets: this run's own
         "COLUMNS": "160",
     })
     return env
@@ -179,7 +183,9 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix="equisa-oneshot-"))
     env = clean_environment(root)
+    (root / "run").mkdir(mode=0o700)
     ephemeral = {**env, "EQUISA_PREFECT_SERVER": "ephemeral"}
+    own_process = {**env, "EQUISA_WARM": "0"}
     example = args.example
     localize = [UV, "run", "equisa", "localize", example, "--no-llm"]  # as a user types it
     trace = [UV, "run", "equisa", "trace", example]
@@ -205,10 +211,14 @@ def main(argv=None) -> int:
                                 before=lambda: stop_shared(env), expect="local server started"))
             runs.append(measure(f"{label} shared warm", command, env, args.rounds, console,
                                 expect="Prefect UI: http://127.0.0.1:"))
+            runs.append(measure(f"{label} shared warm, own process (EQUISA_WARM=0)", command, own_process,
+                                args.rounds, console, expect="Prefect UI: http://127.0.0.1:"))
         runs.append(measure("localize --no-cache ephemeral (before)", [*localize, "--no-cache"], ephemeral,
                             args.rounds, console))
         runs.append(measure("localize --no-cache shared warm", [*localize, "--no-cache"], env, args.rounds,
                             console))
+        runs.append(measure("localize --no-cache shared warm, own process (EQUISA_WARM=0)",
+                            [*localize, "--no-cache"], own_process, args.rounds, console))
         if not args.no_profile:
             report["imports"] = import_costs(env, example)
             report["profile"] = profile_costs(env, example, root)

@@ -35,9 +35,11 @@ def average_rank(scores: Sequence[float], mine: float) -> float:
     return higher + (tied + 1) / 2
 
 
-def equisa_entries(report: Mapping) -> list[dict]:
+def equisa_entries(report: Mapping, key: str = "ranking") -> list[dict]:
+    """EQUISA's ranked functions: the final ``ranking``, or the ``first_answer`` (the trace and the
+    prior alone, its top 20 only)."""
     return [{"fqn": n["fqn"], "file": n.get("file"), "first": n.get("start_line"), "last": n.get("end_line"),
-             "score": float(n["confidence"])} for n in report.get("ranking", [])]
+             "score": float(n["confidence"])} for n in report.get(key) or []]
 
 
 def fauxpy_entries(csv_path: Path, copy_root: str) -> list[dict]:
@@ -91,6 +93,9 @@ def evaluate(run: Mapping, folder: Path) -> dict:
                 entries = fauxpy_entries(path, res.get("copy_root", ""))
             else:
                 crash = f"no scores (exit {res.get('returncode')}): {res.get('message', '')}"
+        if tool == "equisa" and path.exists():  # the same run's first answer (reports since 5e3c5c0)
+            first = equisa_entries(json.loads(path.read_text()), "first_answer")
+            out["equisa_first"] = {"rank": rank_of(first, truth)[0] if first else None, "kept": len(first)}
         rank, matched = rank_of(entries, truth)
         ranked = len(entries)
         out[tool] = {"rank": rank, "matched": matched, "ranked": ranked,
@@ -136,6 +141,7 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
     summary: dict = {"total": {}, "per_project": {}}
     for tool in TOOLS:
         summary["total"][tool] = summarize(cases, tool)
+    summary["total"]["equisa_first_answer"] = first_answer_summary(cases)
     ratios = [c["wall_ratio"] for c in cases if c["wall_ratio"]]
     summary["total"]["median_wall_ratio_equisa_over_fauxpy"] = round(statistics.median(ratios), 2) if ratios else None
     for start in ("warm", "cold", "other"):
@@ -162,6 +168,28 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
                                          "reason": (r.get("reason") or "?")[:300]}
                                         for r in manifest if not r.get("verified")]},
             "venvs_modified": sum(1 for c in cases if c["venv_modified"])}
+
+
+def first_answer_summary(cases: Sequence[Mapping]) -> dict | None:
+    """EQUISA's first answer (the trace and the prior alone) against its final ranking, over the
+    bugs whose report keeps one: Top-N of each, and the bugs whose Top-1 the rest of the run
+    gained or lost. The first answer keeps 20 functions: a truth below them is not in its Top-N."""
+    mine = [c for c in cases if c.get("equisa_first", {}).get("kept")]
+    if not mine:
+        return None
+
+    def top(rank: float | None, k: int) -> bool:
+        return rank is not None and rank <= k
+
+    out: dict = {"bugs": len(mine)}
+    for k in TOP_N:
+        out[f"first_top{k}"] = sum(1 for c in mine if top(c["equisa_first"]["rank"], k))
+        out[f"final_top{k}"] = sum(1 for c in mine if top(c["equisa"]["rank"], k))
+    out["top1_gained"] = [f"{c['project']}:{c['bug']}" for c in mine
+                          if top(c["equisa"]["rank"], 1) and not top(c["equisa_first"]["rank"], 1)]
+    out["top1_lost"] = [f"{c['project']}:{c['bug']}" for c in mine
+                        if top(c["equisa_first"]["rank"], 1) and not top(c["equisa"]["rank"], 1)]
+    return out
 
 
 def _fmt_rank(rank: float | None) -> str:
@@ -204,6 +232,15 @@ def markdown(data: Mapping) -> str:
         for start in ("warm", "cold", "other") if total.get(f"runs_{start}")) +
         " (warm: the shared local server was up; cold: this command started it; other: Prefect's "
         "temporary server).")
+    first = total.get("equisa_first_answer")
+    if first:
+        lines.append("")
+        lines.append(f"EQUISA's first answer (the trace and the prior alone, kept in the same reports) on "
+                     f"{first['bugs']} bugs: Top-1/3/5 {first['first_top1']}/{first['first_top3']}/"
+                     f"{first['first_top5']}, against {first['final_top1']}/{first['final_top3']}/"
+                     f"{first['final_top5']} for the whole run; the rest of the run put the fix first on "
+                     f"{len(first['top1_gained'])} bugs ({', '.join(first['top1_gained']) or 'none'}) and "
+                     f"off first on {len(first['top1_lost'])} ({', '.join(first['top1_lost']) or 'none'}).")
     lines.append("")
     lines.append("| bug | truth | EQUISA rank / ranked | FauxPy rank / ranked | EQUISA s | FauxPy s | notes |")
     lines.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")

@@ -109,7 +109,21 @@ def test_cross_validation_fits_each_project_on_the_others(tmp_path):
     assert result["per_project"]["c"]["replay, leave-one-project-out"]["top1"] == 0
     assert result["per_project"]["a"]["replay, likelihoods as run"]["top1"] == 3
     assert set(result["table"]) == {"prior only", "report as stored", "replay, likelihoods as run",
-                                    "replay, fitted in-sample", "replay, leave-one-project-out"}
+                                    "replay, fitted in-sample", "replay, leave-one-project-out",
+                                    "as run, without mutant-screening"}
+
+
+def test_leaving_a_kind_of_evidence_out_replays_the_rest_and_a_first_answer_is_ranked_when_kept(tmp_path):
+    runs = {f"a-{i}": report("a") for i in range(3)}
+    for body in runs.values():  # the first trace's prior: the decoy first
+        body["first_answer"] = [{"fqn": "a.decoy", "confidence": 0.5}, {"fqn": "a.bug", "confidence": 0.3}]
+    bugs, _ = lf.load_bugs(json.loads(write_cases(tmp_path, runs).read_text()), tmp_path)
+    table = lf.run(bugs, [], min_count=3)["table"]
+    assert table["replay, likelihoods as run"]["top1"] == 3, "the screening's fix puts the bug first"
+    assert table["as run, without mutant-screening"] == table["prior only"], "without it: the prior"
+    assert table["as run, without mutant-screening"]["top1"] == 0
+    first = table["first answer (first trace's prior)"]
+    assert (first["top1"], first["top3"]) == (0, 3)
 
 
 def test_a_report_that_ranks_nothing_is_skipped(tmp_path):

@@ -40,7 +40,7 @@ def test_the_first_answer_is_ranked_beside_the_final_ranking_and_top1_moves_are_
 
     _bug(tmp_path, "black-1", ranking=[b(0.9), a(0.05), c(0.05)], first=[a(0.5), b(0.3), c(0.2)])  # gained
     _bug(tmp_path, "black-2", ranking=[a(0.6), b(0.3), c(0.1)], first=[b(0.4), c(0.2), a(0.1)])  # lost
-    _bug(tmp_path, "luigi-3", ranking=[b(0.5), a(0.5)], first=[b(0.5), a(0.5)])  # tied first: rank 1.5 both times
+    _bug(tmp_path, "luigi-3", ranking=[b(0.5), a(0.5)], first=[b(0.5), a(0.5)])  # tied first: rank 1.5
     data = build(tmp_path, [])
     first = data["summary"]["total"]["equisa_first_answer"]
     assert first["bugs"] == 3

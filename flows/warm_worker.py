@@ -481,9 +481,9 @@ def _run_command(request: _Request) -> int | str | None:
     os.chdir(request.cwd)
     tempfile.tempdir = None  # found again from the client's TMPDIR
     sys.argv = [request.argv0, *request.argv]
-    import prefect.context
+    from tasks.prefect_server import refresh_prefect_settings
 
-    prefect.context.refresh_global_settings_context()  # the client's settings (and its cwd's files)
+    refresh_prefect_settings()  # the client's settings (and its working directory's files)
     from flows.cli import run
 
     try:

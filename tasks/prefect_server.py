@@ -72,6 +72,7 @@ __all__ = [
     "server_status",
     "stop_server",
     "server_environment",
+    "refresh_prefect_settings",
 ]
 
 #: ``shared`` (the default): the shared local server; ``ephemeral``: Prefect's temporary server.
@@ -344,13 +345,19 @@ def _point_prefect_at(api_url: str, environ: MutableMapping[str, str]) -> None:
     """Set ``PREFECT_API_URL``, and have Prefect's already-read settings pick it up."""
     environ["PREFECT_API_URL"] = api_url
     if "prefect.context" in sys.modules:
-        import prefect.context
+        refresh_prefect_settings()
 
-        refresh = getattr(prefect.context, "refresh_global_settings_context", None)
-        if refresh is not None:
-            refresh()
-        else:  # Prefect before 3.6
-            prefect.context.GLOBAL_SETTINGS_CONTEXT = prefect.context.root_settings_context()
+
+def refresh_prefect_settings() -> None:
+    """Have Prefect read its settings again (the environment, profile, ``prefect.toml`` and ``.env``
+    of the working directory), after they changed in a process that imported it."""
+    import prefect.context
+
+    refresh = getattr(prefect.context, "refresh_global_settings_context", None)
+    if refresh is not None:
+        refresh()
+    else:  # Prefect before 3.6
+        prefect.context.GLOBAL_SETTINGS_CONTEXT = prefect.context.root_settings_context()
 
 
 def _healthy(url: str, timeout: float = 2.0) -> bool:

@@ -520,12 +520,13 @@ def run_equisa(record: dict, copy: Path, out: Path, equisa: EquisaCommand, share
         # server stopped before the command: the command starts it, as a user's first run does.
         extra["XDG_DATA_HOME"] = str(shared / "data-home")
     env = clean_env(extra)
-    stop = [*equisa.argv(), "server", "stop"]
+    stop = [*equisa.argv(), "server", "stop"]  # the server and the warm workers (run in its own process)
+    stop_env = {**env, "EQUISA_WARM": "0"}
     if cold:
-        subprocess.run(stop, cwd=equisa.root, env=env, capture_output=True, timeout=120)
+        subprocess.run(stop, cwd=equisa.root, env=stop_env, capture_output=True, timeout=120)
     run = timed_run(cmd, equisa.root, env, TOOL_TIMEOUT_S)
     if cold:
-        subprocess.run(stop, cwd=equisa.root, env=env, capture_output=True, timeout=120)
+        subprocess.run(stop, cwd=equisa.root, env=stop_env, capture_output=True, timeout=120)
     (out / "equisa_stdout.txt").write_text(run.stdout[-20000:])
     (out / "equisa_stderr.txt").write_text(run.stderr[-20000:])
     result = {"command": cmd, "cwd": str(equisa.root), "wall_s": round(run.wall_s, 3),

@@ -49,6 +49,8 @@ INTERNAL_SIGNALS = {
     "tasks.batch_results.RepositoryFailed",
     # Private: a forge request to retry (no connection, 502-504); tasks.forge_api translates it.
     "tasks.forge_api._Unanswered",
+    # Caught by flows.launcher: no warm worker can take the command, which then runs in its own process.
+    "flows.warm_worker.WarmUnavailable",
 }
 
 

@@ -59,11 +59,15 @@ def venv_with_pytest(minor: str) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def no_warm_worker() -> None:
+def no_warm_worker(tmp_path_factory: pytest.TempPathFactory) -> None:
     """``equisa`` subprocesses run in their own process, as before the warm worker: a worker per
     test's environment would outlive the test by ``EQUISA_WARM_IDLE_S``. The worker's own tests
-    (``tests/flows/test_warm_worker.py``) turn it on, in a runtime folder of their own."""
+    (``tests/flows/test_warm_worker.py``) turn it on, in a runtime folder of their own. The runtime
+    folder is the session's, so that ``equisa server stop`` in a test never ends the user's workers."""
     os.environ["EQUISA_WARM"] = "0"
+    runtime = tmp_path_factory.mktemp("run")
+    runtime.chmod(0o700)
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
 
 
 @pytest.fixture(scope="session")

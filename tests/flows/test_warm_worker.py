@@ -34,10 +34,13 @@ SHAPES = FIXTURES / "shapes"
 
 @pytest.fixture
 def warm_env(cli_env: dict[str, str]) -> Iterator[dict[str, str]]:
-    """``cli_env`` with the warm worker on, in a runtime folder of the test's own (short: a
-    socket's path has a length limit), and its workers stopped afterwards."""
+    """``cli_env`` with the warm worker on, in a runtime folder and a data folder of the test's own
+    (short: a socket's path has a length limit), and its workers stopped afterwards."""
     folder = tempfile.mkdtemp(prefix="ew-")
-    env = {**cli_env, "EQUISA_WARM": "1", "XDG_RUNTIME_DIR": folder, "EQUISA_WARM_IDLE_S": "300"}
+    # XDG_DATA_HOME too: ``equisa server stop`` also stops the shared Prefect server of its data
+    # folder, which must be the test's, never the user's.
+    env = {**cli_env, "EQUISA_WARM": "1", "XDG_RUNTIME_DIR": folder, "EQUISA_WARM_IDLE_S": "300",
+           "XDG_DATA_HOME": str(Path(folder) / "data")}
     yield env
     stop_workers(env)
     shutil.rmtree(folder, ignore_errors=True)

@@ -34,7 +34,8 @@ What it does (issue 17, part 4, "as fast as SBFL for a user, counted as a whole 
    ``cProfile`` of the CLI process (the functions with the most cumulative time: the flow, its
    tasks, waiting for sandboxes), plus ``uv run``'s own cost (``uv run true`` against the venv's
    interpreter directly);
-4. stops the shared server and the warm workers it started (``equisa server stop``) and writes the figures and the environment to ``--out``.
+4. stops the shared server and the warm workers it started (``equisa server stop``) and writes
+   the figures and the environment to ``--out``.
 
 It asserts nothing: the exit status is 0 unless the benchmark itself could not run.
 """

@@ -128,11 +128,23 @@ def run() -> int:
     objects) takes about half a second after the command's work is done, and nothing in it is the
     user's. Every exit handler still runs: ``_exit_without_teardown`` is registered before any
     other, so it runs after them all (Prefect's log and event drains, logging's flush, temporary
-    folders' removal), flushes the output and ends the process with ``main``'s code."""
+    folders' removal), flushes the output and ends the process with ``main``'s code; the same for
+    argparse's exit (``--help``, ``--version``, a usage error), with its code."""
     atexit.register(_exit_without_teardown)
-    code = main()
+    try:
+        code = main()
+    except SystemExit as ended:
+        code = _code_of(ended)
     _EXIT_CODE.append(code)
     return code
+
+
+def _code_of(ended: SystemExit) -> int:
+    """The process exit code ``SystemExit`` stands for (a message is printed, and means 1)."""
+    if ended.code is None or isinstance(ended.code, int):
+        return ended.code or 0
+    print(ended.code, file=sys.stderr)
+    return 1
 
 
 def _exit_without_teardown() -> None:

@@ -271,25 +271,7 @@ def boot(args: Sequence[str]) -> None:
     path, idle = Path(args[0]), float(args[1])
     request = serve(path, idle)
     if request is not None:  # a child: serve returned here after fork
-        _exit(_run_command(request))
-
-
-def _exit(code: int | str | None) -> None:
-    """End a child as ``flows.cli.run`` ends a command: the exit handlers run, the interpreter's
-    teardown (some 1,200 modules, ~0.5 s) does not; also for a ``SystemExit`` (``--help``,
-    ``--version``, a usage error), which ``run`` lets through."""
-    import atexit
-
-    if isinstance(code, str):  # sys.exit("message")
-        print(code, file=sys.stderr)
-        code = 1
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code or 0)
+        sys.exit(_run_command(request))  # ``run``'s exit handler ends it without the teardown
 
 
 def serve(path: Path, idle_s: float) -> _Request | None:
@@ -459,7 +441,7 @@ def _read_exactly(connection: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _run_command(request: _Request) -> int | str | None:
+def _run_command(request: _Request) -> int:
     """In a child: become the client's process (streams, environment, directory) and run the
     command as ``equisa`` would (``flows.cli.run``, whose exit skips the interpreter's teardown)."""
     import tempfile
@@ -486,10 +468,7 @@ def _run_command(request: _Request) -> int | str | None:
     refresh_prefect_settings()  # the client's settings (and its working directory's files)
     from flows.cli import run
 
-    try:
-        return run()
-    except SystemExit as ended:
-        return ended.code
+    return run()
 
 
 # --- seeing and stopping workers ---------------------------------------------------------------

@@ -86,16 +86,17 @@ def evaluate(run: Mapping, folder: Path) -> dict:
             if res.get("returncode") not in (0, EXIT_NOT_CONVERGED):  # not converged: an outcome, ranked
                 crash = f"exit {res.get('returncode')}: {res.get('message', '')}"
             if path.exists():
-                entries = equisa_entries(json.loads(path.read_text()))
+                report = json.loads(path.read_text())
+                entries = equisa_entries(report)
+                first = equisa_entries(report, "first_answer")  # reports since 5e3c5c0
+                out["equisa_first"] = {"rank": rank_of(first, truth)[0] if first else None,
+                                       "kept": len(first)}
         else:
             path = folder / "fauxpy_Scores_Ochiai.csv"
             if path.exists():
                 entries = fauxpy_entries(path, res.get("copy_root", ""))
             else:
                 crash = f"no scores (exit {res.get('returncode')}): {res.get('message', '')}"
-        if tool == "equisa" and path.exists():  # the same run's first answer (reports since 5e3c5c0)
-            first = equisa_entries(json.loads(path.read_text()), "first_answer")
-            out["equisa_first"] = {"rank": rank_of(first, truth)[0] if first else None, "kept": len(first)}
         rank, matched = rank_of(entries, truth)
         ranked = len(entries)
         out[tool] = {"rank": rank, "matched": matched, "ranked": ranked,

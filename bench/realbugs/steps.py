@@ -454,7 +454,8 @@ def equisa_command(mode: str, cache: Path, commit: str | None = None) -> EquisaC
         (dest / ".complete").write_text(commit)
     return EquisaCommand("head", dest, {"mode": "head", "commit": commit,
                                         "how": "git archive HEAD equisa_core tasks flows; "
-                                               "REPO/.venv/bin/python -m flows.launcher (else flows.cli) from that copy"})
+                                               "REPO/.venv/bin/python -m flows.launcher (else flows.cli) "
+                                               "from that copy"})
 
 
 def _git_head() -> str:

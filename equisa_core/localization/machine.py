@@ -395,7 +395,7 @@ def report(state: LocalizationState) -> LocalizationReport:
     stopped = verdict(state)
     early = state.stage == "screened" and stopped is not None  # settled before Discovery
     signals = with_values(suite.signals, state.values or {})
-    ranking = _ranking(state)
+    ranking = _ranking(state, signals)
     discovery = suite.discovery
     ledger = run_ledger(state)
     if early and discovery is not None:
@@ -454,15 +454,15 @@ def _traced(state: LocalizationState, suite: Suite) -> LocalizationState:
     rebased = _rebased(state.model_copy(update={"suite": suite, "stage": stage}))
     if state.stage != "start":
         return rebased
-    return rebased.model_copy(update={"first_answer": tuple(_ranking(rebased)[:FIRST_ANSWER_KEPT])})
+    first = _ranking(rebased, suite.signals)[:FIRST_ANSWER_KEPT]  # no value finding yet
+    return rebased.model_copy(update={"first_answer": tuple(first)})
 
 
-def _ranking(state: LocalizationState) -> list[RankedNode]:
-    """The state's functions best first (``steps.rank``; value findings in the prior's tie-break)."""
+def _ranking(state: LocalizationState, signals: Mapping[str, NodeSignals]) -> list[RankedNode]:
+    """The state's functions best first (``steps.rank``; ``signals``' prior scores break ties)."""
     assert state.suite is not None
     suite = state.suite
     locations = {f: (n.file, n.start_line, n.end_line) for f, n in suite.nodes.items()}
-    signals = with_values(suite.signals, state.values or {})
     return rank(state.confidences, suite.suspiciousness, locations, prior_scores(signals))
 
 

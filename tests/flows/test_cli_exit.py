@@ -47,3 +47,27 @@ def test_a_bad_repository_path_exits_with_its_own_code_and_says_why(tmp_path: Pa
                           text=True, cwd=ROOT, timeout=300)
     assert done.returncode == exit_code_for(RepositoryNotFoundError("x")) != 0
     assert "does not exist" in done.stderr
+
+
+def test_argparses_exit_keeps_its_code_and_skips_the_teardown_too(tmp_path: Path):
+    for raised, code, said in (("SystemExit(2)", 2, ""), ("SystemExit()", 0, ""),
+                               ("SystemExit('no such option')", 1, "no such option")):
+        done = _python(f"""
+            import sys
+            from flows import cli
+
+            def main():
+                print("usage", end="")
+                raise {raised}
+
+            class Teardown:
+                def __del__(self):
+                    print("torn down", end="")
+
+            kept = Teardown()
+            cli.main = main
+            sys.exit(cli.run())
+        """, tmp_path)
+        assert done.returncode == code, done.stderr
+        assert done.stdout == "usage", "the output is complete, and the teardown did not run"
+        assert said in done.stderr

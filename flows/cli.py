@@ -90,10 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     repair.add_argument("--diff", type=Path, metavar="OUT", help="write the accepted patch (a git diff) here")
     repair.add_argument("--apply", action="store_true",
                         help="write the accepted patch to PATH (refused on a dirty git tree)")
-    add_run_options(repair, *LOCALIZE_OPTIONS[2:], options.ValidationOptions, options.ForgeOptions)
+    # A repair's own localization defaults first: the first model that has a field gives its option.
+    add_run_options(repair, options.RepairLocalizationOptions, *LOCALIZE_OPTIONS[2:],
+                    options.ValidationOptions, options.ForgeOptions)
     add_ci_outputs(repair)
-    repair.set_defaults(handler=_repair_command, option_models=(*LOCALIZE_OPTIONS, options.ValidationOptions),
-                        uses_model=True)
+    # ... and last among the settings' models, where the last model that has a field gives its type.
+    repair.set_defaults(handler=_repair_command, uses_model=True, option_models=(
+        *LOCALIZE_OPTIONS, options.RepairLocalizationOptions, options.ValidationOptions))
     _register_extra_commands(commands)
     return parser
 

@@ -156,6 +156,10 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
         "min_expected_shift": Option(
             "in deterministic mode, run a screening or inspection only when it is expected to move its "
             "function's confidence by P, and stop when none is (default {default}; 0: off)", metavar="P"),
+        "stop_margin": Option(
+            "in deterministic mode, end the run once the mutant screening is in when the leader's "
+            "confidence is at least MARGIN times the runner-up's; below it Discovery and the inspections "
+            "go on; off: they always do (default {default})", metavar="MARGIN|off"),
         "since": Option("a git ref: functions changed since it (committed or not) count as more "
                         "suspicious, as in a CI run on a pull request (default: no such signal)",
                         metavar="REF"),

@@ -19,11 +19,13 @@ from equisa_core.common.options import (
     EndpointOptions,
     LocalizationOptions,
     OutputOptions,
+    RepairLocalizationOptions,
     SandboxOptions,
     StorageOptions,
     TestgenOptions,
     ValidationOptions,
     cost_cap,
+    stop_margin,
 )
 from equisa_core.localization.machine import LocalizationSettings
 from equisa_core.operations.batch import RepositoryEntry
@@ -57,8 +59,9 @@ class LocalizeParameters(DiscoveryParameters, LocalizationOptions):
     """Parameters of one localization run (those of ``discovery`` plus the loop's budgets)."""
 
 
-class RepairParameters(LocalizeParameters, ValidationOptions):
-    """Parameters of one repair run (those of ``localize`` plus the Validation budgets)."""
+class RepairParameters(RepairLocalizationOptions, LocalizeParameters, ValidationOptions):
+    """Parameters of one repair run (those of ``localize``, with a repair's own defaults, plus the
+    Validation budgets)."""
 
 
 class TestgenParameters(TraceParameters, EndpointOptions, TestgenOptions):
@@ -125,6 +128,7 @@ def settings_for(params: LocalizeParameters, use_llm: bool, batching: bool) -> L
         mode="llm" if use_llm else "deterministic", likelihoods="seed" if use_llm else params.likelihoods,
         min_expected_shift=0.0 if use_llm else params.min_expected_shift, mutants=mutants,
         screen_top=params.screen_top if screening else 0, screen_first=screening and params.discovery,
+        stop_margin=None if use_llm else stop_margin(params.stop_margin),
         max_iterations=params.max_inspections, max_cost_usd=cost_cap(params.max_cost_usd),
         max_seconds=params.max_seconds,
         max_stalled_inspections=params.max_stalled_inspections, record_top=params.record_top,

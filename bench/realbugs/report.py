@@ -91,6 +91,7 @@ def evaluate(run: Mapping, folder: Path) -> dict:
                 first = equisa_entries(report, "first_answer")  # reports since 5e3c5c0
                 out["equisa_first"] = {"rank": rank_of(first, truth)[0] if first else None,
                                        "kept": len(first)}
+                out["equisa_decisive_after_screening"] = bool(report.get("decisive_after_screening"))
         else:
             path = folder / "fauxpy_Scores_Ochiai.csv"
             if path.exists():
@@ -143,6 +144,8 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
     for tool in TOOLS:
         summary["total"][tool] = summarize(cases, tool)
     summary["total"]["equisa_first_answer"] = first_answer_summary(cases)
+    summary["total"]["equisa_decisive_after_screening"] = sum(
+        1 for c in cases if c.get("equisa_decisive_after_screening"))
     ratios = [c["wall_ratio"] for c in cases if c["wall_ratio"]]
     summary["total"]["median_wall_ratio_equisa_over_fauxpy"] = round(statistics.median(ratios), 2) if ratios else None
     for start in ("warm", "cold", "other"):

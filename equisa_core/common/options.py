@@ -9,7 +9,7 @@ batch file's ``Budgets`` do too. Pure data: nothing here reads the environment o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, field_validator
 
@@ -18,6 +18,7 @@ from equisa_core.localization.calibrated_likelihoods import (
     DEFAULT_TABLE,
     TableName,
 )
+from equisa_core.localization.stop_margin import FITTED_STOP_MARGIN
 
 __all__ = [
     "SandboxOptions",
@@ -25,6 +26,7 @@ __all__ = [
     "EndpointOptions",
     "DiscoveryOptions",
     "LocalizationOptions",
+    "RepairLocalizationOptions",
     "ValidationOptions",
     "TestgenOptions",
     "BatchOptions",
@@ -82,6 +84,17 @@ CostCap = NonNegativeFloat | Literal["none"]
 def cost_cap(value: CostCap) -> float | None:
     """The cap ``value`` sets, in USD; None for ``none`` (no cap)."""
     return None if value == NO_COST_CAP else float(value)
+
+
+#: ``--stop-margin off``: a run never stops at its first answer.
+STOP_MARGIN_OFF: Final = "off"
+#: The leader/runner-up confidence ratio that ends a run once the screening is in (at least 1), or ``off``.
+StopMargin = Annotated[float, Field(ge=1)] | Literal["off"]
+
+
+def stop_margin(value: StopMargin) -> float | None:
+    """The margin ``value`` sets; None for ``off`` (never stop after the screening)."""
+    return None if value == STOP_MARGIN_OFF else float(value)
 
 
 def default_of(model: type[BaseModel], field: str) -> Any:
@@ -184,6 +197,11 @@ class LocalizationOptions(BaseModel):
     max_stalled_inspections: int = Field(
         5, ge=1, description="Stop after this many inspections in a row that found neither a fix, nor a "
         "failing assertion in the target, nor changed the leading node: the evidence is exhausted.")
+    stop_margin: StopMargin = Field(
+        FITTED_STOP_MARGIN, description="Deterministic mode: end the run once the mutant screening's "
+        "evidence is in (and a fix it found confirmed) when the leader's confidence is at least this many "
+        "times the runner-up's (equisa_core.localization.stop_margin; fitted on the real-bug benchmark); "
+        "below it, Discovery, the value comparison and the inspections go on; off: they always do.")
     since: str | None = Field(
         None, description="A git ref: functions whose lines changed since it (committed or not) are more "
         "suspicious in the prior (``equisa_core.localization.prior``); None: no such signal.")
@@ -200,6 +218,16 @@ class LocalizationOptions(BaseModel):
         description="Deterministic mode: a screening or inspection is run only when it is expected to "
         "move its function's confidence by this much (by the fitted frequencies of what inspections "
         "show); the loop stops when none is; 0: off.")
+
+
+class RepairLocalizationOptions(BaseModel):
+    """The Localization loop's options where a repair needs other defaults than ``localize``."""
+
+    stop_margin: StopMargin = Field(
+        STOP_MARGIN_OFF, description="Deterministic mode: end localization once the mutant screening's "
+        "evidence is in when the leader's confidence is at least this many times the runner-up's; off (a "
+        "repair's default): Discovery and the inspections always run, since the repair's tests and fixes "
+        "come from them too.")
 
 
 class ValidationOptions(BaseModel):

@@ -7,6 +7,8 @@ Every decision of a localization run lives here; ``flows/localize.py`` only runs
    failing tests re-run apart, whose flaky ones change the priors (``Traced`` again).
 2. ``ScreenMutants``: the mutants of the most likely functions worth it (calibrated rule), tried
    together; what they showed is fix evidence (``Screened``), counted again on every new suite.
+   Once it is in (and a fix it found confirmed or not), an answer decisive by the calibrated margin
+   (``settings.stop_margin``, ``equisa_core.localization.stop_margin``) ends the run there.
 3. ``ConfirmFix``: a fix a function's mutants found, run on the whole suite (``Inspected``). Before
    Discovery, a confirmation that settles the run ends it; one that makes its function lead skips
    Discovery (``Discover.not_needed``).
@@ -22,6 +24,7 @@ Every decision of a localization run lives here; ``flows/localize.py`` only runs
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Literal
 
@@ -68,6 +71,7 @@ from equisa_core.localization.steps import (
     apply_observation,
     rank,
 )
+from equisa_core.localization.stop_margin import is_decisive, leader_margin
 from equisa_core.localization.value_evidence import ValueFinding
 
 __all__ = [
@@ -157,6 +161,9 @@ class LocalizationSettings(Frozen):
     mutants: bool = Field(True, description="Whether inspections (or screening) run mutants.")
     screen_top: int = Field(0, ge=0, description="Functions whose mutants are screened; 0: no screening.")
     screen_first: bool = Field(False, description="Screen on the suite as traced, before Discovery.")
+    stop_margin: float | None = Field(
+        None, ge=1, description="With ``screen_first``: stop once the screening's evidence is in when the "
+        "leader's confidence is at least this many times the runner-up's; None: never.")
     # The budgets default to the options' defaults (one home: ``equisa_core.common.options``); the
     # switches above default to off, so a machine made by hand does only what it is told to.
     max_iterations: int = Field(default_of(LocalizationOptions, "max_inspections"), ge=0)
@@ -360,7 +367,9 @@ def verdict(state: LocalizationState) -> Verdict | None:
     if state.stage == "screened":
         confirmed = any(e.strategy == FIX_CONFIRMATION for e in state.evidence)
         converged = is_converged(state.confidences)
-        return _reached(converged) if confirmed and converged else None
+        if confirmed and converged:
+            return _reached(converged)
+        return None if _confirmation_pending(state) else _decisive_after_screening(state)
     if state.stage != "discovered" or (settings.screen_top and state.screened is None) or \
             (settings.max_iterations and state.values is None):
         return None
@@ -394,6 +403,7 @@ def report(state: LocalizationState) -> LocalizationReport:
         raise ValueError("no suite was traced: there is nothing to report")
     stopped = verdict(state)
     early = state.stage == "screened" and stopped is not None  # settled before Discovery
+    decisive = stopped is not None and early and not stopped.converged  # by the margin, not a confirmed fix
     signals = with_values(suite.signals, state.values or {})
     ranking = _ranking(state, signals)
     discovery = suite.discovery
@@ -401,13 +411,15 @@ def report(state: LocalizationState) -> LocalizationReport:
     if early and discovery is not None:
         discovery = discovery.model_copy(update={
             "enabled": True,
-            "stopped_because": "not needed: mutant screening found a fix the whole suite confirms"})
+            "stopped_because": "not needed: the answer after the screening was decisive" if decisive
+            else "not needed: mutant screening found a fix the whole suite confirms"})
     return LocalizationReport(
         mode=state.settings.mode,
         converged=bool(ranking) and ranking[0].confidence >= CONFIDENCE_THRESHOLD,
         stopped_because=stopped.reason if stopped is not None else "",
         ranking=tuple(ranking),
         first_answer=state.first_answer,
+        decisive_after_screening=decisive,
         ambiguity_groups=suite.ambiguity_groups,
         inspections=state.history,
         tests=suite.tests,
@@ -581,15 +593,42 @@ def _to_screen(state: LocalizationState) -> tuple[str, ...]:
                  if worth_screening(settings.table, state.confidences[f], settings.min_expected_shift))
 
 
+def _fix_to_confirm(state: LocalizationState) -> Evidence | None:
+    """The screening's most likely fix, while none was confirmed (or tried: one that could not run
+    is not retried)."""
+    if any(e.strategy == FIX_CONFIRMATION for e in state.evidence):
+        return None
+    fixes = [e for e in state.evidence
+             if e.fix_evidence is FixEvidence.FIX_FOUND and e.target not in state.skipped]
+    return max(fixes, key=lambda e: state.confidences[e.target]) if fixes else None
+
+
+def _confirmation_pending(state: LocalizationState) -> bool:
+    """Whether a fix the screening found is still to be confirmed on the whole suite."""
+    return _fix_to_confirm(state) is not None
+
+
+def _decisive_after_screening(state: LocalizationState) -> Verdict | None:
+    """Once the screening's evidence (and its fix's confirmation) is in: the answer, when its leader's
+    confidence is at least ``stop_margin`` times the runner-up's; else None (Discovery goes on)."""
+    margin = state.settings.stop_margin
+    assert state.suite is not None
+    top = [n.confidence for n in _ranking(state, state.suite.signals)[:2]]
+    if not is_decisive(top, margin):
+        return None
+    shown = leader_margin(top)
+    times = "no runner-up" if math.isinf(shown) else f"{shown:.2f} times the runner-up's confidence"
+    return Verdict(reason=f"the answer after the screening is decisive: its leader has {times} "
+                          f"(the calibrated margin is {margin:g})")
+
+
 def _after_screening(state: LocalizationState) -> list[LocalizationStep]:
     """Before Discovery, once the screening's evidence is in: confirm its most likely fix on the whole
     suite; then Discovery (not needed when that fix passes the suite and its function leads), with
     the calls recorded on the suite as traced at the same time."""
     confirmations = [e for e in state.evidence if e.strategy == FIX_CONFIRMATION]
-    fixes = [e for e in state.evidence if e.fix_evidence is FixEvidence.FIX_FOUND
-             and e.target not in state.skipped]  # a confirmation that could not run is not retried
-    if fixes and not confirmations:
-        best = max(fixes, key=lambda e: state.confidences[e.target])
+    best = _fix_to_confirm(state)
+    if best is not None:
         return [ConfirmFix(target=best.target, fix=best.fix, fix_source=best.fix_source, screened=True)]
     not_needed = None
     if confirmations:

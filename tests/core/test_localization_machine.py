@@ -58,6 +58,8 @@ REASONS = (
     r"LLM cost budget \(\$[\d.]+\) spent", r"time budget \([\d.]+s\) spent", "iteration budget spent",
     "no inspections asked for", "every inspectable candidate was inspected",
     r"no inspection left is expected to move a confidence by [\d.]+ or more \((fitted|seed) likelihoods\)",
+    r"the answer after the screening is decisive: its leader has "
+    r"(no runner-up|[\d.]+ times the runner-up's confidence) \(the calibrated margin is [\d.]+\)",
 )
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
@@ -148,7 +150,7 @@ settings_strategy = st.builds(
     screen_top=st.integers(0, 4), screen_first=st.booleans(), max_iterations=st.integers(0, 8),
     max_cost_usd=st.sampled_from([0.5, 2.0]), max_seconds=st.sampled_from([20.0, 1800.0]),
     max_stalled_inspections=st.integers(1, 4), record_top=st.integers(1, 4),
-    inspection_batch=st.integers(1, 3),
+    inspection_batch=st.integers(1, 3), stop_margin=st.sampled_from([None, 1.0, 1.033, 2.0]),
 )
 
 
@@ -239,6 +241,10 @@ def test_every_run_ends_with_a_verdict_within_its_budgets(run):
     if stopped.reason == "iteration budget spent":
         assert final.iterations == start.settings.max_iterations
     assert stopped.converged == stopped.reason.endswith(" reached 0.9")
+    decisive = stopped.reason.startswith("the answer after the screening is decisive")
+    assert report(final).decisive_after_screening == decisive
+    if decisive:  # no Discovery, no inspection: the screening (and its fix's confirmation) only
+        assert start.settings.screen_first and final.stage == "screened" and final.iterations == 0
     assert report(final).stopped_because == stopped.reason
     if final.suite is not None:  # one ledger: Discovery's calls, then the counted inspections'
         ledger = report(final).ledger
@@ -361,3 +367,73 @@ def test_discoverys_calls_count_against_the_localization_budget():
     state = _inspect_until_verdict(initial_state(settings), suite, [CACHED, PAID, PAID])
     assert verdict(state).reason == "LLM cost budget ($0.5) spent" and state.iterations == 2
     assert report(state).ledger.calls == (PAID, CACHED, PAID) and report(state).cost == {"usd": 0.6}
+
+
+# --- the answer after the screening (equisa_core.localization.stop_margin) -------------------------
+
+
+def _suite_led_by(leader: float, runner_up: float) -> Suite:
+    """Three functions whose Ochiai scores are ``leader``, ``runner_up`` and 0.1 (the prior's only
+    signal): the leader's margin grows with ``leader / runner_up``."""
+    scores = {"m.lead": leader, "m.second": runner_up, "m.third": 0.1}
+    return Suite(nodes={f: Node(fqn=f, file="m.py", start_line=i + 1, end_line=i + 1)
+                        for i, f in enumerate(scores)},
+                 suspiciousness=dict(scores),
+                 signals={f: NodeSignals(ochiai=v, dstar=v, tarantula=v, on_stack=0.0, deepest=0.0,
+                                         near_deepest=0.0, test_calls=0.0, near_test=0.0,
+                                         failure_machinery=0.0) for f, v in scores.items()},
+                 tests=TestCounts(passed=3, failed=1, flaky=0, generated=0))
+
+
+def _screened(suite: Suite, stop_margin: float | None, *evidence: Evidence) -> LocalizationState:
+    """A run that screens first, traced (and re-run) as ``suite``, once its screening showed ``evidence``."""
+    state = initial_state(LocalizationSettings(screen_top=3, screen_first=True, max_iterations=5,
+                                               stop_margin=stop_margin))
+    state = record(state, Traced(suite=suite))
+    assert [type(step) for step in next_steps(state)] == [MarkFlaky, ScreenMutants]
+    state = record(state, Traced(suite=suite))
+    return record(state, Screened(functions=frozenset(suite.nodes), evidence=evidence))
+
+
+def _screening_evidence(target: str, kind: FixEvidence) -> Evidence:
+    found = kind is FixEvidence.FIX_FOUND
+    return Evidence(target=target, strategy=SCREENING, tests_run=(), reflection_by="mutants",
+                    reasoning="screened", seconds=1.0, mutants_tried=3, fix_evidence=kind,
+                    fix="a fix" if found else None, fix_source="src" if found else None)
+
+
+def test_a_decisive_answer_after_the_screening_ends_the_run_before_discovery():
+    no_fix = _screening_evidence("m.second", FixEvidence.NO_FIX_FOUND)
+    state = _screened(_suite_led_by(0.9, 0.3), 1.033, no_fix)
+    stopped = verdict(state)
+    assert stopped is not None and stopped.reason.startswith("the answer after the screening is decisive")
+    assert not stopped.converged and next_steps(state) == []
+    final = report(state)
+    assert final.decisive_after_screening and final.ranking[0].fqn == "m.lead"
+    assert [i.strategy for i in final.inspections] == [SCREENING]
+
+
+def test_an_undecided_answer_after_the_screening_goes_on_to_discovery():
+    state = _screened(_uninformative_suite(3), 1.033)
+    assert verdict(state) is None and not report(state).decisive_after_screening
+    assert [type(step) for step in next_steps(state)] == [Discover, RecordCalls]
+
+
+def test_a_fix_the_screening_found_is_confirmed_before_the_answer_counts_as_decisive():
+    state = _screened(_suite_led_by(0.9, 0.3), 1.033, _screening_evidence("m.second", FixEvidence.FIX_FOUND))
+    assert verdict(state) is None
+    [step] = next_steps(state)
+    assert isinstance(step, ConfirmFix) and step.target == "m.second"
+    seen = InspectionResult(strategy=FIX_CONFIRMATION, invariants=0, tests_run=(),
+                            signals=Signals(is_covered=True, has_target_assertion=False, is_failure=True),
+                            decision=None, decision_by="mutants", reasoning="the fix fails another test",
+                            fix_evidence=FixEvidence.FIX_REGRESSES)
+    state = record(state, Inspected(target="m.second", seen=seen, seconds=1.0, elapsed_s=2.0))
+    stopped = verdict(state)
+    assert stopped is not None and stopped.reason.startswith("the answer after the screening is decisive")
+
+
+def test_without_a_margin_a_run_never_stops_after_the_screening():
+    state = _screened(_suite_led_by(0.9, 0.01), None)
+    assert verdict(state) is None
+    assert [type(step) for step in next_steps(state)] == [Discover, RecordCalls]

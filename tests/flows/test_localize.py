@@ -39,8 +39,8 @@ EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 
 #: The loop's mechanics are tested with the hand-set likelihoods and every inspection run: on the
 #: small fixtures here a one-edit fix confirmed by the whole suite settles the run, as the seed
-#: table says. The default (fitted) table and the stopping rule have their own test below.
-SEED = ("--likelihoods", "seed", "--min-expected-shift", "0")
+#: table says. The default (fitted) table and the stopping rules have their own tests below.
+SEED = ("--likelihoods", "seed", "--min-expected-shift", "0", "--stop-margin", "off")
 
 
 def localize(env: dict[str, str], *args: str) -> tuple[int, str]:
@@ -79,22 +79,44 @@ def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env)
     assert report.discovery.stopped_because.startswith("not needed") and report.tests.generated == 0
 
 
-def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_would_teach_more(
-        tmp_path, cli_env):
-    """By default (fitted likelihoods, calibrated stopping rule) the screening's fix, confirmed by
-    the whole suite, makes the bug lead, and the loop stops without the inspections that would
-    only show a collateral failure; with the rule off, those inspections run."""
+def test_by_default_a_decisive_answer_after_the_screening_ends_the_run(tmp_path, cli_env):
+    """By default (fitted likelihoods, calibrated margin) the screening's fix, confirmed by the whole
+    suite, makes the bug lead by far more than the margin: the run ends there, without Discovery or
+    an inspection. With the margin off, the loop goes on until its calibrated stopping rule ends it."""
     out, off = tmp_path / "fitted.json", tmp_path / "off.json"
     code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
+    assert code == EXIT_NOT_CONVERGED, err  # decisive, below 0.9
+    report = LocalizationReport.model_validate_json(out.read_text())
+    assert report.ranking[0].fqn == BUGGY and not report.converged and report.decisive_after_screening
+    assert report.stopped_because.startswith("the answer after the screening is decisive")
+    assert {i.strategy for i in report.inspections} == {"mutant-screening", "fix-confirmation"}
+    assert report.discovery.stopped_because == "not needed: the answer after the screening was decisive"
+    # The prior's answer comes first, while the screening checks it (here the prior put the bug third).
+    first = next(line for line in err.splitlines() if line.startswith("First answer"))
+    assert BUGGY in first and err.index("First answer") < err.index("Ranking")
+    assert report.first_answer[0].fqn != BUGGY
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--stop-margin", "off", "--json", str(off))
+    assert code == EXIT_NOT_CONVERGED, err
+    without = LocalizationReport.model_validate_json(off.read_text())
+    assert not without.decisive_after_screening and without.ranking[0].fqn == BUGGY
+    # The loop went on past the screening, to its stopping rule (the calls recorded and compared).
+    assert without.stopped_because.startswith("no inspection left is expected to move a confidence")
+
+
+def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_would_teach_more(
+        tmp_path, cli_env):
+    """With every check run (no margin), the fitted likelihoods and the calibrated stopping rule
+    stop the loop without the inspections that would only show a collateral failure; with the rule
+    off, those inspections run."""
+    out, off = tmp_path / "fitted.json", tmp_path / "off.json"
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--stop-margin", "off", "--json", str(out))
     assert code == EXIT_NOT_CONVERGED, err  # the rule stops the run before the bug reaches 0.9
     report = LocalizationReport.model_validate_json(out.read_text())
     assert report.ranking[0].fqn == BUGGY and not report.converged
     assert report.stopped_because.startswith("no inspection left is expected to move a confidence")
-    # The prior's answer comes first, while the screening checks it (here the prior put the bug third).
-    first = next(line for line in err.splitlines() if line.startswith("First answer"))
-    assert BUGGY in first and err.index("First answer") < err.index("Ranking")
     deterministic = [i for i in report.inspections if i.strategy == "deterministic"]
-    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--min-expected-shift", "0", "--json", str(off))
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--stop-margin", "off",
+                         "--min-expected-shift", "0", "--json", str(off))
     assert code == EXIT_NOT_CONVERGED, err  # more inspections, still below 0.9 when they stall
     without_rule = LocalizationReport.model_validate_json(off.read_text())
     assert not without_rule.converged
@@ -112,7 +134,8 @@ def test_a_real_run_s_observations_replay_to_its_report(tmp_path, prefect_api_ur
     after a trip through JSON), give the run's report: every decision was the machine's."""
     monkeypatch.setenv("EQUISA_WORKSPACES", str(tmp_path / "workspaces"))
     # Without the stopping rule the loop inspects too (in batches), after the screening's fix.
-    run = _localize_in_process(LocalizeParameters(path=str(INVOICING), llm=False, min_expected_shift=0.0))
+    run = _localize_in_process(LocalizeParameters(path=str(INVOICING), llm=False, min_expected_shift=0.0,
+                                                  stop_margin="off"))
     kinds = [observation.kind for observation in run.observations]
     assert {"traced", "screened", "inspected", "values-compared"} <= set(kinds)
     assert any(i.strategy == "deterministic" and i.batch > 1 for i in run.report.inspections)

@@ -1,0 +1,48 @@
+"""When a deterministic run's answer is the answer: the calibrated margin that ends a run once the
+mutant screening's evidence is in.
+
+After the trace and the prior (the first answer), the flaky re-run and the mutant screening of the
+likeliest functions (with the whole-suite confirmation of a fix it found) are cheap and, on the
+real-bug benchmark, worth it: they move the truth to the top in more bugs than they move it down.
+Discovery, the value comparison and the inspections that follow cost several times the trace and,
+there, changed the leader about as often for the worse as for the better, except where the answer
+could not tell its leader from the runner-up. So a run stops once the screening is in when the
+leader's confidence is at least ``margin`` times the runner-up's (``is_decisive``); below that,
+the checks go on.
+
+The margin is fitted by ``bench/screening_stop.py`` on the real-bug benchmark's runs, with
+leave-one-project-out validation (``FITTED_STOP_MARGIN``). Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = ["FITTED_STOP_MARGIN", "leader_margin", "is_decisive"]
+
+#: The leader/runner-up confidence ratio from which a deterministic run stops once the screening is
+#: in: ``bench/screening_stop.py`` on the 111 real bugs' whole runs at 5e3c5c0 (at most a fifth of
+#: the runs may go on). In-sample it answers 44/69/78 (Top-1/3/5) with 16 runs going on, against
+#: 42/65/75 when every run stops there and 41/70/77 when none does; with the margin fitted on the
+#: other projects (leave-one-project-out: 1.001 to 1.023), 43/68/76 with 14 going on. Results:
+#: bench/results/screening_stop_2026-11-27_5e3c5c0.json.
+FITTED_STOP_MARGIN = 1.023
+
+
+def leader_margin(confidences: Sequence[float]) -> float:
+    """The leader's confidence over the runner-up's, for confidences best first: 1.0 for a tie,
+    ``inf`` when there is no runner-up (or its confidence is 0), ``0.0`` for an empty ranking."""
+    if not confidences:
+        return 0.0
+    if len(confidences) == 1 or confidences[1] <= 0:
+        return math.inf
+    return confidences[0] / confidences[1]
+
+
+def is_decisive(confidences: Sequence[float], margin: float | None) -> bool:
+    """Whether a ranking (confidences best first) is decisive at ``margin``; never with None (off)
+    or an empty ranking."""
+    if margin is None or not confidences:
+        return False
+    return leader_margin(confidences) >= margin

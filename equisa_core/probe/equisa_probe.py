@@ -26,6 +26,10 @@ With ``--equisa-mutants FILE`` the tests then run again once per mutant of a fun
 process, adding ``mutant-start``, ``mutant-test`` and ``mutant-done`` records (see the section
 "Mutant rounds" below).
 
+With ``--equisa-rerun-failures N`` the first N failing tests run again, untraced, in a fork of this
+process made after collection, before any test ran, adding ``rerun`` and ``rerun-done`` records
+before ``end``, or ``rerun-skipped`` when it cannot (see the section "Failing tests re-run apart").
+
 The tracing backend is chosen in one place, ``choose_backend``, and the session record says which
 ran and why:
 

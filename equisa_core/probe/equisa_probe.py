@@ -59,6 +59,7 @@ import threading
 import time
 import traceback
 import types
+import warnings
 from typing import TYPE_CHECKING, cast
 
 import pytest
@@ -2569,6 +2570,7 @@ class _FailureRerun:
         self.probe = probe
         self.most = most
         self.child: int | None = None
+        self.order: list[str] = []  # the run's tests in the order they run
         self.to_child: int | None = None  # write end: node ids
         self.from_child: int | None = None  # read end: outcomes
 
@@ -2599,8 +2601,10 @@ class _FailureRerun:
             return
         down, up = _os.pipe(), _os.pipe()
         try:
-            pid = _os.fork()
-        except OSError as error:
+            with warnings.catch_warnings():  # 3.12+ warns of threads it sees; none of Python's is alive
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = _os.fork()
+        except Exception as error:
             for fd in down + up:
                 _os.close(fd)
             self.probe._write({"kind": "rerun-skipped", "reason": "os.fork failed: %s" % error})
@@ -2617,6 +2621,7 @@ class _FailureRerun:
         _os.close(down[0])
         _os.close(up[1])
         self.child, self.to_child, self.from_child = pid, down[1], up[0]
+        self.order = [item.nodeid for item in session.items]
 
     def _failing(self) -> list[str]:
         """The run's failing tests, not those stopped at their limit (their duration is None)."""
@@ -2626,7 +2631,8 @@ class _FailureRerun:
     def _rerun(self) -> None:
         started = _time_perf()
         failing = self._failing()
-        wanted = failing[:self.most]
+        chosen = set(failing[:self.most])  # the first ones by node id, run in the run's order
+        wanted = [nodeid for nodeid in self.order if nodeid in chosen]
         message = (_json_dumps({"tests": wanted}) + "\n").encode("utf-8")
         assert self.to_child is not None
         try:

@@ -97,7 +97,7 @@ def test_a_test_that_hangs_in_the_fork_is_stopped_and_no_child_is_left(minor, tm
         assert not alive(fork_pid), f"the fork that ran {name} outlived the run"
 
 
-@pytest.mark.parametrize("minor", ["3.8", f"{sys.version_info[0]}.{sys.version_info[1]}"])
+@pytest.mark.parametrize("minor", ["3.8", f"{sys.version_info[0]}.{sys.version_info[1]}", "3.12"])
 def test_a_test_that_passes_in_the_fork_is_flaky_and_the_fork_writes_no_record(minor, tmp_path):
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)

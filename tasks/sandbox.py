@@ -1,8 +1,9 @@
 """The sandbox contract: what a test run asks for, what every backend returns, and the shared parts.
 
 A run is a pure function of (workspace digest, overlay, test selection, interpreter, environment,
-limits, mutants, EQUISA version): ``RunRequest.cache_key`` names it. Backends (``LocalSandbox``,
-``DockerSandbox``) only differ in how they isolate the process; they all
+limits, mutants, whether it re-runs its failing tests apart, EQUISA version): ``RunRequest.cache_key``
+names it. Backends (``LocalSandbox``, ``DockerSandbox``) only differ in how they isolate the
+process; they all
 
 1. make a throwaway run folder with ``prepare_run_folder`` (workspace copy + overlay + probe),
 2. run ``python -m pytest`` under the probe with ``probe_arguments`` and a ``scrubbed_environment``,

@@ -2554,9 +2554,10 @@ class _MutantRunner:
 #     {"kind": "rerun-skipped", "reason": "..."}
 #
 # The child never outlives the parent: it waits for the node ids until the pipe's end-of-file
-# (the parent closed it, or died), checks between tests that its parent is still the same, and
-# is killed by the parent when a test outlives its limit and the grace after it (a test that
-# swallows TestTimeout). The sandbox kills the whole process group at its own time limit.
+# (the parent closed it, or died), checks between tests that its parent is still the same, dies
+# with it on Linux (``PR_SET_PDEATHSIG``), and is killed by the parent when a test outlives its
+# limit and the grace after it (a test that swallows TestTimeout). The sandbox kills the whole
+# process group at its own time limit too.
 
 #: Seconds a rerun test may run past twice its time limit (setup, call and teardown under one
 #: alarm, then the teardown of a test the alarm stopped) before the parent kills the child.
@@ -2600,6 +2601,7 @@ class _FailureRerun:
             self.probe._write({"kind": "rerun-skipped", "reason": reason})
             return
         down, up = _os.pipe(), _os.pipe()
+        parent = _os.getpid()
         try:
             with warnings.catch_warnings():  # 3.12+ warns of threads it sees; none of Python's is alive
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -2614,7 +2616,7 @@ class _FailureRerun:
             try:
                 _os.close(down[1])
                 _os.close(up[0])
-                self._child(session, down[0], up[1])
+                self._child(session, down[0], up[1], parent)
             except BaseException:
                 code = 1
             _os._exit(code)
@@ -2712,8 +2714,8 @@ class _FailureRerun:
             pass
 
     # -- the child ------------------------------------------------------------------------------
-    def _child(self, session: pytest.Session, down: int, up: int) -> None:
-        parent = _os.getppid()
+    def _child(self, session: pytest.Session, down: int, up: int, parent: int) -> None:
+        _die_with(parent)
         probe = self.probe
         probe.out = None  # never the output file: the parent writes it
         _quiet(session)
@@ -2753,6 +2755,21 @@ class _FailureRerun:
                                   "duration": round(_time_perf() - started, 6)}) + "\n"
             _os.write(up, answer.encode("utf-8"))
         _os.close(up)
+
+
+def _die_with(parent: int) -> None:
+    """On Linux, have the kernel kill this process when its parent dies (``PR_SET_PDEATHSIG``), so
+    that a parent killed while the child runs a test leaves no orphan; leave at once if it died
+    already."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        except Exception:  # no ctypes, or no prctl: the pipe's end-of-file and getppid still tell
+            pass
+    if _os.getppid() != parent:
+        _os._exit(0)
 
 
 def _quiet(session: pytest.Session) -> None:

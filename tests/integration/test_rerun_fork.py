@@ -67,11 +67,15 @@ def run_probe(python: Path, repo: Path, *options: str, timeout: float = 60) -> t
 
 
 def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie waiting for its reaper does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 @pytest.mark.parametrize("minor", ["3.8", f"{sys.version_info[0]}.{sys.version_info[1]}"])
@@ -121,3 +125,29 @@ def test_the_rerun_is_skipped_with_mutants_or_without_tracing_and_says_why(tmp_p
     assert [r["reason"] for r in records if r["kind"] == "rerun-skipped"] == [
         "the run is not traced (--equisa-trace=0)"]
     assert not [r for r in records if r["kind"] in ("rerun", "rerun-done")]
+
+
+def test_a_fork_running_a_test_dies_with_its_parent(tmp_path):
+    """The run is killed while its fork runs a test that has no time limit: the fork goes too."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    only_hangs = HANGS_THE_SECOND_TIME.split("\n\n\ndef test_swallows")[0] + "\n"
+    (repo / "tests" / "test_hang.py").write_text(only_hangs)
+    out = tmp_path / "probe.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(probe_file().parent), "PYTHONDONTWRITEBYTECODE": "1"}
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "equisa_probe", f"--equisa-out={out}",
+                            f"--equisa-root={repo}", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
+                            "--equisa-rerun-failures=20", str(repo)],
+                           cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pids = repo / "tests" / "hangs.pids"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(pids.read_text().split() if pids.exists() else ()) < 2:
+        time.sleep(0.05)
+    run_pid, fork_pid = (int(p) for p in pids.read_text().split())
+    assert run_pid == run.pid != fork_pid
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 5
+    while alive(fork_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(fork_pid), "the fork outlived its killed parent"

@@ -147,7 +147,8 @@ class _Driver:
                                      100.0 * self.state.iterations / self.params.max_inspections)  # percent
 
     def _announce_prior(self) -> None:
-        """The first answer, as soon as the trace (and the flaky re-run) are in: the prior's best
+        """The first answer, as soon as the trace and its flaky tests are in (``MarkFlaky``: normally its
+        shards found them, and nothing is left to wait for): the prior's best
         functions, a line above the command's spinner, while the screening and the loop go on: the
         answer spectrum-based localization would give (measured: 4-5.5 s into a 6-10 s run).
         Only the screening path (screening before Discovery) announces it."""

@@ -39,20 +39,24 @@ class DiscoveryResult(BaseModel):
     problems: tuple[str, ...] = ()
 
 
-def trace_only(params: DiscoveryParameters) -> DiscoveryResult:
+def trace_only(params: DiscoveryParameters, rerun_later: bool = False) -> DiscoveryResult:
     """The suite traced as it is, with its groups in the report (``stopped_because`` "turned off"
     when ``params.discovery`` is off): the start of ``discovery``, and all of it without Discovery.
 
     A plain function: the localize flow also calls it directly when mutant screening comes before
     Discovery, sparing a child flow run per localization (creating it and joining its heartbeat
     thread took about 0.8 s under cProfile).
+
+    With ``rerun_later`` the failing tests the shards could not re-run apart themselves are left to
+    the caller's ``submit_flaky_rerun`` (``tasks.prepared_run.run_suite``).
     """
-    return traced(params)[0]
+    return traced(params, rerun_later)[0]
 
 
-def traced(params: DiscoveryParameters) -> tuple[DiscoveryResult, list[frozenset[str]]]:
+def traced(params: DiscoveryParameters, rerun_later: bool = False,
+           ) -> tuple[DiscoveryResult, list[frozenset[str]]]:
     """``trace_only`` and the suite's ambiguity groups."""
-    prepared, trace, problems = run_suite(prepare_run(params), params)
+    prepared, trace, problems = run_suite(prepare_run(params), params, rerun_later)
     result, groups = _described(prepared, trace, params)
     return result.model_copy(update={"problems": tuple(problems)}), groups
 

@@ -96,8 +96,8 @@ class LocalizationSteps:
     def start_discover(self, step: Discover) -> Collect:
         """Trace the suite (``trace_only``), or run Discovery, or say why it was not needed."""
         def traced() -> LocalizationObservation:
-            if step.trace_only:  # the flaky re-run comes apart (``MarkFlaky``)
-                self.found = trace_only(self.plain_params.model_copy(update={"rerun_failures": False}))
+            if step.trace_only:  # the shards re-run their failing tests; the rest comes apart (``MarkFlaky``)
+                self.found = trace_only(self.plain_params, rerun_later=True)
                 return Traced(suite=suite_of(self.found, self.changed, self.found.problems))
             if step.not_needed is not None and self.found is not None:
                 self.found = self.found.model_copy(update={"report": self.found.report.model_copy(
@@ -110,7 +110,8 @@ class LocalizationSteps:
         return traced
 
     def start_mark_flaky(self, step: MarkFlaky) -> Collect:
-        """Re-run the failing tests; a changed set of flaky tests re-scores the suite."""
+        """Re-run the failing tests the trace's shards could not re-run apart themselves (normally
+        none: nothing runs); a changed set of flaky tests re-scores the suite."""
         assert self.found is not None
         rerun = submit_flaky_rerun(self.found.prepared, self.plain_params, self.found.trace) \
             if self.plain_params.rerun_failures else None

@@ -2,6 +2,12 @@
 the suite traced over sandboxed shards with its flaky tests marked, and requests narrowed to a few
 of its tests.
 
+Flaky tests: each shard re-runs its own failing tests apart, in a fork of its process made after
+collection, before any test ran (``RunRequest.rerun_failures``; the probe's ``rerun`` records mark
+them while its output is parsed). Only the failing tests no shard could re-run so (no ``os.fork``,
+threads alive after collection, a crashed shard) are re-run in one new sandboxed process
+(``submit_flaky_rerun``), and the run's log says why.
+
 Plain functions that submit or call Prefect tasks (``run-tests``), called from a flow run.
 """
 
@@ -27,7 +33,7 @@ from equisa_core.common.time_limits import (
     timed_out,
     uniform_limit,
 )
-from equisa_core.common.trace_merge import combine, interleave, mark_flaky
+from equisa_core.common.trace_merge import MAX_FLAKY_RERUNS, combine, interleave, mark_flaky
 from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import NoTestsCollectedError
 from equisa_core.operations.storage import resolve_db
@@ -42,9 +48,6 @@ from tasks.workspace import Workspace
 __all__ = ["PreparedRun", "prepare_run", "run_suite", "submit_flaky_rerun", "with_flaky", "focused_request",
            "source_texts",
            "narrowed", "limited", "elsewhere_note", "MAX_FLAKY_RERUNS"]
-
-#: Failing tests re-run alone to tell flaky ones apart; more than this are not re-run.
-MAX_FLAKY_RERUNS = 20
 
 
 class PreparedRun(BaseModel):
@@ -126,12 +129,19 @@ def _run_logger() -> logging.Logger | logging.LoggerAdapter:
         return logging.getLogger(__name__)
 
 
-def run_suite(prepared: PreparedRun, params: TraceParameters) -> tuple[PreparedRun, SuiteTrace, list[str]]:
+def run_suite(prepared: PreparedRun, params: TraceParameters, rerun_later: bool = False,
+              ) -> tuple[PreparedRun, SuiteTrace, list[str]]:
     """Fan the suite out over shards (mapped ``run-tests`` tasks), merge, and mark flaky tests.
+
+    With ``params.rerun_failures`` each shard re-runs its failing tests apart; the failing tests no
+    shard could re-run are re-run in a new process here, or, with ``rerun_later``, left to the
+    caller (``submit_flaky_rerun``, to run alongside other work).
 
     Returns ``prepared`` with each test's own time limit from this run (``limited``), the trace, and
     the problems to report (tests stopped at their first-run limits)."""
     base, version = prepared.base, prepared.interpreter_version
+    if params.rerun_failures:
+        base = base.model_copy(update={"rerun_failures": True})
     shards = params.shards or os.cpu_count() or 1
     requests = [base] if shards == 1 else [
         base.model_copy(update={"shard": (index, shards)}) for index in range(shards)
@@ -145,7 +155,7 @@ def run_suite(prepared: PreparedRun, params: TraceParameters) -> tuple[PreparedR
         raise NoTestsCollectedError(
             "no tests collected" + (f" for {' '.join(params.tests)}" if params.tests else ""))
     prepared, note = limited(prepared, trace, params)
-    if params.rerun_failures:
+    if params.rerun_failures and not rerun_later:
         trace = with_flaky(trace, submit_flaky_rerun(prepared, params, trace))
     problems = [note] if note else []
     if trace.imported_elsewhere:
@@ -166,16 +176,20 @@ def elsewhere_note(modules: Mapping[str, str]) -> str:
 
 def submit_flaky_rerun(prepared: PreparedRun, params: TraceParameters, trace: SuiteTrace,
                        ) -> PrefectFuture[SuiteTrace] | None:
-    """The failing tests run again in one process, apart from the rest of the suite (a future, so
-    other work may run meanwhile; None when no test failed): a test that passes there failed by
-    chance or because of what other tests left behind. (One process per test would also catch
-    failures caused by another failing test, at the price of a sandbox and the project's imports
-    per test: seconds each on projects that import slowly.) A test stopped at its time limit is not
-    re-run: one that loops would only loop again."""
+    """The failing tests run again in one new process, apart from the rest of the suite (a future,
+    so other work may run meanwhile; None when no test is left to re-run): a test that passes there
+    failed by chance or because of what other tests left behind. (One process per test would also
+    catch failures caused by another failing test, at the price of a sandbox and the project's
+    imports per test: seconds each on projects that import slowly.) A test stopped at its time
+    limit is not re-run: one that loops would only loop again. Nor is one its shard re-ran apart
+    itself (``SuiteTrace.rerun_apart``): normally every one, and this submits nothing."""
     stopped = {t.test_id for t in trace.tests if timed_out(t)}
-    failing = sorted(trace.failed_tests() - stopped)
+    failing = sorted(trace.failed_tests() - stopped - trace.rerun_apart)
     if not failing:
         return None
+    if trace.rerun_skipped:
+        _run_logger().info("%d failing test(s) re-run apart in a new process: %s", len(failing),
+                           trace.rerun_skipped)
     again = prepared.base.model_copy(update={"only": tuple(failing[:MAX_FLAKY_RERUNS]), "trace": False})
     runner = run_tests.with_options(refresh_cache=params.no_cache or None)
     return runner.submit(again, backend=params.sandbox, interpreter_version=prepared.interpreter_version,

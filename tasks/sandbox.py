@@ -1,8 +1,9 @@
 """The sandbox contract: what a test run asks for, what every backend returns, and the shared parts.
 
 A run is a pure function of (workspace digest, overlay, test selection, interpreter, environment,
-limits, mutants, EQUISA version): ``RunRequest.cache_key`` names it. Backends (``LocalSandbox``,
-``DockerSandbox``) only differ in how they isolate the process; they all
+limits, mutants, whether it re-runs its failing tests apart, EQUISA version): ``RunRequest.cache_key``
+names it. Backends (``LocalSandbox``, ``DockerSandbox``) only differ in how they isolate the
+process; they all
 
 1. make a throwaway run folder with ``prepare_run_folder`` (workspace copy + overlay + probe),
 2. run ``python -m pytest`` under the probe with ``probe_arguments`` and a ``scrubbed_environment``,
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from equisa_core.common.models import TestOutcome
 from equisa_core.common.options import SandboxOptions, default_of
 from equisa_core.common.time_limits import uniform_limit
+from equisa_core.common.trace_merge import MAX_FLAKY_RERUNS
 from equisa_core.errors import InvalidSelectionError, SandboxInfrastructureError  # the latter re-exported
 from equisa_core.probe import PROBE_MODULE, probe_file
 
@@ -191,6 +193,10 @@ class RunRequest(BaseModel):
         "suite's own run), to confirm fixes in the same process: the first mutant of each function "
         "that passes all its must-fix tests and breaks none goes on through them (see the probe). "
         "They must be in the selection; those in no mutant's tests do not run unmutated.")
+    rerun_failures: bool = Field(
+        False, description="Re-run the first MAX_FLAKY_RERUNS failing tests apart, in a fork of the run's "
+        "process made after collection, before any test ran; those that pass there are flaky (a traced "
+        "run of the suite's shards; without tracing or with mutants the probe says it did not).")
     lent: tuple[str, ...] = Field(
         (), description="Host folders the run reads besides the interpreter (EQUISA's coverage.py lent "
         "to a suite): visible read-only even where the sandbox hides the folder they are in.")
@@ -263,6 +269,8 @@ class RunRequest(BaseModel):
                 payload["mutants_confirm"] = _confirmation_payload(self.mutants_confirm)
             if self.mutants_budget_s is not None:
                 payload["mutants_budget_s"] = self.mutants_budget_s
+        if self.rerun_failures:  # only then, so keys of runs without the rerun stay as they were
+            payload["rerun_failures"] = MAX_FLAKY_RERUNS
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -404,6 +412,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
         args.append(f"--equisa-order-seed={request.order_seed}")
     if request.record:
         args.append(f"--equisa-record={out_dir}/record.txt")
+    if request.rerun_failures:
+        args.append(f"--equisa-rerun-failures={MAX_FLAKY_RERUNS}")
     if request.mutants:
         args.append(f"--equisa-mutants={out_dir}/mutants.json")
         if request.mutants_fail_fast:

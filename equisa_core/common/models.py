@@ -139,6 +139,13 @@ class SuiteTrace(_Frozen):
     flaky: frozenset[str] = Field(
         default=frozenset(), description="Tests that failed, then passed when re-run alone."
     )
+    rerun_apart: frozenset[str] = Field(
+        default=frozenset(), description="Failing tests the run itself judged by re-running them apart "
+        "(in a fork of its process made before any test ran; those over its cap are not re-run): no "
+        "new process re-runs them.")
+    rerun_skipped: str | None = Field(
+        default=None, description="Why a run asked to re-run its failing tests apart could not (then a "
+        "new process re-runs them).")
     imported_elsewhere: dict[str, str] = Field(
         default_factory=dict, description="The repository's packages the run imported from outside its "
         "copy (an editable install of the original tree, an installed release), with the file imported.")

@@ -3,6 +3,10 @@
 Record kinds are documented in ``equisa_core/probe/equisa_probe.py``. A file without an ``end``
 record means the interpreter died mid-run: the trace is still built from what was recorded and
 is marked ``crashed``, naming the test that was running.
+
+A run that re-ran its failing tests apart (``rerun`` records, then ``rerun-done``) has the tests
+whose rerun passed marked flaky (``mark_flaky``) and the failing tests it judged in
+``rerun_apart``; ``rerun-skipped`` says why a run asked to could not (``rerun_skipped``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from equisa_core.common.models import (
     TestResult,
     TracebackFrame,
 )
+from equisa_core.common.trace_merge import mark_flaky
 from equisa_core.errors import ProbeProtocolError
 
 __all__ = ["parse_probe_output", "read_test_record"]
@@ -35,6 +40,9 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
     running: str | None = None
     collected: tuple[str, ...] = ()
     outside: dict[str, str] = {}
+    rerun_passed: set[str] = set()
+    rerun_apart: set[str] = set()
+    rerun_skipped: str | None = None
     ended = False
     records = list(lines)
     for index, line in enumerate(records):
@@ -67,11 +75,18 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
             collect_errors.append(CollectError(location=record["location"], message=record["message"]))
         elif kind == "outside":
             outside.update(record["modules"])
+        elif kind == "rerun":
+            if record["outcome"] == "passed":
+                rerun_passed.add(record["test"])
+        elif kind == "rerun-done":
+            rerun_apart.update(record["failing"])
+        elif kind == "rerun-skipped":
+            rerun_skipped = rerun_skipped or record["reason"]
         elif kind == "end":
             ended = True
     if session is None:
         raise ProbeProtocolError("the probe did not start: no session record in its output")
-    return SuiteTrace(
+    trace = SuiteTrace(
         python_version=session["python"],
         backend=session["backend"],
         backend_reason=session["reason"],
@@ -83,7 +98,10 @@ def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
         crashed_in=running if not ended else None,
         collected=collected,
         imported_elsewhere=outside,
+        rerun_apart=frozenset(rerun_apart),
+        rerun_skipped=rerun_skipped,
     )
+    return mark_flaky(trace, rerun_passed) if rerun_passed else trace
 
 
 def read_test_record(record: dict[str, Any]) -> TestResult:

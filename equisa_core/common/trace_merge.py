@@ -1,5 +1,11 @@
 """Combining traces: shards of one suite, runs resumed after a crash, flaky re-runs. Pure.
 
+A failing test that passes when re-run apart from the rest of the suite is flaky (``mark_flaky``).
+Each traced shard re-runs its own failing tests in a fork of its process made before any test ran
+(the probe's ``rerun`` records, read by ``equisa_core.common.probe_output``); those its run could
+not re-run so are re-run in a new process (``tasks.prepared_run.submit_flaky_rerun``). Either way
+at most ``MAX_FLAKY_RERUNS`` of a run's failing tests are re-run.
+
 Shards split the collected tests round-robin (test ``i`` goes to shard ``i mod n``), so the
 suite's order is rebuilt exactly by interleaving the shards' collected lists; merging is
 therefore deterministic whatever order the shards finish in.
@@ -12,7 +18,12 @@ from itertools import zip_longest
 
 from equisa_core.common.models import SuiteTrace, TestOutcome, TestResult
 
-__all__ = ["CRASH_EXCEPTION", "crash_result", "interleave", "combine", "mark_flaky"]
+__all__ = ["CRASH_EXCEPTION", "MAX_FLAKY_RERUNS", "crash_result", "interleave", "combine", "mark_flaky"]
+
+#: Failing tests of one run re-run apart to tell flaky ones apart (the first ones by node id); the
+#: others are not re-run. Shards re-run their own (``RunRequest.rerun_failures``), the flow's
+#: re-run in a new process at most this many too.
+MAX_FLAKY_RERUNS = 20
 
 #: ``exception_type`` of a test during which the interpreter died.
 CRASH_EXCEPTION = "InterpreterCrash"
@@ -73,6 +84,8 @@ def combine(
         crash_reason=unresolved[0].crash_reason if unresolved else None,
         collected=tuple(order),
         flaky=frozenset().union(*(part.flaky for part in parts)),
+        rerun_apart=frozenset().union(*(part.rerun_apart for part in parts)),
+        rerun_skipped=next((part.rerun_skipped for part in parts if part.rerun_skipped), None),
         imported_elsewhere={name: file for part in parts for name, file in part.imported_elsewhere.items()},
     )
 

@@ -4,7 +4,8 @@ Every decision of a localization run lives here; ``flows/localize.py`` only runs
 
 1. ``Discover``: the suite's trace (only the trace first when mutants are screened before
    Discovery, ``screen_first``), then its priors (a ``Traced`` observation). ``MarkFlaky``: the
-   failing tests re-run apart, whose flaky ones change the priors (``Traced`` again).
+   failing tests re-run apart (each shard of the trace re-runs its own; this re-runs those it could
+   not), whose flaky ones change the priors (``Traced`` again).
 2. ``ScreenMutants``: the mutants of the most likely functions worth it (calibrated rule), tried
    together; what they showed is fix evidence (``Screened``), counted again on every new suite.
    Once it is in (and a fix it found confirmed or not), an answer decisive by the calibrated margin

@@ -119,9 +119,10 @@ class LocalizationReport(BaseModel):
     stopped_because: str
     ranking: tuple[RankedNode, ...]
     first_answer: tuple[RankedNode, ...] = Field(
-        (), description="The ranking from the trace and the prior alone, before the flaky re-run, the "
-        "screening, Discovery and every inspection (its top FIRST_ANSWER_KEPT): spectrum-and-prior "
-        "localization's answer, which the final ranking is compared with.")
+        (), description="The ranking from the trace and the prior alone (the flaky tests the trace's shards "
+        "found left out), before a flaky re-run in a new process, the screening, Discovery and every "
+        "inspection (its top FIRST_ANSWER_KEPT): spectrum-and-prior localization's answer, which the "
+        "final ranking is compared with.")
     decisive_after_screening: bool = Field(
         False, description="The run ended once the mutant screening's evidence was in, its answer decisive "
         "by the calibrated margin (equisa_core.localization.stop_margin): no Discovery or inspection ran.")

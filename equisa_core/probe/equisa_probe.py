@@ -26,6 +26,10 @@ With ``--equisa-mutants FILE`` the tests then run again once per mutant of a fun
 process, adding ``mutant-start``, ``mutant-test`` and ``mutant-done`` records (see the section
 "Mutant rounds" below).
 
+With ``--equisa-rerun-failures N`` the first N failing tests run again, untraced, in a fork of this
+process made after collection, before any test ran, adding ``rerun`` and ``rerun-done`` records
+before ``end``, or ``rerun-skipped`` when it cannot (see the section "Failing tests re-run apart").
+
 The tracing backend is chosen in one place, ``choose_backend``, and the session record says which
 ran and why:
 
@@ -55,6 +59,7 @@ import threading
 import time
 import traceback
 import types
+import warnings
 from typing import TYPE_CHECKING, cast
 
 import pytest
@@ -67,7 +72,18 @@ if TYPE_CHECKING:  # names for annotations only: nothing here is imported when t
     import pathlib
     import uuid
     from importlib.machinery import ModuleSpec
-    from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Protocol, Sequence, TypeAlias
+    from typing import (
+        IO,
+        Any,
+        Callable,
+        Generator,
+        Iterable,
+        Iterator,
+        Mapping,
+        Protocol,
+        Sequence,
+        TypeAlias,
+    )
 
     # (This block never runs, so its aliases may use 3.10+ syntax: the probe's annotations are strings.)
     #: One JSON-lines record.
@@ -1320,7 +1336,7 @@ class ProbePlugin:
         self.previous_cpu_alarm: SignalHandler = None
         self.alarm_seconds = 0.0  # the running test's time limit, set with its alarm
         self.cpu_alarm_seconds = 0.0  # its CPU-time limit, when it has one (a mutant's test)
-        self.out = _open(out_path, "a", encoding="utf-8")
+        self.out: IO[str] | None = _open(out_path, "a", encoding="utf-8")
         self.recorder = _Recorder(self.root)
         name, self.reason = choose_backend()
         if not trace:
@@ -1353,6 +1369,8 @@ class ProbePlugin:
 
     # -- output ---------------------------------------------------------------------------------
     def _write(self, record: Record) -> None:
+        if self.out is None:  # a fork re-running failing tests: only the parent writes
+            return
         self.out.write(_json_dumps(record, ensure_ascii=False, default=str) + "\n")
         self.out.flush()
 
@@ -1373,7 +1391,8 @@ class ProbePlugin:
         if outside:
             self._write({"kind": "outside", "modules": outside})
         self._write({"kind": "end", "exitstatus": int(exitstatus)})
-        self.out.close()
+        if self.out is not None:
+            self.out.close()
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
@@ -2512,6 +2531,278 @@ class _MutantRunner:
 
 
 # ---------------------------------------------------------------------------------------------
+# >>> Failing tests re-run apart (``--equisa-rerun-failures N``) >>>
+#
+# A test that fails only because of what the tests before it left behind, or by chance, passes
+# when it runs again in a process of its own. Once collection (and this run's selection) is done
+# and before any test runs, the probe forks a pristine child that waits on a pipe: no test has run
+# in it, so it is what a new process is after collection, without paying for a new interpreter,
+# the project's imports and the collection again. When the run's own tests are done, the parent
+# sends the child the first N of its failing tests (by node id; not those stopped at their time
+# limit: one that loops would only loop again); the child runs each untraced, with every fixture
+# torn down after it and under its own time limit, sends back each outcome, and leaves with
+# ``os._exit`` (it never writes the output file, and its stdout and stderr go to /dev/null). The
+# parent writes the records, before ``end``:
+#
+#     {"kind": "rerun", "test": "tests/test_a.py::test_x", "outcome": "passed", "duration": 0.01}
+#     {"kind": "rerun-done", "failing": [...every failing test the run judged...], "duration": 0.2}
+#
+# A test whose rerun passed is flaky. ``failing`` lists the failing tests this run judged (those
+# over N too: they are not re-run anywhere). When the rerun cannot be done here the probe says
+# why instead, and the host re-runs the failing tests in a new process:
+#
+#     {"kind": "rerun-skipped", "reason": "..."}
+#
+# The child never outlives the parent: it waits for the node ids until the pipe's end-of-file
+# (the parent closed it, or died), checks between tests that its parent is still the same, dies
+# with it on Linux (``PR_SET_PDEATHSIG``), and is killed by the parent when a test outlives its
+# limit and the grace after it (a test that swallows TestTimeout). The sandbox kills the whole
+# process group at its own time limit too.
+
+#: Seconds a rerun test may run past twice its time limit (setup, call and teardown under one
+#: alarm, then the teardown of a test the alarm stopped) before the parent kills the child.
+RERUN_GRACE_S = 1.0
+
+
+class _FailureRerun:
+    """Forks the child before the run's first test, sends it the failing tests after the last one."""
+
+    def __init__(self, probe: ProbePlugin, most: int) -> None:
+        self.probe = probe
+        self.most = most
+        self.child: int | None = None
+        self.order: list[str] = []  # the run's tests in the order they run
+        self.to_child: int | None = None  # write end: node ids
+        self.from_child: int | None = None  # read end: outcomes
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, None]:
+        option = session.config.option
+        if not option.collectonly and session.items:
+            self._fork(session)
+        try:
+            yield
+            if self.child is not None:
+                self._rerun()
+        finally:
+            self._reap(kill=True)
+
+    # -- the parent -----------------------------------------------------------------------------
+    def _fork(self, session: pytest.Session) -> None:
+        reason = None
+        if not hasattr(_os, "fork"):
+            reason = "this platform has no os.fork"
+        elif threading.active_count() > 1:
+            current = threading.current_thread()
+            names = ", ".join(sorted(t.name for t in threading.enumerate() if t is not current))
+            reason = "%d threads were alive after collection (%s): forking them is unsafe" % (
+                threading.active_count(), names[:200])
+        if reason is not None:
+            self.probe._write({"kind": "rerun-skipped", "reason": reason})
+            return
+        down, up = _os.pipe(), _os.pipe()
+        parent = _os.getpid()
+        try:
+            with warnings.catch_warnings():  # 3.12+ warns of threads it sees; none of Python's is alive
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = _os.fork()
+        except Exception as error:
+            for fd in down + up:
+                _os.close(fd)
+            self.probe._write({"kind": "rerun-skipped", "reason": "os.fork failed: %s" % error})
+            return
+        if pid == 0:  # the child: never returns
+            code = 0
+            try:
+                _os.close(down[1])
+                _os.close(up[0])
+                self._child(session, down[0], up[1], parent)
+            except BaseException:
+                code = 1
+            _os._exit(code)
+        _os.close(down[0])
+        _os.close(up[1])
+        self.child, self.to_child, self.from_child = pid, down[1], up[0]
+        self.order = [item.nodeid for item in session.items]
+
+    def _failing(self) -> list[str]:
+        """The run's failing tests, not those stopped at their limit (their duration is None)."""
+        return sorted(nodeid for nodeid, (outcome, duration) in self.probe.baseline.items()
+                      if outcome in ("failed", "error") and duration is not None)
+
+    def _rerun(self) -> None:
+        started = _time_perf()
+        failing = self._failing()
+        chosen = set(failing[:self.most])  # the first ones by node id, run in the run's order
+        wanted = [nodeid for nodeid in self.order if nodeid in chosen]
+        message = (_json_dumps({"tests": wanted}) + "\n").encode("utf-8")
+        assert self.to_child is not None
+        try:
+            while message:
+                message = message[_os.write(self.to_child, message):]
+        except OSError:  # the child is gone: its tests get no outcome below
+            pass
+        _os.close(self.to_child)
+        self.to_child = None
+        answers = self._answers(wanted)
+        self._reap(kill=False)
+        for nodeid in wanted:
+            outcome, duration = answers.get(nodeid, ("crashed", 0.0))
+            self.probe._write({"kind": "rerun", "test": nodeid, "outcome": outcome, "duration": duration})
+        self.probe._write({"kind": "rerun-done", "failing": failing,
+                           "duration": round(_time_perf() - started, 6)})
+
+    def _answers(self, wanted: list[str]) -> dict[str, tuple[str, float]]:
+        """node id -> (outcome, duration) as the child reports them, until it ends or, with time
+        limits, a test outlives its limit and the grace after it (then the child is killed)."""
+        import select
+
+        answers: dict[str, tuple[str, float]] = {}
+        pending = b""
+        fd = self.from_child
+        assert fd is not None
+        deadline = self._deadline(wanted, 0)
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - _time_perf())
+            ready = select.select([fd], [], [], wait)[0]
+            if not ready:
+                self._reap(kill=True)
+                break
+            chunk = _os.read(fd, 65536)
+            if not chunk:
+                break
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                try:
+                    answer = _json_loads(line.decode("utf-8"))
+                    answers[answer["test"]] = (answer["outcome"], answer["duration"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+                deadline = self._deadline(wanted, len(answers))
+        return answers
+
+    def _deadline(self, wanted: list[str], done: int) -> float | None:
+        """When the child must have answered about ``wanted[done]`` (None: no time limit)."""
+        if done >= len(wanted):
+            return _time_perf() + RERUN_GRACE_S
+        limit = self.probe.limit_of(wanted[done])
+        return None if limit is None else _time_perf() + 2 * limit + RERUN_GRACE_S
+
+    def _reap(self, kill: bool) -> None:
+        for fd in (self.to_child, self.from_child):
+            if fd is not None:
+                try:
+                    _os.close(fd)
+                except OSError:
+                    pass
+        self.to_child = self.from_child = None
+        if self.child is None:
+            return
+        pid, self.child = self.child, None
+        if kill:  # end-of-file has told it to leave; only a child still running tests is killed
+            try:
+                done, _ = _os.waitpid(pid, _os.WNOHANG)
+                if done:
+                    return
+                _os.kill(pid, signal.SIGKILL)
+            except OSError:
+                return
+        try:
+            _os.waitpid(pid, 0)
+        except OSError:
+            pass
+
+    # -- the child ------------------------------------------------------------------------------
+    def _child(self, session: pytest.Session, down: int, up: int, parent: int) -> None:
+        _die_with(parent)
+        probe = self.probe
+        probe.out = None  # never the output file: the parent writes it
+        _quiet(session)
+        data = b""
+        while True:
+            chunk = _os.read(down, 65536)
+            if not chunk:
+                break
+            data += chunk
+        _os.close(down)
+        if not data.endswith(b"\n"):
+            return  # the parent died, or sent nothing
+        wanted = _json_loads(data.decode("utf-8")).get("tests", [])
+        if not wanted:
+            return
+        from _pytest.runner import runtestprotocol
+
+        probe.backend.uninstall()
+        probe.backend, probe.call_recorder = _NoBackend(probe.recorder), None
+        items = {item.nodeid: item for item in session.items}
+        for nodeid in wanted:
+            if _os.getppid() != parent:
+                return
+            item = items.get(nodeid)
+            if item is None:
+                continue
+            started = _time_perf()
+            outcome = "error"
+            probe._start_alarm(nodeid)
+            try:
+                outcome = _outcome(runtestprotocol(item, log=False, nextitem=None))
+            except BaseException:  # TestTimeout between phases, pytest.exit(), ...
+                _teardown_all(item)
+            finally:
+                probe._stop_alarm()
+            answer = _json_dumps({"test": nodeid, "outcome": outcome,
+                                  "duration": round(_time_perf() - started, 6)}) + "\n"
+            _os.write(up, answer.encode("utf-8"))
+        _os.close(up)
+
+
+def _die_with(parent: int) -> None:
+    """On Linux, have the kernel kill this process when its parent dies (``PR_SET_PDEATHSIG``), so
+    that a parent killed while the child runs a test leaves no orphan; leave at once if it died
+    already."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        except Exception:  # no ctypes, or no prctl: the pipe's end-of-file and getppid still tell
+            pass
+    if _os.getppid() != parent:
+        _os._exit(0)
+
+
+def _quiet(session: pytest.Session) -> None:
+    """Send what the child writes to its stdout and stderr to /dev/null, pytest's own copies of
+    them (kept to write to the terminal between captures) too: only the parent writes there."""
+    null = _os.open(_os.devnull, _os.O_WRONLY)
+    targets = [1, 2]
+    capman = session.config.pluginmanager.getplugin("capturemanager")
+    capturing = getattr(capman, "_global_capturing", None)
+    for name in ("out", "err"):
+        saved = getattr(getattr(capturing, name, None), "targetfd_save", None)
+        if isinstance(saved, int):
+            targets.append(saved)
+    for fd in targets:
+        try:
+            _os.dup2(null, fd)
+        except OSError:
+            pass
+    _os.close(null)
+
+
+def _teardown_all(item: pytest.Item) -> None:
+    """Tear every fixture down after a test that escaped pytest's protocol."""
+    try:
+        item.session._setupstate.teardown_exact(None)
+    except BaseException:
+        pass
+
+
+# <<< Failing tests re-run apart <<<
+
+
+# ---------------------------------------------------------------------------------------------
 # pytest entry points: loaded with ``-p equisa_probe``.
 
 
@@ -2567,6 +2858,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="JSON object: node id -> [outcome, duration] in the suite's own run. The first "
                          "mutant of each function that fixes every must-fix test of its round and breaks "
                          "none goes on through these tests; those in no mutant's tests do not run unmutated.")
+    group.addoption("--equisa-rerun-failures", type=int, default=0,
+                    help="Re-run the first N failing tests apart, in a fork of the process made after "
+                         "collection, and record their outcomes there (0: no rerun).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -2597,3 +2891,14 @@ def pytest_configure(config: pytest.Config) -> None:
                                confirm=_read_confirmation(confirm) if confirm else None,
                                budget=config.getoption("--equisa-mutants-budget"))
         config.pluginmanager.register(runner, "equisa-probe-mutants")
+    rerun = config.getoption("--equisa-rerun-failures")
+    if rerun and rerun > 0:
+        reason = None
+        if mutants:
+            reason = "mutant rounds re-run no failing test (--equisa-mutants)"
+        elif config.getoption("--equisa-trace") == "0":
+            reason = "the run is not traced (--equisa-trace=0)"
+        if reason is not None:
+            plugin._write({"kind": "rerun-skipped", "reason": reason})
+        else:
+            config.pluginmanager.register(_FailureRerun(plugin, rerun), "equisa-probe-rerun")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from equisa_core.common.models import Edge, Node, SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.probe_output import parse_probe_output
 from equisa_core.common.trace_merge import CRASH_EXCEPTION, combine, crash_result, interleave, mark_flaky
 
 
@@ -60,3 +63,31 @@ def test_flaky_tests_leave_the_spectrum():
     assert marked.failed_tests() == {"a"}
     assert marked.passed_tests() == {"c"}
     assert marked.coverage() == {"m.f": {"a", "c"}}
+
+
+def test_a_shards_rerun_records_mark_its_flaky_tests_and_shards_combine_what_they_judged():
+    records = [
+        {"kind": "session", "python": "3.8.18", "backend": "instrument", "reason": "r"},
+        {"kind": "collected", "tests": ["a", "b", "c"]},
+        {"kind": "test", "test": "a", "outcome": "failed"},
+        {"kind": "test", "test": "b", "outcome": "failed"},
+        {"kind": "test", "test": "c", "outcome": "passed"},
+        {"kind": "rerun", "test": "a", "outcome": "passed", "duration": 0.01},
+        {"kind": "rerun", "test": "b", "outcome": "failed", "duration": 0.01},
+        {"kind": "rerun-done", "failing": ["a", "b"], "duration": 0.02},
+        {"kind": "end", "exitstatus": 1},
+    ]
+    shard = parse_probe_output(json.dumps(r) for r in records)
+    assert (shard.flaky, shard.failed_tests(), shard.rerun_apart) == ({"a"}, {"b"}, {"a", "b"})
+    other = parse_probe_output(json.dumps(r) for r in [
+        {"kind": "session", "python": "3.8.18", "backend": "instrument", "reason": "r"},
+        {"kind": "test", "test": "d", "outcome": "failed"},
+        {"kind": "rerun-skipped", "reason": "this platform has no os.fork"},
+        {"kind": "end", "exitstatus": 1},
+    ])
+    assert (other.flaky, other.rerun_apart) == (set(), set())
+    assert other.rerun_skipped == "this platform has no os.fork"
+    merged = combine([shard, other], ["a", "b", "c", "d"])
+    assert (merged.flaky, merged.rerun_apart) == ({"a"}, {"a", "b"})
+    assert merged.failed_tests() - merged.rerun_apart == {"d"}  # what a new process re-runs
+    assert merged.rerun_skipped == "this platform has no os.fork"

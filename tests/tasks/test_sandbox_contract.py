@@ -35,6 +35,7 @@ def test_cache_key_changes_with_everything_the_result_depends_on():
         request(shard=(0, 2)).cache_key("local", "3.11.7"),
         request(env={"X": "1"}).cache_key("local", "3.11.7"),
         request(trace=False).cache_key("local", "3.11.7"),
+        request(rerun_failures=True).cache_key("local", "3.11.7"),
         request(limits=SandboxLimits(test_timeout_s=5)).cache_key("local", "3.11.7"),
         request(limits=SandboxLimits(per_test={"t": 3.0})).cache_key("local", "3.11.7"),
         request().cache_key("docker", "3.11.7"),
@@ -85,6 +86,12 @@ def test_probe_arguments_carry_selection_shard_and_timeout():
     assert "--equisa-test-timeout=30" in args  # --test-timeout auto: a test with no duration yet (first run)
     assert not any(a.startswith("--equisa-test-limits") for a in args)
     assert args[-1] == "tests"
+
+
+def test_only_a_run_asked_to_re_run_its_failing_tests_tells_the_probe_so():
+    assert "--equisa-rerun-failures=20" in probe_arguments(request(rerun_failures=True), "/r", "/o")
+    assert not any(a.startswith("--equisa-rerun") for a in probe_arguments(request(), "/r", "/o"))
+    assert request(rerun_failures=False).cache_key("local", "3") == request().cache_key("local", "3")
 
 
 def test_each_tests_own_limit_goes_to_a_file_the_probe_reads_and_into_the_key(tmp_path):

@@ -245,6 +245,11 @@ def markdown(data: Mapping) -> str:
                      f"{first['final_top5']} for the whole run; the rest of the run put the fix first on "
                      f"{len(first['top1_gained'])} bugs ({', '.join(first['top1_gained']) or 'none'}) and "
                      f"off first on {len(first['top1_lost'])} ({', '.join(first['top1_lost']) or 'none'}).")
+    if total.get("equisa_decisive_after_screening"):
+        lines.append("")
+        lines.append("EQUISA runs that ended once the mutant screening was in (a decisive answer, "
+                     f"`--stop-margin`): {total['equisa_decisive_after_screening']} of "
+                     f"{total['equisa']['bugs']}.")
     lines.append("")
     lines.append("| bug | truth | EQUISA rank / ranked | FauxPy rank / ranked | EQUISA s | FauxPy s | notes |")
     lines.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefect.futures import PrefectFuture
@@ -265,6 +265,7 @@ class Screening:
     shard_of: dict[str, int]
     runs: tuple[PrefectFuture[MutantRunReport], ...]
     started: float
+    skipped: dict[str, str] = field(default_factory=dict)  # function -> why it could not be screened
 
     def wait(self) -> None:
         """Until every run is over (none is left running when the caller goes on without them)."""
@@ -273,20 +274,23 @@ class Screening:
 
 
 def _screening_plans(found: DiscoveryResult, params: LocalizeParameters, functions: Sequence[str],
-                     nodes: Mapping[str, Node]) -> tuple[dict[str, Plan], dict[str, float]]:
+                     nodes: Mapping[str, Node]) -> tuple[dict[str, Plan], dict[str, float], dict[str, str]]:
     """Of ``functions`` (most likely first), those whose mutants' estimated cost (the failing tests'
-    durations times the mutants) fits ``screen_budget_s``: their plans and costs."""
+    durations times the mutants) fits ``screen_budget_s``: their plans and costs; and why those whose
+    source cannot be read were skipped."""
     trace, root = found.trace, found.prepared.workspace.root
     failing = trace.failed_tests()
     durations = {t.test_id: max(t.duration, MIN_TEST_SECONDS) for t in trace.tests if t.test_id in failing}
     plans: dict[str, Plan] = {}
     costs: dict[str, float] = {}
+    skipped: dict[str, str] = {}
     estimate = 0.0
     for fqn in functions:
         node = nodes[fqn]
         try:
             _, source = read_function(root, node)
-        except EquisaError:
+        except EquisaError as error:
+            skipped[fqn] = error.message
             continue
         tests = tuple(tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids)
         mutants = node_mutants(fqn, node, source, params)
@@ -296,7 +300,7 @@ def _screening_plans(found: DiscoveryResult, params: LocalizeParameters, functio
         estimate += cost
         plans[fqn] = (f"s{len(plans)}m", mutants, tests)
         costs[fqn] = cost
-    return plans, costs
+    return plans, costs, skipped
 
 
 def submit_screening(found: DiscoveryResult, params: LocalizeParameters, functions: Sequence[str],
@@ -306,7 +310,7 @@ def submit_screening(found: DiscoveryResult, params: LocalizeParameters, functio
     with a share of the functions of about equal estimated cost. Each mutant runs against its own
     function's tests, failing tests first, and stops as soon as it fixes none of them."""
     started = time.monotonic()
-    plans, costs = _screening_plans(found, params, functions, nodes)
+    plans, costs, skipped = _screening_plans(found, params, functions, nodes)
     shard_of = even_shares(costs, min(params.shards or os.cpu_count() or 1, len(plans)))
     runs = []
     for shard in sorted(set(shard_of.values())):
@@ -315,7 +319,7 @@ def submit_screening(found: DiscoveryResult, params: LocalizeParameters, functio
         # The estimate leaves out each round's own cost (swapping the code in, pytest's protocol,
         # a test's fixtures), which is most of a round on a slow project: the budget is enforced.
         runs.append(submit_rounds(found, params, specs, confirm=True, budget_s=params.screen_budget_s))
-    return Screening(plans=plans, shard_of=shard_of, runs=tuple(runs), started=started)
+    return Screening(plans=plans, shard_of=shard_of, runs=tuple(runs), started=started, skipped=skipped)
 
 
 def even_shares(costs: dict[str, float], count: int) -> dict[str, int]:
@@ -348,7 +352,7 @@ def screening_evidence(found: DiscoveryResult, screening: Screening) -> Screened
     """What the screening's runs showed, judged against ``found``'s trace (its flaky tests left out):
     per function, a fix, a partial one, or none."""
     reports: dict[int, MutantRunReport] = {}
-    problems: list[str] = []
+    problems = [f"{fqn} was not screened: {reason}" for fqn, reason in screening.skipped.items()]
     for shard, run in enumerate(screening.runs):
         try:
             reports[shard] = run.result()

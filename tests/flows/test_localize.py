@@ -470,7 +470,9 @@ def test_a_hopeless_repository_and_a_useless_model_still_report(tmp_path, cli_en
 def test_a_function_whose_source_cannot_be_found_is_skipped_and_the_run_goes_on(tmp_path, cli_env):
     """A function generated at import under its module's file name (``exec(compile(..., __file__))``)
     is seen running (by ``sys.monitoring``, on 3.12) but has no definition in the file to patch: it
-    is left out with the reason, and the other candidates are still inspected."""
+    is left out with the reason, by the screening (where a decisive answer ends the run by default)
+    and by the inspections (every check run), and the other candidates are still screened and
+    inspected."""
     python = venv_with_pytest("3.12")
     repo = small_repo(tmp_path / "repo")
     (repo / "mod.py").write_text(
@@ -483,12 +485,18 @@ def test_a_function_whose_source_cannot_be_found_is_skipped_and_the_run_goes_on(
         "def test_double():\n    assert double(2) == 4\n\n\n"
         "def test_quadruple():\n    assert quadruple(1) == 4\n\n\n"
         "def test_inc():\n    assert inc(1) == 2\n")
-    out = tmp_path / "r.json"
+    out, every = tmp_path / "r.json", tmp_path / "every.json"
     code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), "--json", str(out))
     assert code == EXIT_NOT_CONVERGED, err  # the bug's function cannot be inspected: no certainty
     report = LocalizationReport.model_validate_json(out.read_text())
+    assert not report.converged and "mod.double" in {r.fqn for r in report.ranking}
+    assert "mod.double was not screened: no function 'double' in the module" in " ".join(report.problems)
+    assert "mod.double" not in {i.target for i in report.inspections}
+    code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), "--stop-margin", "off",
+                         "--json", str(every))
+    assert code == EXIT_NOT_CONVERGED, err
+    report = LocalizationReport.model_validate_json(every.read_text())
     assert not report.converged
-    assert "mod.double" in {r.fqn for r in report.ranking}
     assert "mod.double was not inspected: no function 'double' in the module" in " ".join(report.problems)
     inspected = {i.target for i in report.inspections}
     assert "mod.double" not in inspected and "mod.quadruple" in inspected

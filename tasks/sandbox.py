@@ -37,6 +37,8 @@ from equisa_core.probe import PROBE_MODULE, probe_file
 
 __all__ = [
     "EQUISA_VERSION",
+    "EXIT_GRACE_S",
+    "WRITER_EXIT_GRACE_S",
     "SandboxLimits",
     "MutantSpec",
     "RunRequest",
@@ -56,6 +58,15 @@ __all__ = [
 EQUISA_VERSION = "0.1.0"
 #: The probe's name for the round of a mutant run that runs the code unmutated.
 ORIGINAL_ROUND = "original"
+#: Seconds a suite may take to exit once the probe has written its "end" record; then its process
+#: group is killed and the recorded exit status stands. Everything EQUISA reads is written by then,
+#: and an interpreter with nothing left running exits at once; a thread the suite left blocked (an
+#: executor's worker waiting on a future no one completes) would keep it alive until the wall
+#: clock (measured: a tornado suite's mutant run ran 1.6 s of tests, then waited 15 s to exit).
+EXIT_GRACE_S = 2.0
+#: The grace of a run with a plugin that writes its record after the probe's (the coverage plugin
+#: of ``tasks/testgen.py``, at ``pytest_unconfigure``): coverage.py may need seconds for its report.
+WRITER_EXIT_GRACE_S = 15.0
 
 KIB, MIB, GIB = 1024, 1024**2, 1024**3
 
@@ -200,6 +211,10 @@ class RunRequest(BaseModel):
     lent: tuple[str, ...] = Field(
         (), description="Host folders the run reads besides the interpreter (EQUISA's coverage.py lent "
         "to a suite): visible read-only even where the sandbox hides the folder they are in.")
+    exit_grace_s: float = Field(
+        EXIT_GRACE_S, gt=0, description="Seconds the suite may take to exit after the probe's end record "
+        "(WRITER_EXIT_GRACE_S where a plugin writes after it). Not part of the cache key: it decides when "
+        "a finished run's process is ended, not what the run gives.")
     allow_weak_isolation: bool = Field(
         False, description="Run unreviewed code (an overlay or mutants) even where the sandbox cannot "
         "confine file writes: the user asked for it (--allow-weak-sandbox, --sandbox none). Not part of "

@@ -48,12 +48,6 @@ __all__ = ["LocalSandbox"]
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.1
-#: Seconds a suite may take to exit once the probe has written its "end" record; then its process
-#: group is killed and the recorded exit status stands. A thread the suite left running (an
-#: executor's worker blocked on a future no one completes, say) otherwise keeps the interpreter
-#: from exiting until the wall clock runs out; plugins that write at exit (coverage) have the
-#: grace period.
-EXIT_GRACE_S = 15.0
 #: Candidate pids-controller roots: cgroup v1, then the v2 unified hierarchy.
 _PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 
@@ -164,8 +158,8 @@ class LocalSandbox:
                     except OSError as error:
                         raise SandboxInfrastructureError(f"cannot start the sandbox: {error}") from None
                     exit_code, timed_out = self._wait(
-                        process, out_dir / "probe.jsonl", request.limits.wall_clock_s, on_record, cgroup
-                    )
+                        process, out_dir / "probe.jsonl", request.limits.wall_clock_s, on_record, cgroup,
+                        request.exit_grace_s)
             finally:
                 cgroup.remove()
             probe_path = out_dir / "probe.jsonl"
@@ -202,7 +196,8 @@ class LocalSandbox:
 
     @staticmethod
     def _wait(process: subprocess.Popen[bytes], probe_path: Path, wall_clock_s: float,
-              on_record: RecordCallback | None, cgroup: _PidsCgroup) -> tuple[int | None, bool]:
+              on_record: RecordCallback | None, cgroup: _PidsCgroup, exit_grace_s: float,
+              ) -> tuple[int | None, bool]:
         deadline = time.monotonic() + wall_clock_s
         offset = 0
         timed_out = False
@@ -221,7 +216,7 @@ class LocalSandbox:
                     break
                 if ended_at is None and _probe_end_status(probe_path) is not None:
                     ended_at = time.monotonic()
-                elif ended_at is not None and time.monotonic() - ended_at > EXIT_GRACE_S:
+                elif ended_at is not None and time.monotonic() - ended_at > exit_grace_s:
                     _kill_group(process.pid)  # the run is over; something keeps it from exiting
                     cgroup.kill_all()
                     process.wait()

@@ -43,7 +43,7 @@ from equisa_core.testgen.static import (
 )
 from tasks.mutants import MutantRunReport
 from tasks.run_tests import _infrastructure_only, backend_key, make_sandbox
-from tasks.sandbox import MutantSpec, RunRequest, SandboxLimits
+from tasks.sandbox import WRITER_EXIT_GRACE_S, MutantSpec, RunRequest, SandboxLimits
 
 __all__ = [
     "CoverageUnavailableError",
@@ -249,7 +249,8 @@ def coverage_request(
     """``base`` running ``tests`` with the coverage plugin measuring ``target`` (repository-relative)."""
     plugin = {"PYTEST_PLUGINS": PLUGIN_MODULE, "EQUISA_MEASURED_FILE": target}
     overlay = {**overlay, f"{PLUGIN_MODULE}.py": _plugin_text()}
-    return _with_equisa_packages(base, overlay, tests, plugin, limits)
+    measured = _with_equisa_packages(base, overlay, tests, plugin, limits)
+    return measured.model_copy(update={"exit_grace_s": WRITER_EXIT_GRACE_S})  # it writes at unconfigure
 
 
 def search_request(base: RunRequest, overlay: Mapping[str, str], tests: Sequence[str]) -> RunRequest:

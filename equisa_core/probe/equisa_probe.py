@@ -1518,13 +1518,14 @@ class ProbePlugin:
         return longest or None
 
     def _start_alarm(self, nodeid: str, seconds: float | None = None,
-                     cpu_seconds: float | None = None) -> None:
+                     cpu_seconds: float | None = None) -> float | None:
         """Arm the test's wall-clock limit (its own, or ``seconds`` when shorter) and, when given and
         shorter, a limit on the CPU time the process spends meanwhile (``ITIMER_PROF``): a loop
-        burns CPU time at once, while a busy machine that holds the process back adds none."""
+        burns CPU time at once, while a busy machine that holds the process back adds none.
+        Returns the wall-clock limit armed (None: the test has none)."""
         limit = self.limit_of(nodeid)
         if limit is None:
-            return
+            return None
         self.alarm_seconds = min(seconds, limit) if seconds else limit
         self.previous_alarm = signal.signal(signal.SIGALRM, self._on_alarm)
         signal.setitimer(signal.ITIMER_REAL, self.alarm_seconds)
@@ -1532,6 +1533,7 @@ class ProbePlugin:
             self.cpu_alarm_seconds = cpu_seconds
             self.previous_cpu_alarm = signal.signal(signal.SIGPROF, self._on_cpu_alarm)
             signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
+        return self.alarm_seconds
 
     def _stop_alarm(self) -> None:
         if self.previous_cpu_alarm is not None:
@@ -2132,22 +2134,29 @@ def _shift_lines(tree: ast.AST, delta: int) -> None:
 
 class _Watchdog:
     """Ends the process when a mutant's test outlives the timeout that should have stopped it
-    (a mutant that swallows TestTimeout in a loop); ``on_expire`` never returns."""
+    (a mutant that swallows TestTimeout in a loop); ``on_expire`` never returns.
 
-    def __init__(self, limit: float, on_expire: Callable[[str | None, str], object]) -> None:
+    ``arm`` gives each test WATCHDOG_FACTOR times the limit its alarm was set to, plus
+    WATCHDOG_GRACE_S (``limit`` when the test has none of its own): a stuck mutant of a quick test
+    costs seconds, not twice the slowest test's limit (measured: a Twisted test whose mutant kept
+    its reactor waiting cost 21 s per mutant, and five such mutants made a 113 s run)."""
+
+    def __init__(self, limit: float, on_expire: Callable[[str | None, str, float], object]) -> None:
         self.limit = limit
         self.on_expire = on_expire
         self.lock = threading.Lock()
         self.deadline: float | None = None
-        self.label: tuple[str | None, str] | None = None  # (mutant, node id) of the test watched
+        self.label: tuple[str | None, str, float] | None = None  # (mutant, node id, seconds allowed)
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._watch, name="equisa-mutant-watchdog")
         self.thread.daemon = True
         self.thread.start()
 
-    def arm(self, mutant: str | None, nodeid: str) -> None:
+    def arm(self, mutant: str | None, nodeid: str, alarm_s: float | None = None) -> None:
+        """Watch ``nodeid``, whose alarm is set to ``alarm_s`` seconds (None: ``self.limit`` applies)."""
+        allowed = self.limit if alarm_s is None else WATCHDOG_FACTOR * alarm_s + WATCHDOG_GRACE_S
         with self.lock:
-            self.deadline, self.label = _time_perf() + self.limit, (mutant, nodeid)
+            self.deadline, self.label = _time_perf() + allowed, (mutant, nodeid, allowed)
 
     def disarm(self) -> None:
         with self.lock:
@@ -2174,6 +2183,10 @@ class _Watchdog:
 MUTANT_SLOWDOWN = 10.0
 MUTANT_MIN_LIMIT = 0.3
 MUTANT_MIN_CPU_LIMIT = 0.1
+#: The watchdog ends the process when a test runs WATCHDOG_FACTOR times its alarm's limit plus
+#: WATCHDOG_GRACE_S (the alarm's TestTimeout did not stop it).
+WATCHDOG_FACTOR = 2.0
+WATCHDOG_GRACE_S = 1.0
 
 
 class _MutantRunner:
@@ -2300,7 +2313,7 @@ class _MutantRunner:
         watchdog: _Watchdog | None = None
         longest = probe.longest_limit()
         if longest:
-            watchdog = _Watchdog(2 * longest + 1.0, self._on_stuck)
+            watchdog = _Watchdog(WATCHDOG_FACTOR * longest + WATCHDOG_GRACE_S, self._on_stuck)
         started = _time_perf()
         try:
             for index, spec in enumerate(self.specs):
@@ -2476,12 +2489,12 @@ class _MutantRunner:
     def _time_limit(self, item: pytest.Item, watchdog: _Watchdog | None) -> Iterator[None]:
         mutated = self.round not in (None, "original")
         if mutated:
-            self.probe._start_alarm(item.nodeid, self._mutant_limit(item.nodeid),
-                                    self._mutant_limit(item.nodeid, MUTANT_MIN_CPU_LIMIT))
+            armed = self.probe._start_alarm(item.nodeid, self._mutant_limit(item.nodeid),
+                                            self._mutant_limit(item.nodeid, MUTANT_MIN_CPU_LIMIT))
         else:
-            self.probe._start_alarm(item.nodeid)
+            armed = self.probe._start_alarm(item.nodeid)
         if watchdog is not None:
-            watchdog.arm(self.round, item.nodeid)
+            watchdog.arm(self.round, item.nodeid, armed)
         try:
             yield
         finally:
@@ -2511,18 +2524,19 @@ class _MutantRunner:
                 self.timed_out.append(nodeid)
         self._emit(record)
 
-    def _on_stuck(self, mutant: str | None, nodeid: str) -> None:
-        """Called by the watchdog thread while the main thread is stuck in ``nodeid``."""
-        timeout = self.probe.limit_of(nodeid) or 0.0  # set: the watchdog runs only with time limits
+    def _on_stuck(self, mutant: str | None, nodeid: str, waited: float) -> None:
+        """Called by the watchdog thread while the main thread is stuck in ``nodeid``, ``waited``
+        seconds after the test started."""
+        timeout = self.probe.alarm_seconds or self.probe.limit_of(nodeid) or 0.0  # the one it outlived
         self.timed_out.append(nodeid)
         name = TestTimeout.__module__ + "." + TestTimeout.__name__
         self._emit({"kind": "mutant-test", "mutant": mutant, "test_id": nodeid, "outcome": "failed",
                     "duration": round(timeout, 6), "exception_type": name,
                     "message": "the test could not be stopped by its timeout"})
         self._emit({"kind": "mutant-done", "mutant": mutant, "status": "timeout",
-                    "reason": "%s still ran %gs after its %gs timeout (TestTimeout swallowed, or the "
-                              "interpreter blocked): the probe ended the process" % (
-                                  nodeid, timeout + 1.0, timeout),
+                    "reason": "%s still ran %gs after it started, past its %gs timeout (TestTimeout "
+                              "swallowed, or the interpreter blocked): the probe ended the process" % (
+                                  nodeid, round(waited, 1), timeout),
                     "duration": round(_time_perf() - self.round_started, 6)})
         _os._exit(WATCHDOG_EXIT)
 

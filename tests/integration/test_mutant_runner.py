@@ -250,6 +250,25 @@ def test_each_tests_own_limit_stops_it_unmutated_and_arms_the_watchdog(python):
     assert "the probe ended the process" in (report.mutants["swallow"].reason or "")
 
 
+def test_the_watchdog_gives_a_stuck_mutant_twice_its_own_tests_limit_not_the_slowest_tests(python):
+    # One test of the run has a long limit (20 s): the watchdog once waited twice that for every
+    # stuck mutant. A mutant's test gets MUTANT_SLOWDOWN times its duration, at least 0.3 s.
+    slow = "tests/test_slow.py::test_has_a_long_limit"
+    overlay = {"tests/test_slow.py": "def test_has_a_long_limit():\n    pass\n"}
+    swallow = mutant("swallow", "add", (
+        "def add(a, b):\n    while True:\n        try:\n            while True:\n                pass\n"
+        "        except BaseException:\n            pass\n"))
+    swallow = swallow.model_copy(update={"tests": (T + "test_add",)})
+    limits = SandboxLimits(test_timeout_s=None, wall_clock_s=60.0, per_test={T + "test_add": 5.0, slow: 20.0})
+    request = mutant_request(python, (swallow, FIX_ADD), overlay=overlay,
+                             tests=("tests/test_core.py", "tests/test_slow.py"), limits=limits)
+    report = execute_mutants(LocalSandbox(), request)
+    reason = report.mutants["swallow"].reason or ""
+    assert "the probe ended the process" in reason
+    assert "past its 0.3s timeout" in reason and "still ran 1.6s" in reason  # 2 x 0.3 s + 1 s
+    assert report.mutants["fix-add"].status == "ran"
+
+
 def test_the_wall_clock_ends_a_mutant_and_the_rest_resume(python):
     request = mutant_request(python, (LOOP, FIX_ADD), only=(T + "test_add",),
                              limits=SandboxLimits(test_timeout_s=None, wall_clock_s=6.0))

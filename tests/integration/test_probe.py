@@ -383,15 +383,11 @@ def test_project_modules_a_plugin_imported_early_are_traced(case, tmp_path):
     assert covered["test_discount"] >= {"pkg.shop.discount", "pkg.shop.discount.<locals>.half"}
 
 
-def test_a_suite_that_cannot_exit_is_ended_after_its_probe_finished(tmp_path, monkeypatch):
+def test_a_suite_that_cannot_exit_is_ended_after_its_probe_finished(tmp_path):
     """A thread the suite leaves blocked keeps the interpreter from exiting: once the probe wrote
-    its end record, the sandbox waits ``EXIT_GRACE_S`` and ends the run with the recorded status,
-    not at the wall clock."""
+    its end record, the sandbox waits the request's ``exit_grace_s`` (``EXIT_GRACE_S``, 2 s) and ends
+    the run with the recorded status, not at the wall clock."""
     import time
-
-    import tasks.sandbox_local as sandbox_local
-
-    monkeypatch.setattr(sandbox_local, "EXIT_GRACE_S", 1.0)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_stuck.py").write_text(
         "import threading\n\n\n"

@@ -10,7 +10,7 @@ import pytest
 from equisa_core.errors import CoverageUnavailableError
 from equisa_core.testgen.embedding import local_embedding
 from tasks.llm import LLMConfig
-from tasks.sandbox import RunRequest
+from tasks.sandbox import EXIT_GRACE_S, WRITER_EXIT_GRACE_S, RunRequest
 from tasks.test_store import TestStore, embed_texts
 from tasks.testgen import analyse_test_module, coverage_request, execute_coverage
 from tests.conftest import venv_with_pytest
@@ -29,9 +29,10 @@ def test_branch_coverage_and_per_test_lines_come_back_from_the_sandbox():
         "def test_square():\n    assert square(2) == 4\n\n\n"
         "def test_countdown():\n    assert list(countdown(2)) == [2, 1]\n"
     )
-    result = execute_coverage(
-        coverage_request(base(), {GENERATED: module}, [GENERATED], "shapes/geometry.py")
-    )
+    request = coverage_request(base(), {GENERATED: module}, [GENERATED], "shapes/geometry.py")
+    # the plugin writes its record at unconfigure, after the probe's end: the suite gets the long grace
+    assert request.exit_grace_s == WRITER_EXIT_GRACE_S > EXIT_GRACE_S == base().exit_grace_s
+    result = execute_coverage(request)
     assert result.error is None and 0 < result.percent < 100 and result.branches > 0
     assert {t.test_id.split("::")[-1] for t in result.trace.tests} == {"test_square", "test_countdown"}
     source = (SHAPES / "shapes" / "geometry.py").read_text().splitlines()

@@ -101,13 +101,16 @@ class _Driver:
     def drive(self) -> LocalizationRun:
         """Steps out, observations in, until the verdict."""
         initial = self.state
-        while steps := next_steps(self.state):
-            try:
-                for collect in [self._start(step) for step in steps]:
-                    self._record(collect())
-            except BaseException:
-                self.steps.wait_for_runs()  # none is left running when the run fails
-                raise
+        try:
+            while steps := next_steps(self.state):
+                try:
+                    for collect in [self._start(step) for step in steps]:
+                        self._record(collect())
+                except BaseException:
+                    self.steps.wait_for_runs()  # none is left running when the run fails
+                    raise
+        finally:
+            self.steps.discard_kept()  # trace shards kept for a screening that did not come
         if self.progress is not None:
             update_progress_artifact(self.progress, 100.0)
         final = report(self.state)

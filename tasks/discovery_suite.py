@@ -39,7 +39,8 @@ class DiscoveryResult(BaseModel):
     problems: tuple[str, ...] = ()
 
 
-def trace_only(params: DiscoveryParameters, rerun_later: bool = False) -> DiscoveryResult:
+def trace_only(params: DiscoveryParameters, rerun_later: bool = False,
+               serve_owner: str | None = None) -> DiscoveryResult:
     """The suite traced as it is, with its groups in the report (``stopped_because`` "turned off"
     when ``params.discovery`` is off): the start of ``discovery``, and all of it without Discovery.
 
@@ -48,15 +49,16 @@ def trace_only(params: DiscoveryParameters, rerun_later: bool = False) -> Discov
     thread took about 0.8 s under cProfile).
 
     With ``rerun_later`` the failing tests the shards could not re-run apart themselves are left to
-    the caller's ``submit_flaky_rerun`` (``tasks.prepared_run.run_suite``).
+    the caller's ``submit_flaky_rerun`` (``tasks.prepared_run.run_suite``). ``serve_owner``: as
+    ``run_suite``'s.
     """
-    return traced(params, rerun_later)[0]
+    return traced(params, rerun_later, serve_owner)[0]
 
 
-def traced(params: DiscoveryParameters, rerun_later: bool = False,
+def traced(params: DiscoveryParameters, rerun_later: bool = False, serve_owner: str | None = None,
            ) -> tuple[DiscoveryResult, list[frozenset[str]]]:
     """``trace_only`` and the suite's ambiguity groups."""
-    prepared, trace, problems = run_suite(prepare_run(params), params, rerun_later)
+    prepared, trace, problems = run_suite(prepare_run(params), params, rerun_later, serve_owner)
     result, groups = _described(prepared, trace, params)
     return result.model_copy(update={"problems": tuple(problems)}), groups
 

@@ -10,6 +10,7 @@ the driver calls it when it records that step. No decision of the loop is made h
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,6 +45,8 @@ from tasks.localization_steps import (
 )
 from tasks.parameters import DiscoveryParameters, LocalizeParameters, settings_for
 from tasks.prepared_run import submit_flaky_rerun, with_flaky
+from tasks.served_runs import discard
+from tasks.task_runners import runner_choice
 
 __all__ = ["Collect", "LocalizationSteps"]
 
@@ -69,6 +72,7 @@ class LocalizationSteps:
     screening: Screening | None = None
     recording: Recording | None = None
     calls: dict[str, list[RecordedCall]] = field(default_factory=dict)
+    owner: str = field(default_factory=lambda: uuid.uuid4().hex)  # of the trace shards kept to serve mutants
 
     def __post_init__(self) -> None:
         params = self.params
@@ -97,7 +101,7 @@ class LocalizationSteps:
         """Trace the suite (``trace_only``), or run Discovery, or say why it was not needed."""
         def traced() -> LocalizationObservation:
             if step.trace_only:  # the shards re-run their failing tests; the rest comes apart (``MarkFlaky``)
-                self.found = trace_only(self.plain_params, rerun_later=True)
+                self.found = trace_only(self.plain_params, rerun_later=True, serve_owner=self.serving_owner())
                 return Traced(suite=suite_of(self.found, self.changed, self.found.problems))
             if step.not_needed is not None and self.found is not None:
                 self.found = self.found.model_copy(update={"report": self.found.report.model_copy(
@@ -135,8 +139,22 @@ class LocalizationSteps:
 
         def screened() -> LocalizationObservation:
             assert self.found is not None
-            return screening_evidence(self.found, screening)
+            try:
+                return screening_evidence(self.found, screening)
+            finally:
+                self.discard_kept()  # the shards the screening did not claim (fewer functions, a cached run)
         return screened
+
+    def serving_owner(self) -> str | None:
+        """The owner the trace's shards are kept for, to serve the screening that follows the trace
+        (``tasks.served_runs``); None when none will, or its tasks do not run in this process."""
+        if not self.settings().screen_top or runner_choice().kind != "threads":
+            return None
+        return self.owner
+
+    def discard_kept(self) -> None:
+        """End the trace shards kept to serve mutants that no run claimed."""
+        discard(self.owner)
 
     def start_confirm(self, step: ConfirmFix) -> Collect:
         """Confirm a screened fix on the whole suite."""

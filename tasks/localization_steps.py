@@ -293,10 +293,13 @@ def _screening_plans(found: DiscoveryResult, params: LocalizeParameters, functio
             skipped[fqn] = error.message
             continue
         tests = tuple(tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids)
-        mutants = node_mutants(fqn, node, source, params)
-        cost = len(mutants) * sum(durations.get(t, 0.0) for t in tests)
+        per_mutant = sum(durations.get(t, 0.0) for t in tests)
+        if not per_mutant or estimate + per_mutant > params.screen_budget_s:
+            continue  # no failing test to fix (no fix to find), or over the budget with one mutant
+        mutants = node_mutants(fqn, node, source, params)  # made only now: most of the screening's set-up
+        cost = len(mutants) * per_mutant
         if not cost or estimate + cost > params.screen_budget_s:
-            continue  # no mutants, or no failing test to fix (no fix to find), or over the budget
+            continue  # no mutants, or over the budget
         estimate += cost
         plans[fqn] = (f"s{len(plans)}m", mutants, tests)
         costs[fqn] = cost

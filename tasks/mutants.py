@@ -48,6 +48,8 @@ from tasks.run_tests import (
     make_sandbox,
 )
 from tasks.sandbox import ORIGINAL_ROUND, MutantSpec, RecordCallback, RunRequest, Sandbox, SandboxRun
+from tasks.sandbox_local import SERVED_OUTPUT
+from tasks.served_runs import claim
 
 __all__ = [
     "ORIGINAL_ROUND",
@@ -171,8 +173,16 @@ def execute_mutants(
     started = time.monotonic()
     state = _MutantRun(request)
     current: RunRequest | None = request
+    claimed = claim(request)  # a trace shard kept to serve it (``tasks.served_runs``), else a new process
     while current is not None:
-        run = sandbox.run(current, on_record)
+        run = None
+        if claimed is not None:
+            run = claimed.sandbox.finish(claimed.launched, current, on_record, output=SERVED_OUTPUT)
+            claimed = None
+            if not run.probe_output:  # the shard was gone before it could serve: a process of its own
+                run = None
+        if run is None:
+            run = sandbox.run(current, on_record)
         if not run.probe_output:
             if state.selected is None:
                 raise _no_output_error(run, current)

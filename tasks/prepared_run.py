@@ -130,8 +130,9 @@ def _run_logger() -> logging.Logger | logging.LoggerAdapter:
 
 
 def run_suite(prepared: PreparedRun, params: TraceParameters, rerun_later: bool = False,
-              ) -> tuple[PreparedRun, SuiteTrace, list[str]]:
+              serve_owner: str | None = None) -> tuple[PreparedRun, SuiteTrace, list[str]]:
     """Fan the suite out over shards (mapped ``run-tests`` tasks), merge, and mark flaky tests.
+    ``serve_owner``: the shards' processes stay to serve a mutant run (``tasks.served_runs``).
 
     With ``params.rerun_failures`` each shard re-runs its failing tests apart; the failing tests no
     shard could re-run are re-run in a new process here, or, with ``rerun_later``, left to the
@@ -142,6 +143,8 @@ def run_suite(prepared: PreparedRun, params: TraceParameters, rerun_later: bool 
     base, version = prepared.base, prepared.interpreter_version
     if params.rerun_failures:
         base = base.model_copy(update={"rerun_failures": True})
+    if serve_owner is not None:
+        base = base.model_copy(update={"serve_owner": serve_owner})
     shards = params.shards or os.cpu_count() or 1
     requests = [base] if shards == 1 else [
         base.model_copy(update={"shard": (index, shards)}) for index in range(shards)

@@ -29,6 +29,7 @@ from equisa_core.errors import (
 )
 from tasks.progress_events import finished_test_reporter
 from tasks.sandbox import RecordCallback, RunRequest, Sandbox, SandboxInfrastructureError, SandboxRun
+from tasks.served_runs import run_serving
 
 __all__ = [
     "MAX_RESUMES",
@@ -83,7 +84,7 @@ def execute_request(
     sandbox: Sandbox, request: RunRequest, on_record: RecordCallback | None = None
 ) -> SuiteTrace:
     """Run ``request`` in ``sandbox``, resuming after crashes; raise when no test could run."""
-    first_run = sandbox.run(request, on_record)
+    first_run = run_serving(sandbox, request, on_record)  # a trace shard may stay to serve mutants
     if not first_run.probe_output:
         raise _no_output_error(first_run, request)
     first = _parse(first_run, request)

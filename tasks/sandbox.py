@@ -51,6 +51,7 @@ __all__ = [
     "prepare_run_folder",
     "probe_arguments",
     "cap_text",
+    "confirmation_payload",
     "tail_records",
 ]
 
@@ -211,6 +212,10 @@ class RunRequest(BaseModel):
     lent: tuple[str, ...] = Field(
         (), description="Host folders the run reads besides the interpreter (EQUISA's coverage.py lent "
         "to a suite): visible read-only even where the sandbox hides the folder they are in.")
+    serve_owner: str | None = Field(
+        None, description="A traced run whose process stays, once its own run is done, to serve a mutant "
+        "run of the same tests from a fork made before they ran (``tasks.served_runs``, kept for this "
+        "owner). Not part of the cache key: it decides what the process does after, not what the run gives.")
     exit_grace_s: float = Field(
         EXIT_GRACE_S, gt=0, description="Seconds the suite may take to exit after the probe's end record "
         "(WRITER_EXIT_GRACE_S where a plugin writes after it). Not part of the cache key: it decides when "
@@ -281,7 +286,7 @@ class RunRequest(BaseModel):
             if self.mutants_must_fix:
                 payload["mutants_must_fix"] = sorted(self.mutants_must_fix)
             if self.mutants_confirm:
-                payload["mutants_confirm"] = _confirmation_payload(self.mutants_confirm)
+                payload["mutants_confirm"] = confirmation_payload(self.mutants_confirm)
             if self.mutants_budget_s is not None:
                 payload["mutants_budget_s"] = self.mutants_budget_s
         if self.rerun_failures:  # only then, so keys of runs without the rerun stay as they were
@@ -386,11 +391,11 @@ def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
             (folder / "out" / "must_fix.txt").write_text("".join(f"{t}\n" for t in request.mutants_must_fix))
         if request.mutants_confirm:
             (folder / "out" / "confirm.json").write_text(
-                json.dumps(_confirmation_payload(request.mutants_confirm)), encoding="utf-8")
+                json.dumps(confirmation_payload(request.mutants_confirm)), encoding="utf-8")
     return repo
 
 
-def _confirmation_payload(tests: Mapping[str, tuple[TestOutcome, float | None]]) -> dict[str, list]:
+def confirmation_payload(tests: Mapping[str, tuple[TestOutcome, float | None]]) -> dict[str, list]:
     """``RunRequest.mutants_confirm`` as the probe reads it: node id -> [outcome, duration]."""
     return {test: [TestOutcome(outcome).value, duration]
             for test, (outcome, duration) in sorted(tests.items())}
@@ -402,8 +407,10 @@ def _make_writable(root: Path) -> None:
             path.chmod(path.stat().st_mode | 0o200)
 
 
-def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
-    """``pytest`` arguments (after ``-m pytest``) as seen from inside the sandbox."""
+def probe_arguments(request: RunRequest, repo: str, out_dir: str, serve_file: str | None = None) -> list[str]:
+    """``pytest`` arguments (after ``-m pytest``) as seen from inside the sandbox. ``serve_file``:
+    after the run, a pristine fork serves the mutant run this file will hold (``--equisa-serve``),
+    waiting for it up to the run's wall clock."""
     args = [
         "-p", PROBE_MODULE,
         f"--equisa-out={out_dir}/probe.jsonl",
@@ -429,6 +436,8 @@ def probe_arguments(request: RunRequest, repo: str, out_dir: str) -> list[str]:
         args.append(f"--equisa-record={out_dir}/record.txt")
     if request.rerun_failures:
         args.append(f"--equisa-rerun-failures={MAX_FLAKY_RERUNS}")
+    if serve_file is not None:
+        args += [f"--equisa-serve={serve_file}", f"--equisa-serve-limit={request.limits.wall_clock_s:g}"]
     if request.mutants:
         args.append(f"--equisa-mutants={out_dir}/mutants.json")
         if request.mutants_fail_fast:

@@ -20,12 +20,16 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from equisa_core.common.sandbox_policy import IsolationLevel, SandboxIsolation, require_confinement
 from tasks.isolation import detect_isolation, isolation_words
@@ -35,6 +39,7 @@ from tasks.sandbox import (
     SandboxInfrastructureError,
     SandboxRun,
     cap_text,
+    confirmation_payload,
     import_roots,
     prepare_run_folder,
     probe_arguments,
@@ -43,11 +48,19 @@ from tasks.sandbox import (
 )
 from tasks.scratch import scratch_root as default_scratch_root
 
-__all__ = ["LocalSandbox"]
+__all__ = ["LocalSandbox", "LaunchedRun", "write_request", "REQUEST_FILE", "SERVED_OUTPUT", "PROBE_OUTPUT"]
 
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.1
+#: A traced shard that serves mutants afterwards (``RunRequest.serve_owner``): the file its probe's
+#: pristine fork waits for (``write_request``), and the one that fork writes the mutant run to.
+REQUEST_FILE = "request.json"
+SERVED_OUTPUT = "served.jsonl"  # the probe's SERVED_OUTPUT: it writes it beside the request file
+#: The output every run writes.
+PROBE_OUTPUT = "probe.jsonl"
+#: The record by which a probe says it could not fork a child to serve mutants.
+SERVE_SKIPPED = '"kind": "serve-skipped"'
 #: Candidate pids-controller roots: cgroup v1, then the v2 unified hierarchy.
 _PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 
@@ -99,6 +112,37 @@ class _PidsCgroup:
                 log.warning("could not remove cgroup %s: %s", self.path, error)
 
 
+@dataclass(frozen=True)
+class LaunchedRun:
+    """A sandbox process started by ``LocalSandbox.launch``, not yet finished."""
+
+    folder: Path
+    process: subprocess.Popen[bytes]
+    log_file: BinaryIO
+    cgroup: _PidsCgroup
+    isolation: SandboxIsolation
+    started: float
+
+
+def write_request(launched: LaunchedRun, request: RunRequest) -> None:
+    """Give a shard kept to serve mutants the mutant run ``request``: its selection, time limits and
+    mutants (the probe's ``--equisa-serve`` file, written whole, then renamed into place)."""
+    payload = {
+        "select": sorted(request.only) if request.only is not None else None,
+        "test_timeout": request.limits.test_timeout_s,
+        "test_limits": request.test_limits(),
+        "mutants": [mutant.model_dump() for mutant in request.mutants],
+        "fail_fast": request.mutants_fail_fast,
+        "must_fix": sorted(request.mutants_must_fix) or None,
+        "confirm": confirmation_payload(request.mutants_confirm) or None,
+        "budget": request.mutants_budget_s,
+    }
+    target = launched.folder / "out" / REQUEST_FILE
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(payload), encoding="utf-8")
+    os.replace(partial, target)
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
@@ -131,54 +175,107 @@ class LocalSandbox:
         Raises ``WeakSandboxError`` for unreviewed code where files are not confined (and the
         request did not accept that).
         """
+        return self.finish(self.launch(request), request, on_record)
+
+    def launch(self, request: RunRequest, serves: bool = False) -> LaunchedRun:
+        """Start ``request``'s process and return at once; ``finish`` (or ``discard``) must follow.
+        ``serves``: the probe keeps a pristine fork that serves a mutant run after the run's own
+        (see "Serving a mutant run" in the probe)."""
         isolation = self.isolation(request.allow_weak_isolation)
         if request.untrusted:
             require_confinement(isolation, "generated code (tests, inspection patches or fixes)")
         started = time.monotonic()
         root = self.scratch_root or default_scratch_root()
-        with tempfile.TemporaryDirectory(prefix="equisa-run-", dir=root) as scratch:
-            folder = Path(scratch)
+        folder = Path(tempfile.mkdtemp(prefix="equisa-run-", dir=root))
+        cgroup: _PidsCgroup | None = None
+        try:
             repo = prepare_run_folder(request, folder)
             out_dir = folder / "out"
             inner = [request.interpreter, "-m", "pytest",
-                     *probe_arguments(request, str(repo), str(out_dir))]
+                     *probe_arguments(request, str(repo), str(out_dir),
+                                      serve_file=str(out_dir / REQUEST_FILE) if serves else None)]
             env = scrubbed_environment(request.env, home=str(folder / "home"), tmp=str(folder / "tmp"))
             roots = [str(repo / r) for r in import_roots(repo)]
             env["PYTHONPATH"] = os.pathsep.join([str(folder / "probe"), *roots])
             cgroup = _PidsCgroup(request.limits.max_processes)
-            log_path = folder / "pytest.log"
+            command = self._command(isolation.level, inner, folder, repo, request, cgroup)
+            log_file = open(folder / "pytest.log", "wb")
             try:
-                command = self._command(isolation.level, inner, folder, repo, request, cgroup)
-                with open(log_path, "wb") as log_file:
-                    try:
-                        process = subprocess.Popen(
-                            command, cwd=repo, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True,
-                        )
-                    except OSError as error:
-                        raise SandboxInfrastructureError(f"cannot start the sandbox: {error}") from None
-                    exit_code, timed_out = self._wait(
-                        process, out_dir / "probe.jsonl", request.limits.wall_clock_s, on_record, cgroup,
-                        request.exit_grace_s)
-            finally:
+                process = subprocess.Popen(
+                    command, cwd=repo, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, start_new_session=True,
+                )
+            except OSError as error:
+                log_file.close()
+                raise SandboxInfrastructureError(f"cannot start the sandbox: {error}") from None
+        except BaseException:
+            if cgroup is not None:
                 cgroup.remove()
-            probe_path = out_dir / "probe.jsonl"
-            output = probe_path.read_text(encoding="utf-8", errors="replace") if probe_path.exists() else ""
-            log_tail = cap_text(_tail_bytes(log_path, request.limits.output_bytes),
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return LaunchedRun(folder=folder, process=process, log_file=log_file, cgroup=cgroup,
+                           isolation=isolation, started=started)
+
+    def finish(self, launched: LaunchedRun, request: RunRequest, on_record: RecordCallback | None = None,
+               output: str = PROBE_OUTPUT, keep: Callable[[LaunchedRun], object] | None = None,
+               ) -> SandboxRun:
+        """Wait for a launched run under ``request``'s limits (its ``output`` file: the probe's, or a
+        served mutant run's), then clean up; what it gave. ``keep``: return once the output's ``end``
+        is written and, when the process goes on (to serve mutants), hand it to ``keep`` whole."""
+        folder = launched.folder
+        probe_path = folder / "out" / output
+        isolation, cgroup = launched.isolation, launched.cgroup
+        kept = False
+        started = time.monotonic()
+        try:
+            try:
+                exit_code, timed_out = self._wait(
+                    launched.process, probe_path, request.limits.wall_clock_s, on_record, cgroup,
+                    request.exit_grace_s, until_end=keep is not None)
+                text = probe_path.read_text(encoding="utf-8", errors="replace") if probe_path.exists() else ""
+                # kept only while its fork waits to serve: not when the probe could not fork
+                kept = keep is not None and launched.process.poll() is None and SERVE_SKIPPED not in text
+            finally:
+                if not kept:
+                    if keep is not None:  # the process may be exiting: it has written what it had to
+                        _kill_group(launched.process.pid)
+                        cgroup.kill_all()
+                        launched.process.wait()
+                    launched.log_file.close()
+                    cgroup.remove()
+            log_tail = cap_text(_tail_bytes(folder / "pytest.log", request.limits.output_bytes),
                                 request.limits.output_bytes)
-        started_badly = exit_code not in (None, 0, 1, 2, 3, 4, 5) and not output
+        finally:
+            if not kept:
+                shutil.rmtree(folder, ignore_errors=True)
+        if kept and keep is not None:
+            keep(launched)
+        started_badly = exit_code not in (None, 0, 1, 2, 3, 4, 5) and not text
         if isolation.level is not IsolationLevel.NONE and started_badly:
             raise SandboxInfrastructureError(
                 f"the {isolation.level.value} sandbox failed to start (exit {exit_code}): {log_tail[-300:]}"
             )
         return SandboxRun(
-            probe_output=output,
+            probe_output=text,
             exit_code=exit_code,
             timed_out=timed_out,
             log_tail=log_tail,
-            duration_s=time.monotonic() - started,
+            duration_s=time.monotonic() - (launched.started if output == PROBE_OUTPUT else started),
             isolation=isolation.level.value + (" + pids cgroup" if cgroup.path else ""),
         )
+
+    @staticmethod
+    def discard(launched: LaunchedRun) -> None:
+        """End a launched run nobody will finish: its processes, its cgroup, its folder."""
+        _kill_group(launched.process.pid)
+        launched.cgroup.kill_all()
+        try:
+            launched.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            log.warning("a discarded sandbox process (pid %s) did not end", launched.process.pid)
+        launched.log_file.close()
+        launched.cgroup.remove()
+        shutil.rmtree(launched.folder, ignore_errors=True)
 
     @staticmethod
     def _command(level: IsolationLevel, inner: list[str], folder: Path, repo: Path, request: RunRequest,
@@ -197,7 +294,10 @@ class LocalSandbox:
     @staticmethod
     def _wait(process: subprocess.Popen[bytes], probe_path: Path, wall_clock_s: float,
               on_record: RecordCallback | None, cgroup: _PidsCgroup, exit_grace_s: float,
-              ) -> tuple[int | None, bool]:
+              until_end: bool = False) -> tuple[int | None, bool]:
+        """The run's exit status and whether it timed out, once it exited (or was ended: its wall
+        clock, or ``exit_grace_s`` after its ``end`` record); ``until_end``: as soon as the ``end``
+        record is written, the process left running."""
         deadline = time.monotonic() + wall_clock_s
         offset = 0
         timed_out = False
@@ -216,6 +316,10 @@ class LocalSandbox:
                     break
                 if ended_at is None and _probe_end_status(probe_path) is not None:
                     ended_at = time.monotonic()
+                    if until_end:
+                        if on_record is not None:
+                            tail_records(probe_path, offset, on_record)
+                        return _probe_end_status(probe_path), False
                 elif ended_at is not None and time.monotonic() - ended_at > exit_grace_s:
                     _kill_group(process.pid)  # the run is over; something keeps it from exiting
                     cgroup.kill_all()

@@ -30,6 +30,10 @@ With ``--equisa-rerun-failures N`` the first N failing tests run again, untraced
 process made after collection, before any test ran, adding ``rerun`` and ``rerun-done`` records
 before ``end``, or ``rerun-skipped`` when it cannot (see the section "Failing tests re-run apart").
 
+With ``--equisa-serve FILE`` a pristine fork made at the same point waits, once the run is over, for
+a mutant run written to FILE and runs it, writing ``served.jsonl`` beside it (see the section
+"Serving a mutant run").
+
 The tracing backend is chosen in one place, ``choose_backend``, and the session record says which
 ran and why:
 
@@ -196,6 +200,7 @@ else:
     _os = _isolate(os)
     _os_path = _isolate(os.path)
 _time_perf = time.perf_counter
+_sleep = time.sleep
 _getframe = sys._getframe
 _json_dumps = json.dumps
 _open = open
@@ -1357,6 +1362,10 @@ class ProbePlugin:
         self.module_calls: dict[str, set[int]] = {}
         # node id -> (outcome, duration) of its ordinary run, for mutant rounds
         self.baseline: dict[str, Baseline] = {}
+        self.collected: list[pytest.Item] = []  # every test collected, before this run's selection
+        self._write_session()
+
+    def _write_session(self) -> None:
         self._write({
             "kind": "session",
             "probe_version": PROBE_VERSION,
@@ -1398,6 +1407,7 @@ class ProbePlugin:
                                       items: list[pytest.Item]) -> None:
         """Keep only the selected tests (``--equisa-select``) and this shard's share of them, shuffled
         when asked (``--equisa-order-seed``)."""
+        self.collected = list(items)
         keep = items
         if self.selection is not None:
             keep = [item for item in keep if item.nodeid in self.selection]
@@ -2545,6 +2555,136 @@ class _MutantRunner:
 
 
 # ---------------------------------------------------------------------------------------------
+# >>> Serving a mutant run (``--equisa-serve FILE``) >>>
+#
+# A mutant run of the tests a traced run just ran would pay the interpreter, pytest, the project's
+# imports and the collection again: most of its cost on a small suite. With this option, once
+# collection is done and before any test runs, the probe forks a pristine child (as for the failing
+# tests' re-run) that keeps every test collected, this run's selection and shard aside. When the
+# run's own tests are done and its ``end`` record written, the parent waits for the child. The
+# child waits until FILE exists (the host writes it whole, then renames it into place), a JSON
+# object of what would otherwise be a mutant run's options:
+#
+#     {"select": [node ids] or null, "test_timeout": seconds or null, "test_limits": {node id: s},
+#      "mutants": [specs, as --equisa-mutants], "fail_fast": bool, "must_fix": [node ids] or null,
+#      "confirm": {node id: [outcome, duration]} or null, "budget": seconds or null}
+#
+# and runs it, untraced, as a process started with those options would, writing its records
+# (``session``, ``collected``, the rounds, ``end``) to ``served.jsonl`` beside FILE. When FILE does
+# not come within ``--equisa-serve-limit`` seconds, or the parent dies, the child leaves; it never
+# writes the run's own output. Where the process cannot fork (threads alive, no ``os.fork``) it
+# records ``{"kind": "serve-skipped", "reason": ...}`` and the host starts a mutant run of its own.
+
+#: Seconds between two looks for the request file.
+SERVE_POLL_S = 0.005
+#: The file, beside the request, that the served mutant run is written to.
+SERVED_OUTPUT = "served.jsonl"
+
+
+class _MutantServer:
+    """Forks the pristine child before the run's first test; waits for it after the run ends."""
+
+    def __init__(self, probe: ProbePlugin, path: str, limit: float) -> None:
+        self.probe = probe
+        self.path = path
+        self.limit = limit
+        self.child: int | None = None
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, None]:
+        # tryfirst: forked before the failing tests' re-run makes its pipes, which a child holding
+        # their ends would keep open (the re-run's child waits for their end-of-file)
+        option = session.config.option
+        if not option.collectonly and self.probe.collected:
+            self._fork(session)
+        yield
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The run's output is complete (``end``): stay while the child serves (or waits)."""
+        if self.child is not None:
+            try:
+                _os.waitpid(self.child, 0)
+            except OSError:
+                pass
+
+    def _fork(self, session: pytest.Session) -> None:
+        reason = None
+        if not hasattr(_os, "fork"):
+            reason = "this platform has no os.fork"
+        elif threading.active_count() > 1:
+            reason = "%d threads were alive after collection: forking them is unsafe" % (
+                threading.active_count())
+        if reason is None:
+            parent = _os.getpid()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pid = _os.fork()
+            except Exception as error:
+                reason = "os.fork failed: %s" % error
+            else:
+                if pid == 0:  # the child: never returns
+                    code = 0
+                    try:
+                        self._serve(session, parent)
+                    except BaseException:
+                        code = 1
+                    _os._exit(code)
+                self.child = pid
+                return
+        self.probe._write({"kind": "serve-skipped", "reason": reason})
+
+    # -- the child ------------------------------------------------------------------------------
+    def _serve(self, session: pytest.Session, parent: int) -> None:
+        _die_with(parent)
+        probe = self.probe
+        probe.out = None  # never the run's own output file: the parent writes it
+        _quiet(session)
+        request = self._request(parent)
+        if request is None:
+            return
+        probe.out = _open(_os_path.join(_os_path.dirname(self.path), SERVED_OUTPUT), "a", encoding="utf-8")
+        probe.backend.uninstall()
+        probe.backend, probe.call_recorder = _NoBackend(probe.recorder), None
+        probe.reason = "tracing was not asked for (a served mutant run)"
+        probe.baseline, probe.reports, probe.excinfo = {}, {}, {}
+        probe._write_session()
+        select = request.get("select")
+        items = [item for item in probe.collected if select is None or item.nodeid in select]
+        session.items = items
+        probe._write({"kind": "collected", "tests": [item.nodeid for item in items]})
+        if hasattr(signal, "setitimer"):
+            probe.test_timeout = request.get("test_timeout") or None
+            probe.test_limits = dict(request.get("test_limits") or {})
+        confirm = request.get("confirm")
+        runner = _MutantRunner(probe, request.get("mutants") or [], fail_fast=bool(request.get("fail_fast")),
+                               must_fix=request.get("must_fix"),
+                               confirm={t: (v[0], v[1]) for t, v in confirm.items()} if confirm else None,
+                               budget=request.get("budget"))
+        session.config.pluginmanager.register(runner, "equisa-probe-mutants")
+        runner.pytest_runtestloop(session)
+        failed = any(outcome in ("failed", "error") for outcome, _ in probe.baseline.values())
+        probe._write({"kind": "end", "exitstatus": 1 if failed else 0})
+        if probe.out is not None:
+            probe.out.close()
+
+    def _request(self, parent: int) -> dict[str, Any] | None:
+        """The mutant run to serve, once its file exists; None when the limit passed or the
+        parent died first."""
+        deadline = _time_perf() + self.limit
+        while not _os_path.exists(self.path):
+            if _time_perf() > deadline or _os.getppid() != parent:
+                return None
+            _sleep(SERVE_POLL_S)
+        with _open(self.path, encoding="utf-8") as handle:
+            request = _json_loads(handle.read())
+        return request if isinstance(request, dict) else None
+
+
+# <<< Serving a mutant run <<<
+
+
 # >>> Failing tests re-run apart (``--equisa-rerun-failures N``) >>>
 #
 # A test that fails only because of what the tests before it left behind, or by chance, passes
@@ -2872,6 +3012,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="JSON object: node id -> [outcome, duration] in the suite's own run. The first "
                          "mutant of each function that fixes every must-fix test of its round and breaks "
                          "none goes on through these tests; those in no mutant's tests do not run unmutated.")
+    group.addoption("--equisa-serve", default=None,
+                    help="After the run, serve the mutant run this JSON file will hold from a fork made "
+                         "after collection, before any test ran (see 'Serving a mutant run').")
+    group.addoption("--equisa-serve-limit", type=float, default=600.0,
+                    help="Seconds the fork waits for --equisa-serve's file; then it leaves.")
     group.addoption("--equisa-rerun-failures", type=int, default=0,
                     help="Re-run the first N failing tests apart, in a fork of the process made after "
                          "collection, and record their outcomes there (0: no rerun).")
@@ -2905,6 +3050,10 @@ def pytest_configure(config: pytest.Config) -> None:
                                confirm=_read_confirmation(confirm) if confirm else None,
                                budget=config.getoption("--equisa-mutants-budget"))
         config.pluginmanager.register(runner, "equisa-probe-mutants")
+    serve = config.getoption("--equisa-serve")
+    if serve and not mutants:
+        config.pluginmanager.register(_MutantServer(plugin, serve, config.getoption("--equisa-serve-limit")),
+                                      "equisa-probe-serve")
     rerun = config.getoption("--equisa-rerun-failures")
     if rerun and rerun > 0:
         reason = None

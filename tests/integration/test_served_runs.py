@@ -110,7 +110,8 @@ def test_the_serving_fork_leaves_when_no_run_comes(python):
     mine = [k for k in served_runs._kept if k.owner == owner]
     assert len(mine) == 1
     assert mine[0].launched.process.wait(timeout=60) == 1  # pytest's status: test_add fails
-    assert served_runs.claim(screening(python, ("tests/test_core.py::test_add",))) is None  # gone: not claimed
+    gone = screening(python, ("tests/test_core.py::test_add",))
+    assert served_runs.claim(gone) is None  # its process ended: not claimed
     assert served_runs.discard(owner) == 1
 
 

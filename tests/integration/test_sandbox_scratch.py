@@ -47,14 +47,14 @@ def test_a_run_on_dev_shm_is_confined_and_leaves_nothing(level, tmp_path, monkey
     host_file.write_text("another process's file")
     # The run's own folder, whatever other EQUISA runs on this machine make and remove meanwhile.
     made: list[Path] = []
-    real = tempfile.TemporaryDirectory
+    real = tempfile.mkdtemp
 
     def recorded(*args, **kwargs):
         folder = real(*args, **kwargs)
-        made.append(Path(folder.name))
+        made.append(Path(folder))
         return folder
 
-    monkeypatch.setattr(tempfile, "TemporaryDirectory", recorded)
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded)
     try:
         with local_isolation(level, tmp_path):
             trace = execute_request(LocalSandbox(), RunRequest(

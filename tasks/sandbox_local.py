@@ -314,12 +314,13 @@ class LocalSandbox:
                     process.wait()
                     exit_code = None
                     break
-                if ended_at is None and _probe_end_status(probe_path) is not None:
+                status = _probe_end_status(probe_path) if ended_at is None else None
+                if status is not None:
                     ended_at = time.monotonic()
                     if until_end:
                         if on_record is not None:
                             tail_records(probe_path, offset, on_record)
-                        return _probe_end_status(probe_path), False
+                        return status, False
                 elif ended_at is not None and time.monotonic() - ended_at > exit_grace_s:
                     _kill_group(process.pid)  # the run is over; something keeps it from exiting
                     cgroup.kill_all()

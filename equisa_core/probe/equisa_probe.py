@@ -2609,18 +2609,11 @@ class _MutantServer:
                 pass
 
     def _fork(self, session: pytest.Session) -> None:
-        reason = None
-        if not hasattr(_os, "fork"):
-            reason = "this platform has no os.fork"
-        elif threading.active_count() > 1:
-            reason = "%d threads were alive after collection: forking them is unsafe" % (
-                threading.active_count())
+        reason = _fork_refusal()
         if reason is None:
             parent = _os.getpid()
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    pid = _os.fork()
+                pid = _fork_quietly()
             except Exception as error:
                 reason = "os.fork failed: %s" % error
             else:
@@ -2743,23 +2736,14 @@ class _FailureRerun:
 
     # -- the parent -----------------------------------------------------------------------------
     def _fork(self, session: pytest.Session) -> None:
-        reason = None
-        if not hasattr(_os, "fork"):
-            reason = "this platform has no os.fork"
-        elif threading.active_count() > 1:
-            current = threading.current_thread()
-            names = ", ".join(sorted(t.name for t in threading.enumerate() if t is not current))
-            reason = "%d threads were alive after collection (%s): forking them is unsafe" % (
-                threading.active_count(), names[:200])
+        reason = _fork_refusal()
         if reason is not None:
             self.probe._write({"kind": "rerun-skipped", "reason": reason})
             return
         down, up = _os.pipe(), _os.pipe()
         parent = _os.getpid()
         try:
-            with warnings.catch_warnings():  # 3.12+ warns of threads it sees; none of Python's is alive
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = _os.fork()
+            pid = _fork_quietly()
         except Exception as error:
             for fd in down + up:
                 _os.close(fd)
@@ -2909,6 +2893,25 @@ class _FailureRerun:
                                   "duration": round(_time_perf() - started, 6)}) + "\n"
             _os.write(up, answer.encode("utf-8"))
         _os.close(up)
+
+
+def _fork_refusal() -> str | None:
+    """Why this process must not fork a child that goes on running tests (None: it may)."""
+    if not hasattr(_os, "fork"):
+        return "this platform has no os.fork"
+    if threading.active_count() > 1:
+        current = threading.current_thread()
+        names = ", ".join(sorted(t.name for t in threading.enumerate() if t is not current))
+        return "%d threads were alive after collection (%s): forking them is unsafe" % (
+            threading.active_count(), names[:200])
+    return None
+
+
+def _fork_quietly() -> int:
+    """``os.fork()``; 3.12+ warns of threads it sees, and ``_fork_refusal`` saw none of Python's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return _os.fork()
 
 
 def _die_with(parent: int) -> None:

@@ -2592,8 +2592,8 @@ class _MutantServer:
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, None]:
-        # tryfirst: forked before the failing tests' re-run makes its pipes, which a child holding
-        # their ends would keep open (the re-run's child waits for their end-of-file)
+        # tryfirst: forked before the failing tests' re-run makes its pipes, so that this child
+        # holds none of their ends
         option = session.config.option
         if not option.collectonly and self.probe.collected:
             self._fork(session)
@@ -2700,7 +2700,12 @@ class _MutantServer:
 #
 #     {"kind": "rerun-skipped", "reason": "..."}
 #
-# The child never outlives the parent: it waits for the node ids until the pipe's end-of-file
+# Both sides read one line at a time and stop once they have what they wait for (the child: the
+# line of node ids; the parent: an answer for each), never waiting for the pipe's end-of-file: a
+# process a test forked and left running (a worker pool, as luigi's tests leave) holds the pipes'
+# ends as well, and would keep it away until the time limit (on luigi 33, 61 s for 3 re-runs).
+#
+# The child never outlives the parent: it stops waiting for the node ids at the pipe's end-of-file
 # (the parent closed it, or died), checks between tests that its parent is still the same, dies
 # with it on Linux (``PR_SET_PDEATHSIG``), and is killed by the parent when a test outlives its
 # limit and the grace after it (a test that swallows TestTimeout). The sandbox kills the whole
@@ -2818,6 +2823,8 @@ class _FailureRerun:
                 except (ValueError, KeyError, TypeError):
                     continue
                 deadline = self._deadline(wanted, len(answers))
+            if all(nodeid in answers for nodeid in wanted):
+                break  # not its end-of-file: a process a test forked may hold the pipe open
         return answers
 
     def _deadline(self, wanted: list[str], done: int) -> float | None:
@@ -2858,7 +2865,7 @@ class _FailureRerun:
         probe.out = None  # never the output file: the parent writes it
         _quiet(session)
         data = b""
-        while True:
+        while not data.endswith(b"\n"):  # one line, not up to the end-of-file (see above)
             chunk = _os.read(down, 65536)
             if not chunk:
                 break

@@ -61,7 +61,8 @@ def run_probe(python: Path, repo: Path, *options: str, timeout: float = 60) -> t
     subprocess.run([str(python), "-m", "pytest", "-p", "equisa_probe", f"--equisa-out={out}",
                     f"--equisa-root={repo}", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
                     "--rootdir", str(repo), *options, str(repo)],
-                   cwd=repo, env=env, capture_output=True, timeout=timeout)
+                   cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+    # (not captured: a process a test left behind would keep the pipes, and this wait, open)
     wall = time.monotonic() - started
     return [json.loads(line) for line in out.read_text().splitlines() if line.strip()], wall
 
@@ -151,3 +152,42 @@ def test_a_fork_running_a_test_dies_with_its_parent(tmp_path):
     while alive(fork_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(fork_pid), "the fork outlived its killed parent"
+
+
+#: The test leaves a process of its own behind (as a worker pool forked without exec would), then
+#: fails: that process holds every pipe end the run's process had open.
+LEAVES_A_PROCESS = (
+    "import os\nimport time\nfrom pathlib import Path\n\n\n"
+    "def test_forks_a_worker_then_fails():\n"
+    "    pid = os.fork()\n"
+    "    if pid == 0:\n"
+    "        time.sleep(30)\n"
+    "        os._exit(0)\n"
+    "    (Path(__file__).parent / 'workers.pids').open('a').write('%d\\n' % pid)\n"
+    "    assert False\n"
+)
+
+
+@pytest.mark.parametrize("minor", ["3.8", f"{sys.version_info[0]}.{sys.version_info[1]}"])
+def test_a_process_a_test_left_behind_does_not_hold_up_the_rerun(minor, tmp_path):
+    """The fork reads its tests up to the end of the line, and the run reads the answers until it
+    has them all: neither waits for an end-of-file that the left-behind processes keep away."""
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_worker.py").write_text(LEAVES_A_PROCESS)
+    try:
+        records, wall = run_probe(venv_with_pytest(minor), repo, "--equisa-test-timeout=5",
+                                  "--equisa-rerun-failures=20")
+        reruns = {r["test"]: r for r in records if r["kind"] == "rerun"}
+        assert reruns["tests/test_worker.py::test_forks_a_worker_then_fails"]["outcome"] == "failed"
+        assert [r["kind"] for r in records][-2:] == ["rerun-done", "end"]
+        # Waiting for an end-of-file would take the first rerun's deadline (2 x 5 s + 1 s) or more.
+        assert wall < 8
+        assert len((repo / "tests" / "workers.pids").read_text().split()) == 2  # the run's, the fork's
+    finally:
+        pids = repo / "tests" / "workers.pids"
+        for pid in (pids.read_text().split() if pids.exists() else ()):
+            try:
+                os.kill(int(pid), 9)
+            except ProcessLookupError:
+                pass

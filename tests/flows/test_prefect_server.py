@@ -112,6 +112,8 @@ def test_the_first_flow_command_starts_the_server_and_the_next_reuses_it(env):
     assert watchdogs(folder(env)) == [started.pid]
     # Both runs are in the shared server's history (what its UI shows), not in a temporary one.
     assert flow_run_names(url).count(f"trace {SHAPES}") == 2
+    # Their API clients were given the one-certificate bundle (``_plain_http_ca_file``).
+    assert (folder(env) / "plain-http-ca.pem").read_text().count("BEGIN CERTIFICATE") == 1
     assert not list((folder(env) / "clients").iterdir())  # both commands gave their lease back
 
     stopped = equisa(env, "server", "stop", timeout=120)
@@ -235,3 +237,24 @@ def test_bad_settings_are_input_errors_and_stop_without_a_server(env):
     assert done.returncode == 3 and "EQUISA_PREFECT_SERVER='always'" in done.stderr
     del env["EQUISA_PREFECT_SERVER"]
     assert "No shared Prefect server was running" in equisa(env, "server", "stop").stderr
+
+
+def test_the_shared_servers_clients_get_a_one_certificate_bundle_unless_the_user_chose_one(tmp_path):
+    """Prefect's API clients build an SSL context from this bundle even for the plain-HTTP shared
+    server: one certificate instead of certifi's whole bundle; a bundle the user set is kept."""
+    from tasks.prefect_server import CA_FILE_SETTING, _point_prefect_at
+
+    environ: dict[str, str] = {}
+    _point_prefect_at("http://127.0.0.1:1/api", environ, tmp_path)
+    bundle = Path(environ[CA_FILE_SETTING])
+    assert environ["PREFECT_API_URL"] == "http://127.0.0.1:1/api" and bundle.parent == tmp_path
+    assert bundle.read_text().count("BEGIN CERTIFICATE") == 1 == bundle.read_text().count("END CERTIFICATE")
+    import ssl
+
+    ssl.create_default_context(cafile=str(bundle))  # a bundle Prefect can load
+    again: dict[str, str] = {}
+    _point_prefect_at("http://127.0.0.1:1/api", again, tmp_path)
+    assert again[CA_FILE_SETTING] == str(bundle)  # made once, then reused
+    chosen = {CA_FILE_SETTING: "/etc/ssl/mine.pem"}
+    _point_prefect_at("http://127.0.0.1:1/api", chosen, tmp_path)
+    assert chosen[CA_FILE_SETTING] == "/etc/ssl/mine.pem"

@@ -204,6 +204,30 @@ def _resolved(spec: EnvSpec, requirements: list[str]) -> list[str]:
     return EnvSpec(spec.python, requirements, spec.pytest, fauxpy=spec.fauxpy).resolved()
 
 
+#: The venv's folder (beside ``bin``, ``lib``) that holds FauxPy's own package and its dist-info,
+#: put on ``PYTHONPATH`` for FauxPy's runs only (``fauxpy_apart``).
+FAUXPY_APART = "fauxpy-plugin"
+
+
+def fauxpy_apart(python: str | Path) -> Path:
+    """Move FauxPy's package and its dist-info (which declares its ``pytest11`` entry point) out of
+    the venv's site-packages into ``FAUXPY_APART``; return that folder. Idempotent.
+
+    Installed in site-packages, FauxPy's plugin loads in every pytest process of the venv: EQUISA's
+    too, which then imported FauxPy and its MBFL packages (cosmic-ray, pyllmut) on each start,
+    about 0.14 s a process (luigi's venv), as no EQUISA user's environment would. With the folder
+    on ``PYTHONPATH`` (FauxPy's runs only) pytest finds the entry point there and loads the plugin
+    as before; its dependencies stay in site-packages."""
+    root = Path(python).parent.parent
+    apart = root / FAUXPY_APART
+    apart.mkdir(exist_ok=True)
+    for site in sorted(root.glob("lib/python*/site-packages")):
+        for entry in [site / "fauxpy", *site.glob("fauxpy-*.dist-info")]:
+            if entry.exists() and not (apart / entry.name).exists():
+                shutil.move(str(entry), str(apart / entry.name))
+    return apart
+
+
 def _fauxpy_loads(data: dict, spec: EnvSpec, folder: Path, log) -> dict:
     """FauxPy's plugin must import in the venv (it imports its MBFL dependencies, openai among them,
     even for SBFL): relax the dump's pin that the import error names, reinstall, up to 8 times."""
@@ -331,5 +355,6 @@ def build_env(spec: EnvSpec, project: str, venvs: Path, log) -> dict:
                   "pytest": spec.pytest, "fauxpy_install": spec.fauxpy, "installed": freeze,
                   "seconds": round(time.perf_counter() - started, 1), "requirements": requirements}
         result = _fauxpy_loads(result, spec, folder, log)
+        fauxpy_apart(python)
         marker.write_text(json.dumps(result, indent=1))
         return {**result, "reused": False}

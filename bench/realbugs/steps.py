@@ -29,7 +29,7 @@ from .bugsinpy import (
     target_tests,
     test_scope,
 )
-from .envs import build_env, curated_spec, load_curation
+from .envs import build_env, curated_spec, fauxpy_apart, load_curation
 from .truth import truth_functions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -549,11 +549,13 @@ def run_fauxpy(record: dict, copy: Path, out: Path) -> dict:
     cmd = [record["python_env"], "-m", "pytest", "-p", "no:cacheprovider", "-q", "--color=no", *extra,
            *record["scope"], "--src", ".", "--exclude", "[" + ",".join(excluded) + "]",
            "--family", "sbfl", "--granularity", "function"]
-    run = timed_run(cmd, copy, clean_env(), TOOL_TIMEOUT_S)
+    # FauxPy's plugin is found on this path only (``envs.fauxpy_apart``), not in EQUISA's runs.
+    plugin = fauxpy_apart(record["python_env"])
+    run = timed_run(cmd, copy, clean_env({"PYTHONPATH": str(plugin)}), TOOL_TIMEOUT_S)
     (out / "fauxpy_stdout.txt").write_text(run.stdout[-20000:])
     (out / "fauxpy_stderr.txt").write_text(run.stderr[-20000:])
     result = {"command": cmd, "cwd": str(copy), "wall_s": round(run.wall_s, 3), "returncode": run.returncode,
-              "scores": None}
+              "scores": None, "pythonpath": str(plugin)}
     reports = sorted(copy.parent.glob("FauxPyReport_*"))
     if reports and (reports[-1] / "Scores_Ochiai.csv").exists():
         shutil.copy(reports[-1] / "Scores_Ochiai.csv", out / "fauxpy_Scores_Ochiai.csv")
@@ -590,6 +592,7 @@ def run_one(ctx: Context, record: dict, index: int, equisa: EquisaCommand) -> di
     result: dict = {"project": record["project"], "bug": record["bug"], "order": list(order),
                     "scope": record["scope"], "truth": record["truth"], "equisa_from": equisa.info,
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    fauxpy_apart(record["python_env"])  # a venv built before it was set apart (idempotent)
     venv_before = venv_digest(record["python_env"])
     for tool in order:
         copy = fresh_copy(buggy, work / tool / record["project"])

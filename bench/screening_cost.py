@@ -1,0 +1,188 @@
+"""What the mutant screening costs against what it gains, on the real-bug benchmark's stored runs:
+would a rule that screens only where the screening is cheap, next to the trace, keep its gains?
+
+Each EQUISA run of ``bench/realbugs`` keeps its report: the first answer (the trace and the prior
+alone), the screening's evidence (with the seconds it took) and the whole run's answer. Its time
+without the screening is taken as the whole run's wall time less the screening's and the fix
+confirmation's seconds (runs that went on after the screening also lose the later steps' time
+then, so this is a lower bound on what screening nothing saves). A rule *screen when the
+screening costs at most beta times the trace* then answers, per bug, the whole run (screened) or
+the first answer (not screened), and the wall time with or without the screening; the median of
+the per-bug ratios to FauxPy's wall time is the figure ``bench/README.md`` targets (1.0).
+
+Two rules are replayed for each beta: the *oracle*, which knows each run's own screening seconds
+before it runs (no rule can do better at the same beta), and the *estimate* a run could make after
+its trace: per screened function, min(mutants per inspection, 2 per line) mutants times its failing
+tests' traced durations plus 10 ms each (a round's own cost), summed, halved for the two processes
+that run them, plus 0.2 s (making the mutants, the request). The estimate reads each run's
+trace (its artifacts' trace blob) for the tests' durations. No test runs here.
+
+    uv run python bench/screening_cost.py --from-realbugs ~/.cache/equisa-bench/realbugs \
+        [--results DIR] [--out FILE]
+
+Writes bench/results/screening_cost.json (``--out``) and prints the table the README quotes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+import likelihood_fit as lf  # noqa: E402
+import prior_fit as pf  # noqa: E402
+
+from equisa_core.common.options import LocalizationOptions, default_of  # noqa: E402
+from equisa_core.localization.machine import FIX_CONFIRMATION, SCREENING  # noqa: E402
+
+RESULTS = BENCH / "results"
+BETAS = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, float("inf"))
+MUTANTS_CAP = default_of(LocalizationOptions, "mutants_per_inspection")
+#: The estimate's constants (module docstring), read off the runs at 8914dcc: mutants per line of
+#: a function, a mutant round's own cost per test, the processes running the rounds, the set-up.
+MUTANTS_PER_LINE, ROUND_TEST_S, PROCESSES, SETUP_S = 2, 0.01, 2, 0.2
+
+
+@dataclass(frozen=True)
+class Run:
+    """One bug's stored run: the truth's rank first and at the end, the times, the estimate."""
+
+    project: str
+    bug: str
+    first_rank: float
+    final_rank: float
+    wall_s: float
+    fauxpy_s: float
+    screening_s: float
+    estimate_s: float
+
+    @property
+    def trace_s(self) -> float:
+        """The run's time without its screening (module docstring)."""
+        return max(self.wall_s - self.screening_s, 0.1)
+
+
+def load_run(entry: dict, report: dict, run: dict) -> Run | None:
+    """A ``Run`` from a bug's report and its ``run.json``; None when either tool did not finish."""
+    bug = lf.load_bug(report, entry["project"], str(entry["bug"]), entry["truth"])
+    equisa, fauxpy = run.get("equisa") or {}, run.get("fauxpy") or {}
+    if bug is None or not equisa.get("wall_s") or not fauxpy.get("wall_s"):
+        return None
+    screened = [i for i in report.get("inspections") or () if i.get("strategy") == SCREENING]
+    seconds = max((i.get("seconds") or 0.0 for i in screened), default=0.0)
+    seconds += sum(i.get("seconds") or 0.0 for i in report.get("inspections") or ()
+                   if i.get("strategy") == FIX_CONFIRMATION)
+    return Run(project=entry["project"], bug=str(entry["bug"]),
+               first_rank=pf.rank_of_truth(lf.as_case(bug, bug.first_answer), [1.0])[0],
+               final_rank=pf.rank_of_truth(lf.as_case(bug, bug.stored), [1.0])[0],
+               wall_s=float(equisa["wall_s"]), fauxpy_s=float(fauxpy["wall_s"]), screening_s=seconds,
+               estimate_s=estimate(report, screened))
+
+
+def traced_tests(report: dict) -> dict[str, tuple[str, float]] | None:
+    """The run's traced tests (node id -> outcome, duration), from its artifacts' trace blob."""
+    folder = report.get("artifacts")
+    if not isinstance(folder, str) or not (Path(folder) / "manifest.json").exists():
+        return None
+    for stored in json.loads((Path(folder) / "manifest.json").read_text()).get("objects", ()):
+        if not str(stored.get("key", "")).startswith("blobs/"):
+            continue
+        try:
+            blob = json.loads(gzip.open(stored["uri"]).read())
+        except (OSError, ValueError):
+            continue
+        if isinstance(blob, dict) and "tests" in blob and "nodes" in blob:
+            return {t["test_id"]: (t["outcome"], t.get("duration") or 0.0) for t in blob["tests"]}
+    return None
+
+
+def estimate(report: dict, screened: Sequence[dict]) -> float:
+    """The estimate's seconds for the run's screening (module docstring); 0 when nothing was
+    screened, inf when its trace cannot be read."""
+    if not screened:
+        return 0.0
+    tests = traced_tests(report)
+    if tests is None:
+        return float("inf")
+    lines = {r["fqn"]: r.get("end_line", 0) - r.get("start_line", 0) + 1 for r in report.get("ranking") or ()}
+    total = 0.0
+    for record in screened:
+        mutants = min(MUTANTS_CAP, MUTANTS_PER_LINE * lines.get(record["target"], 1))
+        failing = [tests[t][1] for t in record.get("tests_run") or ()
+                   if tests.get(t, ("",))[0] in ("failed", "error")]
+        total += mutants * sum(duration + ROUND_TEST_S for duration in failing)
+    return SETUP_S + total / PROCESSES
+
+
+def replay(runs: Sequence[Run], beta: float, oracle: bool) -> dict:
+    """Top-1/3/5 and the median wall ratio to FauxPy when a run screens only where its screening
+    costs (known, or estimated) at most ``beta`` times its trace."""
+    ranks, ratios, screened = [], [], 0
+    for run in runs:
+        cost = run.screening_s if oracle else run.estimate_s
+        screens = cost <= beta * run.trace_s
+        screened += screens
+        ranks.append(run.final_rank if screens else run.first_rank)
+        ratios.append((run.wall_s if screens else run.trace_s) / run.fauxpy_s)
+    return {"beta": beta, "top1": sum(r <= 1 for r in ranks), "top3": sum(r <= 3 for r in ranks),
+            "top5": sum(r <= 5 for r in ranks), "median_ratio": round(statistics.median(ratios), 3),
+            "screened": screened}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--from-realbugs", type=Path, required=True, metavar="CACHE",
+                        help="a real-bug benchmark cache (its manifest.json and results/)")
+    parser.add_argument("--results", type=Path, metavar="DIR",
+                        help="the runs' folder (default CACHE/results)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "screening_cost.json")
+    args = parser.parse_args(argv)
+    cache = args.from_realbugs.expanduser()
+    if not (cache / "manifest.json").exists():
+        print(f"screening_cost: no benchmark manifest in {cache}: prepare it first (bench/README.md)",
+              file=sys.stderr)
+        return 2
+    results = args.results.expanduser() if args.results else cache / "results"
+    runs, skipped = [], []
+    for entry in pf.cases_from_realbugs(cache, results):
+        folder = Path(entry["report"]).parent
+        try:
+            loaded = load_run(entry, json.loads(Path(entry["report"]).read_text()),
+                              json.loads((folder / "run.json").read_text()))
+        except (OSError, ValueError) as error:
+            skipped.append(f"{folder.name}: {error}")
+            continue
+        if loaded is None:
+            skipped.append(f"{folder.name}: no prior signals, or a tool did not finish")
+        else:
+            runs.append(loaded)
+    if not runs:
+        print("screening_cost: no usable run: run the benchmark first", file=sys.stderr)
+        return 2
+    rows = {"oracle": [replay(runs, b, oracle=True) for b in BETAS],
+            "estimate": [replay(runs, b, oracle=False) for b in BETAS]}
+    result = {"results": str(results), "bugs": len(runs), "skipped": skipped, "rows": rows,
+              "runs": [run.__dict__ for run in runs]}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    print(f"{len(runs)} bugs ({len(skipped)} skipped)")
+    print("| rule | beta | screened | Top-1 | Top-3 | Top-5 | median ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for rule, table in rows.items():
+        for row in table:
+            print(f"| {rule} | {row['beta']:g} | {row['screened']} | {row['top1']} | {row['top3']} | "
+                  f"{row['top5']} | {row['median_ratio']} |")
+    print(f"written {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -39,6 +39,7 @@ sys.path.insert(0, str(BENCH))
 
 import likelihood_fit as lf  # noqa: E402
 import prior_fit as pf  # noqa: E402
+from screening_stop import rank_in  # noqa: E402
 
 from equisa_core.common.options import LocalizationOptions, default_of  # noqa: E402
 from equisa_core.localization.machine import FIX_CONFIRMATION, SCREENING  # noqa: E402
@@ -81,8 +82,7 @@ def load_run(entry: dict, report: dict, run: dict) -> Run | None:
     seconds += sum(i.get("seconds") or 0.0 for i in report.get("inspections") or ()
                    if i.get("strategy") == FIX_CONFIRMATION)
     return Run(project=entry["project"], bug=str(entry["bug"]),
-               first_rank=pf.rank_of_truth(lf.as_case(bug, bug.first_answer), [1.0])[0],
-               final_rank=pf.rank_of_truth(lf.as_case(bug, bug.stored), [1.0])[0],
+               first_rank=rank_in(bug, bug.first_answer), final_rank=rank_in(bug, bug.stored),
                wall_s=float(equisa["wall_s"]), fauxpy_s=float(fauxpy["wall_s"]), screening_s=seconds,
                estimate_s=estimate(report, screened))
 

@@ -209,6 +209,11 @@ def _resolved(spec: EnvSpec, requirements: list[str]) -> list[str]:
 FAUXPY_APART = "fauxpy-plugin"
 
 
+def fauxpy_folder(python: str | Path) -> Path:
+    """The venv's ``FAUXPY_APART`` folder, for the venv of interpreter ``python``."""
+    return Path(python).parent.parent / FAUXPY_APART
+
+
 def fauxpy_apart(python: str | Path) -> Path:
     """Move FauxPy's package and its dist-info (which declares its ``pytest11`` entry point) out of
     the venv's site-packages into ``FAUXPY_APART``; return that folder. Idempotent.
@@ -219,7 +224,7 @@ def fauxpy_apart(python: str | Path) -> Path:
     on ``PYTHONPATH`` (FauxPy's runs only) pytest finds the entry point there and loads the plugin
     as before; its dependencies stay in site-packages."""
     root = Path(python).parent.parent
-    apart = root / FAUXPY_APART
+    apart = fauxpy_folder(python)
     apart.mkdir(exist_ok=True)
     for site in sorted(root.glob("lib/python*/site-packages")):
         for entry in [site / "fauxpy", *site.glob("fauxpy-*.dist-info")]:

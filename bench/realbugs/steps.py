@@ -29,7 +29,7 @@ from .bugsinpy import (
     target_tests,
     test_scope,
 )
-from .envs import build_env, curated_spec, fauxpy_apart, load_curation
+from .envs import build_env, curated_spec, fauxpy_apart, fauxpy_folder, load_curation
 from .truth import truth_functions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -549,8 +549,8 @@ def run_fauxpy(record: dict, copy: Path, out: Path) -> dict:
     cmd = [record["python_env"], "-m", "pytest", "-p", "no:cacheprovider", "-q", "--color=no", *extra,
            *record["scope"], "--src", ".", "--exclude", "[" + ",".join(excluded) + "]",
            "--family", "sbfl", "--granularity", "function"]
-    # FauxPy's plugin is found on this path only (``envs.fauxpy_apart``), not in EQUISA's runs.
-    plugin = fauxpy_apart(record["python_env"])
+    # FauxPy's plugin is found on this path only (set apart by ``run_one``), not in EQUISA's runs.
+    plugin = fauxpy_folder(record["python_env"])
     run = timed_run(cmd, copy, clean_env({"PYTHONPATH": str(plugin)}), TOOL_TIMEOUT_S)
     (out / "fauxpy_stdout.txt").write_text(run.stdout[-20000:])
     (out / "fauxpy_stderr.txt").write_text(run.stderr[-20000:])

@@ -208,7 +208,7 @@ _REAL_FOLDERS: dict[str, str] = {}
 def real_file(path: str) -> str:
     """``os.path.realpath(path)``, each absolute folder resolved once per process: a file under it
     then costs one ``lstat`` instead of one per component of its path (the probe resolves every
-    module the run imports: about 45 ms of a small suite's shard, before)."""
+    module the run imports: ``realpath`` was 6 % of a luigi 5 shard's profile samples, before)."""
     folder, name = _os_path.split(path)
     if not _os_path.isabs(folder) or name in ("", ".", ".."):
         return _os_path.realpath(path)  # relative to a working directory that may change

@@ -102,7 +102,8 @@ class LocalizationSteps:
         def traced() -> LocalizationObservation:
             if step.trace_only:  # the shards re-run their failing tests; the rest comes apart (``MarkFlaky``)
                 self.found = trace_only(self.plain_params, rerun_later=True, serve_owner=self.serving_owner())
-                return Traced(suite=suite_of(self.found, self.changed, self.found.problems))
+                return Traced(suite=suite_of(self.found, self.changed, self.found.problems),
+                              elapsed_s=self.elapsed())
             if step.not_needed is not None and self.found is not None:
                 self.found = self.found.model_copy(update={"report": self.found.report.model_copy(
                     update={"enabled": True, "stopped_because": step.not_needed})})
@@ -110,7 +111,7 @@ class LocalizationSteps:
                 stopped = stopped_at_once(self.discovery_params, self.found) if self.found else None
                 self.found = stopped or self.discover_suite(self.discovery_params, self.found)
             problems = suite_problems(self.found, self.llm_problems)
-            return Traced(suite=suite_of(self.found, self.changed, problems))
+            return Traced(suite=suite_of(self.found, self.changed, problems), elapsed_s=self.elapsed())
         return traced
 
     def start_mark_flaky(self, step: MarkFlaky) -> Collect:
@@ -125,9 +126,10 @@ class LocalizationSteps:
             assert self.found is not None and state.suite is not None
             trace = with_flaky(self.found.trace, rerun)
             if trace.flaky == self.found.trace.flaky:  # the suite and its priors are as they were
-                return Traced(suite=state.suite)
+                return Traced(suite=state.suite, elapsed_s=self.elapsed())
             self.found = as_traced(self.found, trace, self.plain_params)
-            return Traced(suite=suite_of(self.found, self.changed, self.found.problems))
+            return Traced(suite=suite_of(self.found, self.changed, self.found.problems),
+                          elapsed_s=self.elapsed())
         return marked
 
     def start_screen(self, step: ScreenMutants) -> Collect:

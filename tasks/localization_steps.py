@@ -109,8 +109,19 @@ def suite_of(found: DiscoveryResult, changed: Mapping[str, AbstractSet[int]] | N
         signals=node_signals(trace, changed),
         ambiguity_groups=scored.ambiguity_groups, tests=_counts(trace, found), discovery=found.report,
         sandbox=found.prepared.sandbox, environment=found.prepared.environment, problems=tuple(problems),
-        ledger=found.ledger,
+        ledger=found.ledger, failing_durations=_failing_durations(failing, {n.fqn for n in scored.nodes}),
     )
+
+
+def _failing_durations(failing: Sequence[TestResult], functions: AbstractSet[str],
+                       ) -> dict[str, tuple[float, ...]]:
+    """Per function of ``functions``, the traced durations of the ``failing`` tests that run it (at
+    least ``MIN_TEST_SECONDS`` each): what the screening's estimated cost is made of."""
+    durations: dict[str, list[float]] = {}
+    for test in failing:
+        for fqn in test.covered & functions:
+            durations.setdefault(fqn, []).append(max(test.duration, MIN_TEST_SECONDS))
+    return {fqn: tuple(found) for fqn, found in durations.items()}
 
 
 def own_packages(root: Path) -> set[str]:

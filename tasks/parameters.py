@@ -9,6 +9,7 @@ each other. ``settings_for`` gives the Localization machine's settings for a run
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 from pydantic import ConfigDict, Field
@@ -25,6 +26,7 @@ from equisa_core.common.options import (
     TestgenOptions,
     ValidationOptions,
     cost_cap,
+    screen_cost_ratio,
     stop_margin,
 )
 from equisa_core.localization.machine import LocalizationSettings
@@ -129,6 +131,9 @@ def settings_for(params: LocalizeParameters, use_llm: bool, batching: bool) -> L
         min_expected_shift=0.0 if use_llm else params.min_expected_shift, mutants=mutants,
         screen_top=params.screen_top if screening else 0, screen_first=screening and params.discovery,
         stop_margin=None if use_llm else stop_margin(params.stop_margin),
+        screen_cost_ratio=None if use_llm else screen_cost_ratio(params.screen_cost_ratio),
+        screen_processes=params.shards or os.cpu_count() or 1,
+        mutants_per_function=params.mutants_per_inspection,
         max_iterations=params.max_inspections, max_cost_usd=cost_cap(params.max_cost_usd),
         max_seconds=params.max_seconds,
         max_stalled_inspections=params.max_stalled_inspections, record_top=params.record_top,

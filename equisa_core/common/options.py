@@ -97,6 +97,17 @@ def stop_margin(value: StopMargin) -> float | None:
     return None if value == STOP_MARGIN_OFF else float(value)
 
 
+#: ``--screen-cost-ratio off``: a run always screens, whatever the screening costs.
+SCREEN_COST_RATIO_OFF: Final = "off"
+#: How many times the trace's seconds the mutant screening may cost (above 0), or ``off``.
+ScreenCostRatio = Annotated[float, Field(gt=0)] | Literal["off"]
+
+
+def screen_cost_ratio(value: ScreenCostRatio) -> float | None:
+    """The ratio ``value`` sets; None for ``off`` (always screen)."""
+    return None if value == SCREEN_COST_RATIO_OFF else float(value)
+
+
 def default_of(model: type[BaseModel], field: str) -> Any:
     """The default of ``model``'s ``field``: what an option that sets it defaults to."""
     return model.model_fields[field].get_default(call_default_factory=True)
@@ -202,6 +213,11 @@ class LocalizationOptions(BaseModel):
         "evidence is in (and a fix it found confirmed) when the leader's confidence is at least this many "
         "times the runner-up's (equisa_core.localization.stop_margin; fitted on the real-bug benchmark); "
         "below it, Discovery, the value comparison and the inspections go on; off: they always do.")
+    screen_cost_ratio: ScreenCostRatio = Field(
+        SCREEN_COST_RATIO_OFF, description="Deterministic mode: run the mutant screening only when its "
+        "estimated seconds (from the failing tests' traced durations and the functions' lengths) are at "
+        "most this many times the seconds the trace took; otherwise the run stops with the trace's answer "
+        "(equisa_core.localization.screening_cost; fitted on the real-bug benchmark); off: always screen.")
     since: str | None = Field(
         None, description="A git ref: functions whose lines changed since it (committed or not) are more "
         "suspicious in the prior (``equisa_core.localization.prior``); None: no such signal.")
@@ -228,6 +244,10 @@ class RepairLocalizationOptions(BaseModel):
         "evidence is in when the leader's confidence is at least this many times the runner-up's; off (a "
         "repair's default): Discovery and the inspections always run, since the repair's tests and fixes "
         "come from them too.")
+    screen_cost_ratio: ScreenCostRatio = Field(
+        SCREEN_COST_RATIO_OFF, description="Deterministic mode: run the mutant screening only when its "
+        "estimated seconds are at most this many times the trace's, else stop with the trace's answer; "
+        "off (a repair's default): always screen, since the repair needs the inspections that follow.")
 
 
 class ValidationOptions(BaseModel):

@@ -60,6 +60,7 @@ from equisa_core.localization.prior import (
     value_likelihoods,
     with_values,
 )
+from equisa_core.localization.screening_cost import ScreeningCost, screening_estimate
 from equisa_core.localization.selection import is_test_file, is_valid_node, select_node
 from equisa_core.localization.signals import Signals
 from equisa_core.localization.steps import (
@@ -151,6 +152,9 @@ class Suite(Frozen):
     environment: SuiteEnvironment | None = None
     problems: tuple[str, ...] = Field((), description="What went wrong while it was traced.")
     ledger: CostLedger = Field(default_factory=CostLedger, description="Discovery's model calls.")
+    failing_durations: dict[str, tuple[float, ...]] = Field(
+        default_factory=dict, description="Per function, the traced durations of the failing tests that "
+        "run it (what its mutants are tried on): the screening's estimated cost.")
 
 
 class LocalizationSettings(Frozen):
@@ -165,6 +169,13 @@ class LocalizationSettings(Frozen):
     stop_margin: float | None = Field(
         None, ge=1, description="With ``screen_first``: stop once the screening's evidence is in when the "
         "leader's confidence is at least this many times the runner-up's; None: never.")
+    screen_cost_ratio: float | None = Field(
+        None, gt=0, description="With ``screen_first``: screen only when its estimated seconds are at most "
+        "this many times the seconds the trace took, else stop with the trace's answer "
+        "(``equisa_core.localization.screening_cost``); None: always screen.")
+    screen_processes: int = Field(1, ge=1, description="The processes the screening runs in (its estimate).")
+    mutants_per_function: int = Field(default_of(LocalizationOptions, "mutants_per_inspection"), ge=1,
+                                      description="A screened function's mutants, at most (the estimate).")
     # The budgets default to the options' defaults (one home: ``equisa_core.common.options``); the
     # switches above default to off, so a machine made by hand does only what it is told to.
     max_iterations: int = Field(default_of(LocalizationOptions, "max_inspections"), ge=0)
@@ -208,6 +219,8 @@ class LocalizationState(Frozen):
     problems: tuple[str, ...] = Field((), description="What went wrong but did not stop the run.")
     first_answer: tuple[RankedNode, ...] = Field(
         (), description="The ranking of the first suite traced, before any other evidence (its top).")
+    screening_cost: ScreeningCost | None = Field(
+        None, description="With ``screen_first``: the screening's estimated cost, once the suite is traced.")
 
 
 # --- steps: what to run next ----------------------------------------------------------------------
@@ -275,6 +288,7 @@ class Traced(Frozen):
 
     kind: Literal["traced"] = "traced"
     suite: Suite
+    elapsed_s: float = Field(0.0, description="Seconds since the run started, once it was traced.")
 
 
 class Screened(Frozen):
@@ -327,8 +341,9 @@ def next_steps(state: LocalizationState) -> list[LocalizationStep]:
     settings = state.settings
     if state.suite is None:
         return [Discover(trace_only=settings.screen_first)]
-    if state.stage == "screening":
-        return [MarkFlaky(), ScreenMutants(functions=_to_screen(state))]
+    if state.stage == "screening":  # a screening that costs too much is not run (``verdict`` says why)
+        declined = state.screening_cost is not None and state.screening_cost.declined
+        return [MarkFlaky(), ScreenMutants(functions=() if declined else _to_screen(state))]
     if state.stage == "screened":
         return _after_screening(state)
     if settings.screen_top and state.screened is None:
@@ -350,7 +365,7 @@ def record(state: LocalizationState, observation: LocalizationObservation) -> Lo
     if verdict(state) is not None:
         return state
     if isinstance(observation, Traced):
-        return _traced(state, observation.suite)
+        return _traced(state, observation)
     if isinstance(observation, Screened):
         return _rebased(state.model_copy(update={
             "screened": observation.functions, "evidence": (*state.evidence, *observation.evidence),
@@ -366,6 +381,8 @@ def verdict(state: LocalizationState) -> Verdict | None:
     """Why the run stopped (the report's ``stopped_because``), or None while it goes on."""
     settings = state.settings
     if state.stage == "screened":
+        if state.screening_cost is not None and state.screening_cost.declined:
+            return Verdict(reason=state.screening_cost.reason())
         confirmed = any(e.strategy == FIX_CONFIRMATION for e in state.evidence)
         converged = is_converged(state.confidences)
         if confirmed and converged:
@@ -404,7 +421,9 @@ def report(state: LocalizationState) -> LocalizationReport:
         raise ValueError("no suite was traced: there is nothing to report")
     stopped = verdict(state)
     early = state.stage == "screened" and stopped is not None  # settled before Discovery
-    decisive = stopped is not None and early and not stopped.converged  # by the margin, not a confirmed fix
+    declined = state.screening_cost is not None and state.screening_cost.declined
+    # by the margin, not a confirmed fix nor a screening that cost too much
+    decisive = stopped is not None and early and not stopped.converged and not declined
     signals = with_values(suite.signals, state.values or {})
     ranking = _ranking(state, signals)
     discovery = suite.discovery
@@ -412,7 +431,8 @@ def report(state: LocalizationState) -> LocalizationReport:
     if early and discovery is not None:
         discovery = discovery.model_copy(update={
             "enabled": True,
-            "stopped_because": "not needed: the answer after the screening was decisive" if decisive
+            "stopped_because": "not run: the mutant screening would have cost too much; the answer is the "
+            "trace's" if declined else "not needed: the answer after the screening was decisive" if decisive
             else "not needed: mutant screening found a fix the whole suite confirms"})
     return LocalizationReport(
         mode=state.settings.mode,
@@ -421,6 +441,7 @@ def report(state: LocalizationState) -> LocalizationReport:
         ranking=tuple(ranking),
         first_answer=state.first_answer,
         decisive_after_screening=decisive,
+        screening_cost=state.screening_cost,
         ambiguity_groups=suite.ambiguity_groups,
         inspections=state.history,
         tests=suite.tests,
@@ -456,19 +477,23 @@ def _reached(fqn: str) -> Verdict:
     return Verdict(reason=f"{fqn} reached {CONFIDENCE_THRESHOLD}", converged=True)
 
 
-def _traced(state: LocalizationState, suite: Suite) -> LocalizationState:
-    """A new suite: before screening, screening (screen first) or Discovery's suite for the loop."""
+def _traced(state: LocalizationState, observation: Traced) -> LocalizationState:
+    """A new suite: before screening, screening (screen first) or Discovery's suite for the loop. The
+    first one sets the first answer and, before a screening, what that screening would cost."""
+    suite = observation.suite
     if state.stage == "start":
         stage: Stage = "screening" if state.settings.screen_first else "discovered"
     elif state.stage == "screened":
         stage = "discovered"
     else:
         stage = state.stage
-    rebased = _rebased(state.model_copy(update={"suite": suite, "stage": stage}))
+    elapsed = max(state.elapsed_s, observation.elapsed_s)
+    rebased = _rebased(state.model_copy(update={"suite": suite, "stage": stage, "elapsed_s": elapsed}))
     if state.stage != "start":
         return rebased
     first = _ranking(rebased, suite.signals)[:FIRST_ANSWER_KEPT]  # no value finding yet
-    return rebased.model_copy(update={"first_answer": tuple(first)})
+    cost = _screening_cost(rebased) if stage == "screening" else None
+    return rebased.model_copy(update={"first_answer": tuple(first), "screening_cost": cost})
 
 
 def _ranking(state: LocalizationState, signals: Mapping[str, NodeSignals]) -> list[RankedNode]:
@@ -592,6 +617,17 @@ def _to_screen(state: LocalizationState) -> tuple[str, ...]:
     settings = state.settings
     return tuple(f for f in leaders(state, settings.screen_top)
                  if worth_screening(settings.table, state.confidences[f], settings.min_expected_shift))
+
+
+def _screening_cost(state: LocalizationState) -> ScreeningCost:
+    """What screening ``_to_screen``'s functions would cost, against the seconds the trace took."""
+    settings = state.settings
+    assert state.suite is not None
+    functions = _to_screen(state)
+    estimate = screening_estimate(functions, state.suite.nodes, state.suite.failing_durations,
+                                  settings.mutants_per_function, settings.screen_processes)
+    return ScreeningCost(functions=functions, estimate_s=round(estimate, 3),
+                         traced_s=round(state.elapsed_s, 3), ratio=settings.screen_cost_ratio)
 
 
 def _fix_to_confirm(state: LocalizationState) -> Evidence | None:

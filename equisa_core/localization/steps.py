@@ -26,6 +26,7 @@ from equisa_core.localization.bayes import (
 )
 from equisa_core.localization.fix_evidence import FixEvidence
 from equisa_core.localization.prior import NodeSignals, PriorWeights
+from equisa_core.localization.screening_cost import ScreeningCost
 from equisa_core.localization.signals import Signals
 
 __all__ = [
@@ -126,6 +127,10 @@ class LocalizationReport(BaseModel):
     decisive_after_screening: bool = Field(
         False, description="The run ended once the mutant screening's evidence was in, its answer decisive "
         "by the calibrated margin (equisa_core.localization.stop_margin): no Discovery or inspection ran.")
+    screening_cost: ScreeningCost | None = Field(
+        None, description="The mutant screening's estimated cost against the seconds the trace took, and "
+        "whether the run declined it as too costly (equisa_core.localization.screening_cost); None when "
+        "no screening was planned before Discovery.")
     ambiguity_groups: tuple[tuple[str, ...], ...]
     inspections: tuple[InspectionRecord, ...]
     tests: TestCounts

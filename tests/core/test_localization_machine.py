@@ -45,6 +45,7 @@ from equisa_core.localization.machine import (
     verdict,
 )
 from equisa_core.localization.prior import NodeSignals, prior_scores
+from equisa_core.localization.screening_cost import ScreeningCost, screening_estimate
 from equisa_core.localization.signals import Signals
 from equisa_core.localization.steps import FIRST_ANSWER_KEPT, TestCounts, rank
 from equisa_core.localization.value_evidence import ValueFinding
@@ -60,6 +61,8 @@ REASONS = (
     r"no inspection left is expected to move a confidence by [\d.]+ or more \((fitted|seed) likelihoods\)",
     r"the answer after the screening is decisive: its leader has "
     r"(no runner-up|[\d.]+ times the runner-up's confidence) \(the calibrated margin is [\d.]+\)",
+    r"the mutant screening of \d+ functions would take about [\d.]+s, more than [\d.]+ times the [\d.]+s "
+    r"the trace took: the answer is the trace's",
 )
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
@@ -85,7 +88,9 @@ def suites(draw: st.DrawFn, names: tuple[str, ...] | None = None) -> Suite:
     return Suite(nodes=nodes, suspiciousness={n: draw(unit) for n in names}, signals=signals,
                  tests=TestCounts(passed=draw(st.integers(0, 9)), failed=1, flaky=0, generated=0),
                  problems=tuple(draw(st.lists(st.sampled_from(["a problem"]), max_size=1))),
-                 ledger=CostLedger(calls=draw(st.sampled_from([(), (PAID,), (CACHED,)]))))
+                 ledger=CostLedger(calls=draw(st.sampled_from([(), (PAID,), (CACHED,)]))),
+                 failing_durations={n: tuple(draw(st.lists(st.floats(0.005, 3.0), max_size=2)))
+                                    for n in names})
 
 
 fix_evidence = st.sampled_from(list(FixEvidence))
@@ -112,7 +117,7 @@ def answer(draw: st.DrawFn, state: LocalizationState, step: object) -> Localizat
     names = tuple(state.suite.nodes) if state.suite is not None else None
     elapsed = state.elapsed_s + draw(st.floats(0.0, 50.0))
     if isinstance(step, (Discover, MarkFlaky)):
-        return Traced(suite=draw(suites(names)))
+        return Traced(suite=draw(suites(names)), elapsed_s=elapsed)
     if isinstance(step, ScreenMutants):
         ran = draw(st.lists(st.sampled_from(step.functions), unique=True)) if step.functions else []
         evidence = []
@@ -151,6 +156,8 @@ settings_strategy = st.builds(
     max_cost_usd=st.sampled_from([0.5, 2.0]), max_seconds=st.sampled_from([20.0, 1800.0]),
     max_stalled_inspections=st.integers(1, 4), record_top=st.integers(1, 4),
     inspection_batch=st.integers(1, 3), stop_margin=st.sampled_from([None, 1.0, 1.033, 2.0]),
+    screen_cost_ratio=st.sampled_from([None, 0.05, 5.0]), screen_processes=st.integers(1, 2),
+    mutants_per_function=st.sampled_from([5, 40]),
 )
 
 
@@ -245,6 +252,12 @@ def test_every_run_ends_with_a_verdict_within_its_budgets(run):
     assert report(final).decisive_after_screening == decisive
     if decisive:  # no Discovery, no inspection: the screening (and its fix's confirmation) only
         assert start.settings.screen_first and final.stage == "screened" and final.iterations == 0
+    declined = stopped.reason.startswith("the mutant screening of")
+    assert declined == (final.screening_cost is not None and final.screening_cost.declined)
+    if declined:  # nothing ran after the trace (and the flaky re-run): the answer is the prior's
+        assert start.settings.screen_first and final.stage == "screened" and not final.history
+        assert final.suite is not None and final.screened == frozenset()
+        assert final.confidences == initial_confidence(prior_scores(final.suite.signals))
     assert report(final).stopped_because == stopped.reason
     if final.suite is not None:  # one ledger: Discovery's calls, then the counted inspections'
         ledger = report(final).ledger
@@ -437,3 +450,57 @@ def test_without_a_margin_a_run_never_stops_after_the_screening():
     state = _screened(_suite_led_by(0.9, 0.01), None)
     assert verdict(state) is None
     assert [type(step) for step in next_steps(state)] == [Discover, RecordCalls]
+
+
+# --- the screening's cost against the trace's (equisa_core.localization.screening_cost) -----------
+
+
+def _traced_with_cost(ratio: float | None, failing_s: float, traced_s: float) -> LocalizationState:
+    """A run that screens first, traced in ``traced_s`` seconds, whose three functions (one line
+    each: 2 mutants) are run by one failing test of ``failing_s`` seconds."""
+    suite = _suite_led_by(0.9, 0.3).model_copy(update={
+        "failing_durations": {f: (failing_s,) for f in ("m.lead", "m.second", "m.third")}})
+    state = initial_state(LocalizationSettings(screen_top=3, screen_first=True, max_iterations=5,
+                                               stop_margin=None, screen_cost_ratio=ratio))
+    return record(state, Traced(suite=suite, elapsed_s=traced_s))
+
+
+def test_a_screening_that_costs_more_than_its_ratio_of_the_trace_is_not_run_and_the_trace_answers():
+    state = _traced_with_cost(ratio=1.0, failing_s=2.0, traced_s=3.0)  # 0.2 + 3 x 2 x 2.01 = 12.26 s > 3 s
+    assert state.screening_cost == ScreeningCost(functions=("m.lead", "m.second", "m.third"),
+                                                 estimate_s=12.26, traced_s=3.0, ratio=1.0)
+    steps = next_steps(state)
+    assert [type(step) for step in steps] == [MarkFlaky, ScreenMutants] and steps[1].functions == ()
+    state = record(record(state, Traced(suite=state.suite, elapsed_s=3.1)), Screened(functions=frozenset()))
+    stopped = verdict(state)
+    assert stopped is not None and not stopped.converged and next_steps(state) == []
+    assert stopped.reason == ("the mutant screening of 3 functions would take about 12.3s, more than 1 "
+                              "times the 3.0s the trace took: the answer is the trace's")
+    final = report(state)
+    assert final.ranking[:FIRST_ANSWER_KEPT] == state.first_answer and not final.inspections
+    assert final.screening_cost is not None and final.screening_cost.declined
+    assert not final.decisive_after_screening
+
+
+def test_a_screening_within_its_ratio_of_the_trace_runs_and_without_a_ratio_every_one_does():
+    cheap = _traced_with_cost(ratio=1.0, failing_s=0.1, traced_s=3.0)  # 0.2 + 3 x 2 x 0.11 = 0.86 s
+    costly = _traced_with_cost(ratio=None, failing_s=2.0, traced_s=3.0)
+    for state in (cheap, costly):
+        assert state.screening_cost is not None and not state.screening_cost.declined
+        steps = next_steps(state)
+        assert steps[1] == ScreenMutants(functions=("m.lead", "m.second", "m.third"))
+        state = record(record(state, Traced(suite=state.suite, elapsed_s=3.1)),
+                       Screened(functions=frozenset(steps[1].functions)))
+        assert verdict(state) is None
+        assert [type(step) for step in next_steps(state)] == [Discover, RecordCalls]
+
+
+def test_the_screenings_estimate_counts_mutants_by_length_failing_tests_and_processes():
+    nodes = {"m.short": Node(fqn="m.short", file="m.py", start_line=1, end_line=2),  # 4 mutants
+             "m.long": Node(fqn="m.long", file="m.py", start_line=10, end_line=109)}  # capped at 40
+    durations = {"m.short": (0.49, 0.99), "m.long": (0.09,)}
+    one = screening_estimate(["m.short", "m.long"], nodes, durations, mutants_cap=40, processes=1)
+    assert math.isclose(one, 0.2 + 4 * (0.5 + 1.0) + 40 * 0.1)
+    two = screening_estimate(["m.short", "m.long"], nodes, durations, mutants_cap=40, processes=2)
+    assert math.isclose(two, 0.2 + (4 * 1.5 + 40 * 0.1) / 2)
+    assert screening_estimate(["m.short"], nodes, {}, mutants_cap=40, processes=1) == 0.2  # no failing test

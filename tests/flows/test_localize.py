@@ -20,7 +20,7 @@ from equisa_core.errors import EXIT_NOT_CONVERGED, LLMRequestError, NoProjectCod
 from equisa_core.localization.bayes import CLAMP_LOW
 from equisa_core.localization.machine import LocalizationObservation, LocalizationState, record
 from equisa_core.localization.machine import report as report_of
-from equisa_core.localization.steps import LocalizationReport
+from equisa_core.localization.steps import FIRST_ANSWER_KEPT, LocalizationReport
 from equisa_core.report.schema import report_schema
 from flows.localize import LocalizationRun, drive_localization
 from tasks.history import query
@@ -40,7 +40,8 @@ EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 #: The loop's mechanics are tested with the hand-set likelihoods and every inspection run: on the
 #: small fixtures here a one-edit fix confirmed by the whole suite settles the run, as the seed
 #: table says. The default (fitted) table and the stopping rules have their own tests below.
-SEED = ("--likelihoods", "seed", "--min-expected-shift", "0", "--stop-margin", "off")
+SEED = ("--likelihoods", "seed", "--min-expected-shift", "0", "--stop-margin", "off",
+        "--screen-cost-ratio", "off")
 
 
 def localize(env: dict[str, str], *args: str) -> tuple[int, str]:
@@ -101,6 +102,27 @@ def test_by_default_a_decisive_answer_after_the_screening_ends_the_run(tmp_path,
     assert not without.decisive_after_screening and without.ranking[0].fqn == BUGGY
     # The loop went on past the screening, to its stopping rule (the calls recorded and compared).
     assert without.stopped_because.startswith("no inspection left is expected to move a confidence")
+
+
+def test_a_screening_that_would_cost_more_than_its_share_of_the_trace_is_not_run(tmp_path, cli_env):
+    """With a ratio that the screening's estimate exceeds (the example's 20 screened functions, each
+    run by the failing tests, cost more than a twentieth of the trace), the run stops once the trace
+    is in, with the trace's answer and the estimate in its report; no mutant runs."""
+    out = tmp_path / "declined.json"
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--screen-cost-ratio", "0.05",
+                         "--json", str(out))
+    assert code == EXIT_NOT_CONVERGED, err
+    report = LocalizationReport.model_validate_json(out.read_text())
+    cost = report.screening_cost
+    assert cost is not None and cost.declined and cost.ratio == 0.05 and len(cost.functions) > 1
+    assert cost.estimate_s > 0.05 * cost.traced_s > 0
+    assert report.stopped_because == (
+        f"the mutant screening of {len(cost.functions)} functions would take about {cost.estimate_s:.1f}s, "
+        f"more than 0.05 times the {cost.traced_s:.1f}s the trace took: the answer is the trace's")
+    assert report.inspections == () and not report.decisive_after_screening
+    assert [n.fqn for n in report.ranking[:FIRST_ANSWER_KEPT]] == [n.fqn for n in report.first_answer]
+    assert report.discovery.stopped_because.startswith("not run: the mutant screening would have cost")
+    assert "would take about" in err
 
 
 def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_would_teach_more(

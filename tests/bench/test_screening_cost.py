@@ -48,3 +48,37 @@ def test_the_estimate_counts_each_screened_functions_mutants_times_its_failing_t
     assert abs(sc.estimate(report, screened) - expected) < 1e-9
     assert sc.estimate(report, []) == 0.0
     assert sc.estimate({"artifacts": str(tmp_path / "gone")}, screened) == float("inf")
+
+
+def _machine_run(project: str, first: float, final: float, wall: float, estimate: float, traced: float,
+                 after: float = 0.0) -> sc.Run:
+    """A run whose report records the machine's own estimate and trace seconds (a screening of 1 s)."""
+    return sc.Run(project=project, bug="1", first_rank=first, final_rank=final, wall_s=wall, fauxpy_s=1.0,
+                  screening_s=1.0, estimate_s=estimate, traced_s=traced, after_s=after)
+
+
+def test_runs_with_the_machines_own_estimate_compare_it_with_the_seconds_it_traced_in():
+    # Traced in 1 s (start-up aside): beta 1 screens the 0.8 s estimate, not the 1.5 s one.
+    cheap = _machine_run("p", first=2.0, final=1.0, wall=3.0, estimate=0.8, traced=1.0)
+    dear = _machine_run("q", first=2.0, final=1.0, wall=6.0, estimate=1.5, traced=1.0, after=2.0)
+    row = sc.replay([cheap, dear], 1.0, oracle=False)
+    # The declined run loses its screening and what came after it: 6 - 1 - 2 = 3 s.
+    assert (row["top1"], row["screened"], row["median_ratio"]) == (1, 1, 3.0)
+    assert dear.reference_s == 1.0 and dear.trace_s == 3.0
+
+
+def test_the_fitted_beta_keeps_the_median_within_its_bound_and_is_validated_on_the_other_projects():
+    # Project a: screening pays cheaply (estimate 0.5 x trace); b: it pays but costs 3 x trace.
+    runs = [_machine_run("a", first=3.0, final=1.0, wall=2.0, estimate=0.5, traced=1.0) for _ in range(3)]
+    runs += [_machine_run("b", first=3.0, final=1.0, wall=2.0, estimate=3.0, traced=1.0) for _ in range(2)]
+    # Screening everything: 5 Top-1 at a median of 2.0; only a's: 3 at a median of 2.0 (three of five
+    # runs screen); a's alone fit a bound of 2.0, none of 1.0.
+    best = sc.fit(runs, max_median_ratio=2.0)
+    assert (best["top1"], best["median_ratio"]) == (5, 2.0) and best["beta"] >= 3.0
+    bounded = sc.fit(runs, max_median_ratio=1.0)
+    assert bounded["screened"] == 0 and bounded["median_ratio"] == 1.0
+    lopo = sc.cross_validated(runs, max_median_ratio=2.0)
+    # Held out, a's runs get the beta fitted on b's (which screens b's at 3.0), and b's the one fitted
+    # on a's alone: the smallest beta with a's Top-1 (0.5), which declines b's.
+    assert lopo["betas"]["a"] >= 3.0 and lopo["betas"]["b"] == 0.5
+    assert (lopo["top1"], lopo["top3"]) == (3, 5)

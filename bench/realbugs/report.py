@@ -92,6 +92,10 @@ def evaluate(run: Mapping, folder: Path) -> dict:
                 out["equisa_first"] = {"rank": rank_of(first, truth)[0] if first else None,
                                        "kept": len(first)}
                 out["equisa_decisive_after_screening"] = bool(report.get("decisive_after_screening"))
+                cost = report.get("screening_cost") or {}  # reports since 34f5701
+                ratio = cost.get("ratio")
+                out["equisa_screening_declined"] = bool(cost.get("functions")) and ratio is not None and \
+                    cost.get("estimate_s", 0.0) > ratio * cost.get("traced_s", 0.0)
         else:
             path = folder / "fauxpy_Scores_Ochiai.csv"
             if path.exists():
@@ -146,6 +150,8 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
     summary["total"]["equisa_first_answer"] = first_answer_summary(cases)
     summary["total"]["equisa_decisive_after_screening"] = sum(
         1 for c in cases if c.get("equisa_decisive_after_screening"))
+    summary["total"]["equisa_screening_declined"] = sum(
+        1 for c in cases if c.get("equisa_screening_declined"))
     ratios = [c["wall_ratio"] for c in cases if c["wall_ratio"]]
     summary["total"]["median_wall_ratio_equisa_over_fauxpy"] = round(statistics.median(ratios), 2) if ratios else None
     for start in ("warm", "cold", "other"):
@@ -249,6 +255,12 @@ def markdown(data: Mapping) -> str:
         lines.append("")
         lines.append("EQUISA runs that ended once the mutant screening was in (a decisive answer, "
                      f"`--stop-margin`): {total['equisa_decisive_after_screening']} of "
+                     f"{total['equisa']['bugs']}.")
+    if total.get("equisa_screening_declined"):
+        lines.append("")
+        declined = total["equisa_screening_declined"]
+        lines.append("EQUISA runs that stopped with the trace's answer, their screening estimated to cost "
+                     f"more than `--screen-cost-ratio` times the trace: {declined} of "
                      f"{total['equisa']['bugs']}.")
     lines.append("")
     lines.append("| bug | truth | EQUISA rank / ranked | FauxPy rank / ranked | EQUISA s | FauxPy s | notes |")

@@ -14,11 +14,12 @@ def _node(fqn: str, confidence: float, line: int) -> dict:
             "confidence": confidence}
 
 
-def _bug(results: Path, name: str, ranking: list[dict], first: list[dict]) -> None:
+def _bug(results: Path, name: str, ranking: list[dict], first: list[dict], cost: dict | None = None) -> None:
     folder = results / name
     folder.mkdir(parents=True)
     project, bug = name.split("-")
-    (folder / "equisa_report.json").write_text(json.dumps({"ranking": ranking, "first_answer": first}))
+    (folder / "equisa_report.json").write_text(json.dumps({"ranking": ranking, "first_answer": first,
+                                                           "screening_cost": cost}))
     (folder / "fauxpy_Scores_Ochiai.csv").write_text("Entity,Score\n/copy/pkg/mod.py::b::10::12,0.9\n")
     truth = {"fqn": "pkg.mod.b", "file": "pkg/mod.py", "first_line": 10, "def_line": 10}
     (folder / "run.json").write_text(json.dumps({
@@ -50,3 +51,16 @@ def test_the_first_answer_is_ranked_beside_the_final_ranking_and_top1_moves_are_
     ranks = {f"{case['project']}:{case['bug']}": (case["equisa_first"]["rank"], case["equisa"]["rank"])
              for case in data["cases"]}
     assert ranks == {"black:1": (2, 1), "black:2": (1, 2), "luigi:3": (1.5, 1.5)}
+
+
+def test_runs_that_declined_their_screening_as_too_costly_are_counted(tmp_path: Path):
+    nodes = [_node("pkg.mod.b", 0.6, 10), _node("pkg.mod.a", 0.4, 1)]
+    declined = {"functions": ["pkg.mod.b"], "estimate_s": 3.0, "traced_s": 1.0, "ratio": 2.0}
+    _bug(tmp_path, "black-1", ranking=nodes, first=nodes, cost=declined)
+    _bug(tmp_path, "black-2", ranking=nodes, first=nodes, cost={**declined, "ratio": 4.0})  # within it
+    _bug(tmp_path, "black-3", ranking=nodes, first=nodes, cost={**declined, "ratio": None})  # no rule
+    _bug(tmp_path, "black-4", ranking=nodes, first=nodes)  # a report older than the rule
+    data = build(tmp_path, [])
+    assert {c["bug"]: c["equisa_screening_declined"] for c in data["cases"]} == {
+        1: True, 2: False, 3: False, 4: False}
+    assert data["summary"]["total"]["equisa_screening_declined"] == 1

@@ -22,9 +22,9 @@ Runs whose report records the machine's own ``screening_cost`` (from 34f5701 on)
 the rule EQUISA applies: screen when its ``estimate_s`` is at most beta times its ``traced_s`` (the
 seconds the run took to trace, start-up not included), the rest of the run (Discovery, the
 inspections' recorded seconds) dropped with the screening. The fit picks, among the betas, the one
-with the most Top-1 answers whose median wall ratio stays at most ``--max-median-ratio``, fewer
-screenings on ties; leave-one-project-out, each project's runs are replayed with the beta fitted on
-the other projects, and the pooled figures are reported beside the in-sample ones.
+with the most Top-1 answers whose median wall ratio stays at most ``--max-median-ratio`` (then
+Top-3, Top-5, fewer screenings); leave-one-project-out, each project's runs are replayed with the
+beta fitted on the other projects, and the pooled figures are reported beside the in-sample ones.
 
     uv run python bench/screening_cost.py --from-realbugs ~/.cache/equisa-bench/realbugs \
         [--results DIR] [--out FILE] [--max-median-ratio R]
@@ -170,13 +170,14 @@ def replay(runs: Sequence[Run], beta: float, oracle: bool) -> dict:
 
 def fit(runs: Sequence[Run], max_median_ratio: float) -> dict:
     """The estimate rule's beta with the most Top-1 answers whose median ratio is at most
-    ``max_median_ratio`` (fewer screenings, then a lower ratio, then the smaller beta, on ties); the
-    smallest ratio's beta when none is within it."""
+    ``max_median_ratio`` (then the most Top-3, Top-5, the fewest screenings, the lower ratio, the
+    smaller beta, on ties); the smallest ratio's beta when none is within it."""
     rows = [replay(runs, beta, oracle=False) for beta in BETAS]
     within = [r for r in rows if r["median_ratio"] <= max_median_ratio]
     if not within:
         return min(rows, key=lambda r: (r["median_ratio"], r["beta"]))
-    return max(within, key=lambda r: (r["top1"], -r["screened"], -r["median_ratio"]))
+    return max(within, key=lambda r: (r["top1"], r["top3"], r["top5"], -r["screened"],
+                                      -r["median_ratio"]))
 
 
 def cross_validated(runs: Sequence[Run], max_median_ratio: float) -> dict:

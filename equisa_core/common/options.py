@@ -18,6 +18,7 @@ from equisa_core.localization.calibrated_likelihoods import (
     DEFAULT_TABLE,
     TableName,
 )
+from equisa_core.localization.screening_cost import FITTED_SCREEN_COST_RATIO
 from equisa_core.localization.stop_margin import FITTED_STOP_MARGIN
 
 __all__ = [
@@ -214,7 +215,7 @@ class LocalizationOptions(BaseModel):
         "times the runner-up's (equisa_core.localization.stop_margin; fitted on the real-bug benchmark); "
         "below it, Discovery, the value comparison and the inspections go on; off: they always do.")
     screen_cost_ratio: ScreenCostRatio = Field(
-        SCREEN_COST_RATIO_OFF, description="Deterministic mode: run the mutant screening only when its "
+        FITTED_SCREEN_COST_RATIO, description="Deterministic mode: run the mutant screening only when its "
         "estimated seconds (from the failing tests' traced durations and the functions' lengths) are at "
         "most this many times the seconds the trace took; otherwise the run stops with the trace's answer "
         "(equisa_core.localization.screening_cost; fitted on the real-bug benchmark); off: always screen.")

@@ -116,7 +116,9 @@ def test_with_the_report_on_standard_output_the_annotations_go_to_standard_error
     env = {**cli_env, "COLUMNS": "80", "GITHUB_ACTIONS": "true"}
     env.pop("GITHUB_STEP_SUMMARY", None)
     env.pop("GITHUB_WORKSPACE", None)
-    done = run(env, "localize", str(repo), "--no-llm", "--json", "-", "--sarif", str(sarif))
+    # The screening, whatever it costs, confirms the fix: the run converges on the bug.
+    done = run(env, "localize", str(repo), "--no-llm", "--screen-cost-ratio", "off", "--json", "-",
+               "--sarif", str(sarif))
     assert done.returncode == 0, done.stderr
     report = LocalizationReport.model_validate_json(done.stdout)  # nothing else on standard output
     assert report.ranking[0].fqn == LONG
@@ -133,7 +135,8 @@ def test_outside_github_actions_nothing_is_annotated_and_no_step_summary_is_writ
     repo = shop(tmp_path / "shop")
     summary = tmp_path / "summary"
     env = {**cli_env, "GITHUB_ACTIONS": "false", "GITHUB_STEP_SUMMARY": str(summary)}
-    done = run(env, "localize", str(repo), "--no-llm", "--markdown", str(tmp_path / "l.md"))
+    done = run(env, "localize", str(repo), "--no-llm", "--screen-cost-ratio", "off", "--markdown",
+               str(tmp_path / "l.md"))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and "::error" not in done.stderr and not summary.exists()
     assert (tmp_path / "l.md").read_text().startswith("## EQUISA localize: ")

@@ -20,6 +20,7 @@ from equisa_core.errors import EXIT_NOT_CONVERGED, LLMRequestError, NoProjectCod
 from equisa_core.localization.bayes import CLAMP_LOW
 from equisa_core.localization.machine import LocalizationObservation, LocalizationState, record
 from equisa_core.localization.machine import report as report_of
+from equisa_core.localization.screening_cost import FITTED_SCREEN_COST_RATIO
 from equisa_core.localization.steps import FIRST_ANSWER_KEPT, LocalizationReport
 from equisa_core.report.schema import report_schema
 from flows.localize import LocalizationRun, drive_localization
@@ -42,6 +43,8 @@ EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 #: table says. The default (fitted) table and the stopping rules have their own tests below.
 SEED = ("--likelihoods", "seed", "--min-expected-shift", "0", "--stop-margin", "off",
         "--screen-cost-ratio", "off")
+#: Every check after the trace run, whatever it costs and however decisive the answer before it.
+EVERY_CHECK = ("--stop-margin", "off", "--screen-cost-ratio", "off")
 
 
 def localize(env: dict[str, str], *args: str) -> tuple[int, str]:
@@ -80,12 +83,14 @@ def test_mutant_screening_finds_the_fix_before_any_inspection(tmp_path, cli_env)
     assert report.discovery.stopped_because.startswith("not needed") and report.tests.generated == 0
 
 
-def test_by_default_a_decisive_answer_after_the_screening_ends_the_run(tmp_path, cli_env):
-    """By default (fitted likelihoods, calibrated margin) the screening's fix, confirmed by the whole
-    suite, makes the bug lead by far more than the margin: the run ends there, without Discovery or
-    an inspection. With the margin off, the loop goes on until its calibrated stopping rule ends it."""
+def test_a_decisive_answer_after_the_screening_ends_the_run(tmp_path, cli_env):
+    """With the screening run whatever it costs, and otherwise the defaults (fitted likelihoods,
+    calibrated margin), the screening's fix, confirmed by the whole suite, makes the bug lead by far
+    more than the margin: the run ends there, without Discovery or an inspection. With the margin
+    off, the loop goes on until its calibrated stopping rule ends it."""
     out, off = tmp_path / "fitted.json", tmp_path / "off.json"
-    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--screen-cost-ratio", "off", "--json",
+                         str(out))
     assert code == EXIT_NOT_CONVERGED, err  # decisive, below 0.9
     report = LocalizationReport.model_validate_json(out.read_text())
     assert report.ranking[0].fqn == BUGGY and not report.converged and report.decisive_after_screening
@@ -96,7 +101,8 @@ def test_by_default_a_decisive_answer_after_the_screening_ends_the_run(tmp_path,
     first = next(line for line in err.splitlines() if line.startswith("First answer"))
     assert BUGGY in first and err.index("First answer") < err.index("Ranking")
     assert report.first_answer[0].fqn != BUGGY
-    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--stop-margin", "off", "--json", str(off))
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--stop-margin", "off", "--screen-cost-ratio",
+                         "off", "--json", str(off))
     assert code == EXIT_NOT_CONVERGED, err
     without = LocalizationReport.model_validate_json(off.read_text())
     assert not without.decisive_after_screening and without.ranking[0].fqn == BUGGY
@@ -104,21 +110,22 @@ def test_by_default_a_decisive_answer_after_the_screening_ends_the_run(tmp_path,
     assert without.stopped_because.startswith("no inspection left is expected to move a confidence")
 
 
-def test_a_screening_that_would_cost_more_than_its_share_of_the_trace_is_not_run(tmp_path, cli_env):
-    """With a ratio that the screening's estimate exceeds (the example's 20 screened functions, each
-    run by the failing tests, cost more than a twentieth of the trace), the run stops once the trace
-    is in, with the trace's answer and the estimate in its report; no mutant runs."""
+def test_by_default_a_screening_that_would_cost_more_than_its_share_of_the_trace_is_not_run(
+        tmp_path, cli_env):
+    """By default (the fitted ratio) the example's screening, 20 functions each run by the slowest
+    failing tests, is estimated to cost more than a quarter of the trace: the run stops once the
+    trace is in, with the trace's answer and the estimate in its report; no mutant runs."""
     out = tmp_path / "declined.json"
-    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--screen-cost-ratio", "0.05",
-                         "--json", str(out))
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
     assert code == EXIT_NOT_CONVERGED, err
     report = LocalizationReport.model_validate_json(out.read_text())
     cost = report.screening_cost
-    assert cost is not None and cost.declined and cost.ratio == 0.05 and len(cost.functions) > 1
-    assert cost.estimate_s > 0.05 * cost.traced_s > 0
+    ratio = FITTED_SCREEN_COST_RATIO
+    assert cost is not None and cost.declined and cost.ratio == ratio and len(cost.functions) > 1
+    assert cost.estimate_s > ratio * cost.traced_s > 0
     assert report.stopped_because == (
         f"the mutant screening of {len(cost.functions)} functions would take about {cost.estimate_s:.1f}s, "
-        f"more than 0.05 times the {cost.traced_s:.1f}s the trace took: the answer is the trace's")
+        f"more than {ratio:g} times the {cost.traced_s:.1f}s the trace took: the answer is the trace's")
     assert report.inspections == () and not report.decisive_after_screening
     assert [n.fqn for n in report.ranking[:FIRST_ANSWER_KEPT]] == [n.fqn for n in report.first_answer]
     assert report.discovery.stopped_because.startswith("not run: the mutant screening would have cost")
@@ -131,13 +138,13 @@ def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_w
     stop the loop without the inspections that would only show a collateral failure; with the rule
     off, those inspections run."""
     out, off = tmp_path / "fitted.json", tmp_path / "off.json"
-    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--stop-margin", "off", "--json", str(out))
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", *EVERY_CHECK, "--json", str(out))
     assert code == EXIT_NOT_CONVERGED, err  # the rule stops the run before the bug reaches 0.9
     report = LocalizationReport.model_validate_json(out.read_text())
     assert report.ranking[0].fqn == BUGGY and not report.converged
     assert report.stopped_because.startswith("no inspection left is expected to move a confidence")
     deterministic = [i for i in report.inspections if i.strategy == "deterministic"]
-    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--stop-margin", "off",
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", *EVERY_CHECK,
                          "--min-expected-shift", "0", "--json", str(off))
     assert code == EXIT_NOT_CONVERGED, err  # more inspections, still below 0.9 when they stall
     without_rule = LocalizationReport.model_validate_json(off.read_text())
@@ -157,7 +164,7 @@ def test_a_real_run_s_observations_replay_to_its_report(tmp_path, prefect_api_ur
     monkeypatch.setenv("EQUISA_WORKSPACES", str(tmp_path / "workspaces"))
     # Without the stopping rule the loop inspects too (in batches), after the screening's fix.
     run = _localize_in_process(LocalizeParameters(path=str(INVOICING), llm=False, min_expected_shift=0.0,
-                                                  stop_margin="off"))
+                                                  stop_margin="off", screen_cost_ratio="off"))
     kinds = [observation.kind for observation in run.observations]
     assert {"traced", "screened", "inspected", "values-compared"} <= set(kinds)
     assert any(i.strategy == "deterministic" and i.batch > 1 for i in run.report.inspections)
@@ -508,13 +515,14 @@ def test_a_function_whose_source_cannot_be_found_is_skipped_and_the_run_goes_on(
         "def test_quadruple():\n    assert quadruple(1) == 4\n\n\n"
         "def test_inc():\n    assert inc(1) == 2\n")
     out, every = tmp_path / "r.json", tmp_path / "every.json"
-    code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), "--json", str(out))
+    code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), "--screen-cost-ratio",
+                         "off", "--json", str(out))
     assert code == EXIT_NOT_CONVERGED, err  # the bug's function cannot be inspected: no certainty
     report = LocalizationReport.model_validate_json(out.read_text())
     assert not report.converged and "mod.double" in {r.fqn for r in report.ranking}
     assert "mod.double was not screened: no function 'double' in the module" in " ".join(report.problems)
     assert "mod.double" not in {i.target for i in report.inspections}
-    code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), "--stop-margin", "off",
+    code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), *EVERY_CHECK,
                          "--json", str(every))
     assert code == EXIT_NOT_CONVERGED, err
     report = LocalizationReport.model_validate_json(every.read_text())
@@ -579,9 +587,11 @@ def test_failing_tests_that_run_no_function_of_the_repository_are_no_ranking(tmp
 
 
 def test_json_dash_writes_the_report_to_standard_output_and_nothing_else_there(tmp_path, cli_env):
-    """Also: by default (the stopping rule) the run ends before the bug reaches 0.9, which is exit 25
-    (not converged, an outcome): the report and its ranking are written, the run recorded as such."""
-    done = subprocess.run([EQUISA, "localize", str(INVOICING), "--no-llm", "--json", "-"],
+    """Also: with the screening run, the stopping rule ends the run before the bug reaches 0.9, which
+    is exit 25 (not converged, an outcome): the report and its ranking are written, the run recorded
+    as such."""
+    done = subprocess.run([EQUISA, "localize", str(INVOICING), "--no-llm", "--screen-cost-ratio", "off",
+                           "--json", "-"],
                           capture_output=True, text=True, env=cli_env, timeout=900, cwd=tmp_path)
     assert done.returncode == EXIT_NOT_CONVERGED == 25, done.stderr
     report = LocalizationReport.model_validate_json(done.stdout)

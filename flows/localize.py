@@ -158,7 +158,10 @@ class _Driver:
         best = leaders(self.state, FIRST_ANSWER_TOP)
         if best:
             listed = ", ".join(f"{fqn} ({self.state.confidences[fqn]:.2f})" for fqn in best)
-            emit(Note(text=f"First answer, from the trace and the prior alone: {listed}; now checking it"))
+            cost = self.state.screening_cost
+            then = "the screening would cost too much: this is the answer" if cost is not None and \
+                cost.declined else "now checking it"
+            emit(Note(text=f"First answer, from the trace and the prior alone: {listed}; {then}"))
 
 
 def _publish_ranking(report: LocalizationReport) -> None:

@@ -130,6 +130,7 @@ def test_by_default_a_screening_that_would_cost_more_than_its_share_of_the_trace
     assert [n.fqn for n in report.ranking[:FIRST_ANSWER_KEPT]] == [n.fqn for n in report.first_answer]
     assert report.discovery.stopped_because.startswith("not run: the mutant screening would have cost")
     assert "would take about" in err
+    assert "the screening would cost too much: this is the answer" in err and "now checking it" not in err
 
 
 def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_would_teach_more(

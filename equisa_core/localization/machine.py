@@ -7,7 +7,9 @@ Every decision of a localization run lives here; ``flows/localize.py`` only runs
    failing tests re-run apart (each shard of the trace re-runs its own; this re-runs those it could
    not), whose flaky ones change the priors (``Traced`` again).
 2. ``ScreenMutants``: the mutants of the most likely functions worth it (calibrated rule), tried
-   together; what they showed is fix evidence (``Screened``), counted again on every new suite.
+   together, when their estimated cost is at most ``settings.screen_cost_ratio`` times the trace's
+   seconds (``equisa_core.localization.screening_cost``; else the run stops with the trace's
+   answer); what they showed is fix evidence (``Screened``), counted again on every new suite.
    Once it is in (and a fix it found confirmed or not), an answer decisive by the calibrated margin
    (``settings.stop_margin``, ``equisa_core.localization.stop_margin``) ends the run there.
 3. ``ConfirmFix``: a fix a function's mutants found, run on the whole suite (``Inspected``). Before

@@ -61,7 +61,8 @@ class ScreeningCost(Frozen):
 
     def reason(self) -> str:
         """Why the run stopped without screening (for ``declined`` costs)."""
-        return (f"the mutant screening of {len(self.functions)} functions would take about "
+        count = len(self.functions)
+        return (f"the mutant screening of {count} function{'' if count == 1 else 's'} would take about "
                 f"{self.estimate_s:.1f}s, more than {self.ratio:g} times the {self.traced_s:.1f}s the "
                 f"trace took: the answer is the trace's")
 

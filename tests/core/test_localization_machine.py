@@ -61,7 +61,7 @@ REASONS = (
     r"no inspection left is expected to move a confidence by [\d.]+ or more \((fitted|seed) likelihoods\)",
     r"the answer after the screening is decisive: its leader has "
     r"(no runner-up|[\d.]+ times the runner-up's confidence) \(the calibrated margin is [\d.]+\)",
-    r"the mutant screening of \d+ functions would take about [\d.]+s, more than [\d.]+ times the [\d.]+s "
+    r"the mutant screening of \d+ functions? would take about [\d.]+s, more than [\d.]+ times the [\d.]+s "
     r"the trace took: the answer is the trace's",
 )
 
@@ -504,3 +504,9 @@ def test_the_screenings_estimate_counts_mutants_by_length_failing_tests_and_proc
     two = screening_estimate(["m.short", "m.long"], nodes, durations, mutants_cap=40, processes=2)
     assert math.isclose(two, 0.2 + (4 * 1.5 + 40 * 0.1) / 2)
     assert screening_estimate(["m.short"], nodes, {}, mutants_cap=40, processes=1) == 0.2  # no failing test
+
+
+def test_a_declined_screening_of_one_function_says_function():
+    cost = ScreeningCost(functions=("m.f",), estimate_s=2.0, traced_s=1.0, ratio=0.25)
+    assert cost.declined
+    assert cost.reason().startswith("the mutant screening of 1 function would take about 2.0s")

@@ -31,10 +31,12 @@ EXAMPLES = sorted(p.name for p in (ROOT / "examples").iterdir() if (p / "pyproje
 KEPT = ROOT / "tests" / "data" / "example_reports"
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
 
-#: Keys whose values change from run to run or machine to machine: timings, ids, where things were
-#: written, the interpreter that ran the suite.
+#: Keys whose values change from run to run or machine to machine: timings (the screening's estimate
+#: too, made of the tests' durations), ids, where things were written, the interpreter that ran the
+#: suite.
 VOLATILE_KEYS = frozenset({"seconds", "wall_seconds", "elapsed_s", "started", "finished", "run_id",
-                           "artifacts", "flow_run_id", "created", "duration_s", "timings", "environment"})
+                           "artifacts", "flow_run_id", "created", "duration_s", "timings", "environment",
+                           "traced_s", "estimate_s"})
 
 
 def normalized(value: Any) -> Any:

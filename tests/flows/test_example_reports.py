@@ -57,7 +57,8 @@ TIMING_DEPENDENT = ("iteration", "posterior", "prior", "tests_run")
 
 
 def comparable(report: dict[str, Any]) -> Any:
-    """The normalized report, with the mutant-screening records sorted by their target.
+    """The normalized report, with the mutant-screening records sorted by their target (and the
+    functions the screening's estimate counts sorted by name).
 
     Screenings run in parallel, in shards balanced by measured durations, and their evidence is
     counted as each one finishes, so the order of their records, their iteration numbers, their
@@ -73,6 +74,9 @@ def comparable(report: dict[str, Any]) -> Any:
         screening = sorted(({k: v for k, v in r.items() if k not in TIMING_DEPENDENT} for r in screening),
                            key=lambda r: json.dumps(r, sort_keys=True))
         localization["inspections"] = screening + others
+    cost = localization.get("screening_cost")
+    if cost:  # functions of equal confidence come in the order the trace's shards reported them
+        cost["functions"] = sorted(cost["functions"])
     return report
 
 

@@ -156,16 +156,24 @@ def estimate(report: dict, screened: Sequence[dict]) -> float:
 def replay(runs: Sequence[Run], beta: float, oracle: bool) -> dict:
     """Top-1/3/5 and the median wall ratio to FauxPy when a run screens only where its screening
     costs (known, or estimated) at most ``beta`` times its trace."""
-    ranks, ratios, screened = [], [], 0
-    for run in runs:
-        cost = run.screening_s if oracle else run.estimate_s
-        screens = cost <= beta * run.reference_s
-        screened += screens
-        ranks.append(run.final_rank if screens else run.first_rank)
-        ratios.append((run.wall_s if screens else run.trace_s) / run.fauxpy_s)
-    return {"beta": beta, "top1": sum(r <= 1 for r in ranks), "top3": sum(r <= 3 for r in ranks),
-            "top5": sum(r <= 5 for r in ranks), "median_ratio": round(statistics.median(ratios), 3),
-            "screened": screened}
+    outcomes = [outcome(run, beta, oracle) for run in runs]
+    return {"beta": beta, **_figures(outcomes), "screened": sum(screens for screens, _, _ in outcomes)}
+
+
+def outcome(run: Run, beta: float, oracle: bool) -> tuple[bool, float, float]:
+    """Whether ``run`` screens at ``beta`` (its known or its estimated screening seconds against
+    beta times its reference), the truth's rank then, and its wall ratio to FauxPy."""
+    screens = (run.screening_s if oracle else run.estimate_s) <= beta * run.reference_s
+    return screens, run.final_rank if screens else run.first_rank, \
+        (run.wall_s if screens else run.trace_s) / run.fauxpy_s
+
+
+def _figures(outcomes: Sequence[tuple[bool, float, float]]) -> dict:
+    """Top-1/3/5 and the median wall ratio of ``outcome`` results."""
+    ranks = [rank for _, rank, _ in outcomes]
+    return {"top1": sum(r <= 1 for r in ranks), "top3": sum(r <= 3 for r in ranks),
+            "top5": sum(r <= 5 for r in ranks),
+            "median_ratio": round(statistics.median(ratio for _, _, ratio in outcomes), 3)}
 
 
 def fit(runs: Sequence[Run], max_median_ratio: float) -> dict:
@@ -183,17 +191,11 @@ def fit(runs: Sequence[Run], max_median_ratio: float) -> dict:
 def cross_validated(runs: Sequence[Run], max_median_ratio: float) -> dict:
     """Leave-one-project-out: each project's runs replayed with the beta fitted on the others; the
     pooled Top-1/3/5 and median ratio, and each fold's beta."""
-    ranks, ratios, folds = [], [], {}
+    outcomes, folds = [], {}
     for project in sorted({r.project for r in runs}):
-        beta = fit([r for r in runs if r.project != project], max_median_ratio)["beta"]
-        folds[project] = beta
-        for run in (r for r in runs if r.project == project):
-            screens = run.estimate_s <= beta * run.reference_s
-            ranks.append(run.final_rank if screens else run.first_rank)
-            ratios.append((run.wall_s if screens else run.trace_s) / run.fauxpy_s)
-    return {"top1": sum(r <= 1 for r in ranks), "top3": sum(r <= 3 for r in ranks),
-            "top5": sum(r <= 5 for r in ranks), "median_ratio": round(statistics.median(ratios), 3),
-            "betas": folds}
+        folds[project] = fit([r for r in runs if r.project != project], max_median_ratio)["beta"]
+        outcomes += [outcome(r, folds[project], oracle=False) for r in runs if r.project == project]
+    return {**_figures(outcomes), "betas": folds}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from equisa_core.errors import EXIT_NOT_CONVERGED
+from equisa_core.localization.screening_cost import ScreeningCost
 
 TOOLS = ("equisa", "fauxpy")
 LABELS = {"equisa": "EQUISA `localize --no-llm`", "fauxpy": "FauxPy 0.7 SBFL Ochiai (function)"}
@@ -92,10 +93,8 @@ def evaluate(run: Mapping, folder: Path) -> dict:
                 out["equisa_first"] = {"rank": rank_of(first, truth)[0] if first else None,
                                        "kept": len(first)}
                 out["equisa_decisive_after_screening"] = bool(report.get("decisive_after_screening"))
-                cost = report.get("screening_cost") or {}  # reports since 34f5701
-                ratio = cost.get("ratio")
-                out["equisa_screening_declined"] = bool(cost.get("functions")) and ratio is not None and \
-                    cost.get("estimate_s", 0.0) > ratio * cost.get("traced_s", 0.0)
+                cost = report.get("screening_cost")  # reports since 34f5701
+                out["equisa_screening_declined"] = bool(cost) and ScreeningCost.model_validate(cost).declined
         else:
             path = folder / "fauxpy_Scores_Ochiai.csv"
             if path.exists():

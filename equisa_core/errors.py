@@ -39,6 +39,9 @@ boundary where they occur. Each class that introduces a code says what it means 
     ├── NoProjectCodeError (17)        the failing tests ran no function of the repository's copy
     ├── DoctorError (18)               ``equisa doctor``: a part a run needs is missing or broken
     ├── NothingToLocalizeError (20)    no test fails: not a failure of EQUISA, nothing to do
+    ├── BudgetSpentError (26)          a sandboxed run was cut at the run's deadline (``--max-seconds``):
+    │                                  the drivers stop on it with what they have; it reaches the user
+    │                                  only when the budget ran out before the suite was traced
     ├── ApplyRefusedError (23)         --apply on a dirty git tree (or files changed since the run)
     ├── PatchApplyError (24)           the accepted diff does not apply to the user's tree
     ├── CoverageUnavailableError (32)  coverage.py cannot run in the suite's interpreter
@@ -69,7 +72,8 @@ flushed later (``equisa flush``); the storage errors reach the user from ``flush
 Some codes are outcomes, not errors (``OUTCOMES``): ``equisa repair`` exits 21 (a patch passed the
 suite but only overfits: plausible only) and 22 (no patch found); ``equisa localize`` exits 25 when
 no function reached the confidence threshold (not converged: the ranking and report are still
-written); ``equisa batch`` exits 51 when the batch ran to its end but some repository's run failed
+written); both exit 26 when their time budget (``--max-seconds``) stopped them (the report holds the
+best found so far); ``equisa batch`` exits 51 when the batch ran to its end but some repository's run failed
 (an outcome such as not fixed, or a localization inside a repair that did not converge, is no failed
 run); 2 is argparse's, 70 a bug, 130 Ctrl-C. ``repair`` exits on its repair's outcome alone (0, 21,
 22), whether or not its localization converged.
@@ -131,6 +135,10 @@ __all__ = [
     "EXIT_PLAUSIBLE_ONLY",
     "EXIT_NOT_FIXED",
     "EXIT_NOT_CONVERGED",
+    "EXIT_BUDGET_SPENT",
+    "BUDGET_SPENT",
+    "BudgetSpentError",
+    "budget_spent",
     "EXIT_USAGE",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
@@ -157,6 +165,12 @@ EXIT_NOT_FIXED = 22
 #: ``equisa localize`` ran to its end, but no function reached the confidence threshold (0.9): the
 #: ranking is a best guess. An outcome, not an error: the report is written and the run recorded.
 EXIT_NOT_CONVERGED = 25
+#: ``equisa repair`` or ``localize`` stopped because its time budget (``--max-seconds``) ran out: the
+#: report holds the best found so far (the ranking, a plausible candidate validated before the
+#: deadline). An outcome, not an error. A repair that found a fix before the deadline exits 0.
+EXIT_BUDGET_SPENT = 26
+#: How a report's ``stopped_because`` begins when the time budget stopped the run.
+BUDGET_SPENT = "time budget"
 #: ``equisa batch`` ran every repository, but the run of at least one of them failed.
 EXIT_BATCH_FAILURES = 51
 
@@ -164,12 +178,16 @@ EXIT_BATCH_FAILURES = 51
 OUTCOMES: dict[int, str] = {
     EXIT_OK: "success",
     EXIT_USAGE: "malformed command line",
-    EXIT_PLAUSIBLE_ONLY: "`equisa repair`: plausible only — a patch passed the suite but failed the "
-                         "anti-overfitting checks (it is still reported, not applied)",
+    EXIT_PLAUSIBLE_ONLY: "`equisa repair`: plausible only — a patch passed the suite, but a check weighs "
+                         "against it or the evidence does not reach a fix (it is still reported, not applied)",
     EXIT_NOT_FIXED: "`equisa repair`: not fixed — no candidate passed the suite",
     EXIT_NOT_CONVERGED: "`equisa localize`: not converged — no function reached the confidence threshold; "
                         "the ranking (a best guess) and the report are still written (`repair` exits on "
                         "its repair's outcome instead)",
+    EXIT_BUDGET_SPENT: "`equisa repair`, `localize`: the time budget (`--max-seconds`; repair 120 s, "
+                       "localize 1800 s) ran out: the run stopped by itself and wrote its report with the "
+                       "best found so far (the ranking, a plausible candidate validated before the deadline, "
+                       "`stopped_because`); a repair fixed before the deadline exits 0",
     EXIT_BATCH_FAILURES: "`equisa batch`: the batch ran to its end, but at least one repository's run "
                          "failed (see its row)",
     EXIT_INTERNAL: "internal error (a bug in EQUISA; `--debug` shows the traceback)",
@@ -177,14 +195,25 @@ OUTCOMES: dict[int, str] = {
 }
 
 
-def localize_exit_code(converged: bool) -> int:
-    """``equisa localize``'s exit code: 0 when a function reached the threshold, else 25 (not converged)."""
-    return EXIT_OK if converged else EXIT_NOT_CONVERGED
+def budget_spent(stopped_because: str | None) -> bool:
+    """Whether a report's ``stopped_because`` says the time budget stopped the run."""
+    return (stopped_because or "").startswith(BUDGET_SPENT)
 
 
-def repair_exit_code(status: str) -> int:
-    """``equisa repair``'s exit code for its status: fixed 0, plausible only 21, anything else 22.
+def localize_exit_code(converged: bool, stopped_because: str | None = None) -> int:
+    """``equisa localize``'s exit code: 0 when a function reached the threshold, else 26 when the time
+    budget stopped it, else 25 (not converged)."""
+    if converged:
+        return EXIT_OK
+    return EXIT_BUDGET_SPENT if budget_spent(stopped_because) else EXIT_NOT_CONVERGED
+
+
+def repair_exit_code(status: str, stopped_because: str | None = None) -> int:
+    """``equisa repair``'s exit code for its status: fixed 0; else 26 when the time budget stopped the
+    run (a plausible patch found before it included); else plausible only 21, anything else 22.
     Whether its localization converged does not change it."""
+    if status != "fixed" and budget_spent(stopped_because):
+        return EXIT_BUDGET_SPENT
     return {"fixed": EXIT_OK, "plausible_only": EXIT_PLAUSIBLE_ONLY}.get(status, EXIT_NOT_FIXED)
 
 
@@ -467,6 +496,17 @@ class NothingToLocalizeError(EquisaError):
 
     exit_code = 20
     meaning = "nothing to localize: no test fails (not an error)"
+
+
+class BudgetSpentError(EquisaError):
+    """A sandboxed run was cut at the run's deadline (the time budget, ``--max-seconds``), before its
+    own wall clock: what it gave is not its result, so it is neither used nor cached. The drivers
+    catch it and stop their machine with what they have (``Clocked``); it ends a command only when
+    the budget ran out before the suite was traced. Its code is the outcome's (``EXIT_BUDGET_SPENT``),
+    with the outcome's meaning: the only error that shares an outcome's code, being that outcome."""
+
+    exit_code = EXIT_BUDGET_SPENT
+    meaning = OUTCOMES[EXIT_BUDGET_SPENT]
 
 
 class ApplyRefusedError(EquisaError):

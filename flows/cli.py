@@ -310,16 +310,18 @@ def _write_failure_ci_outputs(args: argparse.Namespace, failure: Any, console: C
 
 def _publish(args: argparse.Namespace, report: RepairReport, forge: options.ForgeOptions,
              console: Console) -> RepairReport:
-    """``--push`` / ``--open-pr``: publish a fixed report's patch (``tasks.publish_fix``), or say why
-    nothing is pushed. When publishing fails, the report is written (``--json``) before the error ends
-    the command."""
+    """``--push`` / ``--open-pr``: publish a fixed report's patch (a plausible-only one with
+    ``--allow-plausible``; ``tasks.publish_fix``), or say why nothing is pushed (on the console and in
+    the report's ``problems``). When publishing fails, the report is written (``--json``) before the
+    error ends the command."""
     from equisa_core.errors import ForgeError, PushError
     from equisa_core.report.markdown import render_markdown
-    from tasks.publish_fix import publish_fix
+    from tasks.publish_fix import publish_fix, refusal_of
 
-    if report.status != "fixed":
-        console.print(f"Nothing pushed: no patch was accepted ({report.status}).", highlight=False)
-        return report
+    refused = refusal_of(report, forge)
+    if refused is not None:  # an outcome, said on the console and in the report; not an error
+        console.print(f"{refused[:1].upper()}{refused[1:]}.", highlight=False, soft_wrap=True)
+        return report.model_copy(update={"problems": (*report.problems, refused)})
     try:
         published = publish_fix(str(args.path), None, report, forge, render_markdown(report),
                                  say=lambda line: console.print(line, highlight=False, soft_wrap=True))

@@ -5,6 +5,13 @@ runner (``tasks.localization_run``, over ``tasks.localization_steps`` and ``task
 steps given together side by side, the inspections batched into few sandbox processes), feeds
 what they saw back with ``record``, and stops on ``verdict``; it publishes the progress and the
 artifacts. Every decision (what to screen, which node to inspect, when to stop) is the machine's.
+
+The time budget (``max_seconds``): the driver sends the clock (``Clocked``) before each round of
+steps and the machine stops once it is spent; no sandboxed run of the loop may outlast the budget
+(its wall clock is at most ``max_seconds``), and every run ends by the budget's deadline
+(``tasks.sandbox.run_deadline``, or the repair's if sooner). A run cut there raises
+``BudgetSpentError``: once the suite is traced the driver sends the spent clock and the machine
+stops with the ranking as it stands; before, there is nothing to rank and the error ends the run.
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ from uuid import UUID
 from prefect import flow
 from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
 
+from equisa_core.common.time_limits import budget_reading
+from equisa_core.errors import BudgetSpentError
 from equisa_core.localization.machine import (
+    Clocked,
     ConfirmFix,
     Discover,
     Inspect,
@@ -42,6 +52,7 @@ from tasks.localization_steps import RecordedTests, print_records
 from tasks.parameters import LocalizeParameters
 from tasks.progress_events import Note, emit
 from tasks.record import failures_recorded, record_finished_run
+from tasks.sandbox import deadline_passed, run_deadline
 from tasks.task_runners import FanOutTaskRunner
 
 __all__ = ["LocalizationRun", "localize", "run_localization", "drive_localization"]
@@ -95,6 +106,8 @@ class _Driver:
     progress: UUID | None = None
 
     def __post_init__(self) -> None:
+        if self.params.shard_timeout_s > self.params.max_seconds:  # no run outlasts the time budget
+            self.params = self.params.model_copy(update={"shard_timeout_s": self.params.max_seconds})
         self.steps = LocalizationSteps(self.params, lambda: self.state, discover)
         self.state = initial_state(self.steps.settings())
 
@@ -102,13 +115,22 @@ class _Driver:
         """Steps out, observations in, until the verdict."""
         initial = self.state
         try:
-            while steps := next_steps(self.state):
-                try:
-                    for collect in [self._start(step) for step in steps]:
-                        self._record(collect())
-                except BaseException:
-                    self.steps.wait_for_runs()  # none is left running when the run fails
-                    raise
+            with run_deadline(self.params.max_seconds - self.steps.elapsed()):
+                while steps := next_steps(self.state):
+                    self._record(self._clock())  # the time budget's reading
+                    if not (steps := next_steps(self.state)):
+                        break
+                    try:
+                        for collect in [self._start(step) for step in steps]:
+                            self._record(collect())
+                    except BudgetSpentError:
+                        self.steps.wait_for_runs()
+                        if self.state.suite is None:  # nothing traced: nothing to rank
+                            raise
+                        self._record(self._clock(spent=True))  # the machine stops on its ranking
+                    except BaseException:
+                        self.steps.wait_for_runs()  # none is left running when the run fails
+                        raise
         finally:
             self.steps.discard_kept()  # trace shards kept for a screening that did not come
         if self.progress is not None:
@@ -123,6 +145,12 @@ class _Driver:
         return LocalizationRun(found=found, report=final, initial=initial,
                                observations=tuple(self.observations),
                                recorded=None if recording is None else recording.finished())
+
+    def _clock(self, spent: bool = False) -> Clocked:
+        """The budget's reading: the seconds elapsed, past the budget once the deadline passed
+        (``spent``: a run was cut there)."""
+        elapsed = round(self.steps.elapsed(), 3)
+        return Clocked(elapsed_s=budget_reading(elapsed, self.params.max_seconds, spent or deadline_passed()))
 
     def _start(self, step: LocalizationStep) -> Collect:
         """Start ``step``'s runs; the function returned waits for them and says what they saw."""

@@ -22,13 +22,28 @@ budget, a fresh localization, and the functions whose fixes regressed are not pa
 
 The model calls of every step and the problems met travel on the machine's observations; the
 machine's ledger gives the report's cost and the history's rows of the run's calls.
+
+The time budget (``max_seconds``): the driver sends the machine its clock (``Clocked``) before each
+step, and the machine stops when it is spent. The driver only bounds the step in flight by the time
+left: the localization gets it as its own budget and as every sandboxed run's wall clock, the fix
+search screens for at most that long, and a validation's runs are cut at the deadline. One deadline
+(``tasks.sandbox.run_deadline``, ``max_seconds`` from the start) holds for every sandboxed run of the
+repair, however many a step makes in a row: a run cut there raises ``BudgetSpentError``, not
+cached, and the driver sends the spent clock; the machine stops with what it has (the ranking, the
+verdicts made so far; the candidate whose validation was cut is dropped). Only when the budget
+ran out before the first localization had traced the suite does the error end the run (exit 26).
 """
 
 from __future__ import annotations
 
+import math
+import time
+
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact, update_progress_artifact
 
+from equisa_core.common.time_limits import budget_reading
+from equisa_core.errors import BudgetSpentError
 from equisa_core.validation import machine
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.repair import RepairReport
@@ -40,6 +55,7 @@ from tasks.progress_events import Stage, emit
 from tasks.record import failures_recorded, record_finished_run
 from tasks.repair_generators import RepairRound, find_targets
 from tasks.repair_report import repair_report
+from tasks.sandbox import deadline_passed, run_deadline
 from tasks.task_runners import FanOutTaskRunner
 from tasks.validation_checks import ValidationContext, validation_context
 
@@ -61,27 +77,57 @@ def repair(params: RepairParameters) -> RepairReport:
 
 
 def _drive(params: RepairParameters) -> tuple[RepairReport, RepairRound, machine.RepairState]:
-    """The repair loop, from the first localization to the report (not recorded yet)."""
+    """The repair loop, from the first localization to the report (not recorded yet), every
+    sandboxed run ending by the time budget's deadline."""
+    with run_deadline(params.max_seconds):
+        return _drive_within(params, time.monotonic())
+
+
+def _drive_within(params: RepairParameters, started: float,
+                  ) -> tuple[RepairReport, RepairRound, machine.RepairState]:
+    """``_drive`` under the deadline, ``started`` its start."""
+
+    def clock(spent: bool = False) -> machine.Clocked:
+        """The budget's reading: past the budget once the deadline passed (``spent``: a run was cut)."""
+        return machine.Clocked(elapsed_s=budget_reading(time.monotonic() - started, params.max_seconds,
+                                                        spent or deadline_passed()))
+
     use_llm, config, problems = choose_llm_mode(params)
     llm = config if use_llm else None
     state = machine.start_repair(machine.RepairBudget(
         repair_top=params.repair_top, max_validations=params.max_validations,
         max_relocalizations=params.max_relocalizations,
         llm_fixes=bool(llm is not None and params.max_llm_fixes),
-        patcher=bool(llm is not None and params.patcher_evaluations)))
+        patcher=bool(llm is not None and params.patcher_evaluations), max_seconds=params.max_seconds))
     state = record(state, machine.Noted(problems=tuple(problems)))
     round_: RepairRound | None = None
     while steps := machine.next_steps(state):
+        if round_ is not None:  # the clock: the machine stops once the budget is spent
+            state = record(state, clock())
+            if not (steps := machine.next_steps(state)):
+                break
         step = steps[0]
+        left = machine.seconds_left(state) if round_ is not None else params.max_seconds
         if isinstance(step, machine.Localize):
             if round_ is not None:
                 settle(round_.ctx)
-            round_ = _localized(params, step, llm)
+            try:
+                round_ = _localized(_bounded(params, left), step, llm)
+            except BudgetSpentError:
+                if round_ is None:  # the suite was not traced: nothing to report
+                    raise
+                state = record(state, clock(spent=True))  # the last round's verdicts stand
+                continue
             state = record(state, _localized_observation(round_))
             continue
         assert round_ is not None, "a step came before the first localization"
+        _cut_at(round_, left)
         rounds_done, relocalizations = state.rounds_done, state.relocalizations
-        for observation in _observe(step, state, round_, params, llm):
+        try:
+            observations = _observe(step, state, round_, _bounded(params, left), llm)
+        except BudgetSpentError:  # a run of the step was cut at the deadline: what it saw is dropped
+            observations = [clock(spent=True)]
+        for observation in observations:
             state = record(state, observation)
         if state.rounds_done > rounds_done:  # the round is over
             update_progress_artifact(round_.progress, 100.0)
@@ -93,6 +139,28 @@ def _drive(params: RepairParameters) -> tuple[RepairReport, RepairRound, machine
     report = repair_report(round_.found, round_.localization, state, use_llm)
     _publish(report)
     return report, round_, state
+
+
+def _bounded(params: RepairParameters, left: float) -> RepairParameters:
+    """``params`` for a step that may take ``left`` seconds: the localization's own budget, each
+    sandboxed run's wall clock and the fix search's screening (whole seconds, at least one)."""
+    seconds = float(max(1, math.ceil(left)))
+    return params.model_copy(update={
+        "max_seconds": min(params.max_seconds, seconds),
+        "shard_timeout_s": min(params.shard_timeout_s, seconds),
+        "search_seconds": min(params.search_seconds, seconds)})
+
+
+def _cut_at(round_: RepairRound, left: float) -> None:
+    """The round's sandboxed runs (validations, the search's screens) cut ``left`` seconds from now."""
+    seconds = float(max(1, math.ceil(left)))
+    prepared = round_.found.prepared
+    if prepared.base.limits.wall_clock_s <= seconds:
+        return
+    limits = prepared.base.limits.model_copy(update={"wall_clock_s": seconds})
+    prepared = prepared.model_copy(update={"base": prepared.base.model_copy(update={"limits": limits})})
+    round_.found = round_.found.model_copy(update={"prepared": prepared})
+    round_.ctx.found = round_.found
 
 
 def record(state: machine.RepairState, observation: machine.RepairObservation) -> machine.RepairState:

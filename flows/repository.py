@@ -29,7 +29,7 @@ from tasks.batch_io import default_reports_dir, write_report
 from tasks.batch_results import FullReport, publish_result, result_fields
 from tasks.parameters import RepositoryRunParameters, repair_parameters
 from tasks.prepare import snapshot_workspace
-from tasks.publish_fix import publish_fix_step
+from tasks.publish_fix import publish_fix_step, refusal_of
 from tasks.record import failures_recorded
 from tasks.task_runners import FanOutTaskRunner, shared_cluster
 
@@ -83,13 +83,14 @@ def _run(params: RepositoryRunParameters) -> State:
 
 def _published(entry: RepositoryEntry, report: RepairReport,
                result: RepositoryResult) -> tuple[RepairReport, RepositoryResult]:
-    """The entry's ``publish`` done: a fixed report's branch pushed (and pull request opened), recorded
+    """The entry's ``publish`` done: a fixed report's (``allow_plausible``: a plausible one's) branch pushed (and pull request opened), recorded
     in the report and the result; a failure to publish makes the result an error (the fix is kept)."""
     if not entry.publish.publishing:
         return report, result
-    if report.status != "fixed":
-        print(f"{entry.label}: nothing pushed: no patch was accepted ({report.status})")
-        return report, result
+    refused = refusal_of(report, entry.publish)
+    if refused is not None:  # an outcome, in the report's problems and the log; the run is no failure
+        print(f"{entry.label}: {refused}")
+        return report.model_copy(update={"problems": (*report.problems, refused)}), result
     try:
         published = publish_fix_step(entry.source, entry.ref, report, entry.publish,
                                      render_markdown(report))

@@ -23,7 +23,16 @@ the workspace copy (never the user's tree). A candidate is accepted (``SOUND``) 
    - ``novel-input tests`` (LLM mode): tests of the failing tests' behaviour with different inputs,
      made by the test-generation agent (``flows.testgen.generate_tests``, LLM mode, focused on the
      target, the failing tests' sources given as the specification: the model is the oracle), pass
-     on the patched program; a test that errors is ignored and said so.
+     on the patched program; a test that errors is ignored and said so;
+   - ``behavioural divergence``: the target's covering tests run on the original program with the
+     candidate's function called beside the original on every call, and on generated calls near
+     the passing tests' calls (``tasks.divergence_check``, ``equisa_core.validation.divergence``):
+     a changed outcome on a passing test's call weighs against the candidate;
+   - ``wrong-patch patterns``: the fitted model of wrong patches' shapes (a broad ``except`` added, a
+     silencing return, a deleted guard, an inverted condition the suite never took both ways, one
+     of parallel expressions changed alone: ``equisa_core.validation.patch_patterns``);
+4. the evidence reaches: the divergence check compared calls from passing tests that ran enough
+   of the function (``UNCONFIRMED`` otherwise: the report says ``plausible_only`` with the reason).
 
 ``check_candidate`` returns the verdict with the model calls the checks made and the problems they
 met (the repair machine's ``Validated`` observation); ``validate_candidate`` the verdict alone.
@@ -49,6 +58,7 @@ from equisa_core.common.models import TestResult
 from equisa_core.validation import checks, machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
 from tasks.parameters import TestgenParameters
+from tasks.divergence_check import measure_divergence
 from tasks.prepared_run import PreparedRun, focused_request
 from tasks.progress_events import not_listening
 from tasks.target_checks import TargetPlan, checks_ahead, plan_target, prepare_target, run_target_checks
@@ -169,9 +179,12 @@ def _observe(steps: list[checks.CheckStep], candidate: PatchCandidate, ctx: Vali
             run = run_request(ctx, focused_request(found.prepared, tests, overlay, trace=False))
             return [checks.SuiteRan(tests=run.tests)]
         case checks.ReadFunctions():
-            pair = functions_of(candidate, ctx)
-            read = checks.FunctionsRead(original=pair[0], patched=pair[1]) if pair else checks.FunctionsRead()
-            return [read]
+            read_pair = functions_of(candidate, ctx)
+            return [checks.FunctionsRead(original=read_pair[0], patched=read_pair[1], first_line=read_pair[2])
+                    if read_pair else checks.FunctionsRead()]
+        case checks.RunDivergence(target=target):
+            measured = measure_divergence(candidate, target, ctx)
+            return [checks.DivergenceRan(report=measured.report, reason=measured.reason)]
         case checks.RunCarvedTests(target=target) | checks.RunDifferential(target=target):
             _prepared(target, ctx)
             together = [s for s in steps if isinstance(s, (checks.RunCarvedTests, checks.RunDifferential))]

@@ -187,8 +187,8 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
     },
     ForgeOptions: {
         "push": Option("push the accepted patch as one commit on top of HEAD to a branch equisa/fix-<short "
-                       "sha> of --remote (the working tree and branch are not touched; a plausible-only or "
-                       "not-fixed run pushes nothing)", switch=True),
+                       "sha> of --remote (the working tree and branch are not touched; a not-fixed run pushes "
+                       "nothing, a plausible-only one only with --allow-plausible)", switch=True),
         "remote": Option("the git remote the fix branch goes to (default {default})", metavar="NAME"),
         "open_pr": Option("also open a pull request for the fix branch (or comment on the open one) through "
                           "the forge's REST API, with the token in GITHUB_TOKEN or EQUISA_FORGE_TOKEN "
@@ -201,6 +201,9 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
                           "repository's default branch)", metavar="BRANCH"),
         "forge_timeout_s": Option("seconds to wait for each answer of the forge's API (default {default})",
                                   flag="--forge-timeout", metavar="SECONDS"),
+        "allow_plausible": Option("with --push/--open-pr, also publish a plausible-only patch (it passes the "
+                                  "suite but failed the anti-overfitting checks); its commit and pull "
+                                  "request say plainly it is plausible only, and why", switch=True),
     },
     BatchOptions: {
         "concurrency": Option("repositories repaired at the same time (default {default})", metavar="N"),

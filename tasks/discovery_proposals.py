@@ -15,7 +15,7 @@ from equisa_core.common.cost import LLMCall
 from equisa_core.common.models import Node, SuiteTrace
 from equisa_core.common.source_edit import function_source
 from equisa_core.discovery import machine
-from equisa_core.errors import CollectionError, EquisaError
+from equisa_core.errors import BudgetSpentError, CollectionError, EquisaError
 from equisa_core.localization.selection import recording_sample
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, carve_tests, carved_module, carved_module_path
 from equisa_core.testgen.modules import keep_tests, list_tests
@@ -142,6 +142,8 @@ def _testgen_tests(
         with tempfile.TemporaryDirectory(prefix="equisa-discovery-testgen-") as out:
             try:
                 path, source = testgen(focused, file, members, stem, out)
+            except BudgetSpentError:
+                raise  # cut at the run's deadline: the driver stops its loop
             except EquisaError as error:
                 problems.append(f"testgen for {', '.join(members)}: {error.message}")
                 continue

@@ -23,7 +23,7 @@ from prefect.futures import PrefectFuture
 
 from equisa_core.common.cost import LLMCall
 from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcome
-from equisa_core.errors import EquisaError, WeakSandboxError
+from equisa_core.errors import BudgetSpentError, EquisaError, WeakSandboxError
 from equisa_core.localization.bayes import LLM_BUGGY, LLM_NOT_BUGGY
 from equisa_core.localization.fix_evidence import classify_mutants
 from equisa_core.localization.machine import Inspect, Inspected, InspectionResult, LocalizationState
@@ -97,6 +97,8 @@ def inspect_step(step: Inspect, state: LocalizationState, found: DiscoveryResult
             candidates, target in screened)
     except WeakSandboxError:
         raise  # a policy, not a failure of this node
+    except BudgetSpentError:
+        raise  # cut at the run's deadline: the driver stops its loop
     except EquisaError as error:  # one node that cannot be inspected never ends the run
         return Inspected(target=target, error=error.message, ahead=ahead)
     if made.seen is None:
@@ -127,6 +129,8 @@ def inspect_node(target: str, node: Node, found: DiscoveryResult, params: Locali
             seen = seen.model_copy(update=evidence)
     except WeakSandboxError:
         raise  # a policy, not a failure of this node
+    except BudgetSpentError:
+        raise  # cut at the run's deadline: the driver stops its loop
     except EquisaError as error:
         return NodeInspection(error=error.message, problems=(*written.problems, *asked.problems))
     return NodeInspection(seen=seen, problems=(*written.problems, *asked.problems))
@@ -191,6 +195,8 @@ def inspect_batch(targets: Sequence[str], nodes: Mapping[str, Node], found: Disc
     specs = [spec for key, plan in enumerate(plans.values()) for spec in plan.specs(f"b{key}")]
     try:
         report = run_rounds(found, params, specs, budget_s=params.inspection_budget_s)
+    except BudgetSpentError:
+        raise  # cut at the run's deadline: the driver stops its loop
     except EquisaError:
         return {}  # each inspection then runs on its own, and says what went wrong there
     observations: dict[str, InspectionResult] = {}
@@ -349,6 +355,8 @@ def _inspection_run(found: DiscoveryResult, params: LocalizeParameters, overlay:
             report: MutantRunReport | None = run_mutants(
                 request.model_copy(update={"mutants": specs, "mutants_fail_fast": True,
                                            "mutants_must_fix": fix_first}), **options)
+        except BudgetSpentError:
+            raise  # cut at the run's deadline: the driver stops its loop
         except EquisaError:
             report = None
         if report is not None and report.original_trace is not None:

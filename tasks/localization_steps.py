@@ -22,6 +22,7 @@ from equisa_core.common.models import Node, RecordedCall, SuiteTrace, TestOutcom
 from equisa_core.discovery.environment_failures import environment_failures
 from equisa_core.discovery.trace_report import build_trace_report
 from equisa_core.errors import (
+    BudgetSpentError,
     EnvironmentFailureError,
     EquisaError,
     NoProjectCodeError,
@@ -370,6 +371,8 @@ def screening_evidence(found: DiscoveryResult, screening: Screening) -> Screened
     for shard, run in enumerate(screening.runs):
         try:
             reports[shard] = run.result()
+        except BudgetSpentError:
+            raise  # cut at the run's deadline: the driver stops its loop
         except EquisaError as error:
             problems.append(f"mutant screening did not run for {_count(screening.shard_of, shard)} "
                             f"functions, their inspections run their own mutants: {error.message}")
@@ -442,6 +445,8 @@ def confirm_step(step: ConfirmFix, suite: Suite, found: DiscoveryResult, params:
                                     step.fix_source, ran=ran)
     except WeakSandboxError:
         raise  # a policy, not a failure of this node
+    except BudgetSpentError:
+        raise  # cut at the run's deadline: the driver stops its loop
     except EquisaError as error:
         if step.screened:
             raise

@@ -27,6 +27,7 @@ from equisa_core.common.options import AUTO_TIMEOUT, NEW_TEST_TIMEOUT_S
 from equisa_core.common.sandbox_policy import SandboxIsolation, require_confinement, weak_isolation_warning
 from equisa_core.common.time_limits import (
     TIMED_OUT,
+    first_run_cap,
     limits_from_history,
     limits_from_run,
     stopped_note,
@@ -86,7 +87,7 @@ def prepare_run(params: TraceParameters) -> PreparedRun:
         command, version = params.python or "python3", f"image:{params.docker_image or 'default'}"
         environment = None
     limits = SandboxLimits(wall_clock_s=params.shard_timeout_s,
-                           test_timeout_s=uniform_limit(params.test_timeout_s),
+                           test_timeout_s=uniform_limit(params.test_timeout_s, params.shard_timeout_s),
                            per_test=_first_run_limits(params, repo))
     base = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, tests=tuple(params.tests),
                       interpreter=command, limits=limits, allow_weak_isolation=isolation.weak_allowed,
@@ -100,7 +101,9 @@ def _first_run_limits(params: TraceParameters, repo: Path) -> dict[str, float]:
     (``equisa_core.common.time_limits``); the others get ``FIRST_RUN_TIMEOUT_S``."""
     if params.test_timeout_s != AUTO_TIMEOUT:
         return {}
-    return limits_from_history(recorded_durations(resolve_db(params.db), str(repo), TIMED_OUT))
+    cap = first_run_cap(params.shard_timeout_s)
+    recorded = limits_from_history(recorded_durations(resolve_db(params.db), str(repo), TIMED_OUT))
+    return {test: min(limit, cap) for test, limit in recorded.items()}
 
 
 def limited(prepared: PreparedRun, trace: SuiteTrace, params: TraceParameters,
@@ -110,12 +113,30 @@ def limited(prepared: PreparedRun, trace: SuiteTrace, params: TraceParameters,
     ``NEW_TEST_TIMEOUT_S``); and what to tell the user
     when the first run stopped tests at their limits (None: nothing to tell)."""
     if params.test_timeout_s != AUTO_TIMEOUT:
-        return prepared, None
+        return _looping_cut(prepared, trace), None
     first = prepared.base.limits
     note = stopped_note(trace.tests, first.per_test, first.test_timeout_s)
     limits = first.model_copy(update={"per_test": limits_from_run(trace.tests),
                                       "test_timeout_s": NEW_TEST_TIMEOUT_S})
     return prepared.model_copy(update={"base": prepared.base.model_copy(update={"limits": limits})}), note
+
+
+def _looping_cut(prepared: PreparedRun, trace: SuiteTrace) -> PreparedRun:
+    """Under an explicit ``--test-timeout N``: ``prepared`` whose tests that reached N in the first run
+    (they loop) get, in every later run, the limit ``auto`` would give them (from the passing tests'
+    median duration) when it is shorter than N. Measured on a suite whose every test loops: with
+    ``--test-timeout 3`` each mutant and validation run waited 3 s per looping test where ``auto``
+    waited 2 s, so an explicit short limit made the repair slower than the default."""
+    limit = prepared.base.limits.test_timeout_s
+    looping = [r for r in trace.tests if timed_out(r)]
+    if limit is None or not looping:
+        return prepared
+    derived = limits_from_run(trace.tests)
+    per_test = {r.test_id: derived[r.test_id] for r in looping if derived[r.test_id] < limit}
+    if not per_test:
+        return prepared
+    limits = prepared.base.limits.model_copy(update={"per_test": {**prepared.base.limits.per_test, **per_test}})
+    return prepared.model_copy(update={"base": prepared.base.model_copy(update={"limits": limits})})
 
 
 def _run_logger() -> logging.Logger | logging.LoggerAdapter:

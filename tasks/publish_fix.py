@@ -2,8 +2,10 @@
 request opened for it (or a comment on the open one). ``equisa repair`` and the ``repair-repository``
 flow (the deployment ``equisa trigger`` starts) both call ``publish_fix``.
 
-Only a ``fixed`` report is published; the caller says so for any other outcome. The pull request's
-body is the caller's (``open_fix_pull_request`` takes it as text).
+Only a ``fixed`` report is published, and a ``plausible_only`` one with ``--allow-plausible``
+(``publish_refusal``: the callers put the refusal in the report's ``problems`` and on the console; its
+commit, title and body then say plainly it is plausible only, and why). The pull request's body is the
+caller's (``open_fix_pull_request`` takes it as text).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from equisa_core.common.options import ForgeOptions
+from equisa_core.errors import PushError
 from equisa_core.operations.batch import is_remote
 from equisa_core.operations.forge import (
     PublishedFix,
     api_base,
     commit_message,
+    plausible_notice,
+    publish_refusal,
     pull_request_title,
     repository_of,
 )
@@ -29,7 +34,7 @@ from equisa_core.validation.repair import RepairReport
 from tasks.forge_api import ForgeAPI, PullRequest, forge_token, open_pull_request
 from tasks.git_push import cloned, push_fix_branch, remote_url
 
-__all__ = ["check_publishable", "open_fix_pull_request", "publish_fix", "publish_fix_step"]
+__all__ = ["check_publishable", "open_fix_pull_request", "publish_fix", "publish_fix_step", "refusal_of"]
 
 
 def check_publishable(folder: Path, options: ForgeOptions) -> None:
@@ -42,15 +47,21 @@ def check_publishable(folder: Path, options: ForgeOptions) -> None:
 
 def publish_fix(source: str, ref: str | None, report: RepairReport, options: ForgeOptions, body: str,
                 say: Callable[[str], None] = print) -> PublishedFix:
-    """Push ``report``'s patch (it must be ``fixed``) as ``equisa/fix-<short sha>`` and, with
-    ``options.open_pr``, open the pull request with ``body``; ``say`` hears each step done.
+    """Push ``report``'s patch (``fixed``, or ``plausible_only`` with ``options.allow_plausible``) as
+    ``equisa/fix-<short sha>`` and, with ``options.open_pr``, open the pull request with ``body``;
+    ``say`` hears each step done.
 
     ``source`` is what was repaired: a folder of a git work tree (at ``ref``, None: as it is, on HEAD,
     pushed to ``options.remote``) or a git URL (at ``ref``, None: its HEAD; pushed to that URL)."""
-    if report.status != "fixed" or not report.diff:
-        raise ValueError(f"only a fixed report is published, not a {report.status} one")
+    refused = refusal_of(report, options)
+    if refused is not None:  # the callers ask first; this is a last guard, a clear error (exit 60)
+        raise PushError(refused)
+    plausible = report.status != "fixed"
+    if plausible:
+        body = plausible_notice(report.validation, [e.detail for e in report.evaluations
+                                                    if e.candidate == report.candidate]) + "\n" + body
     token = forge_token() if options.open_pr else None  # no token: stop before pushing anything
-    message = commit_message(report.target)
+    message = commit_message(report.target, plausible)
     if is_remote(source):
         with cloned(source, ref) as (clone, commit):
             pushed = push_fix_branch(clone, report.diff, "origin", message, base=commit)
@@ -66,11 +77,16 @@ def publish_fix(source: str, ref: str | None, report: RepairReport, options: For
     if token is None:
         return published
     pull = open_fix_pull_request(url, pushed.branch, options.pr_base or head_branch, options, token,
-                                 pull_request_title(report.target), body)
+                                 pull_request_title(report.target, plausible), body)
     say(f"Pull request {pull.action}: {pull.url}" + (f" (comment {pull.comment_url})" if pull.comment_url
                                                       else ""))
     return published.model_copy(update={"pull_request": pull.action, "pull_request_url": pull.url,
                                         "pull_request_number": pull.number, "comment_url": pull.comment_url})
+
+
+def refusal_of(report: RepairReport, options: ForgeOptions) -> str | None:
+    """Why ``report`` is not published with ``options`` (``publish_refusal``), or None when it is."""
+    return publish_refusal(report.status, bool(report.diff), options.allow_plausible)
 
 
 @task(name="publish-fix", cache_policy=NO_CACHE)

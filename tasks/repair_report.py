@@ -10,7 +10,7 @@ from pathlib import Path
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.validation import machine
 from equisa_core.validation.candidates import candidate_diff
-from equisa_core.validation.repair import RepairReport, repair_status
+from equisa_core.validation.repair import RepairReport, evidence_of, repair_status
 from tasks.discovery_suite import DiscoveryResult
 
 __all__ = ["repair_report"]
@@ -39,8 +39,10 @@ def repair_report(found: DiscoveryResult, localization: LocalizationReport, stat
     return RepairReport(
         status=status, mode="llm" if use_llm else "deterministic", target=target, diff=diff,
         candidate=best.candidate if best else None, generator=generator, candidates_tried=state.tried,
+        evidence=evidence_of(best) if best is not None else "",
         validation=checks, evaluations=tuple(evaluations), relocalizations=state.relocalizations,
         localization=localization, cost={"usd": machine.spent_usd(state)},
+        stopped_because=state.stopped_because,
         problems=tuple(dict.fromkeys([*localization.problems, *state.problems])),
         patched_files=patched, original_files=originals, sandbox=found.prepared.sandbox,
         environment=found.prepared.environment,

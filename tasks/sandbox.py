@@ -11,6 +11,18 @@ process; they all
 
 ``tasks.run_tests`` turns ``SandboxRun`` into a ``SuiteTrace`` (resuming after crashes);
 ``tasks.mutants`` turns the runs of a request with ``mutants`` into a ``MutantRunReport``.
+
+The run's deadline (``run_deadline``): a flow with a time budget (``repair``, ``localize``) sets one
+absolute deadline, and every sandboxed run started under it ends by then: its wall clock is the
+sooner of its own and the time left (``deadline_wall_clock``). A run the deadline cut (not its own
+clock) raises ``BudgetSpentError``: the task that made it fails, so its result is not cached (its
+retries are for infrastructure failures only) and a later run with more time runs it whole; the
+drivers catch it and stop their machine. A run that ends before the deadline is exactly what it is
+without one, under the same cache key: the deadline is no part of the request. It lives in a
+``ContextVar``: Prefect runs a flow in its caller's thread and each task submitted to its thread pool
+in a copy of the submitter's context (as the progress listener, ``tasks.progress_events``), and
+Validation's background jobs run in copies too. Tasks sent to Dask or Ray worker processes see no
+deadline: their runs keep their own wall clock, as before.
 """
 
 from __future__ import annotations
@@ -21,8 +33,11 @@ import json
 import os
 import re
 import shutil
+import time
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
 
@@ -30,9 +45,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from equisa_core.common.models import TestOutcome
 from equisa_core.common.options import SandboxOptions, default_of
-from equisa_core.common.time_limits import uniform_limit
+from equisa_core.common.time_limits import uniform_limit, within_deadline
 from equisa_core.common.trace_merge import MAX_FLAKY_RERUNS
-from equisa_core.errors import InvalidSelectionError, SandboxInfrastructureError  # the latter re-exported
+from equisa_core.errors import (  # SandboxInfrastructureError and BudgetSpentError re-exported
+    BudgetSpentError,
+    InvalidSelectionError,
+    SandboxInfrastructureError,
+)
 from equisa_core.probe import PROBE_MODULE, probe_file
 
 __all__ = [
@@ -45,6 +64,12 @@ __all__ = [
     "SandboxRun",
     "Sandbox",
     "SandboxInfrastructureError",
+    "BudgetSpentError",
+    "run_deadline",
+    "seconds_to_deadline",
+    "deadline_passed",
+    "deadline_wall_clock",
+    "cut_by_deadline",
     "RecordCallback",
     "scrubbed_environment",
     "import_roots",
@@ -316,6 +341,50 @@ class Sandbox(Protocol):
     def run(self, request: RunRequest, on_record: RecordCallback | None = None) -> SandboxRun:
         """Run the request; report probe records as they appear; never raise for test failures."""
         ...
+
+
+#: The monotonic time by which every sandboxed run started in this context ends (None: no deadline).
+_DEADLINE: ContextVar[float | None] = ContextVar("equisa_run_deadline", default=None)
+
+
+@contextmanager
+def run_deadline(seconds: float | None) -> Iterator[None]:
+    """Every sandboxed run started inside (and in the tasks submitted from inside) ends within
+    ``seconds`` from now, or by an enclosing deadline if that is sooner (None: only the enclosing)."""
+    outer = _DEADLINE.get()
+    deadline = outer if seconds is None else time.monotonic() + max(0.0, seconds)
+    token = _DEADLINE.set(deadline if outer is None or deadline is None else min(outer, deadline))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def seconds_to_deadline() -> float | None:
+    """Seconds left to the current deadline (negative once passed; None: no deadline)."""
+    deadline = _DEADLINE.get()
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def deadline_passed() -> bool:
+    """Whether the current deadline has passed (False without one)."""
+    left = seconds_to_deadline()
+    return left is not None and left <= 0
+
+
+def deadline_wall_clock(wall_clock_s: float) -> tuple[float, bool]:
+    """A run's wall clock from now, given its own (``within_deadline``): the seconds, and whether
+    the deadline binds. Raises ``BudgetSpentError`` when the deadline has passed: no run starts."""
+    seconds, by_deadline = within_deadline(wall_clock_s, seconds_to_deadline())
+    if by_deadline and seconds <= 0:
+        raise BudgetSpentError("the time budget ran out before a sandboxed run could start")
+    return seconds, by_deadline
+
+
+def cut_by_deadline(seconds: float) -> BudgetSpentError:
+    """The error of a run stopped at the deadline, ``seconds`` after it started waiting."""
+    return BudgetSpentError(f"the time budget ran out: a sandboxed run was cut at the deadline after "
+                            f"{seconds:.1f}s (not cached)")
 
 
 def scrubbed_environment(extra: Mapping[str, str], home: str, tmp: str) -> dict[str, str]:

@@ -54,6 +54,8 @@ from tasks.sandbox import (
     SandboxInfrastructureError,
     SandboxRun,
     cap_text,
+    cut_by_deadline,
+    deadline_wall_clock,
     import_roots,
     prepare_run_folder,
     probe_arguments,
@@ -158,7 +160,9 @@ class DockerSandbox:
 
     # -- a run ----------------------------------------------------------------------------------
     def run(self, request: RunRequest, on_record: RecordCallback | None = None) -> SandboxRun:
-        """Copy, run in a container, collect; the container is removed whatever happens."""
+        """Copy, run in a container, collect; the container is removed whatever happens. Raises
+        ``BudgetSpentError`` when the run's deadline (``tasks.sandbox.run_deadline``) stopped it first."""
+        wall_clock_s, by_deadline = deadline_wall_clock(request.limits.wall_clock_s)
         client = self.client()
         self._check_image(client)
         _reap_stale(client)
@@ -190,8 +194,7 @@ class DockerSandbox:
                     container.start()
                 probe_path = folder / "out" / "probe.jsonl"
                 with _translated("lost the container"):
-                    timed_out = self._wait(container, request.limits.wall_clock_s, on_record, probe_path,
-                                           bind)
+                    timed_out = self._wait(container, wall_clock_s, on_record, probe_path, bind)
                     container.reload()
                     state = container.attrs["State"]
                     if not bind:
@@ -200,6 +203,8 @@ class DockerSandbox:
             finally:
                 _remove(container, volume)
             output = probe_path.read_text(encoding="utf-8", errors="replace") if probe_path.exists() else ""
+        if timed_out and by_deadline:
+            raise cut_by_deadline(time.monotonic() - started)
         exit_code: int | None = None if timed_out else int(state.get("ExitCode", -1))
         # Killed by a signal (docker-init reports 128 + the signal), the OOM killer's SIGKILL
         # included. (``State.OOMKilled`` is not used: it is set when the OOM killer ended *any*

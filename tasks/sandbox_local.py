@@ -8,7 +8,8 @@ under a level that confines file writes, unless the request says weaker isolatio
 
 Every level adds: rlimits through ``prlimit`` (address space, CPU seconds, file size, processes),
 a pids cgroup (when one is writable) that caps processes even for root and lets every process of
-the run be killed, a wall-clock timeout that kills the whole process group, a scrubbed
+the run be killed, a wall-clock timeout that kills the whole process group (at the run's deadline if
+that is sooner: ``tasks.sandbox.run_deadline``; such a cut raises ``BudgetSpentError``), a scrubbed
 environment with pinned ``PYTHONHASHSEED`` and ``TZ``, and capped output. (``prlimit`` and a shell
 launcher are used instead of ``preexec_fn`` because ``preexec_fn`` is unsafe in the threaded
 processes Prefect runs tasks in.)
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from equisa_core.common.sandbox_policy import IsolationLevel, SandboxIsolation, require_confinement
+from equisa_core.common.time_limits import within_deadline
 from tasks.isolation import detect_isolation, isolation_words
 from tasks.sandbox import (
     RecordCallback,
@@ -40,10 +42,13 @@ from tasks.sandbox import (
     SandboxRun,
     cap_text,
     confirmation_payload,
+    cut_by_deadline,
+    deadline_wall_clock,
     import_roots,
     prepare_run_folder,
     probe_arguments,
     scrubbed_environment,
+    seconds_to_deadline,
     tail_records,
 )
 from tasks.scratch import scratch_root as default_scratch_root
@@ -183,6 +188,7 @@ class LocalSandbox:
         """Start ``request``'s process and return at once; ``finish`` (or ``discard``) must follow.
         ``serves``: the probe keeps a pristine fork that serves a mutant run after the run's own
         (see "Serving a mutant run" in the probe)."""
+        deadline_wall_clock(request.limits.wall_clock_s)  # past the run's deadline: none starts
         isolation = self.isolation(request.allow_weak_isolation)
         if request.untrusted:
             require_confinement(isolation, "generated code (tests, inspection patches or fixes)")
@@ -223,7 +229,9 @@ class LocalSandbox:
                ) -> SandboxRun:
         """Wait for a launched run under ``request``'s limits (its ``output`` file: the probe's, or a
         served mutant run's), then clean up; what it gave. ``keep``: return once the output's ``end``
-        is written and, when the process goes on (to serve mutants), hand it to ``keep`` whole."""
+        is written and, when the process goes on (to serve mutants), hand it to ``keep`` whole.
+        Raises ``BudgetSpentError`` when the run's deadline, sooner than its wall clock, stopped it."""
+        wall_clock_s, by_deadline = within_deadline(request.limits.wall_clock_s, seconds_to_deadline())
         folder = launched.folder
         probe_path = folder / "out" / output
         isolation, cgroup = launched.isolation, launched.cgroup
@@ -232,7 +240,7 @@ class LocalSandbox:
         try:
             try:
                 exit_code, timed_out = self._wait(
-                    launched.process, probe_path, request.limits.wall_clock_s, on_record, cgroup,
+                    launched.process, probe_path, wall_clock_s, on_record, cgroup,
                     request.exit_grace_s, until_end=keep is not None)
                 text = probe_path.read_text(encoding="utf-8", errors="replace") if probe_path.exists() else ""
                 # kept only while its fork waits to serve: not when the probe could not fork
@@ -252,6 +260,8 @@ class LocalSandbox:
                 shutil.rmtree(folder, ignore_errors=True)
         if kept and keep is not None:
             keep(launched)
+        if timed_out and by_deadline:
+            raise cut_by_deadline(time.monotonic() - started)
         started_badly = exit_code not in (None, 0, 1, 2, 3, 4, 5) and not text
         if isolation.level is not IsolationLevel.NONE and started_badly:
             raise SandboxInfrastructureError(

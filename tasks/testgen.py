@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.models import SuiteTrace, TestOutcome
 from equisa_core.common.probe_output import parse_probe_output
-from equisa_core.errors import CoverageUnavailableError, EquisaError
+from equisa_core.errors import BudgetSpentError, CoverageUnavailableError, EquisaError
 from equisa_core.testgen.mutation_plan import MutantVerdict, PlannedMutant, group_by_tests, mutation_score
 from equisa_core.testgen.static import (
     StaticReport,
@@ -458,6 +458,8 @@ def score_mutants(
     for members, future in futures:
         try:
             report, reason = future.result(), None
+        except BudgetSpentError:
+            raise  # cut at the run's deadline: the driver stops its loop
         except EquisaError as error:
             report, reason = None, error.args[0] if error.args else type(error).__name__
         for mutant in members:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from equisa_core.errors import EquisaError
+from equisa_core.errors import BudgetSpentError, EquisaError
 from equisa_core.testgen.assembly import merge_modules
 from equisa_core.testgen.curation import (
     REDUNDANCY_THRESHOLD,
@@ -195,6 +195,8 @@ def measure_step(ctx: TestgenContext, store: TestStore, step: Measure) -> Measur
     overlay = {ctx.module_path: step.source}
     try:
         ctx.coverage = measure(ctx, overlay, [ctx.module_path])
+    except BudgetSpentError:
+        raise  # cut at the run's deadline: the driver stops its loop
     except EquisaError as error:
         if step.after_drop:
             raise

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.common.cost import LLMCall
 from equisa_core.common.models import Node, SuiteTrace, TestResult
 from equisa_core.common.options import EndpointOptions
-from equisa_core.common.source_edit import function_source
-from equisa_core.errors import EquisaError
+from equisa_core.common.source_edit import find_function, function_source
+from equisa_core.errors import BudgetSpentError, EquisaError
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, CarvedTest, carve_tests
 from equisa_core.validation.candidates import PatchCandidate
@@ -139,18 +139,21 @@ def run_module(ctx: ValidationContext, candidate: PatchCandidate, path: str, mod
         "overlay": overlay, "tests": (path,), "only": None, "trace": False})).tests
 
 
-def functions_of(candidate: PatchCandidate, ctx: ValidationContext) -> tuple[str, str] | None:
-    """The target's original and patched source, when the candidate names one target."""
+def functions_of(candidate: PatchCandidate, ctx: ValidationContext) -> tuple[str, str, int] | None:
+    """The target's original and patched source and the original's first line in its file, when the
+    candidate names one target."""
     node = ctx.nodes.get(candidate.target or "")
     if node is None or not node.file or node.file not in candidate.files:
         return None
     root = ctx.found.prepared.workspace.root
     try:
-        original = function_source((root / node.file).read_text(encoding="utf-8"), qualname_of(node))
+        text = (root / node.file).read_text(encoding="utf-8")
+        original = function_source(text, qualname_of(node))
+        first_line = find_function(text, qualname_of(node)).start_line
         patched = function_source(candidate.files[node.file], qualname_of(node))
     except (OSError, EquisaError, SyntaxError):
         return None
-    return original, patched
+    return original, patched, first_line
 
 
 def recorded_calls(target: str, ctx: ValidationContext) -> tuple[TestResult, ...] | None:
@@ -222,6 +225,8 @@ def novel_module(target: str, ctx: ValidationContext, generate_tests: GenerateTe
             price_input=ctx.endpoint.price_input, price_output=ctx.endpoint.price_output)
         try:
             made = generate_tests(narrowed(prepared, covering), params)
+        except BudgetSpentError:
+            raise  # cut at the run's deadline: the driver stops its loop
         except EquisaError as error:  # an LLMError carries the calls made before it
             ctx.novel[target] = None
             return NovelModule(module=None, calls=tuple(getattr(error, "calls", ())),

@@ -18,6 +18,7 @@ from equisa_core.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     OUTCOMES,
+    BudgetSpentError,
     EquisaError,
     HistoryError,
     LLMUnavailableError,
@@ -39,6 +40,10 @@ INTERNAL_SIGNALS = {
     "equisa_core.probe.equisa_probe._NoBuild",
     "equisa_core.probe.equisa_probe.TestTimeout",
     "equisa_core.probe.equisa_probe.MutantUnswappable",
+    # The shadow plugin runs in the target's interpreter too (3.8+, stdlib and pytest only): a shadow
+    # call's time limit and a generator's exception, caught where they are raised.
+    "equisa_core.validation.shadow_plugin._CallTimeout",
+    "equisa_core.validation.shadow_plugin._GeneratorRaised",
     # Private: raised and caught in equisa_core.common.values.
     "equisa_core.common.values._Unwritable",
     # Caught in build_patch_candidate and turned into a PatchEvaluation the model is told about.
@@ -105,7 +110,9 @@ def test_each_code_belongs_to_one_class_and_its_subclasses():
         if "exit_code" in vars(cls):
             taken = owners.get(cls.exit_code)
             assert taken is None, f"{cls.__name__} reuses {taken and taken.__name__}'s code"
-            assert cls.exit_code not in OUTCOMES, f"{cls.__name__} takes an outcome's code"
+            # BudgetSpentError is the budget's outcome (26) raised: the one error with an outcome's code
+            assert cls.exit_code not in OUTCOMES or (cls is BudgetSpentError and cls.meaning == OUTCOMES[
+                cls.exit_code]), f"{cls.__name__} takes an outcome's code"
             assert "meaning" in vars(cls), f"{cls.__name__} sets a code but not its meaning"
             owners[cls.exit_code] = cls
         else:
@@ -123,6 +130,7 @@ def test_the_table_lists_every_code_once_in_ascending_order():
 @pytest.mark.parametrize(("error", "code"), [
     (RepositoryNotFoundError("no such path"), 3),
     (HistoryError("locked"), 43),
+    (BudgetSpentError("cut at the deadline"), 26),
     (LLMUnavailableError("rate limited"), 11),
     (KeyboardInterrupt(), EXIT_INTERRUPTED),
     (ValueError("a bug"), EXIT_INTERNAL),

@@ -20,11 +20,19 @@ Steps (``all`` runs the three in order):
     without ``--test-timeout``, killed at ``--timeout``; one bug at a time, the versions' order
     alternating. Then the judge (``judge.py``) applies the diff to a copy holding every test.
 ``report``
-    Outcomes (correct, overfit, not fixed, error) per version and source, median wall times,
-    Wilson intervals, Refactory's distance strata; ``bench/results/realrepair_<date>.{json,md}``.
+    The precision and recall of ``fixed`` and ``plausible_only`` per version, source, project and
+    Refactory question (Wilson intervals), the runs that spent their time budget; outcomes (correct,
+    overfit, not fixed, error), median wall times, Refactory's distance strata;
+    ``bench/results/realrepair_<date>.{json,md}``.
+
+Every judged run keeps its record, EQUISA's report and its diff in ``<cache>/results/<bug>/``;
+``judged_patches(cache, versions)`` (``patches.py``) reads them back for a later fit.
 """
 
 from bench.realbugs import ALLOWED_PROJECTS
 
 SOURCES = ("refactory", "bugsinpy")
-__all__ = ["ALLOWED_PROJECTS", "SOURCES"]
+
+from .patches import JudgedPatch, judged_patches  # noqa: E402  (what a later fit reads: patches.py)
+
+__all__ = ["ALLOWED_PROJECTS", "SOURCES", "JudgedPatch", "judged_patches"]

@@ -125,8 +125,35 @@ def prepare_bug(project: str, number: int, folder: Path, cache: Path = REALBUGS_
 
 
 def judge_run(case: dict, tree: Path, timeout: float = SCOPE_TIMEOUT_S) -> dict:
-    """Every test function of the split (visible and hidden) in the bug's venv, plain pytest."""
-    return pytest_run(case["python"], tree, case["judge_tests"], timeout)
+    """The judge of a BugsInPy patch: the fixed version's whole test files of the bug, every test in
+    them (not only the split's visible and hidden functions), plain pytest in the bug's venv.
+
+    The files are the bug's ``scope`` (bug.info's test modules and the target tests' files); the
+    fixed checkout's copy of each (``case["fixed"]``, the fixed commit's test files) is written over
+    the patched tree's first, where the bench has it. A test function that fails on the fixed
+    version too (``left_out_failing_on_fixed``, found by ``prepare_bug`` on the same files) cannot
+    judge a patch: its outcomes are set aside (``ignored_failing_on_fixed``), and a run that failed
+    only through them counts as passing.
+    """
+    fixed = Path(case["fixed"]) if case.get("fixed") else None
+    files = list(case.get("scope") or case["judge_tests"])
+    for name in files:
+        source = fixed / name if fixed is not None else None
+        if source is not None and source.is_file() and not name.startswith(("/", "..")):
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, tree / name)
+    return set_aside_broken(pytest_run(case["python"], tree, files, timeout), case)
+
+
+def set_aside_broken(run: dict, case: dict) -> dict:
+    """``run`` without the outcomes of the test functions that fail on the fixed version too."""
+    broken = set(case.get("left_out_failing_on_fixed") or ())
+    ignored = sorted(t for t in failing_of(run["outcomes"]) if function_of(t) in broken)
+    outcomes = {t: o for t, o in run["outcomes"].items() if function_of(t) not in broken}
+    returncode = run["returncode"]
+    if ignored and returncode == 1 and not failing_of(outcomes):
+        returncode = 0  # pytest failed only through the tests the fixed version fails too
+    return {**run, "outcomes": outcomes, "returncode": returncode, "ignored_failing_on_fixed": ignored}
 
 
 def same_as_dev(case: dict, tree: Path, files: Sequence[str]) -> bool | None:

@@ -9,6 +9,15 @@ not_fixed   ``not_fixed``; or ``plausible_only``, split into ``withheld_correct`
             passes: a false alarm) and ``withheld_overfit`` (some test fails: a catch)
 error       any other exit, the time limit, no JSON report, or a diff that does not apply
 =========== ===========================================================================
+
+Each judged patch also gets a **label** (``label_of``), what a later fit of patch patterns learns
+from: ``correct``, ``overfit``, ``withheld_correct``, ``withheld_overfit`` or ``unapplied`` (the
+diff does not apply to the judge's copy); None when there was no patch to judge.
+
+``BUDGET_EXIT_CODE`` is the exit code of ``equisa repair`` for "the time budget is spent"
+(``equisa_core.errors.EXIT_BUDGET_SPENT``; versions before it never exit with it). A run that exits
+with it and still writes a verdict is judged by that verdict, and the report counts it among the
+runs that reached their budget (``report.budget_spent``).
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from pathlib import Path
 
 from bench.realbugs.steps import clean_env, timed_run
 from bench.repair_corpus import Judgement, classify
+from equisa_core.errors import EXIT_BUDGET_SPENT
 
 OUTCOMES = ("correct", "overfit", "not_fixed", "error")
 OUTCOME_LABELS = {
@@ -31,6 +41,10 @@ OUTCOME_LABELS = {
 }
 #: A per-test line of ``pytest -rA``: ``FAILED tests/t.py::test_x - AssertionError: ...``.
 _SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)(?: - (.*))?$")
+#: ``equisa repair``'s exit code for "budget spent" (older versions: only the report's
+#: ``stopped_because`` tells it).
+BUDGET_EXIT_CODE: int | None = EXIT_BUDGET_SPENT
+LABELS = ("correct", "overfit", "withheld_correct", "withheld_overfit", "unapplied")
 #: Raised by the judge's alarm (``refactory.ALARM_CONFTEST``).
 TIMEOUT_MARK = "JudgeTimeout"
 
@@ -184,3 +198,18 @@ def outcome(
     else:
         result = found  # not_fixed, error
     return {"outcome": result, **verdict}
+
+
+def label_of(result: Mapping) -> str | None:
+    """The judge's label of a run's patch (see the module's docstring); None when nothing was judged."""
+    if result.get("status") not in ("fixed", "plausible_only"):
+        return None
+    if result.get("outcome") == "correct":
+        return "correct"
+    if result.get("outcome") == "overfit":
+        return "overfit"
+    if result.get("withheld") in ("withheld_correct", "withheld_overfit"):
+        return result["withheld"]
+    if "does not apply" in str(result.get("reason", "")):
+        return "unapplied"
+    return None

@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.realbugs.steps import REPO, EquisaCommand, clean_env, equisa_command, fresh_copy, log, timed_run
 from bench.repair_corpus import diff_files, error_message, function_of
+from equisa_core.errors import repair_exit_code
 
 from . import bugsinpy_single, refactory
-from .judge import apply_diff, judgement_from, outcome, sandboxed_pytest
+from .judge import BUDGET_EXIT_CODE, apply_diff, judgement_from, label_of, outcome, sandboxed_pytest
 from .split import Split, precheck, split_half
 
 PREPARE_VERSION = 1  # bump when a case record changes meaning
@@ -301,13 +302,20 @@ def run_version(ctx: Context, case: dict, label: str, equisa: EquisaCommand) -> 
     result: dict = {
         "id": case["id"],
         "source": case["source"],
+        "project": project_of(case),
         "version": label,
         "commit": commit,
         "wall_s": round(run.wall_s, 2),
         "returncode": run.returncode,
         "status": status,
+        "target": report.get("target") if report else None,
+        "stopped_because": (report or {}).get("stopped_because"),
+        "localization_stopped_because": ((report or {}).get("localization") or {}).get("stopped_because"),
+        "original": str(buggy_source),
         "command": cmd,
     }
+    if case["source"] == "refactory":
+        result["question"] = case.get("question")
     judged = None
     apply_error = ""
     if status in ("fixed", "plausible_only"):
@@ -316,16 +324,28 @@ def run_version(ctx: Context, case: dict, label: str, equisa: EquisaCommand) -> 
     split = Split.from_json(case["split"])
     unit = refactory.unit_of if case["source"] == "refactory" else None
     judgement = judgement_from(judged, apply_error, unit or function_of)
-    message = "" if run.returncode in (0, 21, 22) else error_message(run.stdout + run.stderr)
-    result.update(outcome(run.returncode, status, judgement, split, message))
+    code = run.returncode
+    if code is not None and code == BUDGET_EXIT_CODE and status in ("fixed", "plausible_only", "not_fixed"):
+        code = repair_exit_code(status)  # the budget was spent, and the run still gave its verdict
+    message = "" if code in (0, 21, 22) else error_message(run.stdout + run.stderr)
+    result.update(outcome(code, status, judgement, split, message))
+    result["label"] = label_of(result)
     if judged is not None:
-        result["judge"] = {k: judged[k] for k in ("returncode", "summary", "wall_s") if k in judged}
+        kept = ("returncode", "summary", "wall_s", "ignored_failing_on_fixed")
+        result["judge"] = {k: judged[k] for k in kept if k in judged}
     if diff:
         (out / f"{commit[:12]}.diff").write_text(diff)
+    if report is not None:  # the whole report (diff, target, evidence): what a later fit reads
+        (out / f"{commit[:12]}.report.json").write_text(json.dumps(report, indent=1))
     (out / f"{commit[:12]}.stdout.txt").write_text((run.stdout + "\n--- stderr\n" + run.stderr)[-20000:])
     (out / f"{commit[:12]}.json").write_text(json.dumps(result, indent=1))
     shutil.rmtree(work, ignore_errors=True)
     return result
+
+
+def project_of(case: Mapping) -> str:
+    """The bug's project: its BugsInPy project, or ``refactory`` (one project; questions apart)."""
+    return str(case.get("project") or case["source"])
 
 
 def _read_json(path: Path) -> dict | None:

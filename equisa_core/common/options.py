@@ -44,6 +44,7 @@ __all__ = [
     "TIMEOUT_SLACK_S",
     "TIMEOUT_CAP_S",
     "FIRST_RUN_TIMEOUT_S",
+    "FIRST_RUN_SHARE_OF_WALL_CLOCK",
     "NEW_TEST_TIMEOUT_S",
     "FIX_PRIOR_NAMES",
     "NO_COST_CAP",
@@ -72,6 +73,10 @@ TIMEOUT_CAP_S = 60.0
 #: suites have single tests of 10 s and more on a loaded machine); every later run then uses the
 #: test's own limit.
 FIRST_RUN_TIMEOUT_S = 30.0
+#: Under ``auto``, no first-run limit exceeds this share of the run's wall clock (``shard_timeout_s``,
+#: which a time budget bounds: ``--max-seconds``): a test that loops is cut as a failing test, not by
+#: killing its whole run, and a 20 s budget is not spent on one test's 30 s.
+FIRST_RUN_SHARE_OF_WALL_CLOCK = 0.25
 #: Under ``auto``, the limit of a test made during the run (generated, carved): small by nature.
 NEW_TEST_TIMEOUT_S = 10.0
 
@@ -240,6 +245,11 @@ class LocalizationOptions(BaseModel):
 class RepairLocalizationOptions(BaseModel):
     """The Localization loop's options where a repair needs other defaults than ``localize``."""
 
+    max_seconds: float = Field(
+        120.0, gt=0, description="Wall-clock seconds of the whole repair (localization, fix search and "
+        "validations share them); then the run stops and reports the best it has (the ranking, any "
+        "plausible candidate validated so far).")
+
     stop_margin: StopMargin = Field(
         STOP_MARGIN_OFF, description="Deterministic mode: end localization once the mutant screening's "
         "evidence is in when the leader's confidence is at least this many times the runner-up's; off (a "
@@ -381,8 +391,9 @@ GITHUB_API: Final = "https://api.github.com"
 
 
 class ForgeOptions(BaseModel):
-    """Whether a fixed run's patch is published, and where: a branch pushed to a git remote, a pull
-    request opened (or commented on) through the forge's REST API. Nothing is published unless asked."""
+    """Whether a fixed run's patch (a plausible-only one with ``allow_plausible``) is published, and
+    where: a branch pushed to a git remote, a pull request opened (or commented on) through the forge's
+    REST API. Nothing is published unless asked."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -400,6 +411,10 @@ class ForgeOptions(BaseModel):
                                                   "the run repaired, else the repository's default branch.")
     forge_timeout_s: float = Field(30.0, gt=0, description="Seconds to wait for each answer of the forge's "
                                                            "API.")
+    allow_plausible: bool = Field(False, description="Also publish a plausible-only patch (it passes the "
+                                                     "suite, but a check weighs against it or the evidence "
+                                                     "does not reach a fix), its commit and "
+                                                     "pull request marked as plausible only and why.")
 
     @property
     def publishing(self) -> bool:

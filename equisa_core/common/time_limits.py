@@ -10,6 +10,10 @@ rounded up to whole seconds (to 5 s above 10 s): a run's cache key holds them, a
 measured a little slower must not make another key.
 
 The defaults live with the option, in ``equisa_core.common.options``.
+
+A run under a deadline (the time budget of ``--max-seconds``, ``tasks.sandbox.run_deadline``) gets
+the sooner of its own wall clock and the time left (``within_deadline``); once the deadline has
+passed, the clock a loop's machine reads is past its budget (``budget_reading``).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from equisa_core.common.models import TestOutcome, TestResult
 from equisa_core.common.options import (
+    FIRST_RUN_SHARE_OF_WALL_CLOCK,
     FIRST_RUN_TIMEOUT_S,
     TIMEOUT_CAP_S,
     TIMEOUT_FACTOR,
@@ -27,7 +32,8 @@ from equisa_core.common.options import (
 )
 
 __all__ = ["TIMED_OUT", "limit_for", "limits_from_run", "limits_from_history", "slowest_finished",
-           "timed_out", "uniform_limit", "stopped_note"]
+           "timed_out", "uniform_limit", "first_run_cap", "stopped_note", "within_deadline",
+           "budget_reading"]
 
 #: The exception type the probe fails a test with when it outlives its limit.
 TIMED_OUT = "equisa_probe.TestTimeout"
@@ -76,12 +82,40 @@ def limits_from_history(durations: Mapping[str, float], factor: float = TIMEOUT_
     return {test: limit_for(duration, factor, slack_s, cap_s) for test, duration in durations.items()}
 
 
-def uniform_limit(option: PerTestLimit) -> float | None:
+def uniform_limit(option: PerTestLimit, wall_clock_s: float | None = None) -> float | None:
     """The limit of a test with no limit of its own: the option's seconds, or under ``auto``
-    ``FIRST_RUN_TIMEOUT_S`` (its duration is not known yet)."""
+    ``FIRST_RUN_TIMEOUT_S`` (its duration is not known yet), at most ``first_run_cap`` of the run's
+    ``wall_clock_s``."""
     if isinstance(option, str):  # the one string it may be: AUTO_TIMEOUT
-        return FIRST_RUN_TIMEOUT_S
+        return min(FIRST_RUN_TIMEOUT_S, first_run_cap(wall_clock_s))
     return option
+
+
+def first_run_cap(wall_clock_s: float | None) -> float:
+    """The most a test may run under ``auto`` before its duration is known:
+    ``FIRST_RUN_SHARE_OF_WALL_CLOCK`` x the run's wall clock, rounded up, at least 1 s (no cap
+    without a wall clock)."""
+    if wall_clock_s is None:
+        return math.inf
+    return max(1.0, _rounded_up(FIRST_RUN_SHARE_OF_WALL_CLOCK * wall_clock_s))
+
+
+def within_deadline(wall_clock_s: float, left_s: float | None) -> tuple[float, bool]:
+    """A run's wall clock under a deadline ``left_s`` seconds away: ``min(wall_clock_s, max(0,
+    left_s))``, and whether the deadline is what binds (``left_s < wall_clock_s``: a run stopped then
+    was cut by the deadline, not by its own clock). None: no deadline, the run's own clock."""
+    if left_s is None or left_s >= wall_clock_s:
+        return wall_clock_s, False
+    return max(0.0, left_s), True
+
+
+def budget_reading(elapsed_s: float, budget_s: float, deadline_passed: bool) -> float:
+    """The clock a loop's machine is sent: ``elapsed_s``, or once the run's deadline has passed,
+    at least just past ``budget_s`` (the deadline is the budget's end, whichever clock a nested
+    step started its own from)."""
+    if not deadline_passed:
+        return elapsed_s
+    return max(elapsed_s, math.nextafter(budget_s, math.inf))
 
 
 def _median(values: Sequence[float]) -> float:

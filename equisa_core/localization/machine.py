@@ -39,6 +39,7 @@ from equisa_core.common.models import Node
 from equisa_core.common.options import EndpointOptions, LocalizationOptions, cost_cap, default_of
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.rules import DiscoveryReport
+from equisa_core.errors import BUDGET_SPENT
 from equisa_core.environment import SuiteEnvironment
 from equisa_core.localization.bayes import (
     CONFIDENCE_THRESHOLD,
@@ -82,7 +83,7 @@ __all__ = [
     "SCREENING", "VALUE_COMPARISON", "FIX_CONFIRMATION", "MAX_INSPECTIONS_PER_NODE",
     "Evidence", "InspectionResult", "Suite", "LocalizationSettings", "LocalizationState",
     "Discover", "MarkFlaky", "ScreenMutants", "ConfirmFix", "RecordCalls", "Inspect", "LocalizationStep",
-    "Traced", "Screened", "Inspected", "ValuesCompared", "LocalizationObservation",
+    "Traced", "Screened", "Inspected", "ValuesCompared", "Clocked", "LocalizationObservation",
     "initial_state", "next_steps", "record", "verdict", "report", "leaders", "run_ledger",
 ]
 
@@ -323,7 +324,14 @@ class Inspected(Frozen):
     elapsed_s: float = 0.0
 
 
-LocalizationObservation = Annotated[Traced | Screened | ValuesCompared | Inspected,
+class Clocked(Frozen):
+    """The driver's clock between steps: seconds since the run started (the time budget's reading)."""
+
+    kind: Literal["clocked"] = "clocked"
+    elapsed_s: float = Field(ge=0)
+
+
+LocalizationObservation = Annotated[Traced | Screened | ValuesCompared | Inspected | Clocked,
                                     Field(discriminator="kind")]
 
 
@@ -366,6 +374,8 @@ def record(state: LocalizationState, observation: LocalizationObservation) -> Lo
     """The state after ``observation``; a state with a verdict stays as it is."""
     if verdict(state) is not None:
         return state
+    if isinstance(observation, Clocked):
+        return state.model_copy(update={"elapsed_s": max(state.elapsed_s, observation.elapsed_s)})
     if isinstance(observation, Traced):
         return _traced(state, observation)
     if isinstance(observation, Screened):
@@ -382,6 +392,10 @@ def record(state: LocalizationState, observation: LocalizationObservation) -> Lo
 def verdict(state: LocalizationState) -> Verdict | None:
     """Why the run stopped (the report's ``stopped_because``), or None while it goes on."""
     settings = state.settings
+    declined = state.screening_cost is not None and state.screening_cost.declined  # its own reason wins
+    if state.suite is not None and state.elapsed_s > settings.max_seconds and not declined:  # once traced
+        converged = is_converged(state.confidences)
+        return _reached(converged) if converged else _budget_spent(settings.max_seconds)
     if state.stage == "screened":
         if state.screening_cost is not None and state.screening_cost.declined:
             return Verdict(reason=state.screening_cost.reason())
@@ -401,8 +415,6 @@ def verdict(state: LocalizationState) -> Verdict | None:
             return Verdict(reason=f"{state.stalled} inspections in a row brought no new evidence")
         if settings.max_cost_usd is not None and run_ledger(state).usd > settings.max_cost_usd:
             return Verdict(reason=f"LLM cost budget (${settings.max_cost_usd:g}) spent")
-        if state.elapsed_s > settings.max_seconds:
-            return Verdict(reason=f"time budget ({settings.max_seconds:g}s) spent")
     if state.iterations >= settings.max_iterations:
         spent = "iteration budget spent" if settings.max_iterations else "no inspections asked for"
         return Verdict(reason=spent)
@@ -473,6 +485,11 @@ def run_ledger(state: LocalizationState) -> CostLedger:
 
 
 # --- how observations move the state --------------------------------------------------------------
+
+
+def _budget_spent(max_seconds: float) -> Verdict:
+    """The time budget ran out: the ranking as it stands is the answer (``errors.BUDGET_SPENT``)."""
+    return Verdict(reason=f"{BUDGET_SPENT} ({max_seconds:g}s) spent")
 
 
 def _reached(fqn: str) -> Verdict:

@@ -153,8 +153,9 @@ class LocalizationReport(BaseModel):
 
     @property
     def exit_code(self) -> int:
-        """``equisa localize``'s exit code for this outcome: 0 converged, 25 not converged."""
-        return localize_exit_code(self.converged)
+        """``equisa localize``'s exit code for this outcome: 0 converged, 26 stopped by the time budget,
+        25 not converged."""
+        return localize_exit_code(self.converged, self.stopped_because)
 
 
 def apply_observation(

@@ -10,7 +10,7 @@ these. GitHub's REST API (github.com, GitHub Enterprise at ``https://HOST/api/v3
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +29,8 @@ __all__ = [
     "commit_message",
     "fix_branch",
     "is_existing_pull_request",
+    "plausible_notice",
+    "publish_refusal",
     "pull_request_title",
     "repository_of",
 ]
@@ -75,16 +77,53 @@ def fix_branch(short_sha: str) -> str:
     return FIX_BRANCH_PREFIX + short_sha
 
 
-def commit_message(target: str | None) -> str:
-    """The fix commit's message: a subject naming the patched function, then where it comes from."""
+def commit_message(target: str | None, plausible: bool = False) -> str:
+    """The fix commit's message: a subject naming the patched function, then where it comes from
+    (``plausible``: a plausible-only patch, published with ``--allow-plausible``, says it is not verified)."""
+    if plausible:
+        subject = f"Plausible fix of {target}" if target else "Plausible fix of the failing tests"
+        return (f"{subject} (plausible only)\n\nPLAUSIBLE ONLY: the failing tests pass and no passing test "
+                "fails, but the patch failed `equisa repair`'s anti-overfitting checks (or was not fully "
+                "validated); review it before merging. Published with --allow-plausible.\n")
     subject = f"Fix {target}" if target else "Fix the failing tests"
     return (f"{subject}\n\nThe patch `equisa repair` verified: the failing tests pass, no passing test "
             "fails, and the anti-overfitting checks pass.\n")
 
 
-def pull_request_title(target: str | None) -> str:
-    """The pull request's title."""
+def pull_request_title(target: str | None, plausible: bool = False) -> str:
+    """The pull request's title (``plausible``: it says plausible only)."""
+    if plausible:
+        return (f"EQUISA: plausible fix of {target} (plausible only, not verified)" if target
+                else "EQUISA: plausible fix of the failing tests (plausible only, not verified)")
     return f"EQUISA: fix {target}" if target else "EQUISA: fix the failing tests"
+
+
+def publish_refusal(status: str, has_diff: bool, allow_plausible: bool) -> str | None:
+    """Why a repair's outcome is not published (``--push``, ``--open-pr``), or None when it is: only a
+    ``fixed`` patch is, and a ``plausible_only`` one with ``allow_plausible`` (``--allow-plausible``)."""
+    if not has_diff:
+        return f"nothing pushed: no patch was accepted ({status})"
+    if status == "fixed" or (status == "plausible_only" and allow_plausible):
+        return None
+    if status == "plausible_only":
+        return ("nothing pushed: the patch is plausible only (it passes the suite but failed the "
+                "anti-overfitting checks); --allow-plausible publishes it, marked as plausible only")
+    return f"nothing pushed: no patch was accepted ({status})"
+
+
+def plausible_notice(checks: Mapping[str, str], details: Sequence[str]) -> str:
+    """The Markdown that opens a plausible-only pull request's body: that it is plausible only, and
+    why: the reported patch's checks that did not pass and its evaluation's detail."""
+    failed = [f"- **{name}**: {result}" for name, result in checks.items() if result != "passed"]
+    why = [f"- {detail}" for detail in details if detail]
+    lines = ["> **Plausible only — not a verified fix.** The failing tests pass and no passing test fails, "
+             "but the patch did not pass every check of `equisa repair`; it was published because "
+             "`--allow-plausible` was given. Review it as a suggestion, not a fix.", ""]
+    if failed:
+        lines += ["Checks it did not pass:", "", *failed, ""]
+    if why:
+        lines += ["Why:", "", *why, ""]
+    return "\n".join(lines) + "\n"
 
 
 _SCP_LIKE = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>[^/].*)$")

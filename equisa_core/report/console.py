@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from equisa_core.discovery.trace_report import TraceReport
-from equisa_core.errors import EquisaError
+from equisa_core.errors import EquisaError, budget_spent
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.operations.batch import BatchSummary
 from equisa_core.report.failure import FailureReport
@@ -156,7 +156,11 @@ def repair_summary(report: RepairReport) -> list[Printed]:
     printed = [line(
         f"[bold {colour}]{report.status}[/] · target {report.target or '-'} · "
         f"{report.candidates_tried} candidates tried · {len(report.evaluations)} validated"
-        + (" · applied" if report.applied else ""), soft_wrap=True)]
+        + (" · applied" if report.applied else "")
+        + (f" · stopped: {report.stopped_because}" if budget_spent(report.stopped_because) else ""),
+        soft_wrap=True)]
+    if report.evidence:
+        printed.append(line(f"evidence: {escape(report.evidence)}", soft_wrap=True))
     if report.validation:
         table = Table(title="Validation of the patch", title_justify="left")
         table.add_column("check", no_wrap=True)

@@ -53,7 +53,7 @@ def github_annotations(report: LocalizationReport | RepairReport, prefix: str = 
     if isinstance(report, RepairReport) and report.diff and report.status in ("fixed", "plausible_only"):
         verified = report.status == "fixed"
         what = "Verified patch (every check passed)" if verified else \
-            "Plausible patch (passes the suite, not the anti-overfitting checks)"
+            "Plausible patch (passes the suite, but the evidence does not reach a fix)"
         for change in replacements(report.diff):
             properties = {"file": prefix + change.path, "line": max(change.start_line, 1)}
             if change.deleted > 1:

@@ -47,7 +47,7 @@ _TEMPLATES.filters["cell"] = _cell
 #: How each outcome is headed.
 _OUTCOMES = {
     "fixed": "fixed: a verified patch",
-    "plausible_only": "plausible patch only (it passes the suite, not the anti-overfitting checks)",
+    "plausible_only": "plausible patch only (it passes the suite, but the evidence does not reach a fix)",
     "not_fixed": "not fixed",
     "error": "error",
 }

@@ -48,11 +48,12 @@ def run_outcome(kind: str, report: Mapping[str, Any]) -> RunOutcome:
         return RunOutcome(status="generated" if generated else "nothing_generated", exit_code=EXIT_OK)
     if kind == "repair":
         status = str(report.get("status", "error"))
-        return RunOutcome(status=status, exit_code=repair_exit_code(status), error=report.get("error"))
+        return RunOutcome(status=status, exit_code=repair_exit_code(status, report.get("stopped_because")),
+                          error=report.get("error"))
     if kind == "localize":
         converged = bool(report.get("converged"))
         return RunOutcome(status="converged" if converged else "not_converged",
-                          exit_code=localize_exit_code(converged))
+                          exit_code=localize_exit_code(converged, report.get("stopped_because")))
     if report.get("crashed"):
         return RunOutcome(status="crashed", exit_code=SuiteCrashedError.exit_code,
                           error_type=SuiteCrashedError.__name__, error=report.get("crash_reason"))

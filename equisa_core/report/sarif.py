@@ -108,10 +108,10 @@ def _fix(repair: RepairReport, prefix: str) -> dict[str, Any]:
     by_file: dict[str, list[Replacement]] = defaultdict(list)
     for replacement in replacements(repair.diff):
         by_file[replacement.path].append(replacement)
-    checks = ", ".join(f"{check}: {result}" for check, result in repair.validation.items())
+    what = "Verified patch" if repair.status == "fixed" else "Plausible patch, not verified"
+    evidence = f": {repair.evidence}" if repair.evidence else ""
     return {
-        "description": {"text": f"Verified patch of {repair.target} ({checks})" if checks
-                        else f"Verified patch of {repair.target}"},
+        "description": {"text": f"{what} of {repair.target}{evidence}"},
         "artifactChanges": [
             {"artifactLocation": _artifact(prefix + path), "replacements": [_replacement(r) for r in changes]}
             for path, changes in sorted(by_file.items())
@@ -144,7 +144,7 @@ def _run_properties(report: LocalizationReport | RepairReport,
     """What the run concluded: the repair's status and target, the localization's verdict."""
     properties: dict[str, Any] = {}
     if isinstance(report, RepairReport):
-        properties.update(status=report.status, target=report.target)
+        properties.update(status=report.status, target=report.target, evidence=report.evidence)
     if localization is not None:
         properties.update(mode=localization.mode, converged=localization.converged,
                           stoppedBecause=localization.stopped_because)

@@ -44,6 +44,7 @@ class PatchStatus(StrEnum):
     STILL_FAILING = "still_failing"  # some originally failing test still fails
     REGRESSIONS = "regressions"  # a previously passing test now fails
     OVERFITTING = "overfitting"  # passes the suite, fails an anti-overfitting check
+    UNCONFIRMED = "unconfirmed"  # passes everything that could run, but the evidence does not reach a fix
     SOUND = "sound"  # passes everything asked of it
 
 
@@ -58,6 +59,13 @@ class PatchEvaluation(BaseModel):
     still_failing: tuple[str, ...] = ()
     regressions: tuple[str, ...] = ()
     checks: dict[str, str] = Field(default_factory=dict, description="Check name -> 'passed' or why not.")
+    evidence: str = Field("", description="What the behavioural divergence check compared, in one sentence.")
+    divergence: float | None = Field(
+        None, description="Share of the compared calls outside the failing tests whose outcome changed "
+                          "(None: not measured); candidates that change less are preferred.")
+    calls: dict[str, float] = Field(
+        default_factory=dict, description="The divergence check's counts: recorded, changed_recorded, "
+        "generated, changed_generated, failing, uncomparable and line_coverage (empty: not measured).")
 
 
 def candidate_diff(originals: Mapping[str, str], candidate: PatchCandidate) -> str:

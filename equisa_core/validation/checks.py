@@ -12,7 +12,20 @@ A candidate is accepted (``SOUND``) only when, in this order:
    suite's own calls (``run-differential``: no change of behaviour near a passing test's call,
    ``equisa_core.validation.differential``) and, in LLM mode, the model's novel-input tests
    (``run-novel-tests``). The carved and differential steps are given together: both call the
-   target on recorded inputs, and the driver runs them in one sandboxed run.
+   target on recorded inputs, and the driver runs them in one sandboxed run;
+4. the behavioural divergence (``run-divergence``, ``equisa_core.validation.divergence``): the
+   target's covering tests run on the original with the candidate's function called beside it on
+   every call (and on generated calls near the passing tests' calls): a call made outside the
+   failing tests whose outcome changes is evidence against the candidate;
+5. the wrong-patch patterns (``equisa_core.validation.patch_patterns``: a broad ``except`` added, a
+   silencing return, a guard deleted, a condition inverted where the suite never took both ways,
+   one of parallel expressions changed alone), weighed by their fitted model.
+
+A candidate that passes all of these is ``SOUND`` only when the evidence reaches: the divergence
+check compared calls of the function from passing tests and they covered enough of it
+(``divergence.evidence_reaches``). Otherwise it is ``UNCONFIRMED``, with the reason: the report
+then says ``plausible_only``, never ``fixed``. A verdict is a promise; where the evidence does not
+reach, the promise is not made.
 
 The driver (``flows.validation``) runs each step in a sandbox and records what it observed. The
 model calls a step made (the novel-input tests') and the problems it met ride on its observation;
@@ -31,13 +44,15 @@ from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import TestOutcome, TestResult
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.differential import DifferentialVerdict
+from equisa_core.validation.divergence import DivergenceReport, evidence_reaches
 from equisa_core.validation.generated_tests import is_testgen_test, pinned_note, split_testgen_tests
 from equisa_core.validation.overfitting import overfitting_findings
+from equisa_core.validation.patch_patterns import load_pattern_model, patch_patterns
 
 __all__ = [
     "CheckState", "CheckStep", "CheckObservation", "CheckVerdict", "RunSuite", "ReadFunctions",
-    "RunCarvedTests", "RunDifferential", "RunNovelTests", "SuiteRan", "FunctionsRead", "CarvedTestsRan",
-    "DifferentialRan", "NovelTestsRan",
+    "RunCarvedTests", "RunDifferential", "RunDivergence", "RunNovelTests", "SuiteRan", "FunctionsRead",
+    "CarvedTestsRan", "DifferentialRan", "DivergenceRan", "NovelTestsRan",
     "start_checks", "next_steps", "record", "verdict",
 ]
 
@@ -71,6 +86,14 @@ class RunDifferential(Frozen):
     target: str
 
 
+class RunDivergence(Frozen):
+    """Run the target's covering tests on the original with the candidate's function called beside
+    it (``equisa_core.validation.divergence``)."""
+
+    kind: Literal["run-divergence"] = "run-divergence"
+    target: str
+
+
 class RunNovelTests(Frozen):
     """Run the model's novel-input tests of ``target`` on the patched program."""
 
@@ -78,8 +101,8 @@ class RunNovelTests(Frozen):
     target: str
 
 
-CheckStep = Annotated[RunSuite | ReadFunctions | RunCarvedTests | RunDifferential | RunNovelTests,
-                      Field(discriminator="kind")]
+CheckStep = Annotated[RunSuite | ReadFunctions | RunCarvedTests | RunDifferential | RunDivergence
+                      | RunNovelTests, Field(discriminator="kind")]
 
 
 class SuiteRan(Frozen):
@@ -95,6 +118,7 @@ class FunctionsRead(Frozen):
     kind: Literal["functions-read"] = "functions-read"
     original: str | None = None
     patched: str | None = None
+    first_line: int = Field(1, ge=1, description="The file line of the original's first line.")
 
 
 class CarvedTestsRan(Frozen):
@@ -121,8 +145,16 @@ class DifferentialRan(Frozen):
     verdict: DifferentialVerdict | None = None
 
 
-CheckObservation = Annotated[SuiteRan | FunctionsRead | CarvedTestsRan | DifferentialRan | NovelTestsRan,
-                             Field(discriminator="kind")]
+class DivergenceRan(Frozen):
+    """The divergence check's report; None when it could not run, with the reason."""
+
+    kind: Literal["divergence-ran"] = "divergence-ran"
+    report: DivergenceReport | None = None
+    reason: str = ""
+
+
+CheckObservation = Annotated[SuiteRan | FunctionsRead | CarvedTestsRan | DifferentialRan | DivergenceRan
+                             | NovelTestsRan, Field(discriminator="kind")]
 
 
 class CheckVerdict(Verdict):
@@ -144,6 +176,12 @@ class CheckState(Frozen):
     llm: bool = Field(default=False, description="Whether the model's novel-input tests are asked for.")
     checks: dict[str, str] = Field(default_factory=dict, description="Check name -> 'passed' or why not.")
     reasons: tuple[str, ...] = Field(default=(), description="Why the anti-overfitting checks failed so far.")
+    doubts: tuple[str, ...] = Field(default=(), description="Why the evidence does not reach a fix, so far.")
+    original_source: str | None = Field(default=None, description="The target's source before the patch.")
+    patched_source: str | None = Field(default=None, description="The target's source after the patch.")
+    first_line: int = Field(default=1, description="The file line of the original source's first line.")
+    divergence: DivergenceReport | None = None
+    divergence_done: bool = False
     functions_read: bool = False
     single_function: bool = False
     carved_done: bool = False
@@ -187,6 +225,8 @@ def next_steps(state: CheckState) -> list[CheckStep]:
         together.append(RunDifferential(target=state.target))
     if together:
         return together
+    if not state.divergence_done and state.single_function and state.target:
+        return [RunDivergence(target=state.target)]
     if not state.novel_done and state.llm and state.single_function and state.target:
         return [RunNovelTests(target=state.target)]
     return []
@@ -205,6 +245,8 @@ def record(state: CheckState, observation: CheckObservation) -> CheckState:
             state = _carved_ran(state, observation.tests)
         case DifferentialRan():
             state = _differential_ran(state, observation.verdict)
+        case DivergenceRan():
+            state = _divergence_ran(state, observation)
         case NovelTestsRan():
             state = _novel_ran(_spent(state, observation), observation.tests)
     return _judged(state)
@@ -255,7 +297,8 @@ def _functions_read(state: CheckState, read: FunctionsRead) -> CheckState:
     if read.original is None or read.patched is None:
         checks["overfitting detectors"] = "not applicable: the patch names no single function"
     else:
-        update["single_function"] = True
+        update.update(single_function=True, original_source=read.original, patched_source=read.patched,
+                      first_line=read.first_line)
         findings = overfitting_findings(read.original, read.patched, state.failing_sources)
         if state.operator == "constant_off_by_one":
             # A corrected constant equals what the tests expect by nature: not a copied output. The
@@ -291,10 +334,59 @@ def _differential_ran(state: CheckState, verdict: DifferentialVerdict | None) ->
                                          "was recorded, or it is a method")
     elif verdict.passed:
         checks["differential inputs"] = f"passed ({verdict.reason()})"
+        # Tolerated as a boundary fix might make them, but changes all the same, where the original
+        # answered (where it gave None or crashed it is no oracle: ``divergence.no_oracle``).
+        changed = [c for c in verdict.far_changes if c.original.answered]
+        if changed:
+            doubts = (*state.doubts, f"changes the result on {len(changed)} input(s) near passing calls, "
+                                     f"e.g. {changed[0].call}")
+            return state.model_copy(update={"differential_done": True, "checks": checks, "doubts": doubts})
     else:
         checks["differential inputs"] = verdict.reason()
         reasons = (*reasons, verdict.reason())
     return state.model_copy(update={"differential_done": True, "checks": checks, "reasons": reasons})
+
+
+def _divergence_ran(state: CheckState, ran: DivergenceRan) -> CheckState:
+    """A call from a passing test whose outcome changed is evidence against the candidate; a
+    generated call that changed, or evidence that does not reach, leaves it unconfirmed."""
+    checks = dict(state.checks)
+    reasons, doubts, report = state.reasons, state.doubts, ran.report
+    if report is None:
+        checks["behavioural divergence"] = f"not run: {ran.reason or 'no test covers the function'}"
+        why = ran.reason or "no test covers it"
+        doubts = (*doubts, f"the behavioural divergence could not be measured ({why})")
+    else:
+        checks["behavioural divergence"] = report.summary()
+        if report.changed_recorded:
+            reasons = (*reasons, report.summary())
+        elif report.changed_generated:
+            doubts = (*doubts, report.summary())
+        reached, why = evidence_reaches(report)
+        if not reached:
+            doubts = (*doubts, why)
+    return state.model_copy(update={"divergence_done": True, "divergence": report, "checks": checks,
+                                    "reasons": reasons, "doubts": doubts})
+
+
+def _patterns_weighed(state: CheckState) -> CheckState:
+    """The wrong-patch patterns of the patch, weighed by the fitted model (a reason against it when
+    they weigh enough); the suite's arcs, when the divergence run recorded them, tell whether an
+    inverted condition was taken both ways."""
+    if state.original_source is None or state.patched_source is None:
+        return state
+    arcs = state.divergence.arcs if state.divergence is not None else None
+    findings = patch_patterns(state.original_source, state.patched_source, first_line=state.first_line,
+                              arcs=arcs)
+    against, why = load_pattern_model().weighs_against(findings)
+    checks = dict(state.checks)
+    if against:
+        checks["wrong-patch patterns"] = why
+        return state.model_copy(update={"checks": checks, "reasons": (*state.reasons, why)})
+    shown = ", ".join(f"{f.pattern} at line {f.line}" for f in findings)
+    checks["wrong-patch patterns"] = (f"passed ({shown}, not enough to weigh against it)" if findings
+                                      else "passed")
+    return state.model_copy(update={"checks": checks})
 
 
 def _novel_ran(state: CheckState, tests: Sequence[TestResult] | None) -> CheckState:
@@ -325,19 +417,34 @@ def _judged(state: CheckState) -> CheckState:
     """``state`` with its evaluation once the suite passed and no anti-overfitting step is left."""
     if state.evaluation is not None or "failing tests pass" not in state.checks or next_steps(state):
         return state
+    state = _patterns_weighed(state)
     checks = dict(state.checks)
     checks.setdefault("carved tests", "not applicable: no recorded passing execution could be carved")
     checks.setdefault("differential inputs", "not applicable: the patch names no single function")
+    checks.setdefault("behavioural divergence", "not applicable: the patch names no single function")
+    checks.setdefault("wrong-patch patterns", "not applicable: the patch names no single function")
     if not state.llm:
         checks.setdefault("novel-input tests", "not run: deterministic mode")
     checks.setdefault("novel-input tests", "not applicable: the patch names no single function")
-    state = state.model_copy(update={"checks": checks})
+    doubts = state.doubts
+    if not state.single_function:
+        doubts = (*doubts, "the patch changes no single function, so its behaviour could not be compared")
+    elif not state.divergence_done:
+        doubts = (*doubts, "the patch names no target function, so its behaviour could not be compared")
+    state = state.model_copy(update={"checks": checks, "doubts": doubts})
     if state.reasons:
-        evaluation = PatchEvaluation(candidate=state.candidate, status=PatchStatus.OVERFITTING,
-                                     detail="; ".join(state.reasons), checks=state.checks)
+        status, detail = PatchStatus.OVERFITTING, "; ".join(state.reasons)
+    elif state.doubts:
+        status = PatchStatus.UNCONFIRMED
+        detail = ("passes the suite and every check that could run, but the evidence does not reach a fix: "
+                  + "; ".join(state.doubts))
     else:
-        evaluation = PatchEvaluation(candidate=state.candidate, status=PatchStatus.SOUND, checks=state.checks,
-                                     detail="passes the suite and every anti-overfitting check")
+        status, detail = PatchStatus.SOUND, "passes the suite and every anti-overfitting check"
+    report = state.divergence
+    evaluation = PatchEvaluation(candidate=state.candidate, status=status, detail=detail, checks=state.checks,
+                                 evidence=report.summary() if report is not None else "",
+                                 divergence=report.changed_share if report is not None else None,
+                                 calls=report.counts() if report is not None else {})
     return state.model_copy(update={"evaluation": evaluation})
 
 

@@ -20,6 +20,12 @@ What a run spends and meets travels on the observations: ``Localized``, ``Genera
 carry the model calls they made (``calls``) and the problems they met (``problems``); ``record`` adds
 the calls to the state's one ``ledger`` (``equisa_core.common.cost``), whence the report's cost, and
 the problems to ``problems``.
+
+The run's time budget (``max_seconds``) is the machine's too: the driver sends the clock
+(``Clocked``: seconds since the run started) before each step, and once they reach the budget the
+loop stops (``stopped_because``: "time budget (...) spent"), keeping every verdict made so far, so
+the report shows the best of them (a plausible candidate stays ``plausible_only``). The machine reads
+no clock; the driver also cuts the step in flight at the deadline (``flows.repair``).
 """
 
 from __future__ import annotations
@@ -32,15 +38,19 @@ from pydantic import Field
 from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import Edge, Node
+from equisa_core.common.options import RepairLocalizationOptions, default_of
 from equisa_core.common.testcode import is_test_support
+from equisa_core.errors import BUDGET_SPENT
+from equisa_core.errors import budget_spent as _budget_spent
 from equisa_core.localization.selection import is_test_file, is_valid_node
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 
 __all__ = [
     "RepairBudget", "RepairState", "RepairStep", "RepairObservation", "Localize", "FindTargets", "Generate",
     "Validate", "Localized", "TargetsFound", "Generated", "Exhausted", "Validated", "Noted",
-    "GeneratorName", "EXTRA_TESTS_PER_RELOCALIZATION", "start_repair", "next_steps", "record", "verdict",
-    "last_verdict", "patchable_functions", "test_harness", "reported_evaluation", "spent_usd",
+    "Clocked", "GeneratorName", "BUDGET_SPENT", "EXTRA_TESTS_PER_RELOCALIZATION", "start_repair",
+    "next_steps", "record", "verdict", "last_verdict", "patchable_functions", "test_harness",
+    "reported_evaluation", "spent_usd", "budget_spent", "seconds_left", "REPORTED_STATUSES",
 ]
 
 GeneratorName = Literal["llm-fix", "patcher", "confirmed", "mutation"]
@@ -58,6 +68,8 @@ class RepairBudget(Frozen):
     max_relocalizations: int = Field(0, ge=0, description="Returns to Discovery after regressions.")
     llm_fixes: bool = Field(default=False, description="Ask the model for its minimal fix.")
     patcher: bool = Field(default=False, description="Ask the multi-retrieval patcher.")
+    max_seconds: float = Field(default_of(RepairLocalizationOptions, "max_seconds"), gt=0,
+                               description="Wall-clock seconds of the whole run (``Clocked``).")
 
 
 class Localize(Frozen):
@@ -151,7 +163,14 @@ class Noted(Frozen):
     once: bool = False
 
 
-RepairObservation = Annotated[Localized | TargetsFound | Generated | Exhausted | Validated | Noted,
+class Clocked(Frozen):
+    """The driver's clock: seconds since the run started (sent before each step)."""
+
+    kind: Literal["clocked"] = "clocked"
+    elapsed_s: float = Field(ge=0)
+
+
+RepairObservation = Annotated[Localized | TargetsFound | Generated | Exhausted | Validated | Noted | Clocked,
                               Field(discriminator="kind")]
 
 
@@ -174,6 +193,7 @@ class RepairState(Frozen):
     tried: int = Field(default=0, description="Candidates run against tests (screened or validated).")
     problems: tuple[str, ...] = ()
     ledger: CostLedger = Field(default_factory=CostLedger, description="Every model call of the run.")
+    elapsed_s: float = Field(0.0, description="Seconds since the run started, as last observed.")
     stopped_because: str | None = None
 
 
@@ -219,7 +239,19 @@ def record(state: RepairState, observation: RepairObservation) -> RepairState:
         case Validated():
             state = _spent(state, observation.calls, observation.problems)
             return _validated(state, observation.evaluation)
+        case Clocked():
+            return _clocked(state, observation.elapsed_s)
     return state
+
+
+def budget_spent(state: RepairState) -> bool:
+    """Whether the run stopped because its time budget ran out."""
+    return _budget_spent(state.stopped_because)
+
+
+def seconds_left(state: RepairState) -> float:
+    """Seconds of the time budget left, as last observed (0 once spent)."""
+    return max(0.0, state.budget.max_seconds - state.elapsed_s)
 
 
 def spent_usd(state: RepairState) -> float:
@@ -271,13 +303,21 @@ def test_harness(nodes: Mapping[str, Node], edges: Iterable[Edge]) -> frozenset[
 test_harness.__dict__["__test__"] = False  # not a pytest test (pytest reads the attribute)
 
 
+#: The statuses of a patch the report may show, best first: a fix, then a plausible patch against
+#: which nothing was found, then one the anti-overfitting checks weigh against.
+REPORTED_STATUSES = (PatchStatus.SOUND, PatchStatus.UNCONFIRMED, PatchStatus.OVERFITTING)
+
+
 def reported_evaluation(evaluations: Sequence[PatchEvaluation]) -> PatchEvaluation | None:
-    """The evaluation whose patch the report shows: the first sound one, else the first that passed
-    the suite but not the anti-overfitting checks (a plausible patch), else none."""
-    for status in (PatchStatus.SOUND, PatchStatus.OVERFITTING):
-        found = next((e for e in evaluations if e.status is status), None)
-        if found is not None:
-            return found
+    """The evaluation whose patch the report shows: the first sound one, else the plausible one
+    (unconfirmed, then overfitting) that changes the function's behaviour least outside the failing
+    tests (``PatchEvaluation.divergence``; unmeasured counts as most), the earliest among equals;
+    else none."""
+    for status in REPORTED_STATUSES:
+        found = [(position, e) for position, e in enumerate(evaluations) if e.status is status]
+        if found:
+            return min(found, key=lambda pair: (pair[1].divergence is None, pair[1].divergence or 0.0,
+                                                pair[0]))[1]
     return None
 
 
@@ -335,6 +375,21 @@ def _validated(state: RepairState, evaluation: PatchEvaluation) -> RepairState:
     if evaluation.status is PatchStatus.SOUND or len(done) >= state.budget.max_validations:
         return _round_over(state)
     return state
+
+
+def _clocked(state: RepairState, elapsed_s: float) -> RepairState:
+    """The state at ``elapsed_s``: stopped once the time budget is reached, with every verdict made
+    so far kept (those of this round and a verdict its generator already made on the pending
+    candidate; a candidate not validated yet is dropped)."""
+    elapsed = max(state.elapsed_s, elapsed_s)
+    state = state.model_copy(update={"elapsed_s": elapsed})
+    if elapsed < state.budget.max_seconds:
+        return state
+    made = (*state.round_evaluations, *([state.pending_evaluation] if state.pending_evaluation else []))
+    return state.model_copy(update={
+        "evaluations": (*state.evaluations, *made), "round_evaluations": (), "generators": (),
+        "pending": None, "pending_evaluation": None,
+        "stopped_because": f"{BUDGET_SPENT} ({state.budget.max_seconds:g}s) spent after {elapsed:.0f}s"})
 
 
 def _round_over(state: RepairState) -> RepairState:

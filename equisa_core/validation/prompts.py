@@ -177,6 +177,9 @@ STATUS_MEANINGS: dict[PatchStatus, str] = {
                              "with the patch: it breaks other behaviour.",
     PatchStatus.OVERFITTING: "The patch passes the suite but fails new tests of the same behaviour "
                              "with other inputs: it fits the known inputs instead of fixing the logic.",
+    PatchStatus.UNCONFIRMED: "The patch passes the suite and every check that could run, but there is "
+                             "too little evidence that it keeps the function's behaviour elsewhere: a "
+                             "smaller, more targeted change is preferred.",
     PatchStatus.SOUND: "The patch fixes the failing tests without regressions.",
 }
 

@@ -30,6 +30,9 @@ TRIGGER_SPELLING: dict[str, Option] = {
     "open_pr": Option("the repair also opens a pull request for the fix branch, or comments on the open "
                       "one, with the token in the worker's GITHUB_TOKEN or EQUISA_FORGE_TOKEN (implies "
                       "--push)", switch=True),
+    "allow_plausible": Option("the repair also publishes a plausible-only patch (it passes the suite but "
+                              "failed the anti-overfitting checks), marked as plausible only and why",
+                              switch=True),
 }
 
 

@@ -22,8 +22,16 @@ from bench.realbugs.bugsinpy import Refused
 from bench.realbugs.steps import fresh_copy
 from bench.realrepair import __main__ as cli
 from bench.realrepair import bugsinpy_single, refactory
-from bench.realrepair.judge import apply_diff, judgement_from, outcome, parse_outcomes, sandboxed_pytest
-from bench.realrepair.report import build, markdown, wilson
+from bench.realrepair.judge import (
+    apply_diff,
+    judgement_from,
+    label_of,
+    outcome,
+    parse_outcomes,
+    sandboxed_pytest,
+)
+from bench.realrepair.patches import JudgedPatch, judged_patches
+from bench.realrepair.report import budget_spent, build, markdown, precision_recall, wilson
 from bench.realrepair.split import Split, precheck, split_half
 from bench.realrepair.steps import Context, interleave, prepare_refactory_one
 
@@ -286,6 +294,159 @@ def test_the_report_counts_outcomes_per_version_source_and_stratum(tmp_path):
     text = markdown(data)
     assert "| HEAD | refactory | 2 | 1 (50 %) | 1 (50 %) |" in text
     assert wilson(0, 0) is None and wilson(5, 10) == (0.237, 0.763)
+
+
+def row(bug: str, status: str | None, result: str, withheld: str | None = None, **extra) -> dict:
+    source = "refactory" if bug.startswith("refactory-") else "bugsinpy"
+    return {"id": bug, "source": source, "status": status, "outcome": result, "withheld": withheld,
+            "wall_s": 5.0, "returncode": 0, **extra}
+
+
+#: Nine runs: 2 fixed and correct, 1 fixed and overfit, 1 fixed whose diff does not apply,
+#: 1 plausible_only withheld correct, 1 withheld overfit, 2 not fixed, 1 killed.
+RUNS = [
+    row("refactory-wrong_1_001", "fixed", "correct", question=1),
+    row("refactory-wrong_1_002", "fixed", "correct", question=1),
+    row("refactory-wrong_2_001", "fixed", "overfit", question=2),
+    row("refactory-wrong_2_002", "fixed", "error", reason="status fixed but the patch does not apply: x",
+        question=2),
+    row("refactory-wrong_3_001", "plausible_only", "not_fixed", "withheld_correct", returncode=21,
+        question=3),
+    row("bugsinpy-black-1", "plausible_only", "not_fixed", "withheld_overfit", returncode=21),
+    row("bugsinpy-black-2", "not_fixed", "not_fixed", returncode=22,
+        localization_stopped_because="time budget (600s) spent"),
+    row("bugsinpy-luigi-3", "not_fixed", "not_fixed", returncode=22,
+        localization_stopped_because="iteration budget spent"),
+    row("bugsinpy-luigi-4", None, "error", returncode=None),
+]
+
+
+def test_precision_and_recall_of_fixed_and_of_plausible_only_with_wilson_intervals():
+    figures = precision_recall(RUNS)
+    fixed, withheld = figures["fixed"], figures["plausible_only"]
+    assert (fixed["claimed"], fixed["correct"]) == (4, 2)  # the unapplied claim counts against fixed
+    assert fixed["precision"] == 0.5 and fixed["precision_ci95"] == wilson(2, 4)
+    assert fixed["recall"] == round(2 / 9, 3) and fixed["recall_ci95"] == wilson(2, 9)
+    assert (withheld["claimed"], withheld["withheld_correct"]) == (2, 1)
+    assert withheld["precision"] == 0.5 and withheld["precision_ci95"] == wilson(1, 2)
+    assert withheld["recall"] == round(1 / 9, 3) and withheld["recall_ci95"] == wilson(1, 9)
+    nothing = precision_recall([row("bugsinpy-black-2", "not_fixed", "not_fixed")])
+    assert nothing["fixed"]["precision"] is None and nothing["fixed"]["precision_ci95"] is None
+    assert nothing["fixed"]["recall"] == 0.0 and nothing["fixed"]["recall_ci95"] == wilson(0, 1)
+
+
+def test_a_run_spent_its_budget_by_its_report_or_by_the_budget_exit_code(monkeypatch):
+    from bench.realrepair import report
+
+    assert budget_spent({"stopped_because": "time budget (150s) spent"})
+    assert budget_spent({"localization_stopped_because": "time budget (600s) spent"})
+    assert not budget_spent({"localization_stopped_because": "iteration budget spent"})
+    assert not budget_spent({"stopped_because": "solution.f reached 0.9", "returncode": 23})
+    monkeypatch.setattr(report, "BUDGET_EXIT_CODE", 23)
+    assert budget_spent({"returncode": 23}) and not budget_spent({"returncode": 22})
+
+
+def test_the_report_gives_precision_per_source_project_and_question_first(tmp_path):
+    cases = [{"id": r["id"], "source": r["source"], "question": r.get("question"), "stratum": "<=2"}
+             for r in RUNS]
+    for run in RUNS:
+        (tmp_path / run["id"]).mkdir()
+        (tmp_path / run["id"] / "abcdef123456.json").write_text(json.dumps(run))
+    data = build(tmp_path, cases, [("BASE", "abcdef1234567890")])
+    base = data["summary"]["BASE"]
+    assert base["refactory"]["fixed"]["claimed"] == 4 and base["refactory"]["fixed"]["correct"] == 2
+    assert base["bugsinpy"]["fixed"]["claimed"] == 0 and base["bugsinpy"]["plausible_only"]["claimed"] == 1
+    assert base["all"]["fixed"]["precision"] == 0.5 and base["all"]["budget_spent"] == 1
+    assert base["all"]["timeouts"] == 1
+    projects = data["by_project"]["BASE"]
+    assert list(projects) == ["refactory", "black", "luigi"]  # the project from the id when unrecorded
+    assert projects["black"]["n"] == 2 and projects["black"]["plausible_only"]["claimed"] == 1
+    assert projects["luigi"]["n"] == 2 and projects["luigi"]["fixed"]["recall"] == 0.0
+    assert data["by_question"]["BASE"]["2"]["fixed"]["precision"] == 0.0
+    assert data["by_question"]["BASE"]["1"]["fixed"]["precision_ci95"] == wilson(2, 2)
+    text = markdown(data)
+    assert text.index("## Precision of fixed") < text.index("## Outcomes")
+    assert "| BASE | refactory | 5 | 4 | 2 | 0.50 (0.15–0.85) | 0.40 (0.12–0.77) | 1 | 1 |" in text
+    assert "| BASE | Q2 | 2 | 2 | 0 | 0.00 (0.00–0.66) |" in text
+    assert "| BASE | black | 2 | 0 | 0 | – |" in text
+    assert "| BASE | refactory | 5 | 2 (40 %) | 1 (20 %) |" in text  # the outcomes' table is kept
+
+
+def test_the_judges_label_of_a_run():
+    assert label_of({"status": "fixed", "outcome": "correct"}) == "correct"
+    assert label_of({"status": "fixed", "outcome": "overfit"}) == "overfit"
+    assert label_of({"status": "plausible_only", "outcome": "not_fixed", "withheld": "withheld_correct"}) \
+        == "withheld_correct"
+    assert label_of(RUNS[3]) == "unapplied"
+    assert label_of({"status": "not_fixed", "outcome": "not_fixed"}) is None
+    assert label_of({"status": "fixed", "outcome": "error", "reason": "exit 70"}) is None
+
+
+def write_run(cache: Path, run: dict, commit: str, report: dict | None = None, diff: str = "") -> None:
+    folder = cache / "results" / run["id"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{commit[:12]}.json").write_text(json.dumps({**run, "commit": commit}))
+    if report is not None:
+        (folder / f"{commit[:12]}.report.json").write_text(json.dumps(report))
+    if diff:
+        (folder / f"{commit[:12]}.diff").write_text(diff)
+
+
+def test_judged_patches_reads_back_every_judged_run_of_the_versions(tmp_path):
+    base, head = "a" * 40, "b" * 40
+    the_patch = patch("return x + 1", "return x * 2")
+    recorded = row("refactory-wrong_1_001", "fixed", "overfit", project="refactory", label="overfit",
+                   target="solution.double", original=str(tmp_path / "orig"), question=1)
+    write_run(tmp_path, recorded, base, {"status": "fixed", "target": "solution.double", "diff": the_patch},
+              the_patch)
+    # written before the run kept its project, label, target and original: read from what is there
+    older = row("bugsinpy-black-7", "plausible_only", "not_fixed", "withheld_correct")
+    write_run(tmp_path, older, base, None, "diff --git a/b.py b/b.py\n")
+    case = tmp_path / "bugs" / "bugsinpy-black-7" / "case.json"
+    case.parent.mkdir(parents=True)
+    case.write_text(json.dumps({"buggy": "/r/black-7/buggy"}))
+    write_run(tmp_path, row("refactory-wrong_2_001", "not_fixed", "not_fixed"), base)  # nothing judged
+    write_run(tmp_path, row("refactory-wrong_2_002", "fixed", "correct"), head, None, the_patch)  # HEAD
+
+    found = judged_patches(tmp_path, [base[:7]])
+    assert [p.bug_id for p in found] == ["bugsinpy-black-7", "refactory-wrong_1_001"]
+    black, student = found
+    assert student == JudgedPatch(
+        project="refactory", bug_id="refactory-wrong_1_001", version=base[:7], commit=base, status="fixed",
+        target="solution.double", diff=the_patch, label="overfit", original=tmp_path / "orig",
+        report=tmp_path / "results" / "refactory-wrong_1_001" / f"{base[:12]}.report.json", question=1)
+    assert (black.project, black.label, black.status) == ("black", "withheld_correct", "plausible_only")
+    assert black.diff.startswith("diff --git") and black.report is None
+    assert black.original == Path("/r/black-7/buggy") and black.target is None
+    both = judged_patches(tmp_path, [("BASE", base), ("HEAD", head)])
+    assert [(p.bug_id, p.version) for p in both] == [("bugsinpy-black-7", "BASE"),
+                                                     ("refactory-wrong_1_001", "BASE"),
+                                                     ("refactory-wrong_2_002", "HEAD")]
+    assert judged_patches(tmp_path / "nothing", [base]) == []
+
+
+def test_the_bugsinpy_judge_runs_the_fixed_versions_whole_test_files_less_what_fails_there(tmp_path):
+    tree, fixed = tmp_path / "patched", tmp_path / "fixed"
+    for root in (tree, fixed):
+        (root / "tests").mkdir(parents=True)
+        (root / "pkg.py").write_text("def f():\n    return 1\n")
+    (tree / "tests" / "test_pkg.py").write_text("def test_old():\n    assert False\n")  # replaced
+    (fixed / "tests" / "test_pkg.py").write_text(
+        "from pkg import f\n\n\ndef test_f():\n    assert f() == 1\n\n\n"
+        "def test_not_in_the_split():\n    assert f() + 1 == 2\n\n\n"
+        "def test_broken_on_fixed():\n    assert f() == 2\n")
+    case = {"python": PYTHON, "fixed": str(fixed), "scope": ["tests/test_pkg.py"],
+            "judge_tests": ["tests/test_pkg.py::test_f"],
+            "left_out_failing_on_fixed": ["tests/test_pkg.py::test_broken_on_fixed"]}
+    run = bugsinpy_single.judge_run(case, tree, timeout=120)
+    assert run["outcomes"] == {"tests/test_pkg.py::test_f": "PASSED",
+                               "tests/test_pkg.py::test_not_in_the_split": "PASSED"}
+    assert run["ignored_failing_on_fixed"] == ["tests/test_pkg.py::test_broken_on_fixed"]
+    assert run["returncode"] == 0 and judgement_from(run, "").passes
+    (tree / "pkg.py").write_text("def f():\n    return 2\n")  # now the extra test catches it
+    caught = bugsinpy_single.judge_run(case, tree, timeout=120)
+    assert caught["outcomes"]["tests/test_pkg.py::test_not_in_the_split"] == "FAILED"
+    assert caught["returncode"] == 1 and caught["ignored_failing_on_fixed"] == []
 
 
 # -------------------------------------------------------------------------------------------------

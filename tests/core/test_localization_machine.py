@@ -510,3 +510,31 @@ def test_a_declined_screening_of_one_function_says_function():
     cost = ScreeningCost(functions=("m.f",), estimate_s=2.0, traced_s=1.0, ratio=0.25)
     assert cost.declined
     assert cost.reason().startswith("the mutant screening of 1 function would take about 2.0s")
+
+
+def test_the_time_budget_stops_the_loop_at_any_stage_once_traced():
+    """The driver's clock (``Clocked``) past ``max_seconds`` ends the run right after the trace, before
+    Discovery, a screening or an inspection: the ranking as it stands is the answer (exit 26)."""
+    from equisa_core.errors import EXIT_BUDGET_SPENT
+    from equisa_core.localization.machine import Clocked
+
+    suite = Suite(nodes={f"m.f{i}": Node(fqn=f"m.f{i}", file="m.py", start_line=i + 1, end_line=i + 1)
+                         for i in range(3)},
+                  suspiciousness={f"m.f{i}": 0.5 for i in range(3)},
+                  signals={f"m.f{i}": NodeSignals(ochiai=0.5, dstar=0.5, tarantula=0.5, on_stack=0.0,
+                                                  deepest=0.0, near_deepest=0.0, test_calls=0.0,
+                                                  near_test=0.0, failure_machinery=0.0) for i in range(3)},
+                  tests=TestCounts(passed=1, failed=1, flaky=0, generated=0))
+    state = initial_state(LocalizationSettings(max_seconds=20.0, mutants=True, screen_top=5,
+                                               screen_first=True))
+    state = record(state, Clocked(elapsed_s=1.0))
+    assert verdict(state) is None  # no suite yet: nothing to answer with
+    state = record(state, Traced(suite=suite, elapsed_s=12.0))
+    assert verdict(state) is None and next_steps(state)
+    state = record(state, Clocked(elapsed_s=20.5))
+    stopped = verdict(state)
+    assert stopped is not None and stopped.reason == "time budget (20s) spent" and not stopped.converged
+    assert next_steps(state) == [] and state.iterations == 0
+    final = report(state)
+    assert final.stopped_because == stopped.reason and final.ranking
+    assert final.exit_code == EXIT_BUDGET_SPENT

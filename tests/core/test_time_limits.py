@@ -16,6 +16,7 @@ from equisa_core.common.options import (
 )
 from equisa_core.common.time_limits import (
     TIMED_OUT,
+    budget_reading,
     limit_for,
     limits_from_history,
     limits_from_run,
@@ -23,6 +24,7 @@ from equisa_core.common.time_limits import (
     stopped_note,
     timed_out,
     uniform_limit,
+    within_deadline,
 )
 
 
@@ -101,3 +103,34 @@ def test_every_test_of_a_run_gets_a_limit_within_bounds(runs: list[tuple[str, fl
     limits = limits_from_run(results)
     assert set(limits) == {r.test_id for r in results}
     assert all(TIMEOUT_SLACK_S <= limit <= TIMEOUT_CAP_S for limit in limits.values())
+
+
+# --- a run's deadline (``within_deadline``, ``budget_reading``) ------------------------------------
+
+
+def test_a_run_far_from_its_deadline_keeps_its_own_wall_clock() -> None:
+    assert within_deadline(60.0, None) == (60.0, False)
+    assert within_deadline(60.0, 60.0) == (60.0, False)
+    assert within_deadline(60.0, 600.0) == (60.0, False)
+
+
+def test_a_run_near_its_deadline_is_cut_at_the_deadline_and_says_so() -> None:
+    assert within_deadline(60.0, 12.5) == (12.5, True)
+    assert within_deadline(60.0, -3.0) == (0.0, True)  # passed already: no time at all
+
+
+@given(st.floats(0.001, 1e5), st.none() | st.floats(-1e5, 1e5))
+def test_the_wall_clock_is_the_sooner_of_the_two_and_binds_only_when_the_deadline_is_sooner(
+        own: float, left: float | None) -> None:
+    seconds, cut = within_deadline(own, left)
+    assert 0.0 <= seconds <= own
+    assert cut == (left is not None and left < own)
+    assert seconds == (max(0.0, left) if cut and left is not None else own)
+
+
+@given(st.floats(0, 1e5), st.floats(0.001, 1e5), st.booleans())
+def test_the_clock_reads_past_the_budget_once_the_deadline_passed(
+        elapsed: float, budget: float, passed: bool) -> None:
+    reading = budget_reading(elapsed, budget, passed)
+    assert reading >= elapsed
+    assert (reading > budget) if passed else reading == elapsed

@@ -17,6 +17,7 @@ from equisa_core.common.models import TestOutcome, TestResult
 from equisa_core.validation import checks, machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.differential import DifferentialVerdict, FarChange, Observed
+from equisa_core.validation.divergence import CallComparison, DivergenceReport, divergence_of
 
 TESTGEN_TEST = "tests/equisa_generated/test_testgen_a.py::test_t"
 TESTS = [f"tests/test_m.py::test_{i}" for i in range(6)] + [TESTGEN_TEST]
@@ -97,12 +98,83 @@ def check_observation(step: checks.CheckStep, ids: list[str]) -> st.SearchStrate
                 far = tuple(FarChange(call=f"f({i})", original=Observed(result="1"),
                                       patched=Observed(result="2")) for i in range(draw(st.integers(0, 2))))
                 return checks.DifferentialRan(verdict=DifferentialVerdict(compared=5, far_changes=far))
+            case checks.RunDivergence():
+                if not optional:
+                    return checks.DivergenceRan(report=None, reason="no test covers the function")
+                return checks.DivergenceRan(report=draw(divergence_reports()))
             case checks.RunNovelTests():
                 return checks.NovelTestsRan(tests=results(draw, module) if optional else None,
                                             calls=model_calls(draw, "novel"),
                                             problems=tuple(draw(st.lists(st.sampled_from(["p", "q"])))))
         raise AssertionError(step)
     return build()
+
+
+@st.composite
+def divergence_reports(draw: st.DrawFn) -> DivergenceReport:
+    """A divergence check's report: calls from passing tests (some changed), generated and failing calls,
+    and the lines of ``ORIGINAL`` they ran."""
+    comparisons = [CallComparison(test_id=f"t::{i}", origin=origin, kind=kind, changed=draw(st.booleans())
+                                  if origin == "passing" and draw(st.integers(0, 3)) == 0 else False)
+                   for i, (origin, kind) in enumerate(draw(st.lists(st.sampled_from(
+                       [("passing", "recorded"), ("passing", "generated"), ("failing", "recorded")]), max_size=6)))]
+    executed = draw(st.sampled_from([(), (2,)]))
+    return divergence_of(comparisons, executable=(2,), executed=executed, arcs=())
+
+
+def passed_suite(ids: list[str]) -> checks.SuiteRan:
+    return checks.SuiteRan(tests=tuple(TestResult(test_id=t, outcome=TestOutcome.PASSED, duration=0.0) for t in ids))
+
+
+def report_of(changed_recorded: int = 0, changed_generated: int = 0, recorded: int = 5,
+              executed: tuple[int, ...] = (2,)) -> DivergenceReport:
+    comparisons = [CallComparison(test_id=f"t::r{i}", origin="passing", kind="recorded", changed=i < changed_recorded)
+                   for i in range(recorded)]
+    comparisons += [CallComparison(test_id=f"t::g{i}", origin="passing", kind="generated",
+                                   changed=i < changed_generated) for i in range(10)]
+    comparisons += [CallComparison(test_id="t::fail", origin="failing", kind="recorded", changed=True)]
+    return divergence_of(comparisons, executable=(2,), executed=executed, arcs=((1, 2),))
+
+
+def judged_with(report: DivergenceReport | None, patched: str = PATCHED[0]) -> PatchEvaluation:
+    """The verdict on a candidate that passes the suite, the carved and differential checks, with ``report``."""
+    candidate = PatchCandidate(id="c", generator="mutation", target="pkg.f", description="d",
+                               files={"pkg.py": patched})
+    state = checks.start_checks(candidate, TESTS[:1], TESTS[1:], TESTS, {}, llm=False)
+    for observation in (passed_suite(TESTS), checks.FunctionsRead(original=ORIGINAL, patched=patched),
+                        checks.CarvedTestsRan(tests=None), checks.DifferentialRan(verdict=None),
+                        checks.DivergenceRan(report=report, reason="" if report else "no test covers it")):
+        state = checks.record(state, observation)
+    judged = checks.verdict(state)
+    assert judged is not None
+    return judged.evaluation
+
+
+def test_a_fix_is_said_only_where_the_divergence_evidence_reaches():
+    sound = judged_with(report_of())
+    assert sound.status is PatchStatus.SOUND, sound.detail
+    assert "no behaviour changed outside the failing tests" in sound.evidence and sound.divergence == 0.0
+    unmeasured = judged_with(None)
+    assert unmeasured.status is PatchStatus.UNCONFIRMED and "could not be measured" in unmeasured.detail
+    no_calls = judged_with(report_of(recorded=0))
+    assert no_calls.status is PatchStatus.UNCONFIRMED, "no call from a passing test: the evidence does not reach"
+    uncovered = judged_with(report_of(executed=()))
+    assert uncovered.status is PatchStatus.UNCONFIRMED, "the calls ran too little of the function"
+
+
+def test_a_changed_call_outside_the_failing_tests_is_never_tolerated():
+    against = judged_with(report_of(changed_recorded=1))
+    assert against.status is PatchStatus.OVERFITTING, "a passing test's call changed: evidence against"
+    assert against.divergence is not None and against.divergence > 0
+    near = judged_with(report_of(changed_generated=1))
+    assert near.status is PatchStatus.UNCONFIRMED, "one generated call of ten changed: not a fix"
+
+
+def test_a_broad_except_the_patch_adds_weighs_against_it():
+    swallowed = "def f(x):\n    try:\n        return x + 1\n    except Exception:\n        return None\n"
+    judged = judged_with(report_of(), patched=swallowed)
+    assert judged.status is PatchStatus.OVERFITTING
+    assert "broad_except_added" in judged.checks["wrong-patch patterns"]
 
 
 @SETTINGS
@@ -146,6 +218,9 @@ def test_a_candidate_is_accepted_only_after_every_check_passed(run):
     assert got["carved tests"].startswith(("passed", "not applicable"))
     assert got["differential inputs"].startswith(("passed", "not applicable"))
     assert got["novel-input tests"].startswith(("passed", "not run", "not applicable"))
+    assert got["wrong-patch patterns"].startswith("passed")
+    assert got["behavioural divergence"].startswith("checked on"), "a fix is said only with its evidence"
+    assert "no behaviour changed outside the failing tests" in judged.evaluation.evidence
 
 
 def test_the_carved_tests_and_the_differential_inputs_are_given_together():
@@ -161,7 +236,10 @@ def test_the_carved_tests_and_the_differential_inputs_are_given_together():
                         duration=0.0, exception_type="AssertionError", message="1 != 2")
     carved = checks.record(state, checks.CarvedTestsRan(tests=(failed,)))
     assert checks.next_steps(carved) == [checks.RunDifferential(target="pkg.f")], "the rest is given again"
-    judged = checks.verdict(checks.record(carved, checks.DifferentialRan(verdict=None)))
+    differential = checks.record(carved, checks.DifferentialRan(verdict=None))
+    assert checks.next_steps(differential) == [checks.RunDivergence(target="pkg.f")], \
+        "a rejected candidate's divergence is measured too: the least divergent plausible patch is reported"
+    judged = checks.verdict(checks.record(differential, checks.DivergenceRan(report=report_of())))
     assert judged is not None and judged.evaluation.status is PatchStatus.OVERFITTING
     assert judged.evaluation.checks["carved tests"].startswith("changes the result on inputs the suite")
 
@@ -396,6 +474,18 @@ def test_the_report_shows_the_first_sound_patch_else_the_first_plausible_one():
     assert machine.reported_evaluation(plausible).candidate == "b"
     assert machine.reported_evaluation([*plausible, evaluation("d", PatchStatus.SOUND)]).candidate == "d"
     assert machine.reported_evaluation(plausible[:1]) is None
+    unconfirmed = evaluation("e", PatchStatus.UNCONFIRMED)
+    assert machine.reported_evaluation([*plausible, unconfirmed]).candidate == "e", \
+        "nothing found against it comes before a check that weighs against"
+
+
+def test_the_least_divergent_plausible_patch_is_reported():
+    def evaluation(name: str, divergence: float | None) -> PatchEvaluation:
+        return PatchEvaluation(candidate=name, status=PatchStatus.OVERFITTING, divergence=divergence)
+
+    found = [evaluation("a", None), evaluation("b", 0.3), evaluation("c", 0.05), evaluation("d", 0.05)]
+    assert machine.reported_evaluation(found).candidate == "c", "least change first, the earliest among equals"
+    assert machine.reported_evaluation(found[:1]).candidate == "a"
 
 
 def test_the_test_harness_is_never_patched():

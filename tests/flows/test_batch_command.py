@@ -29,16 +29,16 @@ def test_a_failing_repository_does_not_stop_the_batch_and_a_rerun_resumes(tmp_pa
     repositories = tmp_path / "repositories.yaml"
     repositories.write_text(
         "defaults: {llm: false}\n"
-        f"repositories:\n  - source: {EXAMPLES / 'inventory'}\n  - source: missing-repository\n"
+        f"repositories:\n  - source: {EXAMPLES / 'gradebook'}\n  - source: missing-repository\n"
         f"  - source: {fine}\n")
     summary_path, reports = tmp_path / "summary.json", tmp_path / "reports"
     first = _batch(cli_env, str(repositories), "--json", str(summary_path), "--reports", str(reports))
     assert first.returncode == 51, first.stderr  # ran to the end; one repository failed
     summary = BatchSummary.model_validate_json(summary_path.read_text())
     fixed, missing, nothing = summary.results
-    assert (fixed.name, fixed.status, fixed.target) == ("inventory", "fixed", "inventory.stock.Item.receive")
+    assert (fixed.name, fixed.status, fixed.target) == ("gradebook", "fixed", "gradebook.grades.letter")
     assert (nothing.status, nothing.exit_code) == ("nothing_to_fix", 20)
-    assert "+        self.on_hand += quantity" in fixed.diff and Path(fixed.report_path).is_file()
+    assert "+        if score >= lowest:" in fixed.diff and Path(fixed.report_path).is_file()
     assert (missing.status, missing.exit_code) == ("error", 3)
     assert f"repository path {tmp_path / 'missing-repository'} does not exist" in missing.error
     assert summary.counts["fixed"] == 1 and summary.counts["error"] == 1
@@ -46,7 +46,7 @@ def test_a_failing_repository_does_not_stop_the_batch_and_a_rerun_resumes(tmp_pa
                  "r.parent_flow_run_id FROM runs r JOIN repositories p USING (repo_id)")
     assert sorted((r["name"], r["kind"], r["status"], r["exit_code"], r["error_type"]) for r in runs) == [
         ("fine", "repair", "nothing_to_do", 20, "NothingToLocalizeError"),
-        ("inventory", "repair", "fixed", 0, None),
+        ("gradebook", "repair", "fixed", 0, None),
         ("missing-repository", "repair", "error", 3, "RepositoryNotFoundError")]
     assert all(r["parent_flow_run_id"] for r in runs), "each recorded by its repository's child flow run"
 
@@ -59,7 +59,7 @@ def test_a_failing_repository_does_not_stop_the_batch_and_a_rerun_resumes(tmp_pa
     text = markdown.read_text()
     assert text.startswith("## EQUISA batch: 3 repositories in ")
     assert "fixed: 1 · nothing_to_fix: 1 · error: 1" in text
-    assert "| inventory | - | fixed | `inventory.stock.Item.receive` | " in text
+    assert "| gradebook | - | fixed | `gradebook.grades.letter` | " in text
     assert "| missing-repository | - | error | - | 0 | " in text and step_summary.read_text() == text
     assert "\nrepairing (watch each repository in the Prefect UI)\n" in second.stderr  # plain, no spinner
     again = BatchSummary.model_validate_json(summary_path.read_text())

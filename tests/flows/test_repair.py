@@ -146,10 +146,13 @@ def test_a_misspelt_name_and_a_wrong_comparison_are_fixed_together(tmp_path, cli
         "    assert by_age([('a', 3), ('b', 9), ('c', 4)]) == [('b', 9), ('c', 4), ('a', 3)]\n")
     out = tmp_path / "r.json"
     code, err = repair(cli_env, str(repo), "--no-llm", "--json", str(out))
-    assert code == 0, err
     report = RepairReport.model_validate_json(out.read_text())
-    assert report.status == "fixed" and report.target == "ages.by_age"
+    assert report.target == "ages.by_age"
     assert "+            if person[1] > oldest[1]:" in report.diff.splitlines()
+    # The one passing test sorts an empty list: its call runs a third of the function, too little to
+    # say that nothing else changed, so the two-edit fix is only plausible, and the report says why.
+    assert (code, report.status) == (21, "plausible_only"), err
+    assert "ran 33% of the function's lines" in report.evidence
 
 
 OVERFIT = '''def applies(self, subtotal: Money) -> bool:

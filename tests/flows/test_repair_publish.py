@@ -145,3 +145,67 @@ def test_the_repository_flow_publishes_what_its_entry_asks(tmp_path, prefect_api
     report, result = _published(entry, report.model_copy(update={"published": None}),
                                 result.model_copy(update={"published": None}))
     assert (result.status, result.exit_code) == ("error", 61) and "fixed, but not published" in result.error
+
+
+def test_a_plausible_only_outcome_is_refused_unless_allow_plausible(tmp_path, prefect_api_url, forge_api,
+                                                                     monkeypatch):
+    """``--open-pr`` publishes only a fixed report: a plausible-only one is refused with a clear problem
+    (no traceback, nothing pushed); ``--allow-plausible`` pushes it, its pull request saying plainly
+    that it is plausible only and why (the checks it failed)."""
+    from equisa_core.validation.candidates import PatchEvaluation, PatchStatus
+
+    project, bare = project_with_origin(tmp_path)
+    monkeypatch.setenv("EQUISA_FORGE_TOKEN", "worker-token")
+    pulls = "/api/v3/repos/acme/shop/pulls"
+    forge_api.on("POST", pulls, Answer(201, {"number": 5, "html_url": "https://h/pull/5"}))
+    why = "returns the literal 42 of the failing test's expected value"
+    report = RepairReport(
+        status="plausible_only", mode="deterministic", target="shop.calc.total", diff=DIFF, candidate="c1",
+        validation={"failing tests pass": "passed", "overfitting detectors": why},
+        evaluations=(PatchEvaluation(candidate="c1", status=PatchStatus.OVERFITTING, detail=why),))
+    result = RepositoryResult(name="shop", source=str(project), status="plausible_only", target="shop.calc.total")
+
+    entry = RepositoryEntry(source=str(project), publish=ForgeOptions(open_pr=True, forge_api=forge_api.url))
+    refused, refused_result = _published(entry, report, result)
+    assert refused.published is None and refused_result.status == "plausible_only"
+    assert any("plausible only" in p and "--allow-plausible" in p for p in refused.problems)
+    assert git(bare, "for-each-ref", "refs/heads/equisa") == "" and forge_api.requests("POST", pulls) == []
+
+    allowed = entry.model_copy(update={"publish": entry.publish.model_copy(update={"allow_plausible": True})})
+    published, published_result = _published(allowed, report, result)
+    assert published.published is not None and published_result.published == published.published
+    assert published.published.pull_request_url == "https://h/pull/5"
+    (opened,) = forge_api.requests("POST", pulls)
+    assert "plausible only" in opened.body["title"].lower()
+    assert "Plausible only" in opened.body["body"] and why in opened.body["body"]
+    commit = published.published.commit
+    assert "plausible only" in git(bare, "log", "-1", "--format=%B", commit).lower()
+
+
+def test_the_command_line_refuses_a_plausible_patch_without_a_traceback(tmp_path, forge_api, monkeypatch):
+    """``equisa repair --push`` on a plausible-only outcome: a line on the console, a problem in the
+    report, no push; the option is wired through the command line and the trigger's parameters."""
+    import argparse
+    import io
+
+    from rich.console import Console
+
+    from equisa_core.operations.ci_event import ci_failure_event
+    from flows.cli import _publish, build_parser
+
+    project, bare = project_with_origin(tmp_path)
+    args = build_parser().parse_args(["repair", str(project), "--push"])
+    assert args.allow_plausible is False
+    assert build_parser().parse_args(["repair", str(project), "--push", "--allow-plausible"]).allow_plausible
+    trigger = build_parser().parse_args(["trigger", "--repository", str(project), "--allow-plausible"])
+    assert trigger.allow_plausible is True
+    event = ci_failure_event(str(project), None, [], None, None, 2.0, None, None,
+                             publish=ForgeOptions(push=True, allow_plausible=True))
+    assert event["payload"]["publish"]["allow_plausible"] is True
+    report = RepairReport(status="plausible_only", mode="deterministic", target="shop.calc.total", diff=DIFF)
+    out = io.StringIO()
+    shown = _publish(argparse.Namespace(path=project, json=None), report, ForgeOptions(push=True),
+                     Console(file=out, width=200))
+    assert "Nothing pushed: the patch is plausible only" in out.getvalue()
+    assert shown.published is None and shown.problems and "--allow-plausible" in shown.problems[-1]
+    assert git(bare, "for-each-ref", "refs/heads/equisa") == ""

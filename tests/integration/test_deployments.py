@@ -257,7 +257,9 @@ def test_nightly_batch_and_ci_trigger_on_a_prefect_server_with_two_workers(serve
     summary = next(a for a in artifacts if a["key"] == "batch-summary")
     rows = summary["data"] if isinstance(summary["data"], list) else json.loads(summary["data"])
     assert {(r["repository"], r["status"]) for r in rows} == {
-        ("gradebook", "fixed"), ("pagination", "fixed"), ("inventory", "fixed")}
+        ("gradebook", "fixed"), ("pagination", "fixed"),
+        # no passing test calls Item.receive: nothing outside the failing tests to compare it on
+        ("inventory", "plausible_only")}
     children = _children(api, run["id"], "repair-repository")
     assert len(children) == 3 and all(c["state"]["type"] == "COMPLETED" for c in children)
     reports = sorted((tmp_path / "reports").rglob("*.json"))

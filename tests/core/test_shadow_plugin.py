@@ -1,0 +1,133 @@
+"""The shadow plugin (``equisa_core/validation/shadow_plugin.py``) on its own: pytest in a
+subprocess of this interpreter on a folder written here, the plugin loaded as the sandbox loads it
+(``PYTEST_PLUGINS``), its records written to ``EQUISA_SHADOW_OUT``. Static and class methods, a
+call whose argument cannot be copied, and the tests' own outcomes left alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from equisa_core.validation.divergence import ShadowLimits, ShadowOutput, read_shadow_output
+
+PLUGIN = Path(__file__).resolve().parents[2] / "equisa_core" / "validation" / "shadow_plugin.py"
+MODULE = '''import threading
+
+
+class Units:
+    stamps = 0
+
+    def stamp(self, weight):
+        Units.stamps += 1
+        self.stamped = Units.stamps
+        return weight * 2
+
+    @staticmethod
+    def grams(kilos):
+        return kilos * 1000
+
+    @classmethod
+    def named(cls, name):
+        return cls.__name__ + ":" + name
+
+
+def locked_size(lock, items):
+    with lock:
+        return len(items)
+'''
+TESTS = '''import threading
+
+from units import Units, locked_size
+
+
+def test_grams():
+    assert Units.grams(2) == 2000
+
+
+def test_stamp():
+    assert Units().stamp(3) == 6
+
+
+def test_named():
+    assert Units.named("kg") == "Units:kg"
+
+
+def test_locked_size():
+    assert locked_size(threading.Lock(), [1, 2]) == 2
+
+
+def test_fails_on_its_own():
+    assert Units.grams(1) == 1
+'''
+
+
+def _shadow(tmp_path: Path, qualname: str, edit: tuple[str, str]) -> tuple[ShadowOutput, str]:
+    (tmp_path / "units.py").write_text(MODULE)
+    (tmp_path / "test_units.py").write_text(TESTS)
+    (tmp_path / "equisa_shadow.py").write_text(PLUGIN.read_text())
+    passing = ["test_units.py::test_grams", "test_units.py::test_named", "test_units.py::test_locked_size",
+               "test_units.py::test_stamp"]
+    config = {"file": "units.py", "qualname": qualname, "candidate": MODULE.replace(*edit),
+              "passing": passing, "failing": ["test_units.py::test_fails_on_its_own"],
+              **ShadowLimits().model_dump()}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    env = {**os.environ, "PYTEST_PLUGINS": "equisa_shadow", "EQUISA_SHADOW_CONFIG": "config.json",
+           "EQUISA_SHADOW_OUT": str(tmp_path / "out.jsonl"), "PYTHONPATH": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return read_shadow_output((tmp_path / "out.jsonl").read_text().splitlines()), run.stdout
+
+
+def test_a_static_method_is_compared_and_the_tests_keep_their_own_outcomes(tmp_path: Path):
+    output, log = _shadow(tmp_path, "Units.grams", ("return kilos * 1000", "return kilos * 100"))
+    assert "1 failed, 4 passed" in log, log
+    report = output.report()
+    # of grams(2)'s neighbours, grams(1) is the failing test's own call and grams(0) is next to it:
+    # both are where the failure is; grams(3) is not
+    assert (report.recorded_calls, report.changed_recorded, report.failing_calls) == (1, 1, 3)
+    assert report.examples[0].startswith("Units.grams(2) returned 2000, now returns 200 (in ")
+    assert report.changed_generated >= 1
+
+
+def test_a_class_method_gets_its_class_and_an_unchanged_candidate_does_not_diverge(tmp_path: Path):
+    output, _ = _shadow(tmp_path, "Units.named", ('return cls.__name__ + ":" + name',
+                                                  'return "%s:%s" % (cls.__name__, name)'))
+    report = output.report()
+    assert report.recorded_calls == 1 and report.generated_calls >= 2, "the name shortened, emptied..."
+    assert not report.diverges, report.examples
+
+
+def test_a_call_whose_arguments_cannot_be_copied_is_uncomparable(tmp_path: Path):
+    output, log = _shadow(tmp_path, "locked_size", ("return len(items)", "return len(items) + 1"))
+    assert "1 failed, 4 passed" in log, log
+    assert output.found and output.uncomparable == 1, "a lock cannot be deep-copied"
+    assert output.report().recorded_calls == 0
+
+
+def test_a_candidate_without_the_function_is_reported_not_found(tmp_path: Path):
+    output, log = _shadow(tmp_path, "Units.grams", ("def grams(kilos):", "def kilograms(kilos):"))
+    assert "1 failed, 4 passed" in log, log
+    assert not output.found and output.why == "the candidate has no function Units.grams"
+
+
+def test_an_original_that_differs_from_itself_is_not_held_against_the_candidate(tmp_path: Path):
+    """stamp() leaves a counter's value in its receiver: the original and the candidate never leave
+    the same one, nor do two runs of the original (the control), so the calls are not compared."""
+    output, log = _shadow(tmp_path, "Units.stamp", ("return weight * 2", "return weight + weight"))
+    assert "1 failed, 4 passed" in log, log
+    report = output.report()
+    assert report.recorded_calls == 0 and not report.diverges, report.examples
+    assert output.uncomparable >= 1
+    assert output.uncomparable_why == "the original's own outcome differs between two runs of the call"
+    assert "set aside: the original's own outcome differs" in report.summary()
+
+
+def test_a_change_beside_a_counter_is_uncomparable_not_unchanged(tmp_path: Path):
+    """The limit of the control: it differs from both versions, so the call is set aside, never
+    counted as a call that kept its behaviour."""
+    output, _ = _shadow(tmp_path, "Units.stamp", ("return weight * 2", "return weight * 3"))
+    report = output.report()
+    assert output.uncomparable >= 1 and report.recorded_calls == 0 and report.generated_calls == 0

@@ -79,7 +79,7 @@ class SandboxClock:
         self._lock = threading.Lock()
 
     def install(self) -> None:
-        from tasks.sandbox_local import LocalSandbox
+        from tasks.sandbox.local_backend import LocalSandbox
 
         original = LocalSandbox.run
         clock = self
@@ -161,8 +161,8 @@ def run(args: argparse.Namespace, scratch: Path, console: Console) -> dict:
 
     from flows.batch import batch
     from flows.repair import repair
-    from tasks.batch_io import load_repositories
-    from tasks.parameters import BatchParameters, repair_parameters
+    from tasks.operations.batch_io import load_repositories
+    from tasks.run.parameters import BatchParameters, repair_parameters
 
     uv = shutil.which("uv") or "uv"
     environment = tracing_environment(uv)

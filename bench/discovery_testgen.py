@@ -75,7 +75,7 @@ def main(argv=None) -> int:
 
 def _one(path: Path, testgen: bool) -> dict:
     from flows.discovery import discovery
-    from tasks.parameters import DiscoveryParameters
+    from tasks.run.parameters import DiscoveryParameters
 
     start = time.perf_counter()
     found = discovery(DiscoveryParameters(path=str(path), llm=False, testgen=testgen, no_cache=True))

@@ -3,7 +3,7 @@
 Eight writer processes start at the same moment and each records ``--runs`` real runs (the
 recorded repair of ``examples/invoicing``: ~370 rows each) into one DuckDB file, two ways:
 
-- ``equisa``: ``tasks.history.write_run`` — writers take turns through ``flock`` on
+- ``equisa``: ``tasks.storage.history.write_run`` — writers take turns through ``flock`` on
   ``<db>.lock``; one short transaction per run;
 - ``retry`` (the peer: what a writer does without a turn-taking design): connect directly and,
   on DuckDB's ``Conflicting lock`` error, sleep with the same capped exponential backoff and try
@@ -39,8 +39,7 @@ WRITER = textwrap.dedent("""
     from pathlib import Path
     import duckdb
     from equisa_core.history import RunRecord
-    from tasks import history
-
+    from tasks.storage import history
     design, db, spool, start, index, runs, data = sys.argv[1:]
     db, report = Path(db), json.loads(Path(data).read_text())
     latencies, conflicts = [], 0
@@ -83,7 +82,7 @@ def one_round(design: str, writers: int, runs: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="equisa-bench-history-") as folder:
         base = Path(folder)
         db, start = base / "history.duckdb", base / "go"
-        from tasks.history import write_run
+        from tasks.storage.history import write_run
 
         write_run(db, None, base / "spool")  # both start from a migrated file: only the writing differs
         procs = [subprocess.Popen([sys.executable, "-c", WRITER, design, str(db), str(base / "spool"),

@@ -627,8 +627,8 @@ def run_fauxpy(prepared: Prepared, buggy: Path, workdir: Path) -> tuple[Timed, d
 
 
 #: The packages of EQUISA that ``equisa`` runs from.
-EQUISA_PACKAGES = ("equisa_core", "tasks", "flows")
-#: Where ``python -m flows.cli`` runs (its working directory comes first on ``sys.path``): the
+EQUISA_PACKAGES = ("equisa_core", "tasks", "flows", "cli")
+#: Where ``python -m cli.main`` runs (its working directory comes first on ``sys.path``): the
 #: repository by default, a frozen copy of HEAD once ``freeze_equisa`` has made one.
 EQUISA_ROOT = REPO
 
@@ -652,13 +652,13 @@ def freeze_equisa(dest: Path) -> dict:
     return {"commit": run_text(["git", "-C", str(REPO), "rev-parse", "HEAD"]),
             "sources_sha256": digest.hexdigest(),
             "working_tree_differs": bool(dirty),
-            "how": "git archive HEAD equisa_core tasks flows; python -m flows.cli from that copy"}
+            "how": "git archive HEAD equisa_core tasks flows cli; python -m cli.main from that copy"}
 
 
 def equisa_command(config: str, tree: Path, prepared: Prepared, out: Path,
                    extra: Sequence[str] = ()) -> list[str]:
     """The ``equisa`` call of one configuration (run with ``EQUISA_ROOT`` as working directory)."""
-    base = [sys.executable, "-m", "flows.cli"]
+    base = [sys.executable, "-m", "cli.main"]
     common = [str(tree), "--python", str(prepared.python), "--json", str(out), *extra,
               "--tests", *prepared.package.tests]
     if config == "tarantula":
@@ -1015,9 +1015,9 @@ def environment(uv: str, base_python: Path) -> dict:
         "corpus_sha256": {p.name: sha256_of(p) for p in sorted(CORPUS_DIR.glob("*.yaml"))},
         "equisa_sources_sha256": {
             name: sha256_of(EQUISA_ROOT / name) for name in (
-                "flows/cli.py", "flows/trace.py", "flows/localize.py", "flows/discovery.py",
-                "tasks/localization_steps.py", "tasks/localization_run.py", "tasks/inspections.py",
-                "tasks/discovery_suite.py", "equisa_core/localization/machine.py",
+                "cli/main.py", "flows/trace.py", "flows/localize.py", "flows/discovery.py",
+                "tasks/localization/steps.py", "tasks/localization/runners.py", "tasks/localization/inspections.py",
+                "tasks/discovery/suite.py", "equisa_core/localization/machine.py",
                 "equisa_core/localization/steps.py", "equisa_core/localization/bayes.py",
                 "equisa_core/discovery/spectrum.py",
                 "equisa_core/discovery/rules.py", "equisa_core/testgen/carving.py",

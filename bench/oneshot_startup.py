@@ -124,7 +124,7 @@ def measure(name: str, command: list[str], env: dict[str, str], rounds: int, con
 def import_costs(env: dict[str, str], example: str, top: int = 20) -> list[dict]:
     """``-X importtime`` of a warm ``equisa localize``: the modules with the most cumulative time
     among those imported at depth 0 or 1 (a package and its direct imports)."""
-    done = subprocess.run([PYTHON, "-X", "importtime", "-m", "flows.cli", "localize", example, "--no-llm"],
+    done = subprocess.run([PYTHON, "-X", "importtime", "-m", "cli.main", "localize", example, "--no-llm"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     rows = []
     for line in done.stderr.splitlines():
@@ -147,7 +147,7 @@ def profile_costs(env: dict[str, str], example: str, folder: Path, top: int = 30
     """cProfile of a warm ``equisa localize`` in-process: wall time and the top functions."""
     out = folder / "localize.prof"
     started = time.perf_counter()
-    subprocess.run([PYTHON, "-m", "cProfile", "-o", str(out), "-m", "flows.cli", "localize", example,
+    subprocess.run([PYTHON, "-m", "cProfile", "-o", str(out), "-m", "cli.main", "localize", example,
                     "--no-llm"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.perf_counter() - started
     stats = pstats.Stats(str(out))

@@ -333,7 +333,7 @@ def equisa_base() -> list[str]:
     executable = Path(sys.executable).with_name("equisa")
     if executable.exists():
         return [str(executable)]
-    return [sys.executable, "-m", "flows.cli"]
+    return [sys.executable, "-m", "cli.main"]
 
 
 def repair_command(tree: Path, prepared: lc.Prepared, selection: Sequence[str], out: Path, diff: Path,
@@ -599,7 +599,7 @@ def print_table(console: Console, report: Mapping) -> None:
 
 def equisa_sources() -> dict[str, str]:
     """sha256 of every EQUISA source file (others may edit them while a long run goes on)."""
-    files = sorted(p for folder in ("flows", "tasks", "equisa_core") for p in (REPO / folder).rglob("*.py"))
+    files = sorted(p for folder in ("cli", "flows", "tasks", "equisa_core") for p in (REPO / folder).rglob("*.py"))
     return {p.relative_to(REPO).as_posix(): lc.sha256_of(p) for p in files}
 
 

@@ -12,7 +12,7 @@ What it does (issue 3, "Done means", bench item):
    distance, a knapsack, matrices, shortest paths, an expression parser, the game of life,
    checksums — each cross-checked against a second implementation, each test about 0.25 s; 2 tests
    fail on purpose, a run-length decoder bug) and ``tiny``, 2 trivial tests; both are
-   snapshotted with ``tasks.workspace.snapshot``. The suites run on a fresh venv of this Python
+   snapshotted with ``tasks.run.workspace.snapshot``. The suites run on a fresh venv of this Python
    with EQUISA's pytest version, bytecode compiled at install (``--python`` to use another); the
    temporary folder is under ``/var/tmp`` because bwrap hides the host's ``/tmp``;
 2. **fan-out**: times ``execute_request`` with the local sandbox, tracing on, for the whole suite
@@ -730,8 +730,8 @@ def environment(uv: str) -> dict:
         "unshare": run_text(["unshare", "--version"]),
         "sandbox_sources_sha256": {
             name: hashlib.sha256((REPO / name).read_bytes()).hexdigest()
-            for name in ("tasks/sandbox.py", "tasks/sandbox_local.py", "tasks/isolation.py",
-                         "tasks/sandbox_docker.py", "tasks/run_tests.py", "flows/trace.py")
+            for name in ("tasks/sandbox/contract.py", "tasks/sandbox/local_backend.py", "tasks/sandbox/isolation.py",
+                         "tasks/sandbox/docker_backend.py", "tasks/sandbox/run_tests.py", "flows/trace.py")
         },
     }
 
@@ -795,10 +795,10 @@ def cpu_scaling_control(python: str, project: Path) -> dict:
 
 def bench_fanout(workspace, project: Path, python: str, repeats: int, console: Console) -> dict:
     from equisa_core.common.trace_merge import combine, interleave
-    from tasks.isolation import detect_isolation
-    from tasks.run_tests import execute_request
-    from tasks.sandbox import RunRequest
-    from tasks.sandbox_local import LocalSandbox
+    from tasks.sandbox.contract import RunRequest
+    from tasks.sandbox.isolation import detect_isolation
+    from tasks.sandbox.local_backend import LocalSandbox
+    from tasks.sandbox.run_tests import execute_request
 
     detect_isolation.cache_clear()
     isolation = detect_isolation()
@@ -947,7 +947,7 @@ class SandboxCounter:
     def __init__(self) -> None:
         import threading
 
-        from tasks.sandbox_local import LocalSandbox
+        from tasks.sandbox.local_backend import LocalSandbox
 
         self.cls = LocalSandbox
         self.original = LocalSandbox.run
@@ -1001,7 +1001,7 @@ def bench_cache(project: Path, tiny: Path, python: str, repeats: int, console: C
     from prefect.testing.utilities import prefect_test_harness
 
     from flows.trace import trace_suite
-    from tasks.parameters import TraceParameters
+    from tasks.run.parameters import TraceParameters
 
     out: dict = {"shards": os.cpu_count() or 1, "parameters": {}}
     started = time.perf_counter()
@@ -1098,8 +1098,8 @@ def start_docker(console: Console) -> tuple[object | None, str]:
     """A Docker engine with the base image, through tests/integration/docker_fixtures.py's helpers."""
     import pytest
 
-    from tasks.docker_image import DEFAULT_CACHE_DIR, DEFAULT_IMAGE, ensure_base_image
-    from tasks.sandbox import SandboxInfrastructureError
+    from tasks.sandbox.contract import SandboxInfrastructureError
+    from tasks.sandbox.docker_image import DEFAULT_CACHE_DIR, DEFAULT_IMAGE, ensure_base_image
     from tests.integration import docker_fixtures as fx
 
     started = time.monotonic()
@@ -1128,10 +1128,10 @@ def start_docker(console: Console) -> tuple[object | None, str]:
 def bench_startup(workspace, tiny: Path, python: str, repeats: int, warmup: int, use_docker: bool,
                   workdir: Path, console: Console) -> dict:
     from equisa_core.common.probe_output import parse_probe_output
-    from tasks.isolation import detect_isolation
-    from tasks.sandbox import RunRequest, probe_arguments, scrubbed_environment
-    from tasks.sandbox_docker import DockerSandbox
-    from tasks.sandbox_local import LocalSandbox
+    from tasks.sandbox.contract import RunRequest, probe_arguments, scrubbed_environment
+    from tasks.sandbox.docker_backend import DockerSandbox
+    from tasks.sandbox.isolation import detect_isolation
+    from tasks.sandbox.local_backend import LocalSandbox
 
     request = RunRequest(workspace=workspace.root, workspace_digest=workspace.digest, interpreter=python)
     (workdir / "home").mkdir(parents=True, exist_ok=True)
@@ -1417,7 +1417,7 @@ def main(argv=None) -> int:
     os.environ.update(private_env)
     os.environ.pop("EQUISA_LOCAL_ISOLATION", None)
 
-    from tasks.workspace import snapshot
+    from tasks.run.workspace import snapshot
 
     report: dict = {
         "benchmark": "sandbox_execution",

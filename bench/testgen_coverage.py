@@ -9,7 +9,7 @@ Run from the repository root::
 For each module (``MODULES``: two of ``examples/invoicing`` and ten of the localization corpus's
 packages, boltons and sqlparse, whose sdists ``bench/localization_corpus.py`` downloads and checks into
 ``~/.cache/equisa-bench``; run that first, or ``--prepare`` does it here), three test suites are
-measured the same way, by EQUISA's runner (``tasks.testgen_setup.measure_tests``: coverage.py branch
+measured the same way, by EQUISA's runner (``tasks.testgen.setup.measure_tests``: coverage.py branch
 coverage of the module, and the mutation score over the same ``--max-mutants`` mutants of the
 shared engine, each run against only the tests that cover it, in the local sandbox):
 
@@ -24,7 +24,7 @@ shared engine, each run against only the tests that cover it, in the local sandb
 Side by side per module, as means and as medians (over the modules both tools finished, and over
 all with a missing module counted 0); wall time per tool. Each generated suite is then run
 ``--order-runs`` (3) more times in the sandbox, each in an order shuffled with seed 1, 2, 3 and
-under that ``PYTHONHASHSEED`` (``tasks.testgen_setup.shuffled_failures``): the tests that passed
+under that ``PYTHONHASHSEED`` (``tasks.testgen.setup.shuffled_failures``): the tests that passed
 when measured and failed in one of those runs are listed (``order_failures``). It asserts nothing:
 the exit status is 0 unless the benchmark itself could not run.
 """
@@ -200,9 +200,9 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
     from prefect import flow
 
     from flows.testgen import generate_tests
-    from tasks.parameters import TestgenParameters
-    from tasks.prepared_run import prepare_run
-    from tasks.testgen_setup import measure_tests, shuffled_failures
+    from tasks.run.parameters import TestgenParameters
+    from tasks.run.prepared_run import prepare_run
+    from tasks.testgen.setup import measure_tests, shuffled_failures
 
     def order_check(prepared, params, data: dict, path: str, text: str, coverage) -> None:
         """The suite run again ``--order-runs`` times, shuffled and under other hash seeds."""
@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="EQUISA's --input-search-seconds (default: its own default)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    from tasks.cli_run import (
+    from cli.flow_runs import (
         PREFECT_DEFAULTS,  # the settings `equisa` uses: embedded server, slow start allowed
     )
 

@@ -62,7 +62,7 @@ boundary where they occur. Each class that introduces a code says what it means 
         └── ForgeTimeoutError (63)     the forge's API did not answer in time (or cannot be reached)
 
 The errors of the task layer and of the model's text (``WorkspaceError`` and the clone and ref
-errors of ``tasks.workspace``, ``SandboxInfrastructureError`` of ``tasks.sandbox``, the LLM errors of
+errors of ``tasks.run.workspace``, ``SandboxInfrastructureError`` of ``tasks.sandbox.contract``, the LLM errors of
 ``equisa_core.common.llm_text`` and ``tasks.llm``) are defined here and re-exported there.
 
 A run never fails on storage: artifacts and history rows it cannot write are spooled locally and
@@ -264,7 +264,7 @@ class RefNotFoundError(InputError):
 
 class ConfigurationError(InputError):
     """A setting of ``[tool.equisa]`` in the target's ``pyproject.toml``, or an ``EQUISA_*`` variable,
-    that is no option or that its option refuses (``tasks/settings.py``)."""
+    that is no option or that its option refuses (``cli/settings.py``)."""
 
 
 class TestgenTargetError(InputError):

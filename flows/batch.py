@@ -38,11 +38,17 @@ from equisa_core.operations.batch import (
     with_model_overrides,
 )
 from flows.repository import repair_repository
-from tasks.batch_io import default_reports_dir, read_repositories
-from tasks.batch_results import RepositoryFailed, result_of, snapshot_digest
-from tasks.deployment_runs import POLL_S, cancel_run, check_repair_deployment, poll_runs, submit_repository
-from tasks.parameters import BatchParameters, RepositoryRunParameters
-from tasks.task_runners import shared_cluster
+from tasks.operations.batch_io import default_reports_dir, read_repositories
+from tasks.operations.batch_results import RepositoryFailed, result_of, snapshot_digest
+from tasks.operations.deployment_runs import (
+    POLL_S,
+    cancel_run,
+    check_repair_deployment,
+    poll_runs,
+    submit_repository,
+)
+from tasks.operations.task_runners import shared_cluster
+from tasks.run.parameters import BatchParameters, RepositoryRunParameters
 
 __all__ = ["batch"]
 

@@ -6,7 +6,7 @@ suite is traced (``run_suite``); while ``groups_to_split`` names groups and the 
 round:
 
 1. records the calls of the groups' members over the fastest few tests that run each of them
-   (a ``run-tests`` task with ``record``; ``tasks.discovery_proposals``);
+   (a ``run-tests`` task with ``record``; ``tasks.discovery.proposals``);
 2. generates disambiguating tests per group: carved from those recordings (always), written by
    the model (LLM mode), and made by the test-generation agent (``flows.testgen.generate_tests``,
    deterministic, one attempt, no mutants; one call per source file holding group members, focused
@@ -32,14 +32,14 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from equisa_core.discovery import machine
 from equisa_core.discovery.rules import DiscoveryRound, group_sizes
 from equisa_core.localization.prior import node_signals, prior_scores
-from tasks.discovery_proposals import check_tests, propose_tests, testgen_call
-from tasks.discovery_suite import DiscoveryResult, as_traced, groups_of, merged, start_state, traced
+from tasks.discovery.proposals import check_tests, propose_tests, testgen_call
+from tasks.discovery.suite import DiscoveryResult, as_traced, groups_of, merged, start_state, traced
 from tasks.llm import choose_llm_mode
-from tasks.parameters import DiscoveryParameters, TestgenParameters
-from tasks.prepared_run import PreparedRun
-from tasks.progress_events import not_listening
-from tasks.task_runners import FanOutTaskRunner
-from tasks.testgen_publish import GeneratedTests
+from tasks.operations.progress_events import not_listening
+from tasks.operations.task_runners import FanOutTaskRunner
+from tasks.run.parameters import DiscoveryParameters, TestgenParameters
+from tasks.run.prepared_run import PreparedRun
+from tasks.testgen.publish import GeneratedTests
 
 __all__ = ["discovery", "discover"]
 

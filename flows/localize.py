@@ -1,7 +1,7 @@
 """The ``localize`` flow: the driver of the Localization loop (``equisa_core.localization.machine``).
 
 It builds the machine's first state from the parameters, asks it for steps, runs each one with its
-runner (``tasks.localization_run``, over ``tasks.localization_steps`` and ``tasks.inspections``: the
+runner (``tasks.localization.runners``, over ``tasks.localization.steps`` and ``tasks.localization.inspections``: the
 steps given together side by side, the inspections batched into few sandbox processes), feeds
 what they saw back with ``record``, and stops on ``verdict``; it publishes the progress and the
 artifacts. Every decision (what to screen, which node to inspect, when to stop) is the machine's.
@@ -9,7 +9,7 @@ artifacts. Every decision (what to screen, which node to inspect, when to stop) 
 The time budget (``max_seconds``): the driver sends the clock (``Clocked``) before each round of
 steps and the machine stops once it is spent; no sandboxed run of the loop may outlast the budget
 (its wall clock is at most ``max_seconds``), and every run ends by the budget's deadline
-(``tasks.sandbox.run_deadline``, or the repair's if sooner). A run cut there raises
+(``tasks.sandbox.contract.run_deadline``, or the repair's if sooner). A run cut there raises
 ``BudgetSpentError``: once the suite is traced the driver sends the spent clock and the machine
 stops with the ranking as it stands; before, there is nothing to rank and the error ends the run.
 """
@@ -46,14 +46,14 @@ from equisa_core.localization.machine import (
 )
 from equisa_core.localization.steps import LocalizationReport
 from flows.discovery import discover
-from tasks.discovery_suite import DiscoveryResult
-from tasks.localization_run import Collect, LocalizationSteps
-from tasks.localization_steps import RecordedTests, print_records
-from tasks.parameters import LocalizeParameters
-from tasks.progress_events import Note, emit
-from tasks.record import failures_recorded, record_finished_run
-from tasks.sandbox import deadline_passed, run_deadline
-from tasks.task_runners import FanOutTaskRunner
+from tasks.discovery.suite import DiscoveryResult
+from tasks.localization.runners import Collect, LocalizationSteps
+from tasks.localization.steps import RecordedTests, print_records
+from tasks.operations.progress_events import Note, emit
+from tasks.operations.task_runners import FanOutTaskRunner
+from tasks.run.parameters import LocalizeParameters
+from tasks.sandbox.contract import deadline_passed, run_deadline
+from tasks.storage.record import failures_recorded, record_finished_run
 
 __all__ = ["LocalizationRun", "localize", "run_localization", "drive_localization"]
 
@@ -99,7 +99,7 @@ def drive_localization(params: LocalizeParameters) -> LocalizationRun:
 
 @dataclass
 class _Driver:
-    """One run: the machine's state, and its step runners (``tasks.localization_run``)."""
+    """One run: the machine's state, and its step runners (``tasks.localization.runners``)."""
 
     params: LocalizeParameters
     observations: list[LocalizationObservation] = field(default_factory=list)

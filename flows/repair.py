@@ -8,7 +8,7 @@ Validation verdict. Candidates come from the generators in this order:
 
 - LLM mode: the model's minimal fix of the localized function (seed prompt), re-asked with each
   rejection's reason (``max_llm_fixes``); then the multi-retrieval patcher (seed 004,
-  ``tasks/patcher.py``: it greps and reads code, proposes ``<patches>``, hears each verdict);
+  ``tasks/repair/patcher.py``: it greps and reads code, proposes ``<patches>``, hears each verdict);
   then the deterministic search;
 - deterministic search: the one-edit mutants (``equisa_core.validation.mutation``) of the top
   ``repair_top`` functions, by confidence; each function's mutants are screened together against
@@ -27,7 +27,7 @@ The time budget (``max_seconds``): the driver sends the machine its clock (``Clo
 step, and the machine stops when it is spent. The driver only bounds the step in flight by the time
 left: the localization gets it as its own budget and as every sandboxed run's wall clock, the fix
 search screens for at most that long, and a validation's runs are cut at the deadline. One deadline
-(``tasks.sandbox.run_deadline``, ``max_seconds`` from the start) holds for every sandboxed run of the
+(``tasks.sandbox.contract.run_deadline``, ``max_seconds`` from the start) holds for every sandboxed run of the
 repair, however many a step makes in a row: a run cut there raises ``BudgetSpentError``, not
 cached, and the driver sends the spent clock; the machine stops with what it has (the ranking, the
 verdicts made so far; the candidate whose validation was cut is dropped). Only when the budget
@@ -50,14 +50,14 @@ from equisa_core.validation.repair import RepairReport
 from flows.localize import drive_localization
 from flows.validation import check_candidate, settle
 from tasks.llm import LLMConfig, choose_llm_mode
-from tasks.parameters import LocalizeParameters, RepairParameters
-from tasks.progress_events import Stage, emit
-from tasks.record import failures_recorded, record_finished_run
-from tasks.repair_generators import RepairRound, find_targets
-from tasks.repair_report import repair_report
-from tasks.sandbox import deadline_passed, run_deadline
-from tasks.task_runners import FanOutTaskRunner
-from tasks.validation_checks import ValidationContext, validation_context
+from tasks.operations.progress_events import Stage, emit
+from tasks.operations.task_runners import FanOutTaskRunner
+from tasks.repair.generators import RepairRound, find_targets
+from tasks.repair.report import repair_report
+from tasks.run.parameters import LocalizeParameters, RepairParameters
+from tasks.sandbox.contract import deadline_passed, run_deadline
+from tasks.storage.record import failures_recorded, record_finished_run
+from tasks.validation.checks import ValidationContext, validation_context
 
 __all__ = ["repair"]
 

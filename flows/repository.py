@@ -25,13 +25,13 @@ from equisa_core.operations.batch import RepositoryEntry, RepositoryResult, is_r
 from equisa_core.report.markdown import render_markdown
 from equisa_core.validation.repair import RepairReport
 from flows.repair import repair
-from tasks.batch_io import default_reports_dir, write_report
-from tasks.batch_results import FullReport, publish_result, result_fields
-from tasks.parameters import RepositoryRunParameters, repair_parameters
-from tasks.prepare import snapshot_workspace
-from tasks.publish_fix import publish_fix_step, refusal_of
-from tasks.record import failures_recorded
-from tasks.task_runners import FanOutTaskRunner, shared_cluster
+from tasks.operations.batch_io import default_reports_dir, write_report
+from tasks.operations.batch_results import FullReport, publish_result, result_fields
+from tasks.operations.task_runners import FanOutTaskRunner, shared_cluster
+from tasks.publish.fix_branch import publish_fix_step, refusal_of
+from tasks.run.parameters import RepositoryRunParameters, repair_parameters
+from tasks.run.preparation import snapshot_workspace
+from tasks.storage.record import failures_recorded
 
 __all__ = ["repair_repository"]
 

@@ -4,18 +4,18 @@ pipeline) for one target file.
 The decisions are in the core's state machine (``equisa_core.testgen.machine``): which step comes
 next (generate or enhance, the §8 redundancy check and smell fixes, static analysis, coverage,
 mutants, the store), the supervisor's critique and the router's ENHANCE or FINISH, the best
-module. This flow sets the run up (``tasks.testgen_setup``: the target, the framework, the baseline
+module. This flow sets the run up (``tasks.testgen.setup``: the target, the framework, the baseline
 coverage, the store of the repository's own tests), runs each step the machine asks for with its
-runner (``tasks.testgen_steps``: the sandboxed runner, the model, the DuckDB store), feeds what it
+runner (``tasks.testgen.steps``: the sandboxed runner, the model, the DuckDB store), feeds what it
 observed back, and publishes each attempt (its module, ``attempt.json``, a progress line) and the
-report (``tasks.testgen_publish``). The problems the set-up and the steps meet and the model calls
+report (``tasks.testgen.publish``). The problems the set-up and the steps meet and the model calls
 the steps make come back as values (the steps' observations); the state's ``CostLedger`` sums the
 calls' cost, and the run's history gets its calls from it.
 
 ``generate_tests`` is the interface other flows can call: it takes a prepared run (the snapshot and
 interpreter Discovery and Validation already have), a target file and optionally the functions to
 focus on, and returns the report and the generated module (an overlay path and its text);
-``tasks.testgen_setup.measure_tests`` measures any test module the same way. Discovery calls it
+``tasks.testgen.setup.measure_tests`` measures any test module the same way. Discovery calls it
 (deterministic, one attempt, no mutants) for tests that split ambiguity groups; since those tests
 assert the code's current behaviour, they are splitting evidence only
 (``equisa_core.validation.generated_tests``: Validation never counts them as regressions).
@@ -29,15 +29,15 @@ from prefect import flow
 
 from equisa_core.testgen.machine import TestgenState, initial_state, next_steps, record
 from equisa_core.testgen.report import TestgenReport
-from tasks.parameters import TestgenParameters
-from tasks.prepared_run import PreparedRun, prepare_run
-from tasks.record import failures_recorded, record_finished_run
-from tasks.test_store import TestStore
-from tasks.testgen_context import TestgenContext
-from tasks.testgen_measure import mutation
-from tasks.testgen_publish import GeneratedTests, publish_attempt, publish_outputs
-from tasks.testgen_setup import baseline, build_context, machine_setup, seed_store, start_report
-from tasks.testgen_steps import run_step
+from tasks.run.parameters import TestgenParameters
+from tasks.run.prepared_run import PreparedRun, prepare_run
+from tasks.storage.record import failures_recorded, record_finished_run
+from tasks.testgen.context import TestgenContext
+from tasks.testgen.measure import mutation
+from tasks.testgen.publish import GeneratedTests, publish_attempt, publish_outputs
+from tasks.testgen.setup import baseline, build_context, machine_setup, seed_store, start_report
+from tasks.testgen.steps import run_step
+from tasks.testgen.test_store import TestStore
 
 __all__ = ["generate_tests", "testgen"]
 

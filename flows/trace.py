@@ -1,6 +1,6 @@
 """The ``trace-suite`` flow: snapshot, fan the suite out over sandboxed shards, merge, find flaky tests.
 
-Control flow only; the work is in ``tasks`` (``tasks.prepared_run``). The report is returned and
+Control flow only; the work is in ``tasks`` (``tasks.run.prepared_run``). The report is returned and
 published as a table artifact of the most suspicious functions.
 """
 
@@ -10,10 +10,10 @@ from prefect import flow
 from prefect.artifacts import create_table_artifact
 
 from equisa_core.discovery.trace_report import TraceReport, build_trace_report
-from tasks.parameters import TraceParameters
-from tasks.prepared_run import prepare_run, run_suite
-from tasks.record import failures_recorded, record_finished_run
-from tasks.task_runners import FanOutTaskRunner
+from tasks.operations.task_runners import FanOutTaskRunner
+from tasks.run.parameters import TraceParameters
+from tasks.run.prepared_run import prepare_run, run_suite
+from tasks.storage.record import failures_recorded, record_finished_run
 
 __all__ = ["TraceParameters", "trace_suite"]
 

@@ -26,7 +26,7 @@ the workspace copy (never the user's tree). A candidate is accepted (``SOUND``) 
      on the patched program; a test that errors is ignored and said so;
    - ``behavioural divergence``: the target's covering tests run on the original program with the
      candidate's function called beside the original on every call, and on generated calls near
-     the passing tests' calls (``tasks.divergence_check``, ``equisa_core.validation.divergence``):
+     the passing tests' calls (``tasks.validation.divergence``, ``equisa_core.validation.divergence``):
      a changed outcome on a passing test's call weighs against the candidate;
    - ``wrong-patch patterns``: the fitted model of wrong patches' shapes (a broad ``except`` added, a
      silencing return, a deleted guard, an inverted condition the suite never took both ways, one
@@ -42,7 +42,7 @@ recorded, unless the localization recorded them already; its carved tests and di
 in one run) do not depend on the candidate: they start in the background while the first candidate
 of that target runs the suite, and the carved and differential checks wait for them
 (``_prepare_target``). Those two checks run together, in one run per candidate
-(``tasks.target_checks``), which also starts with the candidate's suite run, once the target's
+(``tasks.validation.target_checks``), which also starts with the candidate's suite run, once the target's
 modules are made (``_check_ahead``): it runs every carved test, and the checks count those that
 hold on the original code. The verdict is the same as one check at a time, after its own run.
 """
@@ -57,19 +57,25 @@ from typing import Any, TypeVar
 from equisa_core.common.models import TestResult
 from equisa_core.validation import checks, machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
-from tasks.parameters import TestgenParameters
-from tasks.divergence_check import measure_divergence
-from tasks.prepared_run import PreparedRun, focused_request
-from tasks.progress_events import not_listening
-from tasks.target_checks import TargetPlan, checks_ahead, plan_target, prepare_target, run_target_checks
-from tasks.testgen_publish import GeneratedTests
-from tasks.validation_checks import (
+from tasks.operations.progress_events import not_listening
+from tasks.run.parameters import TestgenParameters
+from tasks.run.prepared_run import PreparedRun, focused_request
+from tasks.testgen.publish import GeneratedTests
+from tasks.validation.checks import (
     NOVEL_CHECK_PATH,
     ValidationContext,
     functions_of,
     novel_module,
     run_module,
     run_request,
+)
+from tasks.validation.divergence import measure_divergence
+from tasks.validation.target_checks import (
+    TargetPlan,
+    checks_ahead,
+    plan_target,
+    prepare_target,
+    run_target_checks,
 )
 
 __all__ = ["check_candidate", "validate_candidate", "settle"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from equisa_core.common.sandbox_policy import IsolationLevel
-from tasks.isolation import ISOLATION_ENV, detect_isolation
+from tasks.sandbox.isolation import ISOLATION_ENV, detect_isolation
 
 
 def path_without(tool: str, folder: Path) -> str:

@@ -30,7 +30,7 @@ from equisa_core.errors import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("equisa_core", "tasks", "flows")
+PACKAGES = ("equisa_core", "tasks", "flows", "cli")
 
 #: Exception classes defined outside the tree on purpose: signals that never leave their module
 #: (or the probe's process), so no user meets them and they need no exit code.
@@ -48,14 +48,14 @@ INTERNAL_SIGNALS = {
     "equisa_core.common.values._Unwritable",
     # Caught in build_patch_candidate and turned into a PatchEvaluation the model is told about.
     "equisa_core.validation.patch_format.PatchRejectedError",
-    # Translated into PrefectServerError by tasks.prefect_server; the watchdog suppresses it.
-    "tasks.prefect_watchdog.LockTimeout",
+    # Translated into PrefectServerError by tasks.prefect_server.server; the watchdog suppresses it.
+    "tasks.prefect_server.watchdog.LockTimeout",
     # Carries a failed repository's result through Prefect's Failed state to the batch summary.
-    "tasks.batch_results.RepositoryFailed",
-    # Private: a forge request to retry (no connection, 502-504); tasks.forge_api translates it.
-    "tasks.forge_api._Unanswered",
-    # Caught by flows.launcher: no warm worker can take the command, which then runs in its own process.
-    "flows.warm_worker.WarmUnavailable",
+    "tasks.operations.batch_results.RepositoryFailed",
+    # Private: a forge request to retry (no connection, 502-504); tasks.publish.forge_api translates it.
+    "tasks.publish.forge_api._Unanswered",
+    # Caught by cli.launcher: no warm worker can take the command, which then runs in its own process.
+    "cli.warm_worker.WarmUnavailable",
 }
 
 
@@ -88,7 +88,9 @@ def test_every_exception_class_is_in_the_tree_or_a_known_internal_signal():
 
 def test_the_errors_defined_elsewhere_before_are_re_exported_from_the_tree():
     from equisa_core.common import llm_text
-    from tasks import llm, sandbox, workspace
+    from tasks import llm
+    from tasks.run import workspace
+    from tasks.sandbox import contract as sandbox
 
     llm_errors = ("LLMError", "LLMUnavailableError", "LLMRequestError", "InvalidAnswerError")
     for module, names in ((llm_text, llm_errors), (llm, llm_errors),

@@ -430,10 +430,18 @@ class EquisaCommand:
         # The venv's interpreter, not `uv run`: a user runs an installed `equisa`, and `uv run`
         # adds its own start-up (it re-compiles the venv's bytecode, astral-sh/uv#12202).
         python = str(REPO / ".venv" / "bin" / "python")
-        if self.mode == "head":  # the console script's entry (flows.cli before it existed)
-            launcher = (self.root / "flows" / "launcher.py").exists()
-            return [python, "-m", "flows.launcher" if launcher else "flows.cli"]
+        if self.mode == "head":  # the console script's entry at that commit
+            return [python, "-m", _entry_module(self.root)]
         return [str(REPO / ".venv" / "bin" / "equisa")]
+
+
+def _entry_module(root: Path) -> str:
+    """The module the ``equisa`` console script ran at a frozen commit: ``cli.launcher`` since issue
+    47, ``flows.launcher`` before it, ``flows.cli`` before the launcher existed."""
+    for module in ("cli.launcher", "flows.launcher"):
+        if (root / (module.replace(".", "/") + ".py")).exists():
+            return module
+    return "flows.cli"
 
 
 def equisa_command(mode: str, cache: Path, commit: str | None = None) -> EquisaCommand:
@@ -444,7 +452,9 @@ def equisa_command(mode: str, cache: Path, commit: str | None = None) -> EquisaC
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", commit or "HEAD"], capture_output=True,
                             text=True, check=True).stdout.strip()
     dest = cache / "equisa-frozen" / commit[:12]
-    packages = ("equisa_core", "tasks", "flows")
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-tree", "--name-only", commit], capture_output=True,
+                             text=True, check=True).stdout.split()
+    packages = tuple(p for p in ("equisa_core", "tasks", "flows", "cli") if p in tracked)
     if not (dest / ".complete").exists():
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
@@ -453,8 +463,8 @@ def equisa_command(mode: str, cache: Path, commit: str | None = None) -> EquisaC
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
         (dest / ".complete").write_text(commit)
     return EquisaCommand("head", dest, {"mode": "head", "commit": commit,
-                                        "how": "git archive HEAD equisa_core tasks flows; "
-                                               "REPO/.venv/bin/python -m flows.launcher (else flows.cli) "
+                                        "how": f"git archive HEAD {' '.join(packages)}; "
+                                               f"REPO/.venv/bin/python -m {_entry_module(dest)} "
                                                "from that copy"})
 
 

@@ -6,9 +6,9 @@ The user's suite may run under any isolation, with one warning when files are no
 Unreviewed code runs only where the sandbox confines writes to the file system, unless the user
 accepted weaker isolation explicitly (``--sandbox none`` or ``--allow-weak-sandbox``).
 
-Levels, strongest first (``tasks.isolation`` detects the local ones):
+Levels, strongest first (``tasks.sandbox.isolation`` detects the local ones):
 
-- ``docker``: a locked-down container (``tasks.sandbox_docker``);
+- ``docker``: a locked-down container (``tasks.sandbox.docker_backend``);
 - ``bwrap``: bubblewrap; new user, mount, network, PID, IPC and UTS namespaces, the system
   read-only, a private /tmp and home, only the run folder writable;
 - ``unshare``: the same confinement built with util-linux (``unshare``, ``mount``,

@@ -11,7 +11,7 @@ measured a little slower must not make another key.
 
 The defaults live with the option, in ``equisa_core.common.options``.
 
-A run under a deadline (the time budget of ``--max-seconds``, ``tasks.sandbox.run_deadline``) gets
+A run under a deadline (the time budget of ``--max-seconds``, ``tasks.sandbox.contract.run_deadline``) gets
 the sooner of its own wall clock and the time left (``within_deadline``); once the deadline has
 passed, the clock a loop's machine reads is past its budget (``budget_reading``).
 """

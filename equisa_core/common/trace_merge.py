@@ -3,7 +3,7 @@
 A failing test that passes when re-run apart from the rest of the suite is flaky (``mark_flaky``).
 Each traced shard re-runs its own failing tests in a fork of its process made before any test ran
 (the probe's ``rerun`` records, read by ``equisa_core.common.probe_output``); those its run could
-not re-run so are re-run in a new process (``tasks.prepared_run.submit_flaky_rerun``). Either way
+not re-run so are re-run in a new process (``tasks.run.prepared_run.submit_flaky_rerun``). Either way
 at most ``MAX_FLAKY_RERUNS`` of a run's failing tests are re-run.
 
 Shards split the collected tests round-robin (test ``i`` goes to shard ``i mod n``), so the

@@ -1,6 +1,6 @@
 """The run history: its versioned schema, the record of one run and the rows it becomes. Pure.
 
-The DuckDB I/O (who writes, locking, the spool of rows) is in ``tasks/history.py``.
+The DuckDB I/O (who writes, locking, the spool of rows) is in ``tasks/storage/history.py``.
 """
 
 from equisa_core.history.record import LLMCallRecord, RunRecord, rows_for_run

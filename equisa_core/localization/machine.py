@@ -39,8 +39,8 @@ from equisa_core.common.models import Node
 from equisa_core.common.options import EndpointOptions, LocalizationOptions, cost_cap, default_of
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.discovery.rules import DiscoveryReport
-from equisa_core.errors import BUDGET_SPENT
 from equisa_core.environment import SuiteEnvironment
+from equisa_core.errors import BUDGET_SPENT
 from equisa_core.localization.bayes import (
     CONFIDENCE_THRESHOLD,
     Outcome,

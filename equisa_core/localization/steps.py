@@ -80,7 +80,7 @@ class InspectionRecord(BaseModel):
     seconds: float = Field(0.0, ge=0, description="Wall time of this iteration (runs and reflection); "
                            "an inspection run ahead in a batch cost its batch's first iteration.")
     batch: int = Field(1, ge=1, description="Inspections that ran in the same sandbox process as this one "
-                       "(deterministic inspections run ahead together, see tasks.inspections).")
+                       "(deterministic inspections run ahead together, see tasks.localization.inspections).")
 
 
 class TestCounts(BaseModel):

@@ -1,6 +1,6 @@
 """A batch over many repositories: the repositories file's schema, per-repository results, summaries.
 
-The repositories file is YAML (read in ``tasks/batch_io.py``; this module only validates the parsed
+The repositories file is YAML (read in ``tasks/operations/batch_io.py``; this module only validates the parsed
 data, since ``equisa_core`` imports no YAML library):
 
 .. code-block:: yaml

@@ -1,7 +1,7 @@
 """Publishing a verified fix, the pure part: the branch's name and commit message, the forge repository a
 remote's URL names, the forge's REST endpoints, and what the forge's answers mean.
 
-``tasks/git_push.py`` builds the commit and pushes it; ``tasks/forge_api.py`` speaks to the API with
+``tasks/publish/git_push.py`` builds the commit and pushes it; ``tasks/publish/forge_api.py`` speaks to the API with
 these. GitHub's REST API (github.com, GitHub Enterprise at ``https://HOST/api/v3``) and Gitea's
 (``https://HOST/api/v1``) share the endpoints used here: ``POST /repos/{owner}/{repo}/pulls``,
 ``GET /repos/{owner}/{repo}/pulls`` and ``POST /repos/{owner}/{repo}/issues/{number}/comments``.

@@ -8,7 +8,7 @@ Layout inside an artifact store (a folder, or ``s3://bucket/prefix``)::
     runs/<run_id>/patch.diff         the accepted (or best plausible) patch, when there is one
     blobs/sha256/<aa>/<digest>.json.gz   large content (traces), stored once whatever the run
 
-The I/O (local folder, boto3, the spool) is in ``tasks/artifacts.py``.
+The I/O (local folder, boto3, the spool) is in ``tasks/storage/artifacts.py``.
 """
 
 from __future__ import annotations

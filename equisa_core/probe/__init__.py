@@ -2,7 +2,7 @@
 
 The probe itself (``equisa_probe.py`` beside this file) runs inside the repository's interpreter
 and imports nothing from EQUISA; this package only locates it (the command line is built by
-``tasks.sandbox.probe_arguments``).
+``tasks.sandbox.contract.probe_arguments``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ report models. Pure: nothing here prints, reads a file or the clock; the command
 
 A column of qualified names (``name_column``) is never cut or wrapped: it is as wide as its longest
 name, and the command line widens its console for a table that needs more than the console's width
-(``tasks.cli_run.show``), so piped output and CI logs keep every name whole.
+(``cli.flow_runs.show``), so piped output and CI logs keep every name whole.
 """
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def batch_summary(summary: BatchSummary) -> list[Printed]:
 
 
 def history_summary(answers: Mapping[str, Any], db_exists: bool) -> list[Printed]:
-    """``equisa history``: the four answers (``tasks.history.history_answers``) as tables."""
+    """``equisa history``: the four answers (``tasks.storage.history.history_answers``) as tables."""
     printed = []
     if not db_exists:
         printed.append(line(f"No history yet at {answers['db']}: runs are recorded there as they finish."))
@@ -283,7 +283,7 @@ def _cell(value: Any) -> str:
 
 
 def flush_summary(result: Mapping[str, Any]) -> list[Printed]:
-    """``equisa flush``: what each spooled destination took and left (``tasks.artifacts``' flush)."""
+    """``equisa flush``: what each spooled destination took and left (``tasks.storage.artifacts``' flush)."""
     rows = [("artifacts", r["destination"], r["uploaded"], r["remaining"], r["error"])
             for r in result["artifacts"]]
     rows += [("history", r["db"], r["ingested"], r["remaining"], r["error"]) for r in result["history"]]

@@ -1,6 +1,6 @@
 """Building deterministic test modules: which functions to test, and modules merged from parts.
 
-Pure helpers of the deterministic generator (``tasks/testgen_generation.py`` runs the sandboxed recordings):
+Pure helpers of the deterministic generator (``tasks/testgen/generation.py`` runs the sandboxed recordings):
 the target's functions (``target_nodes``, narrowed to missing lines by ``focus_nodes``), the
 existing tests that call them (``covering_tests``), observed calls turned into tests
 (``observed_tests``, ``scratch_module``; ``without_bug_like``: an exception that looks like a bug is

@@ -1,6 +1,6 @@
 """Branch coverage of one file inside the sandbox: a pytest plugin (stdlib and coverage.py only).
 
-``tasks/testgen.py`` writes this file into the run's repository copy as ``equisa_testgen_cov.py``
+``tasks/testgen/analysis.py`` writes this file into the run's repository copy as ``equisa_testgen_cov.py``
 and loads it with ``PYTEST_PLUGINS=equisa_testgen_cov`` (pytest imports it while it starts, before
 any conftest, so module-level lines of the target count). It measures, with coverage.py, branch
 coverage of the file named by ``EQUISA_MEASURED_FILE`` (relative to the working directory, the

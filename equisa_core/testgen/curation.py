@@ -1,7 +1,7 @@
 """The seed 000 §8 pipeline's decisions: redundant tests, and test smells fixed within a budget.
 
 No I/O here: the similarity search (the DuckDB store) and the model calls belong to the step
-runners (``tasks/testgen_steps.py``), which pass the nearest stored test of each new test, and an
+runners (``tasks/testgen/steps.py``), which pass the nearest stored test of each new test, and an
 ``ask`` function (messages, purpose) -> a ``ModelReply``: the answer's text or None, with the calls
 it took and the problems it met (LLM mode only; None in deterministic mode). The helpers that ask
 return what all their asks took (``ModelUse``) with their result: no call is noted on the side.

@@ -26,7 +26,7 @@ appends one record per function to the probe's output (``--equisa-out``)::
      "kept": [{"args": [repr, ...], "raised": "IndexError" | null}, ...]}
 
 The host turns the kept inputs into driver calls whose recorded calls are carved into tests
-(``tasks/testgen_generation.py``). Hypothesis and coverage.py are the suite's own when it has them,
+(``tasks/testgen/generation.py``). Hypothesis and coverage.py are the suite's own when it has them,
 else EQUISA's (``EQUISA_COVERAGE_PATH``, read-only in the sandbox).
 
 Behaviour that looks like a bug is listed, not asserted (``bug_like``): a ``TypeError``,

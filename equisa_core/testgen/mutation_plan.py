@@ -4,7 +4,7 @@ Mutants come from the shared engine (``equisa_core.validation.mutation.mutate_fu
 and method of the target file (nested functions cannot be swapped in and are left out). Each
 mutant runs only against the tests that cover it: the tests whose coverage context executed the
 mutant's line. A mutant on a line no test executes survives without running. Mutants with the
-same covering tests form one group, run together in one sandboxed process (``tasks.mutants``).
+same covering tests form one group, run together in one sandboxed process (``tasks.run.mutants``).
 
 ``select_mutants`` keeps at most ``max_mutants``, taken round-robin over the functions (each
 function's mutants in the engine's priority order), so a cap spreads over the whole file.

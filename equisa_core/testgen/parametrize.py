@@ -17,7 +17,7 @@ the parameters (``expected`` where a test compares a result with
 it, ``arg_1``, ``arg_2``, ... elsewhere), the others stay in the body. The folded test keeps the
 first test's leading comments. A test with decorators or parameters of its own is left alone, and
 so is anything that is not a module-level ``def test_...``. The text goes through ``ast.unparse``,
-so the module should be formatted afterwards (``tasks/testgen.py``'s ``tidy_test_module`` does).
+so the module should be formatted afterwards (``tasks/testgen/analysis.py``'s ``tidy_test_module`` does).
 """
 
 from __future__ import annotations

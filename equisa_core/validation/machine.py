@@ -8,7 +8,7 @@ generators for candidates one at a time (``generate``), in this order:
   only while no candidate of the round is sound);
 - the fixes the Localization loop already confirmed (``confirmed``), then the deterministic search
   (``mutation``): the one-edit mutants and the wider fix space of the targets that fix their tests,
-  best-ranked first (``equisa_core.validation.ranking``; driven by ``tasks.fix_search``);
+  best-ranked first (``equisa_core.validation.ranking``; driven by ``tasks.repair.fix_search``);
 
 and validate each candidate in full (``validate``; ``equisa_core.validation.checks``). The round ends
 at the first ``SOUND`` candidate, after ``max_validations`` candidates, or when the generators are

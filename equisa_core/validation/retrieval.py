@@ -10,7 +10,7 @@ A model asks for code with tags in its answer (``parse_queries``):
 snippets (``RetrievalResult``):
 
 1. grep: every ``.py`` line holding the term, with a few lines of context. The search itself is
-   injected (``SearchFn``): ``python_grep`` here, or ripgrep (``tasks.patcher.ripgrep_search``),
+   injected (``SearchFn``): ``python_grep`` here, or ripgrep (``tasks.repair.patcher.ripgrep_search``),
    which gives the same hits in the same order (see ``python_grep``).
 2. AST-augmented grep: each hit widened to its innermost enclosing ``def`` or ``class`` (decorators
    included), and for a name, its definitions (``def name`` / ``class name``), found by grep and

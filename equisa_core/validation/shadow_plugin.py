@@ -2,7 +2,7 @@
 
 It runs under the suite's own interpreter (Python 3.8 to 3.13), which may have none of EQUISA's
 libraries (no Hypothesis, no pydantic, no coverage.py): that is why it uses the standard library
-and pytest only. ``tasks/divergence_check.py`` writes this file into the run's repository copy as
+and pytest only. ``tasks/validation/divergence.py`` writes this file into the run's repository copy as
 ``equisa_shadow.py``, loads it with ``PYTEST_PLUGINS=equisa_shadow`` and names its configuration
 (a JSON file, ``EQUISA_SHADOW_CONFIG``): the target's file and qualified name, the candidate's text
 of that file, the passing and failing tests, and the limits. Nothing runs at import but reading

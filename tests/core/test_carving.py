@@ -731,9 +731,9 @@ APPLY, PARSE = "ledger.money.Rate.apply", "ledger.money.parse_amount"
 
 @pytest.mark.integration
 def test_carved_tests_split_a_real_ambiguity_group(tmp_path):
-    from tasks.run_tests import execute_request
-    from tasks.sandbox import RunRequest
-    from tasks.sandbox_local import LocalSandbox
+    from tasks.sandbox.contract import RunRequest
+    from tasks.sandbox.local_backend import LocalSandbox
+    from tasks.sandbox.run_tests import execute_request
 
     write_tree(tmp_path, LEDGER)
     request = RunRequest(workspace=tmp_path, workspace_digest="t", interpreter=sys.executable,

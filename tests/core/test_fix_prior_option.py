@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from equisa_core.common.options import ValidationOptions
 from equisa_core.validation.fix_prior import load_fix_prior
-from tasks.fix_search import edit_size_score, pattern_score_of
+from tasks.repair.fix_search import edit_size_score, pattern_score_of
 
 
 def test_the_named_priors_and_a_file(tmp_path):

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from tasks.cli_run import PREFECT_DEFAULTS
-from tasks.prefect_logging import logging_environment
+from cli.flow_runs import PREFECT_DEFAULTS
+from tasks.prefect_server.log_routing import logging_environment
 
 #: What ``set_prefect_defaults`` writes into the environment of the process that runs a command.
 COMMAND_SET_VARIABLES = frozenset({*PREFECT_DEFAULTS, *logging_environment(verbose=False)})
@@ -20,7 +20,7 @@ COMMAND_SET_VARIABLES = frozenset({*PREFECT_DEFAULTS, *logging_environment(verbo
 @pytest.fixture
 def cli_env(prefect_api_url, tmp_path) -> dict[str, str]:
     """Environment for an ``equisa`` subprocess: the test server, private caches and storage."""
-    # A command run in this process (``flows.cli.main``) set Prefect's defaults in its environment
+    # A command run in this process (``cli.main.main``) set Prefect's defaults in its environment
     # (``set_prefect_defaults``): a subprocess starts from what a user's shell would hold.
     env = {k: v for k, v in os.environ.items() if k not in COMMAND_SET_VARIABLES}
     env.update({

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from equisa_core.operations.batch import BatchSummary
-from tasks.history import query
+from tasks.storage.history import query
 from tests.conftest import small_repo
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))

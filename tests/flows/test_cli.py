@@ -203,7 +203,7 @@ def test_a_one_shot_commands_flow_runs_send_no_heartbeats_unless_the_user_config
     from prefect import flow
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
 
-    from tasks.progress import without_heartbeats
+    from cli.progress import without_heartbeats
 
     @flow
     def frequency() -> int | None:

@@ -1,4 +1,4 @@
-"""The ``equisa`` console script's exit (``flows.cli.run``): main's code, every exit handler run,
+"""The ``equisa`` console script's exit (``cli.main.run``): main's code, every exit handler run,
 the output complete; only the interpreter's teardown is skipped."""
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ def _python(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 def test_the_exit_code_is_mains_and_the_handlers_registered_later_still_run(tmp_path: Path):
     done = _python(f"""
         import atexit, sys
-        from flows import cli
-
+        from cli import main as cli
         def main():
             atexit.register(lambda: open({str(tmp_path / "late")!r}, "w").write("ran"))
             print("x" * 100_000, end="")  # more than a pipe's buffer: flushed at the exit
@@ -43,7 +42,7 @@ def test_the_exit_code_is_mains_and_the_handlers_registered_later_still_run(tmp_
 
 def test_a_bad_repository_path_exits_with_its_own_code_and_says_why(tmp_path: Path):
     missing = tmp_path / "no-such-repository"
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "repair", str(missing)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "cli.main", "repair", str(missing)], capture_output=True,
                           text=True, cwd=ROOT, timeout=300)
     assert done.returncode == exit_code_for(RepositoryNotFoundError("x")) != 0
     assert "does not exist" in done.stderr
@@ -54,8 +53,7 @@ def test_argparses_exit_keeps_its_code_and_skips_the_teardown_too(tmp_path: Path
                                ("SystemExit('no such option')", 1, "no such option")):
         done = _python(f"""
             import sys
-            from flows import cli
-
+            from cli import main as cli
             def main():
                 print("usage", end="")
                 raise {raised}

@@ -10,8 +10,8 @@ from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
 from equisa_core.errors import TaskRunnerError
 from flows.trace import trace_suite
-from tasks.parameters import TraceParameters
-from tasks.task_runners import RunnerChoice, build_task_runner, runner_choice, shared_cluster
+from tasks.operations.task_runners import RunnerChoice, build_task_runner, runner_choice, shared_cluster
+from tasks.run.parameters import TraceParameters
 
 GRADEBOOK = Path(__file__).resolve().parents[2] / "examples" / "gradebook"
 

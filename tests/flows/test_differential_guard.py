@@ -12,9 +12,9 @@ from equisa_core.common.source_edit import replace_function
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from flows.discovery import discovery
 from flows.validation import validate_candidate
-from tasks.discovery_suite import DiscoveryResult
-from tasks.parameters import DiscoveryParameters
-from tasks.validation_checks import ValidationContext, test_sources
+from tasks.discovery.suite import DiscoveryResult
+from tasks.run.parameters import DiscoveryParameters
+from tasks.validation.checks import ValidationContext, test_sources
 from tests.conftest import small_repo
 
 SHIPPING = '''def shipping(weight, express):

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from equisa_core.errors import EXIT_NOT_CONVERGED
 from equisa_core.localization.steps import LocalizationReport
-from tasks.sandbox import RunRequest
+from tasks.sandbox.contract import RunRequest
 from tests.flows.test_localize import localize
 from tests.integration.test_probe import tree_digest
 from tests.scripted_llm_server import Reply
@@ -101,7 +101,7 @@ def test_proposals_that_do_not_import_are_dropped_and_discovery_goes_on(monkeypa
     """When not one proposed module imports (the run collects nothing), ``check_tests`` reports the
     collection error and the Discovery machine keeps nothing and says why, instead of ending the
     localization with the collection error (exit 6)."""
-    import tasks.discovery_proposals as proposals_module
+    import tasks.discovery.proposals as proposals_module
     from equisa_core.discovery import machine
     from equisa_core.discovery.rules import DiscoveryBudget
     from equisa_core.errors import CollectionError

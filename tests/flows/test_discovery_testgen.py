@@ -18,11 +18,11 @@ from equisa_core.validation.repair import RepairReport
 from flows.discovery import discovery
 from flows.testgen import generate_tests
 from flows.validation import validate_candidate
-from tasks.discovery_suite import DiscoveryResult
-from tasks.parameters import DiscoveryParameters, TestgenParameters
-from tasks.run_tests import run_tests
-from tasks.testgen_publish import GeneratedTests
-from tasks.validation_checks import ValidationContext, test_sources
+from tasks.discovery.suite import DiscoveryResult
+from tasks.run.parameters import DiscoveryParameters, TestgenParameters
+from tasks.sandbox.run_tests import run_tests
+from tasks.testgen.publish import GeneratedTests
+from tasks.validation.checks import ValidationContext, test_sources
 from tests.flows.test_localize import BUGGY, INVOICING
 from tests.flows.test_repair import CORRECT, repair
 from tests.integration.test_probe import tree_digest

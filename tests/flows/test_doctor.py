@@ -80,7 +80,7 @@ def assert_missing_alone(code: int, checks: dict[str, Any], err: str, name: str)
 def test_every_needed_part_is_present_on_a_small_repository(repo, env, cli_env):
     """(a) A real Prefect server configured and answering, a history with the current schema, a local
     artifact folder, no model (deterministic mode), no Docker engine (a warning: not needed)."""
-    from tasks.history import write_run
+    from tasks.storage.history import write_run
 
     db = Path(env["EQUISA_DB"])
     write_run(db, None)  # an empty history of the current schema
@@ -139,9 +139,9 @@ def test_an_interpreter_without_pytest_is_missing(repo, env, tmp_path):
 
 
 def _cached_environment(repo: Path, root: Path, python_script: str) -> Path:
-    """A finished environment of ``repo`` as ``tasks.environments`` leaves one under ``root`` (its marker
+    """A finished environment of ``repo`` as ``tasks.run.environments`` leaves one under ``root`` (its marker
     file, its interpreter: here ``python_script``), for EQUISA's own Python version."""
-    from tasks.environments import MARKER, RECIPE, read_declared
+    from tasks.run.environments import MARKER, RECIPE, read_declared
 
     version = ".".join(map(str, sys.version_info[:3]))
     folder = root / read_declared(repo).digest(version, RECIPE)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from equisa_core.errors import EnvironmentBuildError, NoProjectCodeError
-from tasks.environments import machine_pythons
+from tasks.run.environments import machine_pythons
 from tests.integration.test_probe import tree_digest
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))

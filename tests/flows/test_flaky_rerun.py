@@ -16,9 +16,9 @@ from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
 from equisa_core.discovery.trace_report import TraceReport
 from flows.trace import trace_suite
-from tasks.parameters import TraceParameters
-from tasks.sandbox import RunRequest, SandboxRun
-from tasks.sandbox_local import LocalSandbox
+from tasks.run.parameters import TraceParameters
+from tasks.sandbox.contract import RunRequest, SandboxRun
+from tasks.sandbox.local_backend import LocalSandbox
 from tests.conftest import small_repo
 
 T = "tests/test_counter.py::"

@@ -109,7 +109,7 @@ def test_sigkill_mid_run_leaves_the_tree_untouched(tmp_path, cli_env):
 def test_ctrl_c_mid_run_exits_130_and_the_run_is_recorded_as_interrupted(tmp_path, cli_env):
     """SIGINT while the sandboxed suite runs: exit 130, ``--json`` holds the failure report, and the run
     is in the history as interrupted, under the flow run's id (``equisa report`` shows it)."""
-    from tasks.history import query
+    from tasks.storage.history import query
 
     repo = make_repo(tmp_path / "user-repo")
     out = tmp_path / "report.json"

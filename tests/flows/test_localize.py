@@ -24,10 +24,10 @@ from equisa_core.localization.screening_cost import FITTED_SCREEN_COST_RATIO
 from equisa_core.localization.steps import FIRST_ANSWER_KEPT, LocalizationReport
 from equisa_core.report.schema import report_schema
 from flows.localize import LocalizationRun, drive_localization
-from tasks.history import query
-from tasks.localization_steps import even_shares
-from tasks.parameters import LocalizeParameters
-from tasks.task_runners import FanOutTaskRunner
+from tasks.localization.steps import even_shares
+from tasks.operations.task_runners import FanOutTaskRunner
+from tasks.run.parameters import LocalizeParameters
+from tasks.storage.history import query
 from tests.conftest import FIXTURES, small_repo, venv_with_pytest
 from tests.integration.test_probe import tree_digest
 from tests.scripted_llm_server import Reply

@@ -8,17 +8,17 @@ import argparse
 import pytest
 from pydantic import BaseModel
 
+from cli.main import build_parser, main
+from cli.options import DEPRECATIONS, field_of, given_options, option_fields, parameters_from
+from cli.settings import SETTING_MODELS
 from equisa_core.common.options import BatchOptions, cost_cap, default_of
-from flows.cli import build_parser, main
-from tasks.cli_options import DEPRECATIONS, field_of, given_options, option_fields, parameters_from
-from tasks.parameters import (
+from tasks.run.parameters import (
     BatchParameters,
     LocalizeParameters,
     RepairParameters,
     TestgenParameters,
     TraceParameters,
 )
-from tasks.settings import SETTING_MODELS
 
 #: Each command that runs a flow, and the parameters it builds from its options.
 COMMANDS: dict[str, type[BaseModel]] = {

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from uuid import UUID
 
-from tasks.prefect_logging import QUIET_CONFIG, prefect_default_config, quiet_config, render
+from tasks.prefect_server.log_routing import QUIET_CONFIG, prefect_default_config, quiet_config, render
 from tests.conftest import FIXTURES
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))

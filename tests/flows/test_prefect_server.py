@@ -1,4 +1,4 @@
-"""The shared local Prefect server (``tasks/prefect_server.py``): real servers, real ``equisa``
+"""The shared local Prefect server (``tasks/prefect_server/server.py``): real servers, real ``equisa``
 subprocesses, each test in its own temporary data folder and Prefect home.
 
 Every server here is started by the test (through ``equisa``) in ``tmp_path`` and stopped at the
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.prefect_server import ServerState, server_options, stop_server
-from tasks.prefect_watchdog import STATE_FILE, acquire_lease, group_alive, process_marker
+from tasks.prefect_server.server import ServerState, server_options, stop_server
+from tasks.prefect_server.watchdog import STATE_FILE, acquire_lease, group_alive, process_marker
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.integration
@@ -74,7 +74,7 @@ def watchdogs(data_folder: Path) -> list[int]:
                 cmdline = (proc / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"tasks.prefect_watchdog" in cmdline and str(data_folder).encode() in cmdline:
+            if b"tasks.prefect_server.watchdog" in cmdline and str(data_folder).encode() in cmdline:
                 found.append(int(proc.name))
     return found
 
@@ -242,7 +242,7 @@ def test_bad_settings_are_input_errors_and_stop_without_a_server(env):
 def test_the_shared_servers_clients_get_a_one_certificate_bundle_unless_the_user_chose_one(tmp_path):
     """Prefect's API clients build an SSL context from this bundle even for the plain-HTTP shared
     server: one certificate instead of certifi's whole bundle; a bundle the user set is kept."""
-    from tasks.prefect_server import CA_FILE_SETTING, _point_prefect_at
+    from tasks.prefect_server.server import CA_FILE_SETTING, _point_prefect_at
 
     environ: dict[str, str] = {}
     _point_prefect_at("http://127.0.0.1:1/api", environ, tmp_path)

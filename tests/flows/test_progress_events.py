@@ -1,4 +1,4 @@
-"""Progress events reach the listener of the command that runs the flow (``tasks.progress_events``):
+"""Progress events reach the listener of the command that runs the flow (``tasks.operations.progress_events``):
 from the flow's body, from ``run_tests`` tasks sent to the thread pool with ``.map`` and ``.submit``,
 and from nested flows, and never the listener of another flow run in another thread."""
 
@@ -14,9 +14,9 @@ from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 from pydantic import TypeAdapter, ValidationError
 
-import tasks.run_tests as run_tests_module
+import tasks.sandbox.run_tests as run_tests_module
 from equisa_core.common.models import SuiteTrace
-from tasks.progress_events import (
+from tasks.operations.progress_events import (
     FinishedTest,
     Note,
     ProgressEvent,
@@ -26,9 +26,9 @@ from tasks.progress_events import (
     listening,
     not_listening,
 )
-from tasks.run_tests import run_tests
-from tasks.sandbox import RecordCallback, RunRequest, SandboxRun
-from tasks.task_runners import FanOutTaskRunner
+from tasks.operations.task_runners import FanOutTaskRunner
+from tasks.sandbox.contract import RecordCallback, RunRequest, SandboxRun
+from tasks.sandbox.run_tests import run_tests
 
 #: Both flows of the concurrency test are inside a sandbox run at once.
 _both_running = threading.Barrier(2)
@@ -162,8 +162,8 @@ def test_the_spinner_or_the_plain_lines_print_the_notes_and_run_the_flow_on_its_
 
     from rich.console import Console
 
-    from tasks.parameters import TraceParameters
-    from tasks.progress import run_with_progress
+    from cli.progress import run_with_progress
+    from tasks.run.parameters import TraceParameters
 
     out = StringIO()
     params = TraceParameters(path="/repo")

@@ -11,12 +11,12 @@ from prefect import flow
 from prefect.client.orchestration import get_client
 from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
+from cli.history_answers import history_answers
 from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.validation.repair import RepairReport
-from tasks.history import query
-from tasks.history_answers import history_answers
 from tasks.llm import LLMConfig, ModelPrice, call_llm
-from tasks.record import record_finished_run
+from tasks.storage.history import query
+from tasks.storage.record import record_finished_run
 from tests.scripted_llm_server import Reply
 
 pytestmark = pytest.mark.integration
@@ -76,7 +76,7 @@ def test_s3_credentials_can_come_from_a_prefect_block(prefect_api_url, rclone_s3
     from prefect_aws import AwsCredentials
     from prefect_aws.client_parameters import AwsClientParameters
 
-    from tasks.artifacts import ArtifactStore
+    from tasks.storage.artifacts import ArtifactStore
 
     rclone_s3.make_bucket("from-block")
     keys = rclone_s3.env()
@@ -102,7 +102,7 @@ def test_a_localize_run_records_its_ledgers_calls_and_a_cached_answer_spends_not
     calls reach DuckDB. Run again, every answer comes from the
     cache: the run's ledger holds them, it spent nothing, and the history gets no row for them."""
     from flows.localize import localize
-    from tasks.parameters import LocalizeParameters
+    from tasks.run.parameters import LocalizeParameters
     from tests.flows.test_localize import INVOICING, scripted_debugger
 
     scripted_llm.respond_with(scripted_debugger)

@@ -20,10 +20,10 @@ from equisa_core.common.time_limits import TIMED_OUT, timed_out
 from equisa_core.errors import EXIT_NOT_FIXED, NothingToLocalizeError
 from equisa_core.validation import machine
 from equisa_core.validation.repair import RepairReport
-from tasks.history import query
 from tasks.llm import LLMConfig
-from tasks.mutants import MutantRunReport
-from tasks.parameters import RepairParameters
+from tasks.run.mutants import MutantRunReport
+from tasks.run.parameters import RepairParameters
+from tasks.storage.history import query
 from tests.conftest import small_repo
 from tests.flows.test_localize import BUGGY, INVOICING, scripted_debugger
 from tests.integration.test_probe import tree_digest
@@ -368,7 +368,7 @@ def test_without_the_flag_a_looping_test_costs_seconds_in_every_phase(tmp_path, 
 
 def test_each_candidate_validation_says_so_on_the_spinner(monkeypatch):
     from equisa_core.validation.candidates import PatchCandidate
-    from tasks.progress_events import Stage, listening
+    from tasks.operations.progress_events import Stage, listening
 
     seen: list[object] = []
     judged: list[str] = []

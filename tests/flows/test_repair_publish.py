@@ -190,8 +190,8 @@ def test_the_command_line_refuses_a_plausible_patch_without_a_traceback(tmp_path
 
     from rich.console import Console
 
+    from cli.main import _publish, build_parser
     from equisa_core.operations.ci_event import ci_failure_event
-    from flows.cli import _publish, build_parser
 
     project, bare = project_with_origin(tmp_path)
     args = build_parser().parse_args(["repair", str(project), "--push"])

@@ -13,7 +13,7 @@ import flows.repair as repair_flow
 from equisa_core.common.loop import replay
 from equisa_core.validation import machine
 from equisa_core.validation.repair import repair_status
-from tasks.parameters import RepairParameters
+from tasks.run.parameters import RepairParameters
 from tests.conftest import small_repo
 from tests.flows.test_localize import INVOICING
 

@@ -1,4 +1,4 @@
-"""One deadline for every sandboxed run of a flow run (``tasks.sandbox.run_deadline``): a run's wall
+"""One deadline for every sandboxed run of a flow run (``tasks.sandbox.contract.run_deadline``): a run's wall
 clock is the sooner of its own and the time left to the deadline; a run the deadline cut raises
 ``BudgetSpentError`` and is never cached, so a later run with more time runs it whole, and a run
 that ended before the deadline is cached under the key it has without one."""
@@ -14,10 +14,10 @@ import pytest
 from prefect import flow
 
 from equisa_core.errors import EXIT_BUDGET_SPENT, BudgetSpentError, exit_code_for
-from tasks.run_tests import run_tests
-from tasks.sandbox import RunRequest, SandboxLimits, run_deadline, seconds_to_deadline
-from tasks.sandbox_local import LocalSandbox
-from tasks.task_runners import FanOutTaskRunner
+from tasks.operations.task_runners import FanOutTaskRunner
+from tasks.sandbox.contract import RunRequest, SandboxLimits, run_deadline, seconds_to_deadline
+from tasks.sandbox.local_backend import LocalSandbox
+from tasks.sandbox.run_tests import run_tests
 from tests.conftest import small_repo
 
 SLEEP_S = 4.0

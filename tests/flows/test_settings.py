@@ -1,5 +1,5 @@
 """Where an option's value comes from: the command line, then ``EQUISA_*``, then ``[tool.equisa]`` in
-the target's ``pyproject.toml``, then the default (``tasks/settings.py``)."""
+the target's ``pyproject.toml``, then the default (``cli/settings.py``)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import build_parser
+from cli.options import given_options
+from cli.settings import apply_settings, known_settings
 from equisa_core.common.options import EndpointOptions, LocalizationOptions, SandboxOptions, default_of
 from equisa_core.errors import ConfigurationError
-from flows.cli import build_parser
-from tasks.cli_options import given_options
-from tasks.settings import apply_settings, known_settings
 from tests.conftest import FIXTURES
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))

@@ -1,7 +1,7 @@
-"""Validation's runs on the original code for one target (``tasks.validation_checks.recorded_calls``,
-``tasks.target_checks.prepare_target``): the localization's recording reused, only the tests it
+"""Validation's runs on the original code for one target (``tasks.validation.checks.recorded_calls``,
+``tasks.validation.target_checks.prepare_target``): the localization's recording reused, only the tests it
 lacks recorded again; and a candidate's check run made ahead of the original's
-(``tasks.target_checks.checks_ahead``) judged as its own run would be. Real Discovery and real
+(``tasks.validation.target_checks.checks_ahead``) judged as its own run would be. Real Discovery and real
 sandboxed runs."""
 
 from __future__ import annotations
@@ -17,11 +17,17 @@ from equisa_core.testgen.carving import carved_module
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.checks import CarvedTestsRan, DifferentialRan, RunCarvedTests, RunDifferential
 from flows.discovery import discovery
-from tasks.discovery_suite import DiscoveryResult
-from tasks.localization_steps import RecordedTests
-from tasks.parameters import DiscoveryParameters
-from tasks.target_checks import TargetPlan, checks_ahead, plan_target, prepare_target, run_target_checks
-from tasks.validation_checks import CARVED_CHECK_PATH, ValidationContext, recorded_calls
+from tasks.discovery.suite import DiscoveryResult
+from tasks.localization.steps import RecordedTests
+from tasks.run.parameters import DiscoveryParameters
+from tasks.validation.checks import CARVED_CHECK_PATH, ValidationContext, recorded_calls
+from tasks.validation.target_checks import (
+    TargetPlan,
+    checks_ahead,
+    plan_target,
+    prepare_target,
+    run_target_checks,
+)
 from tests.flows.test_differential_guard import OVERFIT, shipping_repo
 
 TARGET = "shipping.shipping"

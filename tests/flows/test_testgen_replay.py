@@ -11,9 +11,9 @@ from equisa_core.common.loop import replay
 from equisa_core.testgen.machine import OBSERVATIONS, TestgenState, initial_state, record, verdict
 from equisa_core.testgen.report import TestgenReport
 from flows.testgen import generate_tests
-from tasks.parameters import TestgenParameters
-from tasks.prepared_run import prepare_run
-from tasks.testgen_publish import GeneratedTests
+from tasks.run.parameters import TestgenParameters
+from tasks.run.prepared_run import prepare_run
+from tasks.testgen.publish import GeneratedTests
 from tests.flows.test_testgen_cli import INVOICING, TARGET
 
 

@@ -94,7 +94,7 @@ def test_crosshair_adds_inputs_of_the_annotated_functions(tmp_path, cli_env):
 def test_crosshair_without_crosshair_tool_is_bad_input(tmp_path, monkeypatch, capsys):
     import importlib.util
 
-    from flows.cli import main
+    from cli.main import main
 
     found = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "crosshair" else found(name, *a))

@@ -7,15 +7,15 @@ from __future__ import annotations
 import duckdb
 
 import tasks.llm
-import tasks.testgen_model
-import tasks.testgen_setup
-import tasks.testgen_steps
+import tasks.testgen.model
+import tasks.testgen.setup
+import tasks.testgen.steps
 from equisa_core.common.cost import LLMCall
 from equisa_core.testgen.embedding import local_embedding
 from equisa_core.testgen.machine import Generate
 from equisa_core.testgen.report import TestgenReport
 from tasks.llm import LLMAnswer, LLMConfig
-from tasks.test_store import TestStore, embed_texts
+from tasks.testgen.test_store import TestStore, embed_texts
 from tests.flows.test_testgen_cli import INVOICING, TARGET, run_testgen
 from tests.scripted_llm_server import Reply
 from tests.tasks.test_testgen_steps import context
@@ -43,9 +43,9 @@ def unusable_model(monkeypatch) -> list[str]:
         return embed_texts(texts, None)
 
     monkeypatch.setattr(tasks.llm, "ask", ask)
-    for module in (tasks.testgen_model, tasks.testgen_setup, tasks.testgen_steps):
+    for module in (tasks.testgen.model, tasks.testgen.setup, tasks.testgen.steps):
         monkeypatch.setattr(module, "embed_texts", local)
-    monkeypatch.setattr(tasks.testgen_steps, "_deterministic", lambda ctx, **_: ("", []))
+    monkeypatch.setattr(tasks.testgen.steps, "_deterministic", lambda ctx, **_: ("", []))
     return asked
 
 
@@ -53,7 +53,7 @@ def test_the_generator_step_returns_its_call_and_problems_with_its_observation(t
     asked = unusable_model(monkeypatch)
     ctx = context(tmp_path, llm=True, base_url="http://127.0.0.1:9/v1")
     with TestStore(tmp_path / "s.duckdb") as store:
-        observation = tasks.testgen_steps.run_step(ctx, store, Generate(attempt=0, strategy="model"))
+        observation = tasks.testgen.steps.run_step(ctx, store, Generate(attempt=0, strategy="model"))
     assert asked == ["testgen-generator"] and observation.calls == (CACHED,)
     assert list(observation.problems) == PROBLEMS and observation.source == ""
     assert not hasattr(ctx, "problems"), "the context keeps no problems on the side"

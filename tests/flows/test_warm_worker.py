@@ -1,4 +1,4 @@
-"""The warm worker (``flows/warm_worker.py``, entered from ``flows/launcher.py``): ``equisa`` commands
+"""The warm worker (``cli/warm_worker.py``, entered from ``cli/launcher.py``): ``equisa`` commands
 served by a process that has imported EQUISA and Prefect already.
 
 Real ``equisa`` console-script processes against the test harness's Prefect server; each test has
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from cli import warm_worker
+from cli.warm_worker import fingerprint, running_workers, stop_workers
 from equisa_core.discovery.trace_report import TraceReport
 from equisa_core.errors import EXIT_INTERRUPTED, EXIT_USAGE, RepositoryNotFoundError, exit_code_for
-from flows import warm_worker
-from flows.warm_worker import fingerprint, running_workers, stop_workers
 from tests.conftest import FIXTURES, small_repo
 
 LINUX_PROC = pytest.mark.skipif(not Path("/proc/self/task").exists(),
@@ -172,7 +172,7 @@ def test_a_runtime_folder_others_may_enter_is_refused_and_the_command_runs_in_it
 
 
 def _package_tree(root: Path) -> Path:
-    for package in ("flows", "tasks", "equisa_core"):
+    for package in ("cli", "flows", "tasks", "equisa_core"):
         (root / package).mkdir(parents=True)
         (root / package / "__init__.py").write_text("")
     return root

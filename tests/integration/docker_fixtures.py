@@ -31,8 +31,8 @@ import docker.errors
 import pytest
 import requests
 
-from tasks.docker_image import DEFAULT_CACHE_DIR, DEFAULT_IMAGE, ensure_base_image
-from tasks.sandbox import SandboxInfrastructureError
+from tasks.sandbox.contract import SandboxInfrastructureError
+from tasks.sandbox.docker_image import DEFAULT_CACHE_DIR, DEFAULT_IMAGE, ensure_base_image
 
 __all__ = ["docker_engine", "docker_engine_info", "DockerEngine"]
 

@@ -18,10 +18,10 @@ from equisa_core.localization.inspection import ASSERTION_PREFIX
 from equisa_core.localization.invariants import RESULT_NAME, mine_invariants
 from equisa_core.probe import equisa_probe
 from equisa_core.testgen.carving import carve_tests, carved_module, carved_module_path
-from tasks.inspection import deterministic_inspection, qualname_of, read_function
-from tasks.run_tests import execute_request
-from tasks.sandbox import RunRequest
-from tasks.sandbox_local import LocalSandbox
+from tasks.run.patched_function import deterministic_inspection, qualname_of, read_function
+from tasks.sandbox.contract import RunRequest
+from tasks.sandbox.local_backend import LocalSandbox
+from tasks.sandbox.run_tests import execute_request
 from tests.conftest import venv_with_pytest
 
 pytestmark = pytest.mark.integration

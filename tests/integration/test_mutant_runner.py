@@ -19,10 +19,10 @@ from prefect.testing.utilities import prefect_test_harness
 
 from equisa_core.common.models import TestOutcome
 from equisa_core.errors import InvalidSelectionError
-from tasks.mutants import MutantResult, MutantRunReport, execute_mutants, read_mutant_records, run_mutants
-from tasks.run_tests import execute_request, run_tests
-from tasks.sandbox import MutantSpec, RunRequest, SandboxLimits, prepare_run_folder, probe_arguments
-from tasks.sandbox_local import LocalSandbox
+from tasks.run.mutants import MutantResult, MutantRunReport, execute_mutants, read_mutant_records, run_mutants
+from tasks.sandbox.contract import MutantSpec, RunRequest, SandboxLimits, prepare_run_folder, probe_arguments
+from tasks.sandbox.local_backend import LocalSandbox
+from tasks.sandbox.run_tests import execute_request, run_tests
 from tests.conftest import FIXTURES, venv_with_pytest
 
 pytestmark = pytest.mark.integration

@@ -13,9 +13,9 @@ import pytest
 
 from equisa_core.common.models import SuiteTrace, TestOutcome
 from equisa_core.common.source_edit import function_source
-from tasks.run_tests import execute_request
-from tasks.sandbox import RunRequest, SandboxLimits
-from tasks.sandbox_local import LocalSandbox
+from tasks.sandbox.contract import RunRequest, SandboxLimits
+from tasks.sandbox.local_backend import LocalSandbox
+from tasks.sandbox.run_tests import execute_request
 from tests.conftest import FIXTURES, venv_with_pytest
 
 PYTHONS = ["3.8", "3.11", "3.12", "3.13"]

@@ -15,8 +15,15 @@ import pytest
 
 from equisa_core.common.models import SuiteTrace, TestOutcome
 from equisa_core.common.probe_output import parse_probe_output
-from tasks.sandbox import GIB, RunRequest, Sandbox, SandboxInfrastructureError, SandboxLimits, SandboxRun
-from tasks.sandbox_docker import RUN_LABEL, DockerSandbox, Transfer
+from tasks.sandbox.contract import (
+    GIB,
+    RunRequest,
+    Sandbox,
+    SandboxInfrastructureError,
+    SandboxLimits,
+    SandboxRun,
+)
+from tasks.sandbox.docker_backend import RUN_LABEL, DockerSandbox, Transfer
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.integration
@@ -290,7 +297,7 @@ def test_missing_image_says_how_to_build_it(docker_engine, workspace):
     request = RunRequest(workspace=workspace, workspace_digest="test", interpreter="python3")
     with pytest.raises(SandboxInfrastructureError) as raised:
         DockerSandbox(image="equisa-no-such-image:none", client=docker_engine).run(request)
-    assert "python -m tasks.docker_image" in raised.value.message
+    assert "python -m tasks.sandbox.docker_image" in raised.value.message
 
 
 def test_connects_through_base_url(docker_engine_info, workspace):

@@ -20,10 +20,10 @@ import pytest
 
 from equisa_core.common.models import SuiteTrace, TestOutcome
 from equisa_core.common.sandbox_policy import IsolationLevel
-from tasks.run_tests import execute_request
-from tasks.sandbox import MIB, RecordCallback, RunRequest, Sandbox, SandboxLimits, SandboxRun
-from tasks.sandbox_docker import DockerSandbox
-from tasks.sandbox_local import LocalSandbox
+from tasks.sandbox.contract import MIB, RecordCallback, RunRequest, Sandbox, SandboxLimits, SandboxRun
+from tasks.sandbox.docker_backend import DockerSandbox
+from tasks.sandbox.local_backend import LocalSandbox
+from tasks.sandbox.run_tests import execute_request
 from tests.conftest import FIXTURES
 from tests.integration.test_probe import tree_digest
 from tests.sandbox_levels import local_isolation

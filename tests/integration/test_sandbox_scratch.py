@@ -1,5 +1,5 @@
 """Run folders on a RAM-backed /dev/shm: the default where it is a tmpfs with room
-(``tasks.scratch``). The run happens there, sees nothing else of /dev/shm, and leaves nothing."""
+(``tasks.sandbox.scratch``). The run happens there, sees nothing else of /dev/shm, and leaves nothing."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 
 from equisa_core.common.models import TestOutcome
 from equisa_core.common.sandbox_policy import IsolationLevel
-from tasks.run_tests import execute_request
-from tasks.sandbox import RunRequest, SandboxLimits
-from tasks.sandbox_local import LocalSandbox
-from tasks.scratch import SCRATCH_ENV, scratch_root
+from tasks.sandbox.contract import RunRequest, SandboxLimits
+from tasks.sandbox.local_backend import LocalSandbox
+from tasks.sandbox.run_tests import execute_request
+from tasks.sandbox.scratch import SCRATCH_ENV, scratch_root
 from tests.sandbox_levels import local_isolation
 
 SUITE = '''import os

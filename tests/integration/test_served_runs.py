@@ -1,4 +1,4 @@
-"""Trace shards kept to serve the mutant screening (``tasks.served_runs``, the probe's ``--equisa-serve``):
+"""Trace shards kept to serve the mutant screening (``tasks.sandbox.served_runs``, the probe's ``--equisa-serve``):
 real sandboxed pytest processes on the fixture project ``tests/fixtures/mutants``."""
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tasks import served_runs
-from tasks.mutants import MutantRunReport, execute_mutants
-from tasks.run_tests import execute_request
-from tasks.sandbox import RunRequest, SandboxLimits
-from tasks.sandbox_local import LocalSandbox
+from tasks.run.mutants import MutantRunReport, execute_mutants
+from tasks.sandbox.contract import RunRequest, SandboxLimits, served_runs
+from tasks.sandbox.local_backend import LocalSandbox
+from tasks.sandbox.run_tests import execute_request
 from tests.conftest import venv_with_pytest
 from tests.integration.test_mutant_runner import CHANGES, EXIT, FIX_ADD, LOOP, PROJECT, T, mutant
 

@@ -9,7 +9,7 @@ import pytest
 
 from equisa_core.common.source_edit import unified_diff
 from equisa_core.errors import ApplyRefusedError, PatchApplyError
-from tasks.apply import apply_patch
+from tasks.publish.apply import apply_patch
 
 BEFORE = "def f(x):\n    return x > 1\n"
 AFTER = "def f(x):\n    return x >= 1\n"

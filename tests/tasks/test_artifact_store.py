@@ -10,7 +10,7 @@ import pytest
 
 from equisa_core.errors import BucketNotFoundError, StorageAccessError, StorageError
 from equisa_core.operations.storage import parse_location, run_key, sha256_hex
-from tasks.artifacts import ArtifactStore, flush_spool
+from tasks.storage.artifacts import ArtifactStore, flush_spool
 from tests.s3_servers import free_port
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""The divergence check (``tasks.divergence_check.measure_divergence``): real Discovery and real
+"""The divergence check (``tasks.validation.divergence.measure_divergence``): real Discovery and real
 sandboxed shadow runs on a small repository written here, with hand-written candidates for a
 method, a property, a nested function and a generator, and one that loops forever on a generated
 input."""
@@ -14,10 +14,10 @@ from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.divergence import ShadowLimits, evidence_reaches
 from flows.discovery import discovery
-from tasks.discovery_suite import DiscoveryResult
-from tasks.divergence_check import DivergenceResult, measure_divergence
-from tasks.parameters import DiscoveryParameters
-from tasks.validation_checks import ValidationContext
+from tasks.discovery.suite import DiscoveryResult
+from tasks.run.parameters import DiscoveryParameters
+from tasks.validation.checks import ValidationContext
+from tasks.validation.divergence import DivergenceResult, measure_divergence
 from tests.conftest import small_repo
 
 SHOP = '''class Cart:

@@ -10,8 +10,8 @@ import pytest
 
 from equisa_core.common.options import ForgeOptions
 from equisa_core.errors import ForgeAuthError, ForgeError, ForgeTimeoutError
-from tasks.forge_api import forge_token
-from tasks.publish_fix import open_fix_pull_request
+from tasks.publish.fix_branch import open_fix_pull_request
+from tasks.publish.forge_api import forge_token
 from tests.forge_server import Answer
 
 REMOTE = "https://github.com/acme/shop.git"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from equisa_core.errors import InputError
-from tasks.git_changes import changed_lines
+from tasks.run.git_changes import changed_lines
 
 
 def git(repo: Path, *args: str) -> None:

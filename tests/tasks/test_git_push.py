@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from equisa_core.errors import PushError
-from tasks.git_push import cloned, push_fix_branch
+from tasks.publish.git_push import cloned, push_fix_branch
 from tests.integration.test_probe import tree_digest
 
 ORIGINAL = "def total(items):\n    return sum(items) - 1\n"

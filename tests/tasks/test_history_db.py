@@ -18,7 +18,7 @@ import pytest
 
 from equisa_core.errors import HistoryError
 from equisa_core.history import SCHEMA_VERSION, RunRecord, rows_for_run
-from tasks.history import ingest_spool, query, record_history, spooled_runs, write_run
+from tasks.storage.history import ingest_spool, query, record_history, spooled_runs, write_run
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ WRITER = textwrap.dedent("""
     from datetime import UTC, datetime
     from pathlib import Path
     from equisa_core.history import RunRecord
-    from tasks.history import write_run
+    from tasks.storage.history import write_run
 
     db, spool, start, index, runs, data = sys.argv[1:]
     report = json.loads(Path(data).read_text())
@@ -203,7 +203,7 @@ def test_an_empty_file_from_an_older_equisa_is_migrated_when_read(tmp_path):
 
 
 def test_history_answers_what_a_maintainer_asks(tmp_path):
-    from tasks.history_answers import history_answers
+    from cli.history_answers import history_answers
 
     db = tmp_path / "history.duckdb"
     a, b = tmp_path / "repo-a", tmp_path / "repo-b"
@@ -239,7 +239,7 @@ def _schema_1_history(tmp_path: Path) -> Path:
 
 
 def test_a_history_of_schema_1_opens_its_runs_are_kept_and_new_runs_get_their_exit_code(tmp_path):
-    from tasks.history_answers import history_answers
+    from cli.history_answers import history_answers
 
     db = _schema_1_history(tmp_path)
     connection = duckdb.connect(str(db), read_only=True)
@@ -290,7 +290,7 @@ def test_every_outcome_becomes_its_status_and_exit_code(tmp_path):
         "stopped": ("interrupted", 130, "KeyboardInterrupt", None, None),
     }
     # The fix rate counts the repairs that reached a verdict; an interrupted one is not a failed repair.
-    from tasks.history_answers import history_answers
+    from cli.history_answers import history_answers
 
     (repo,) = history_answers(db, None)["fix_rate"]
     assert (repo["repairs"], repo["fixed"], repo["plausible_only"]) == (3, 1, 1)

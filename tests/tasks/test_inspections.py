@@ -17,10 +17,10 @@ from prefect import flow
 
 from equisa_core.common.models import RecordedCall
 from equisa_core.localization.machine import InspectionResult
-from tasks.discovery_suite import trace_only
-from tasks.inspections import inspect_batch, inspect_node
-from tasks.localization_steps import record_calls, suite_of
-from tasks.parameters import LocalizeParameters
+from tasks.discovery.suite import trace_only
+from tasks.localization.inspections import inspect_batch, inspect_node
+from tasks.localization.steps import record_calls, suite_of
+from tasks.run.parameters import LocalizeParameters
 from tests.conftest import FIXTURES
 
 TARGETS = ["fees.invoice", "fees.net", "fees.label", "fees.total"]

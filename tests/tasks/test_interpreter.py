@@ -1,4 +1,4 @@
-"""The suite's interpreter check (``tasks.interpreter``), started early or not."""
+"""The suite's interpreter check (``tasks.run.interpreter``), started early or not."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from equisa_core.errors import InterpreterError
-from tasks import interpreter
-from tasks.interpreter import resolve_interpreter, start_check
+from tasks.run import interpreter
+from tasks.run.interpreter import resolve_interpreter, start_check
 
 
 def test_a_check_started_early_gives_the_same_answer_and_is_read_once(tmp_path: Path):

@@ -14,10 +14,16 @@ from equisa_core.common.models import TestOutcome
 from equisa_core.common.probe_output import parse_probe_output
 from equisa_core.common.sandbox_policy import IsolationLevel
 from equisa_core.errors import WeakSandboxError
-from tasks.isolation import ISOLATION_ENV, _mount_table, detect_isolation, hidden_folders, reexposed_paths
-from tasks.run_tests import sandbox_isolation
-from tasks.sandbox import RunRequest, SandboxInfrastructureError, SandboxLimits
-from tasks.sandbox_local import LocalSandbox
+from tasks.sandbox.contract import RunRequest, SandboxInfrastructureError, SandboxLimits
+from tasks.sandbox.isolation import (
+    ISOLATION_ENV,
+    _mount_table,
+    detect_isolation,
+    hidden_folders,
+    reexposed_paths,
+)
+from tasks.sandbox.local_backend import LocalSandbox
+from tasks.sandbox.run_tests import sandbox_isolation
 from tests.conftest import small_repo
 from tests.sandbox_levels import local_isolation, path_without
 
@@ -140,7 +146,7 @@ def test_sandbox_none_accepts_weak_isolation_by_itself():
 
 def test_the_mount_table_escapes_blanks_and_binds_the_run_folder_last(tmp_path, monkeypatch):
     home = tmp_path / "home dir"
-    monkeypatch.setattr("tasks.isolation.hidden_folders", lambda: [Path("/tmp"), home])
+    monkeypatch.setattr("tasks.sandbox.isolation.hidden_folders", lambda: [Path("/tmp"), home])
     venv = home / "project" / ".venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")

@@ -284,7 +284,7 @@ def test_an_answer_is_cached_by_prompt_model_and_temperature(scripted_llm):
 
 
 def test_an_inspection_patch_served_from_the_cache_spends_nothing(scripted_llm):
-    from tasks.inspections import llm_inspection_patch
+    from tasks.localization.inspections import llm_inspection_patch
 
     scripted_llm.respond_with(lambda r: Reply(FIXED))
     config = make_config(scripted_llm)

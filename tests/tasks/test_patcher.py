@@ -20,9 +20,9 @@ from equisa_core.common.cost import CostLedger
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.prompts import NO_ACTION_MESSAGE, QUERIES_IGNORED_NOTE
 from equisa_core.validation.retrieval import python_grep
-from tasks import patcher as patcher_module
 from tasks.llm import LLMConfig
-from tasks.patcher import (
+from tasks.repair import patcher as patcher_module
+from tasks.repair.patcher import (
     PatchAction,
     PatcherIssue,
     PatcherResult,

@@ -21,8 +21,8 @@ from equisa_core.localization.prior import (
     with_values,
 )
 from equisa_core.localization.value_evidence import compare_values
-from tasks.sandbox import RunRequest, SandboxLimits
-from tasks.sandbox_local import LocalSandbox
+from tasks.sandbox.contract import RunRequest, SandboxLimits
+from tasks.sandbox.local_backend import LocalSandbox
 from tests.conftest import small_repo
 
 LIMITS = SandboxLimits(wall_clock_s=120, test_timeout_s=30)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from equisa_core.errors import InvalidSelectionError
-from tasks.sandbox import (
+from tasks.sandbox.contract import (
     RunRequest,
     SandboxLimits,
     cap_text,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.scratch import SCRATCH_ENV, is_tmpfs, scratch_root
+from tasks.sandbox.scratch import SCRATCH_ENV, is_tmpfs, scratch_root
 
 
 def _mounts(tmp_path: Path, *rows: str) -> Path:

@@ -1,4 +1,4 @@
-"""The seed 000 §8 pipeline's step runners (``tasks.testgen_steps``) in LLM mode against the scripted
+"""The seed 000 §8 pipeline's step runners (``tasks.testgen.steps``) in LLM mode against the scripted
 server: redundancy rewrite, smell critic and the bounded fix loop, the store; and the same module in
 deterministic mode."""
 
@@ -14,14 +14,14 @@ from equisa_core.testgen.machine import Dedupe, Deduped, FixSmells, SmellsFixed
 from equisa_core.testgen.modules import list_tests
 from equisa_core.testgen.report import PipelineNotes
 from tasks.llm import LLMConfig
-from tasks.parameters import TestgenParameters
-from tasks.prepared_run import PreparedRun
-from tasks.run_tests import sandbox_isolation
-from tasks.sandbox import RunRequest
-from tasks.test_store import TestStore
-from tasks.testgen_context import TestgenContext
-from tasks.testgen_steps import dedupe, fix_smells
-from tasks.workspace import Workspace
+from tasks.run.parameters import TestgenParameters
+from tasks.run.prepared_run import PreparedRun
+from tasks.run.workspace import Workspace
+from tasks.sandbox.contract import RunRequest
+from tasks.sandbox.run_tests import sandbox_isolation
+from tasks.testgen.context import TestgenContext
+from tasks.testgen.steps import dedupe, fix_smells
+from tasks.testgen.test_store import TestStore
 from tests.scripted_llm_server import RecordedRequest, Reply
 
 EXISTING = "def test_total():\n    assert total([1, 2]) == 3\n"

@@ -10,9 +10,9 @@ import pytest
 from equisa_core.errors import CoverageUnavailableError
 from equisa_core.testgen.embedding import local_embedding
 from tasks.llm import LLMConfig
-from tasks.sandbox import EXIT_GRACE_S, WRITER_EXIT_GRACE_S, RunRequest
-from tasks.test_store import TestStore, embed_texts
-from tasks.testgen import analyse_test_module, coverage_request, execute_coverage
+from tasks.sandbox.contract import EXIT_GRACE_S, WRITER_EXIT_GRACE_S, RunRequest
+from tasks.testgen.analysis import analyse_test_module, coverage_request, execute_coverage
+from tasks.testgen.test_store import TestStore, embed_texts
 from tests.conftest import venv_with_pytest
 
 SHAPES = Path(__file__).resolve().parents[1] / "fixtures" / "shapes"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import tasks.workspace as workspace_module
+import tasks.run.workspace as workspace_module
 from equisa_core.errors import InputError, RepositoryNotFoundError
-from tasks.workspace import CloneError, RefNotFoundError, Workspace, snapshot
+from tasks.run.workspace import CloneError, RefNotFoundError, Workspace, snapshot
 
 PROJECT = Path(workspace_module.__file__).resolve().parents[1]
 
@@ -442,7 +442,7 @@ def test_symlinks_inside_kept_outside_skipped(tmp_path: Path, cache: Path,
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "links")
 
-    with caplog.at_level(logging.WARNING, logger="tasks.workspace"):
+    with caplog.at_level(logging.WARNING, logger="tasks.run.workspace"):
         ws = snapshot(repo, cache_dir=cache)
 
     assert contents(ws.root) == {
@@ -488,7 +488,7 @@ def test_source_tree_byte_identical_after_snapshots(history: dict[str, str], cac
 _KILLED_SNAPSHOT = """
 import sys
 from pathlib import Path
-from tasks.workspace import snapshot
+from tasks.run.workspace import snapshot
 snapshot(Path(sys.argv[1]), cache_dir=Path(sys.argv[2]))
 """
 
@@ -529,6 +529,6 @@ def test_sigkill_mid_snapshot_leaves_source_identical_and_no_half_snapshot(tmp_p
 
 def test_exported_names() -> None:
     defined = {name for name, value in vars(workspace_module).items()
-               if not name.startswith("_") and getattr(value, "__module__", None) == "tasks.workspace"}
+               if not name.startswith("_") and getattr(value, "__module__", None) == "tasks.run.workspace"}
     reexported_errors = {"CloneError", "RefNotFoundError", "WorkspaceError"}  # from equisa_core.errors
     assert set(workspace_module.__all__) == defined | {"SKIPPED_NAMES"} | reexported_errors

@@ -1,0 +1,1 @@
+"""The command line: the launcher, the warm worker, the commands and their options, settings and display."""

@@ -1,0 +1,1 @@
+"""Discovery's tasks: the suite it amplifies and its proposals."""

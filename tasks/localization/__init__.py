@@ -1,0 +1,1 @@
+"""Localization's tasks: the step runners and the inspections."""

@@ -1,0 +1,1 @@
+"""Batch and scheduled operation: batches, deployment runs, CI triggers, task runners and progress events."""

@@ -1,0 +1,1 @@
+"""The shared local Prefect server, its watchdog, and where Prefect's logs go."""

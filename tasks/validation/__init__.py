@@ -1,0 +1,1 @@
+"""Validation's tasks: the checks, the differential test and the behavioural divergence."""

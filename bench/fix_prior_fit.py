@@ -1,4 +1,4 @@
-"""Fit the repair's prior over fix patterns (``equisa_core/validation/fix_prior.py``) on real bugs,
+"""Fit the repair's prior over fix patterns (``equisa_core/repair/fix_prior.py``) on real bugs,
 with cross-validation by question and by project.
 
     nice -n 19 uv run python -m bench.fix_prior_fit [--per-question N] [--adopt]
@@ -25,7 +25,7 @@ held-out programs). The baseline order is the candidates by edit size, ties in g
 
 Labels are cached in ``~/.cache/equisa-bench/fix_prior/``; results go to
 ``bench/results/fix_prior_<date>.{json,md}``; ``--adopt`` writes the prior fitted on everything to
-``equisa_core/validation/fix_prior.json``.
+``equisa_core/repair/fix_prior.json``.
 """
 
 from __future__ import annotations
@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from equisa_core.common.source_edit import find_function, function_source
-from equisa_core.validation.fix_context import fix_context
-from equisa_core.validation.fix_prior import FIX_PRIOR_FILE, FixPrior, PatternCount, candidate_score
-from equisa_core.validation.fix_space import fix_candidates
-from equisa_core.validation.mutation import Mutant, mutate_function
+from equisa_core.mutation.fix_context import fix_context
+from equisa_core.mutation.mutants import Mutant, mutate_function
+from equisa_core.repair.fix_prior import FIX_PRIOR_FILE, FixPrior, PatternCount, candidate_score
+from equisa_core.repair.fix_space import fix_candidates
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_CACHE = Path(os.environ.get("EQUISA_BENCH_CACHE", Path.home() / ".cache" / "equisa-bench"))
@@ -553,7 +553,7 @@ def markdown(data: Mapping) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fix_prior_fit", description=__doc__.split("\n")[0])
     parser.add_argument("--per-question", type=int, default=60, help="Refactory programs per question (60)")
-    parser.add_argument("--adopt", action="store_true", help="write equisa_core/validation/fix_prior.json")
+    parser.add_argument("--adopt", action="store_true", help="write equisa_core/repair/fix_prior.json")
     parser.add_argument("--cache", type=Path, default=CACHE, help="default %(default)s")
     parser.add_argument("--jobs", type=int, default=JOBS, choices=(1, 2))
     parser.add_argument("--out", type=Path, help="report stem (default bench/results/fix_prior_<date>)")

@@ -40,7 +40,7 @@ from equisa_core.common import options
 from equisa_core.errors import EXIT_OK, SuiteCrashedError, exit_code_for
 
 if TYPE_CHECKING:
-    from equisa_core.validation.repair import RepairReport
+    from equisa_core.repair.report import RepairReport
 
 __all__ = ["main", "run", "build_parser"]
 

@@ -1,7 +1,7 @@
 """The ``repair`` flow: Discovery, Localization, then Validation of patch candidates (seed 000 §7).
 
 A driver: the decisions (what to localize, which generator to ask, when to stop) are the state
-machine's in ``equisa_core.validation.machine``. The graph of seed 000 Appendix A with its
+machine's in ``equisa_core.repair.machine``. The graph of seed 000 Appendix A with its
 placeholders made real:
 ``need_more_tests`` is ``equisa_core.discovery.rules.groups_to_split``; ``has_no_regressions`` is the
 Validation verdict. Candidates come from the generators in this order:
@@ -10,7 +10,7 @@ Validation verdict. Candidates come from the generators in this order:
   rejection's reason (``max_llm_fixes``); then the multi-retrieval patcher (seed 004,
   ``tasks/repair/patcher.py``: it greps and reads code, proposes ``<patches>``, hears each verdict);
   then the deterministic search;
-- deterministic search: the one-edit mutants (``equisa_core.validation.mutation``) of the top
+- deterministic search: the one-edit mutants (``equisa_core.mutation.mutants``) of the top
   ``repair_top`` functions, by confidence; each function's mutants are screened together against
   its tests in one sandboxed process (the screens of all functions run in parallel), and those
   that fix its failing tests without breaking its passing ones are validated in full, smallest
@@ -44,9 +44,9 @@ from prefect.artifacts import create_markdown_artifact, update_progress_artifact
 
 from equisa_core.common.time_limits import budget_reading
 from equisa_core.errors import BudgetSpentError
-from equisa_core.validation import machine
+from equisa_core.repair import machine
+from equisa_core.repair.report import RepairReport
 from equisa_core.validation.candidates import PatchCandidate
-from equisa_core.validation.repair import RepairReport
 from flows.localize import drive_localization
 from flows.validation import check_candidate, settle
 from tasks.llm import LLMConfig, choose_llm_mode
@@ -67,7 +67,7 @@ __all__ = ["repair"]
 def repair(params: RepairParameters) -> RepairReport:
     """Find the bug of a repository whose tests fail and a verified patch for it.
 
-    A driver: ``equisa_core.validation.machine`` decides what to localize, generate and validate. An
+    A driver: ``equisa_core.repair.machine`` decides what to localize, generate and validate. An
     error that stops it is recorded as a failed run.
     """
     with failures_recorded("repair", params.path, params.artifacts, params.db):
@@ -94,7 +94,7 @@ def _drive_within(params: RepairParameters, started: float,
 
     use_llm, config, problems = choose_llm_mode(params)
     llm = config if use_llm else None
-    state = machine.start_repair(machine.RepairBudget(
+    state = machine.initial_state(machine.RepairBudget(
         repair_top=params.repair_top, max_validations=params.max_validations,
         max_relocalizations=params.max_relocalizations,
         llm_fixes=bool(llm is not None and params.max_llm_fixes),

@@ -22,8 +22,8 @@ from prefect.states import Completed, Failed, State
 
 from equisa_core.errors import EXIT_INTERNAL, EquisaError, ForgeError, NothingToLocalizeError, PushError
 from equisa_core.operations.batch import RepositoryEntry, RepositoryResult, is_remote
+from equisa_core.repair.report import RepairReport
 from equisa_core.report.markdown import render_markdown
-from equisa_core.validation.repair import RepairReport
 from flows.repair import repair
 from tasks.operations.batch_io import default_reports_dir, write_report
 from tasks.operations.batch_results import FullReport, publish_result, result_fields

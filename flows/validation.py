@@ -55,7 +55,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from equisa_core.common.models import TestResult
-from equisa_core.validation import checks, machine
+from equisa_core.repair import machine
+from equisa_core.validation import checks
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
 from tasks.operations.progress_events import not_listening
 from tasks.run.parameters import TestgenParameters
@@ -99,7 +100,7 @@ def check_candidate(candidate: PatchCandidate, ctx: ValidationContext) -> machin
     A driver: ``equisa_core.validation.checks`` says which check runs next and judges what it saw.
     """
     trace = ctx.found.trace
-    state = checks.start_checks(
+    state = checks.initial_state(
         candidate, sorted(ctx.failing), sorted(ctx.passing),
         [t.test_id for t in trace.tests if t.test_id not in trace.flaky], ctx.failing_sources,
         llm=ctx.llm_config is not None)

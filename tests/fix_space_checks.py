@@ -7,9 +7,9 @@ import ast
 import textwrap
 
 from equisa_core.common.source_edit import find_function, function_source
-from equisa_core.validation.fix_context import FixContext, fix_context
-from equisa_core.validation.fix_space import REPAIR_OPERATORS, fix_candidates
-from equisa_core.validation.mutation import Mutant
+from equisa_core.mutation.fix_context import FixContext, fix_context
+from equisa_core.mutation.mutants import Mutant
+from equisa_core.repair.fix_space import REPAIR_OPERATORS, fix_candidates
 
 
 def assert_valid(source: str, qualname: str, start_line: int, found: list[Mutant],

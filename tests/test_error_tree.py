@@ -47,7 +47,7 @@ INTERNAL_SIGNALS = {
     # Private: raised and caught in equisa_core.common.values.
     "equisa_core.common.values._Unwritable",
     # Caught in build_patch_candidate and turned into a PatchEvaluation the model is told about.
-    "equisa_core.validation.patch_format.PatchRejectedError",
+    "equisa_core.repair.patch_format.PatchRejectedError",
     # Translated into PrefectServerError by tasks.prefect_server.server; the watchdog suppresses it.
     "tasks.prefect_server.watchdog.LockTimeout",
     # Carries a failed repository's result through Prefect's Failed state to the batch summary.

@@ -13,13 +13,13 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, field_validator
 
-from equisa_core.localization.calibrated_likelihoods import (
+from equisa_core.common.fitted import (
     DEFAULT_MIN_EXPECTED_SHIFT,
     DEFAULT_TABLE,
+    FITTED_SCREEN_COST_RATIO,
+    FITTED_STOP_MARGIN,
     TableName,
 )
-from equisa_core.localization.screening_cost import FITTED_SCREEN_COST_RATIO
-from equisa_core.localization.stop_margin import FITTED_STOP_MARGIN
 
 __all__ = [
     "SandboxOptions",
@@ -267,14 +267,14 @@ class ValidationOptions(BaseModel):
     repair_top: int = Field(3, ge=1, description="Functions the mutation search patches, by confidence.")
     max_mutants_per_function: int = Field(150, ge=1, description="Mutants screened per function.")
     max_fixes_per_function: int = Field(
-        2000, ge=0, description="Candidates of the wider fix space (equisa_core.validation.fix_space) made "
+        2000, ge=0, description="Candidates of the wider fix space (equisa_core.repair.fix_space) made "
         "per function, on top of its mutants; the search's time budget decides how many are screened.")
     # 'size' by default: under leave-one-question/project-out validation the fitted prior did not
     # beat the edit-size order (bench/results/fix_prior_2026-11-26.md), and it was fitted before
     # the statement, template, idiom and initialization operators existed.
     fix_prior: str = Field(
         "size", description="The search order's prior over fix patterns: 'size' (the smaller edit "
-        "first, every pattern alike), 'fitted' (bundled, equisa_core.validation.fix_prior, fitted by "
+        "first, every pattern alike), 'fitted' (bundled, equisa_core.repair.fix_prior, fitted by "
         "bench/fix_prior_fit.py), or the path of a fitted prior's JSON.")
     search_seconds: float = Field(
         30.0, gt=0, description="Wall-clock seconds the deterministic search screens candidates in each "

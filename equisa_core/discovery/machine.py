@@ -32,11 +32,11 @@ from equisa_core.discovery.rules import (
     module_test_names,
     near_the_top,
 )
-from equisa_core.validation.generated_tests import is_testgen_test
+from equisa_core.validation.interface import is_testgen_test
 
 __all__ = [
     "Group", "Proposal", "DiscoveryState", "DiscoveryStep", "DiscoveryObservation", "ScoreSuite",
-    "ProposeTests", "CheckTests", "Scored", "Proposed", "Checked", "start_discovery", "next_steps", "record",
+    "ProposeTests", "CheckTests", "Scored", "Proposed", "Checked", "initial_state", "next_steps", "record",
     "stops_at_once", "verdict", "unfit", "UNSPLIT_TRIED",
 ]
 
@@ -131,7 +131,7 @@ class DiscoveryState(Frozen):
     stopped_because: str | None = None
 
 
-def start_discovery(budget: DiscoveryBudget, top: int, groups: Sequence[Group], enabled: bool,
+def initial_state(budget: DiscoveryBudget, top: int, groups: Sequence[Group], enabled: bool,
                     failing: bool, problems: Sequence[str] = (), retry_groups: bool = True) -> DiscoveryState:
     """The state after the first trace (``groups``, ``failing``: whether a test fails;
     ``retry_groups``: see ``DiscoveryState``)."""

@@ -26,10 +26,11 @@ import json
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from equisa_core.common.fitted import DEFAULT_MIN_EXPECTED_SHIFT, DEFAULT_TABLE, TableName
 from equisa_core.errors import EquisaError
 from equisa_core.localization.bayes import LIKELIHOODS, Outcome, bayes
 from equisa_core.localization.fix_evidence import FIX_LIKELIHOODS, FixEvidence
@@ -51,15 +52,9 @@ __all__ = [
 #: Where ``bench/likelihood_fit.py --adopt`` writes the fitted table.
 FITTED_FILE = Path(__file__).with_name("calibrated_likelihoods.json")
 
-TableName = Literal["fitted", "seed"]
 Pair = tuple[float, float]
 #: A kind of result of one evidence channel: an ``Outcome`` or a ``FixEvidence``.
 Kind = TypeVar("Kind")
-#: The deterministic mode's table and the stopping rule's threshold, by default. The threshold
-#: is the largest of ``bench/likelihood_fit.py``'s stopping-rule replay that keeps the
-#: leave-one-project-out Top-1 of running every inspection (it runs 58% of them).
-DEFAULT_TABLE: TableName = "fitted"
-DEFAULT_MIN_EXPECTED_SHIFT = 0.005
 
 
 class LikelihoodTable(BaseModel):

@@ -3,7 +3,7 @@
 The seed's deterministic evidence (an invariant assertion firing inside the target) is rare for
 real bugs: a wrong comparison or constant breaks no invariant that passing runs could teach. What
 such a bug does have is a *fix* nearby. So when the Localization loop inspects a node in
-deterministic mode, it also runs mutants of that node (``equisa_core.validation.mutation``) against the same
+deterministic mode, it also runs mutants of that node (``equisa_core.mutation.mutants``) against the same
 tests (mutation-based fault localization, as in Metallaxis and MUSE, reduced to the question a
 debugger asks: "does a small change here make the failing tests pass without breaking others?").
 

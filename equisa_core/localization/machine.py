@@ -38,7 +38,7 @@ from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.common.models import Node
 from equisa_core.common.options import EndpointOptions, LocalizationOptions, cost_cap, default_of
 from equisa_core.common.sandbox_policy import SandboxIsolation
-from equisa_core.discovery.rules import DiscoveryReport
+from equisa_core.discovery.interface import DiscoveryReport
 from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import BUDGET_SPENT
 from equisa_core.localization.bayes import (

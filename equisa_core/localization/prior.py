@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.models import Node, SuiteTrace, TestResult
-from equisa_core.discovery.spectrum import dstar, ochiai, tarantula
+from equisa_core.discovery.interface import dstar, ochiai, tarantula
 from equisa_core.localization.selection import is_test_file
 from equisa_core.localization.value_evidence import ValueFinding
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import Field
 
+from equisa_core.common.fitted import FITTED_SCREEN_COST_RATIO
 from equisa_core.common.loop import Frozen
 from equisa_core.common.models import Node
 
@@ -36,13 +37,6 @@ MUTANTS_PER_LINE = 2
 ROUND_TEST_S = 0.01
 #: Making the mutants and sending them, once per screening, in seconds.
 SETUP_S = 0.2
-#: Screen when the estimate is at most this many times the seconds the run took to trace:
-#: ``bench/screening_cost.py`` on the real-bug benchmark's runs at eefe41d that record it (46 bugs, all
-#: six projects, screening always; the most Top-1 with a median wall ratio to FauxPy of at most 0.9).
-#: In-sample 16/23/27 (Top-1/3/5) at a median ratio of 0.867, 15 runs screening, against 17/26/28
-#: at 1.659 when every run screens; leave-one-project-out (betas 0 to 0.25) 16/23/26 at 0.867.
-#: Results: bench/results/screening_cost_2026-12-01_eefe41d.json.
-FITTED_SCREEN_COST_RATIO = 0.25
 
 
 class ScreeningCost(Frozen):

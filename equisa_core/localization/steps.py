@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from equisa_core.common.cost import CostLedger
 from equisa_core.common.models import REPORT_SCHEMA_VERSION
 from equisa_core.common.sandbox_policy import SandboxIsolation
-from equisa_core.discovery.rules import DiscoveryReport
+from equisa_core.discovery.interface import DiscoveryReport
 from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import localize_exit_code
 from equisa_core.localization.bayes import (

@@ -20,15 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from equisa_core.common.fitted import FITTED_STOP_MARGIN
+
 __all__ = ["FITTED_STOP_MARGIN", "leader_margin", "is_decisive"]
 
-#: The leader/runner-up confidence ratio from which a deterministic run stops once the screening is
-#: in: ``bench/screening_stop.py`` on the 111 real bugs' whole runs at 5e3c5c0 (at most a fifth of
-#: the runs may go on). In-sample it answers 44/69/78 (Top-1/3/5) with 16 runs going on, against
-#: 42/65/75 when every run stops there and 41/70/77 when none does; with the margin fitted on the
-#: other projects (leave-one-project-out: 1.001 to 1.023), 43/68/76 with 14 going on. Results:
-#: bench/results/screening_stop_2026-11-27_5e3c5c0.json.
-FITTED_STOP_MARGIN = 1.023
 
 
 def leader_margin(confidences: Sequence[float]) -> float:

@@ -22,10 +22,10 @@ from equisa_core.discovery.trace_report import TraceReport
 from equisa_core.errors import EquisaError, budget_spent
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.operations.batch import BatchSummary
+from equisa_core.repair.report import RepairReport
 from equisa_core.report.failure import FailureReport
 from equisa_core.testgen.input_search import POSSIBLE_BUG
 from equisa_core.testgen.report import TestgenReport
-from equisa_core.validation.repair import RepairReport
 
 __all__ = [
     "Printed",

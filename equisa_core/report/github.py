@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from equisa_core.localization.steps import LocalizationReport
+from equisa_core.repair.report import RepairReport
 from equisa_core.report.suspects import replacements, suspects
-from equisa_core.validation.repair import RepairReport
 
 __all__ = ["escape_data", "escape_property", "github_annotations", "workflow_command"]
 

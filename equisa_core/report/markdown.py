@@ -15,9 +15,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from equisa_core.errors import exit_code_meanings
 from equisa_core.localization.steps import InspectionRecord, LocalizationReport
 from equisa_core.operations.batch import BatchSummary
+from equisa_core.repair.report import RepairReport
 from equisa_core.report.failure import FailureReport
 from equisa_core.report.suspects import TOP_SUSPECTS, localization_of, suspects
-from equisa_core.validation.repair import RepairReport
 
 __all__ = ["MAX_DIFF_LINES", "MAX_INSPECTIONS", "render_batch_markdown", "render_failure_markdown",
            "render_markdown"]

@@ -11,9 +11,9 @@ from collections import defaultdict
 from typing import Any
 
 from equisa_core.localization.steps import LocalizationReport
+from equisa_core.repair.report import RepairReport
 from equisa_core.report.failure import FailureReport
 from equisa_core.report.suspects import Replacement, Suspect, localization_of, replacements, suspects
-from equisa_core.validation.repair import RepairReport
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "SUSPECT_RULE", "render_failure_sarif", "render_sarif"]
 

@@ -14,9 +14,9 @@ from pydantic import BaseModel
 from equisa_core.common.models import REPORT_SCHEMA_VERSION
 from equisa_core.discovery.trace_report import TraceReport
 from equisa_core.localization.steps import LocalizationReport
+from equisa_core.repair.report import RepairReport
 from equisa_core.report.failure import FailureReport
 from equisa_core.testgen.report import TestgenReport
-from equisa_core.validation.repair import RepairReport
 
 __all__ = ["REPORTS", "SCHEMA_FOLDER", "report_schema", "schema_files"]
 

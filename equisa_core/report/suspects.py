@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from equisa_core.localization.steps import InspectionRecord, LocalizationReport, RankedNode
-from equisa_core.validation.repair import RepairReport
+from equisa_core.repair.report import RepairReport
 
 __all__ = [
     "MIN_CONFIDENCE",

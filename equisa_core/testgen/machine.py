@@ -264,7 +264,8 @@ class Store(_Step):
     tests: tuple[tuple[str, str], ...]
 
 
-TestgenStep = Generate | Enhance | Dedupe | FixSmells | Analyse | Measure | RunMutants | Store
+TestgenStep = Annotated[Generate | Enhance | Dedupe | FixSmells | Analyse | Measure | RunMutants | Store,
+                      Field(discriminator="kind")]
 
 
 # --- observations ---------------------------------------------------------------------------------

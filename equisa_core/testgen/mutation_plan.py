@@ -1,6 +1,6 @@
 """Mutation score of generated tests: which mutants run against which tests, and the score.
 
-Mutants come from the shared engine (``equisa_core.validation.mutation.mutate_function``) for every function
+Mutants come from the shared engine (``equisa_core.mutation.mutants.mutate_function``) for every function
 and method of the target file (nested functions cannot be swapped in and are left out). Each
 mutant runs only against the tests that cover it: the tests whose coverage context executed the
 mutant's line. A mutant on a line no test executes survives without running. Mutants with the
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.source_edit import function_source, list_functions
-from equisa_core.validation.mutation import Mutant, mutate_function
+from equisa_core.mutation.mutants import Mutant, mutate_function
 
 __all__ = [
     "PlannedMutant",

@@ -53,7 +53,7 @@ __all__ = [
     "CheckState", "CheckStep", "CheckObservation", "CheckVerdict", "RunSuite", "ReadFunctions",
     "RunCarvedTests", "RunDifferential", "RunDivergence", "RunNovelTests", "SuiteRan", "FunctionsRead",
     "CarvedTestsRan", "DifferentialRan", "DivergenceRan", "NovelTestsRan",
-    "start_checks", "next_steps", "record", "verdict",
+    "initial_state", "next_steps", "record", "verdict",
 ]
 
 
@@ -192,7 +192,7 @@ class CheckState(Frozen):
     evaluation: PatchEvaluation | None = None
 
 
-def start_checks(candidate: PatchCandidate, failing: Sequence[str], passing: Sequence[str],
+def initial_state(candidate: PatchCandidate, failing: Sequence[str], passing: Sequence[str],
                  suite: Sequence[str], failing_sources: dict[str, str], llm: bool) -> CheckState:
     """The state before any check ran; a candidate whose files do not compile is judged at once."""
     state = CheckState(candidate=candidate.id, target=candidate.target, operator=candidate.operator,

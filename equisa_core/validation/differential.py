@@ -48,7 +48,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import RecordedCall
-from equisa_core.validation.fix_context import raised_types
+from equisa_core.mutation.fix_context import raised_types
 
 __all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED", "CRASHES",
            "COLLAPSE_MIN_INPUTS",

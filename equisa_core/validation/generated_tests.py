@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
-from equisa_core.testgen.carving import GENERATED_TESTS_DIR
+from equisa_core.testgen.interface import GENERATED_TESTS_DIR
 
 __all__ = [
     "TESTGEN_MODULE_PREFIX",

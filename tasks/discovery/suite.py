@@ -99,7 +99,7 @@ def start_state(params: DiscoveryParameters, trace: SuiteTrace, groups: Sequence
     is tried again in a later round only when the model or testgen proposes too (``use_llm``,
     ``params.testgen``): carving alone would propose the same tests."""
     budget = DiscoveryBudget(max_rounds=params.discovery_rounds, max_tests=params.max_generated_tests)
-    return machine.start_discovery(budget, params.discovery_top, [tuple(sorted(g)) for g in groups],
+    return machine.initial_state(budget, params.discovery_top, [tuple(sorted(g)) for g in groups],
                                    enabled=params.discovery, failing=bool(trace.failed_tests()),
                                    problems=problems, retry_groups=use_llm or params.testgen)
 

@@ -30,8 +30,8 @@ from equisa_core.localization.machine import Inspect, Inspected, InspectionResul
 from equisa_core.localization.reflection import reflect
 from equisa_core.localization.selection import is_test_file, tests_for_node
 from equisa_core.localization.signals import Signals
+from equisa_core.mutation.mutants import Mutant, mutate_function
 from equisa_core.validation.generated_tests import without_testgen
-from equisa_core.validation.mutation import Mutant, mutate_function
 from tasks.discovery.suite import DiscoveryResult
 from tasks.llm import LLMConfig
 from tasks.run.mutants import MutantRunReport, MutantSpec, run_mutants

@@ -44,8 +44,8 @@ from equisa_core.localization.prior import node_signals
 from equisa_core.localization.selection import is_test_file, is_valid_node, tests_for_node
 from equisa_core.localization.steps import InspectionRecord, TestCounts
 from equisa_core.localization.value_evidence import ValueFinding, compare_values
+from equisa_core.mutation.mutants import Mutant
 from equisa_core.validation.generated_tests import without_testgen
-from equisa_core.validation.mutation import Mutant
 from tasks.discovery.suite import DiscoveryResult
 from tasks.localization.inspections import (
     fix_evidence_of,

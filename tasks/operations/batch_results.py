@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from equisa_core.errors import EXIT_INTERNAL
 from equisa_core.operations.batch import RepositoryEntry, RepositoryResult, is_remote
-from equisa_core.validation.repair import RepairReport
+from equisa_core.repair.report import RepairReport
 from tasks.run.preparation import snapshot_workspace
 
 __all__ = ["snapshot_digest", "RepositoryFailed", "result_of", "FullReport", "result_fields",

@@ -19,11 +19,11 @@ from rich.console import Console
 
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.operations.batch import BatchSummary
+from equisa_core.repair.report import RepairReport
 from equisa_core.report.failure import FailureReport
 from equisa_core.report.github import github_annotations, workflow_command
 from equisa_core.report.markdown import render_batch_markdown, render_failure_markdown, render_markdown
 from equisa_core.report.sarif import render_failure_sarif, render_sarif
-from equisa_core.validation.repair import RepairReport
 
 __all__ = ["in_github_actions", "repository_prefix", "write_batch_outputs", "write_ci_outputs",
            "write_failure_outputs"]

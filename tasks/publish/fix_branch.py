@@ -30,7 +30,7 @@ from equisa_core.operations.forge import (
     pull_request_title,
     repository_of,
 )
-from equisa_core.validation.repair import RepairReport
+from equisa_core.repair.report import RepairReport
 from tasks.publish.forge_api import ForgeAPI, PullRequest, forge_token, open_pull_request
 from tasks.publish.git_push import cloned, push_fix_branch, remote_url
 

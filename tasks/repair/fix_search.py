@@ -1,8 +1,8 @@
 """The repair's deterministic search (the machine's ``mutation`` generator).
 
-For each target function it makes the one-edit mutants (``equisa_core.validation.mutation``) and
-the wider fix space (``equisa_core.validation.fix_space``), ranks all the targets' candidates
-together (``equisa_core.validation.ranking``: the function's confidence, the fix pattern's prior and
+For each target function it makes the one-edit mutants (``equisa_core.mutation.mutants``) and
+the wider fix space (``equisa_core.repair.fix_space``), ranks all the targets' candidates
+together (``equisa_core.repair.ranking``: the function's confidence, the fix pattern's prior and
 the edit's size), and screens them best first in parallel sandboxed processes, one per core
 (``run_mutants``): each candidate runs against its function's tests, the failing ones first, and
 its round stops at the first test it breaks or when it fixes none of the failing ones. The screens
@@ -34,15 +34,15 @@ from equisa_core.common.source_edit import replace_function
 from equisa_core.errors import InvalidReplacementError
 from equisa_core.localization.fix_evidence import classify_mutants
 from equisa_core.localization.selection import tests_for_node
-from equisa_core.validation import machine
+from equisa_core.mutation.fix_context import fix_context
+from equisa_core.mutation.mutants import Mutant, mutate_function
+from equisa_core.repair import machine
+from equisa_core.repair.fix_prior import candidate_score, load_fix_prior
+from equisa_core.repair.fix_space import fix_candidates
+from equisa_core.repair.operators.idioms import undefined_names
+from equisa_core.repair.ranking import PatternScore, RankedCandidate, rank_candidates, spread
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation
-from equisa_core.validation.fix_context import fix_context
-from equisa_core.validation.fix_idioms import undefined_names
-from equisa_core.validation.fix_prior import candidate_score, load_fix_prior
-from equisa_core.validation.fix_space import fix_candidates
 from equisa_core.validation.generated_tests import without_testgen
-from equisa_core.validation.mutation import Mutant, mutate_function
-from equisa_core.validation.ranking import PatternScore, RankedCandidate, rank_candidates, spread
 from tasks.discovery.suite import DiscoveryResult
 from tasks.localization.inspections import must_fix
 from tasks.run.mutants import MutantRunReport, MutantSpec, run_mutants

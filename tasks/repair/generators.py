@@ -1,4 +1,4 @@
-"""The repair's patch generators (``equisa_core.validation.machine``'s ``Generate`` step) and the
+"""The repair's patch generators (``equisa_core.repair.machine``'s ``Generate`` step) and the
 targets they patch: fixes the Localization loop confirmed, the one-edit mutation search (screened
 in sandboxes), the model's minimal fix re-asked with each rejection's reason, and the
 multi-retrieval patcher (``tasks.repair.patcher``). Each is a Python generator of the machine's
@@ -17,7 +17,7 @@ from equisa_core.common.models import Node
 from equisa_core.common.source_edit import replace_function
 from equisa_core.localization.fix_evidence import FixEvidence
 from equisa_core.localization.steps import LocalizationReport
-from equisa_core.validation import machine
+from equisa_core.repair import machine
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from tasks.discovery.suite import DiscoveryResult
 from tasks.llm import LLMConfig

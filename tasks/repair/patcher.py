@@ -7,11 +7,11 @@ after the primary's failures, cost per call):
   failing tests, their output, the reflection); the model analyses it and plans its exploration.
   After a failed evaluation the feedback asks for this analysis again.
 * RETRIEVE: each answer holding ``<grep>`` / ``<file>`` queries has them run
-  (``equisa_core.validation.retrieval.retrieve``: grep, AST-augmented grep and file ranges in parallel,
+  (``equisa_core.repair.retrieval.retrieve``: grep, AST-augmented grep and file ranges in parallel,
   prioritised and de-duplicated) and the snippets fed back; an answer with neither queries nor
   patches is reminded of the two.
 * EVALUATE: an answer holding ``<patches>`` is parsed, located in the original files, applied and
-  compiled (``equisa_core.validation.patch_format``). A patch that does not apply or compile is fed back at
+  compiled (``equisa_core.repair.patch_format``). A patch that does not apply or compile is fed back at
   once (it costs a turn, not an evaluation); one that compiles becomes a ``PatchCandidate`` and is
   handed to ``evaluate``, the caller's callback, which runs it in sandboxes: this module never runs
   the repository's code. Its ``PatchEvaluation`` is fed back.
@@ -22,7 +22,7 @@ Patches always apply to the original files in ``workspace_root`` (read, never wr
 patch is a new attempt, not an edit of the last one.
 
 Grep runs on ripgrep when ``rg`` is installed (``ripgrep_search``) and on the pure-Python
-``equisa_core.validation.retrieval.python_grep`` otherwise; both give the same hits.
+``equisa_core.repair.retrieval.python_grep`` otherwise; both give the same hits.
 """
 
 from __future__ import annotations
@@ -41,15 +41,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.common.cost import LLMCall
-from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.validation.patch_format import build_patch_candidate, has_patches
-from equisa_core.validation.prompts import (
+from equisa_core.repair.patch_format import build_patch_candidate, has_patches
+from equisa_core.repair.prompts import (
     render_analyze_issue,
     render_evaluation_feedback,
     render_no_action,
     render_retrieval_results,
 )
-from equisa_core.validation.retrieval import (
+from equisa_core.repair.retrieval import (
     GENERATED_TESTS_DIR,
     MAX_FILE_BYTES,
     SKIP_DIR_NAMES,
@@ -60,6 +59,7 @@ from equisa_core.validation.retrieval import (
     python_grep,
     retrieve,
 )
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from tasks.llm import LLMConfig, LLMError, failed_call, llm_task
 
 # The task layer's own helpers for one call (cache-hit marking, the record of a failed call).

@@ -1,4 +1,4 @@
-"""The report of a repair run (``equisa_core.validation.repair.RepairReport``): built from the
+"""The report of a repair run (``equisa_core.repair.report.RepairReport``): built from the
 repair machine's final state, the last round's suite and localization, with the patched files and
 their originals read exactly (line endings kept) from the workspace copy.
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from equisa_core.localization.steps import LocalizationReport
-from equisa_core.validation import machine
+from equisa_core.repair import machine
+from equisa_core.repair.report import RepairReport, evidence_of, repair_status
 from equisa_core.validation.candidates import candidate_diff
-from equisa_core.validation.repair import RepairReport, evidence_of, repair_status
 from tasks.discovery.suite import DiscoveryResult
 
 __all__ = ["repair_report"]

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from bench import fix_prior_fit as fpf
-from equisa_core.validation.fix_prior import candidate_score
+from equisa_core.repair.fix_prior import candidate_score
 
 
 def _program(source: str, group: str, pid: str, candidates: list[tuple[str, int, bool]]) -> dict:

@@ -34,7 +34,7 @@ def groups(draw: st.DrawFn) -> tuple[machine.Group, ...]:
 def starts(draw: st.DrawFn) -> machine.DiscoveryState:
     budget = DiscoveryBudget(max_rounds=draw(st.integers(0, 3)), max_tests=draw(st.integers(0, 8)),
                              max_groups_per_round=draw(st.integers(1, 3)))
-    return machine.start_discovery(budget, draw(st.integers(0, 3)), draw(groups()),
+    return machine.initial_state(budget, draw(st.integers(0, 3)), draw(groups()),
                                    enabled=draw(st.integers(0, 5)) > 0, failing=draw(st.integers(0, 5)) > 0,
                                    problems=draw(st.sampled_from([(), ("p",)])),
                                    retry_groups=draw(st.booleans()))
@@ -152,7 +152,7 @@ def _round_keeping_one_test(retry_groups: bool) -> machine.DiscoveryState:
     """Round 1 targets groups A and B; its one kept test splits A and leaves B as it was."""
     group_a, group_b = tuple(FUNCTIONS[:2]), tuple(FUNCTIONS[2:4])
     prior = {f: 0.5 for f in FUNCTIONS}
-    state = machine.start_discovery(DiscoveryBudget(max_rounds=3, max_tests=8), 0, [group_a, group_b],
+    state = machine.initial_state(DiscoveryBudget(max_rounds=3, max_tests=8), 0, [group_a, group_b],
                                     enabled=True, failing=True, retry_groups=retry_groups)
     state = machine.record(state, machine.Scored(groups=(group_a, group_b), prior=prior))
     assert machine.next_steps(state)[0].groups == (group_a, group_b)
@@ -219,7 +219,7 @@ def test_stops_at_once_says_whether_the_first_scoring_ends_the_loop(start, found
 
 
 def test_a_suite_without_a_group_near_the_top_stops_discovery_at_once():
-    start = machine.start_discovery(DiscoveryBudget(max_rounds=2, max_tests=4), 3, [], enabled=True,
+    start = machine.initial_state(DiscoveryBudget(max_rounds=2, max_tests=4), 3, [], enabled=True,
                                     failing=True)
     prior = {f: 0.5 for f in FUNCTIONS}
     reason = machine.stops_at_once(start, [], prior)

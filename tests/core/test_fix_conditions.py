@@ -1,4 +1,4 @@
-"""Tests for equisa_core.validation.fix_conditions: conditions widened, narrowed, cut and guards added.
+"""Tests for equisa_core.repair.operators.conditions: conditions widened, narrowed, cut and guards added.
 
 Each test function carries a realistic bug (written for these tests) whose known fix must be among
 the candidates of one operator, compared by AST with the fixed function; every candidate must
@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from equisa_core.common.models import EncodedValue, RecordedCall
 from equisa_core.common.source_edit import find_function, function_source, list_functions
+from equisa_core.mutation.fix_context import FixContext, fix_context
+from equisa_core.mutation.mutants import Mutant
 from equisa_core.probe.equisa_probe import encode_value
-from equisa_core.validation.fix_conditions import broken_invariants, negation
-from equisa_core.validation.fix_context import FixContext, fix_context
-from equisa_core.validation.fix_space import MAX_PER_SITE, REPAIR_OPERATORS
-from equisa_core.validation.mutation import Mutant
+from equisa_core.repair.fix_space import MAX_PER_SITE, REPAIR_OPERATORS
+from equisa_core.repair.operators.conditions import broken_invariants, negation
 from tests.fix_space_checks import candidates_of
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Tests for equisa_core.validation.fix_context: what a fix may draw on beyond its function."""
+"""Tests for equisa_core.mutation.fix_context: what a fix may draw on beyond its function."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from equisa_core.errors import FunctionNotFoundError
-from equisa_core.validation.fix_context import FixContext, fix_context, literal_constants
+from equisa_core.mutation.fix_context import FixContext, fix_context, literal_constants
 
 MODULE = textwrap.dedent(
     '''

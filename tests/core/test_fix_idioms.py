@@ -1,4 +1,4 @@
-"""Python's own slips as repair operators (``equisa_core.validation.fix_idioms``), each on a small
+"""Python's own slips as repair operators (``equisa_core.repair.operators.idioms``), each on a small
 function of our own whose known fix must be among the candidates."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from equisa_core.validation.fix_context import fix_context
-from equisa_core.validation.fix_space import fix_candidates
+from equisa_core.mutation.fix_context import fix_context
+from equisa_core.repair.fix_space import fix_candidates
 from tests.fix_space_checks import same_source
 
 IDIOMS = ("method_result_assign", "undefined_rename", "assignment_swap", "constant_to_name", "list_wrap",

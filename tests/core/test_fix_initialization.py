@@ -1,11 +1,11 @@
-"""The repair operator ``initialize_local`` (``equisa_core.validation.fix_initialization``)."""
+"""The repair operator ``initialize_local`` (``equisa_core.repair.operators.initialization``)."""
 
 from __future__ import annotations
 
-from equisa_core.validation.edits import load_function
-from equisa_core.validation.fix_context import fix_context
-from equisa_core.validation.fix_initialization import updated_before_bound
-from equisa_core.validation.fix_space import fix_candidates
+from equisa_core.mutation.edits import load_function
+from equisa_core.mutation.fix_context import fix_context
+from equisa_core.repair.fix_space import fix_candidates
+from equisa_core.repair.operators.initialization import updated_before_bound
 from tests.fix_space_checks import same_source
 
 

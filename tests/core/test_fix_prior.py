@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from equisa_core.errors import EquisaError
-from equisa_core.validation.fix_prior import (
+from equisa_core.repair.fix_prior import (
     FIX_PRIOR_FILE,
     FixPrior,
     candidate_score,

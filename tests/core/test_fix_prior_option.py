@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from equisa_core.common.options import ValidationOptions
-from equisa_core.validation.fix_prior import load_fix_prior
+from equisa_core.repair.fix_prior import load_fix_prior
 from tasks.repair.fix_search import edit_size_score, pattern_score_of
 
 

@@ -1,4 +1,4 @@
-"""Tests for equisa_core.validation.fix_space: the repair's wider fix space of one-edit candidates.
+"""Tests for equisa_core.repair.fix_space: the repair's wider fix space of one-edit candidates.
 
 Each operator gets a small function with a realistic one-edit bug (written for these tests) whose
 known fix must be among its candidates; every candidate must compile, differ from the original
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from equisa_core.common.source_edit import find_function, function_source, list_functions
 from equisa_core.errors import InvalidReplacementError
-from equisa_core.validation.fix_context import FixContext, fix_context
-from equisa_core.validation.fix_space import MAX_PER_SITE, REPAIR_OPERATORS, fix_candidates
-from equisa_core.validation.mutation import Mutant, mutate_function
+from equisa_core.mutation.fix_context import FixContext, fix_context
+from equisa_core.mutation.mutants import Mutant, mutate_function
+from equisa_core.repair.fix_space import MAX_PER_SITE, REPAIR_OPERATORS, fix_candidates
 from tests.fix_space_checks import assert_valid, candidates_of
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Tests for equisa_core.validation.fix_statements: statements copied, swapped and moved.
+"""Tests for equisa_core.repair.operators.statements: statements copied, swapped and moved.
 
 Each operator gets small functions with a realistic statement-level bug (written for these tests)
 whose known fix must be among its candidates; every candidate must compile, differ from the
@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from equisa_core.common.source_edit import function_source
-from equisa_core.validation.fix_context import fix_context
-from equisa_core.validation.fix_space import MAX_PER_SITE, fix_candidates
-from equisa_core.validation.mutation import Mutant
+from equisa_core.mutation.fix_context import fix_context
+from equisa_core.mutation.mutants import Mutant
+from equisa_core.repair.fix_space import MAX_PER_SITE, fix_candidates
 from tests.fix_space_checks import assert_valid, candidates_of
 
 STATEMENT_OPERATORS = ("statement_copy", "statement_swap", "statement_move")

@@ -1,4 +1,4 @@
-"""Tests for equisa_core.validation.fix_templates: the fix patterns of template-based repair.
+"""Tests for equisa_core.repair.operators.templates: the fix patterns of template-based repair.
 
 Each template gets a small function with a realistic bug (written for these tests) whose known
 fix must be among the candidates; every candidate must compile, differ from the original and
@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from equisa_core.common.source_edit import function_source
-from equisa_core.validation.fix_context import fix_context
-from equisa_core.validation.fix_space import MAX_PER_SITE, fix_candidates
-from equisa_core.validation.mutation import Mutant
+from equisa_core.mutation.fix_context import fix_context
+from equisa_core.mutation.mutants import Mutant
+from equisa_core.repair.fix_space import MAX_PER_SITE, fix_candidates
 from tests.fix_space_checks import assert_valid, candidates_of
 
 #: The templates' candidates of one function, checked valid (a template's pattern names the template).

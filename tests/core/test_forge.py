@@ -17,8 +17,8 @@ from equisa_core.operations.forge import (
     is_existing_pull_request,
     repository_of,
 )
+from equisa_core.repair.report import RepairReport
 from equisa_core.report.markdown import render_markdown
-from equisa_core.validation.repair import RepairReport
 
 
 @pytest.mark.parametrize(("url", "expected"), [

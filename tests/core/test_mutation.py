@@ -1,4 +1,4 @@
-"""Tests for equisa_core.validation.mutation: the deterministic mutants of one function."""
+"""Tests for equisa_core.mutation.mutants: the deterministic mutants of one function."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from equisa_core.common.source_edit import function_source, list_functions, replace_function
 from equisa_core.errors import InvalidReplacementError, SourceEditError
-from equisa_core.validation.mutation import OPERATORS, Mutant, mutate_function
+from equisa_core.mutation.mutants import OPERATORS, Mutant, mutate_function
 
 FQN = "pkg.mod.f"
 

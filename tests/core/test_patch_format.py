@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.validation.patch_format import (
+from equisa_core.repair.patch_format import (
     FilePatch,
     PatchRejectedError,
     apply_patches,
@@ -16,6 +15,7 @@ from equisa_core.validation.patch_format import (
     is_test_path,
     parse_patches,
 )
+from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 
 CALC = """\
 def add(a, b):

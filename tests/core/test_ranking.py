@@ -1,4 +1,4 @@
-"""The order of the deterministic repair's candidates (``equisa_core.validation.ranking``)."""
+"""The order of the deterministic repair's candidates (``equisa_core.repair.ranking``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from equisa_core.validation.mutation import Mutant
-from equisa_core.validation.ranking import MIN_CONFIDENCE, rank_candidates, spread
+from equisa_core.mutation.mutants import Mutant
+from equisa_core.repair.ranking import MIN_CONFIDENCE, rank_candidates, spread
 
 
 def mutant(operator: str, edit_size: int, pattern: str = "", name: str = "") -> Mutant:

@@ -4,9 +4,9 @@ so far are kept, and a plausible candidate stays plausible only."""
 from __future__ import annotations
 
 from equisa_core.errors import EXIT_BUDGET_SPENT, EXIT_OK, repair_exit_code
-from equisa_core.validation import machine
+from equisa_core.repair import machine
+from equisa_core.repair.report import repair_status
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.validation.repair import repair_status
 
 
 def _candidate(name: str) -> PatchCandidate:
@@ -17,7 +17,7 @@ def _candidate(name: str) -> PatchCandidate:
 def _at_validation(budget_s: float) -> machine.RepairState:
     """A run that localized, found its target and has a first candidate validated as plausible only,
     and a second one pending."""
-    state = machine.start_repair(machine.RepairBudget(max_seconds=budget_s))
+    state = machine.initial_state(machine.RepairBudget(max_seconds=budget_s))
     state = machine.record(state, machine.Localized(patchable=("m.f",)))
     state = machine.record(state, machine.TargetsFound(targets=("m.f",)))
     state = machine.record(state, machine.Generated(candidate=_candidate("c1")))
@@ -60,7 +60,7 @@ def test_a_sound_candidate_before_the_deadline_is_fixed_with_exit_0():
 
 
 def test_the_budget_stops_before_the_first_target_is_found():
-    state = machine.start_repair(machine.RepairBudget(max_seconds=20.0))
+    state = machine.initial_state(machine.RepairBudget(max_seconds=20.0))
     state = machine.record(state, machine.Localized(patchable=("m.f",)))
     state = machine.record(state, machine.Clocked(elapsed_s=20.0))
     assert machine.budget_spent(state) and state.evaluations == ()

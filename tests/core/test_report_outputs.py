@@ -16,12 +16,12 @@ from cli.flow_runs import show
 from equisa_core.common.source_edit import unified_diff
 from equisa_core.localization.steps import LocalizationReport
 from equisa_core.operations.batch import RepositoryResult, summarize
+from equisa_core.repair.report import RepairReport
 from equisa_core.report.console import localization_summary
 from equisa_core.report.github import escape_data, escape_property, github_annotations, workflow_command
 from equisa_core.report.markdown import render_batch_markdown, render_markdown
 from equisa_core.report.sarif import SUSPECT_RULE, render_sarif
 from equisa_core.report.suspects import MIN_CONFIDENCE, Replacement, replacements, suspects
-from equisa_core.validation.repair import RepairReport
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SCHEMA = json.loads((DATA / "sarif" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))

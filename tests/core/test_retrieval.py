@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from equisa_core.validation.retrieval import (
+from equisa_core.repair.retrieval import (
     GrepHit,
     Priority,
     RetrievalLimits,

@@ -23,8 +23,8 @@ from equisa_core.operations.storage import (
     run_key,
     sha256_hex,
 )
+from equisa_core.repair.report import RepairReport
 from equisa_core.report import render_report
-from equisa_core.validation.repair import RepairReport
 
 REPAIR = Path(__file__).parents[1] / "data" / "repair_invoicing.json"
 

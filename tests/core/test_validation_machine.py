@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from equisa_core.common.cost import LLMCall
 from equisa_core.common.loop import replay
 from equisa_core.common.models import TestOutcome, TestResult
-from equisa_core.validation import checks, machine
+from equisa_core.repair import machine
+from equisa_core.validation import checks
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.differential import DifferentialVerdict, FarChange, Observed
 from equisa_core.validation.divergence import CallComparison, DivergenceReport, divergence_of
@@ -64,7 +65,7 @@ def check_runs(draw: st.DrawFn) -> tuple[checks.CheckState, list[checks.CheckObs
     candidate = draw(candidates())
     failing = draw(st.lists(st.sampled_from(TESTS[:3]), unique=True, min_size=1))
     passing = [t for t in TESTS if t not in failing and draw(st.booleans())]
-    state = checks.start_checks(candidate, failing, passing, TESTS, {failing[0]: FAILING_SOURCE},
+    state = checks.initial_state(candidate, failing, passing, TESTS, {failing[0]: FAILING_SOURCE},
                                 llm=draw(st.booleans()))
     start, observations = state, []
     while steps := checks.next_steps(state):
@@ -140,7 +141,7 @@ def judged_with(report: DivergenceReport | None, patched: str = PATCHED[0]) -> P
     """The verdict on a candidate that passes the suite, the carved and differential checks, with ``report``."""
     candidate = PatchCandidate(id="c", generator="mutation", target="pkg.f", description="d",
                                files={"pkg.py": patched})
-    state = checks.start_checks(candidate, TESTS[:1], TESTS[1:], TESTS, {}, llm=False)
+    state = checks.initial_state(candidate, TESTS[:1], TESTS[1:], TESTS, {}, llm=False)
     for observation in (passed_suite(TESTS), checks.FunctionsRead(original=ORIGINAL, patched=patched),
                         checks.CarvedTestsRan(tests=None), checks.DifferentialRan(verdict=None),
                         checks.DivergenceRan(report=report, reason="" if report else "no test covers it")):
@@ -227,7 +228,7 @@ def test_the_carved_tests_and_the_differential_inputs_are_given_together():
     candidate = PatchCandidate(id="c", generator="mutation", target="pkg.f", description="d",
                                files={"pkg.py": "def f(x):\n    return x + 1\n"})
     passed = tuple(TestResult(test_id=t, outcome=TestOutcome.PASSED, duration=0.0) for t in TESTS)
-    state = checks.start_checks(candidate, TESTS[:1], TESTS[1:], TESTS, {}, llm=False)
+    state = checks.initial_state(candidate, TESTS[:1], TESTS[1:], TESTS, {}, llm=False)
     state = checks.record(state, checks.SuiteRan(tests=passed))
     state = checks.record(state, checks.FunctionsRead(original=ORIGINAL, patched=PATCHED[0]))
     together = checks.next_steps(state)
@@ -247,7 +248,7 @@ def test_the_carved_tests_and_the_differential_inputs_are_given_together():
 def test_a_regression_names_the_test_and_why():
     candidate = PatchCandidate(id="c", generator="mutation", target="pkg.f", description="d",
                                files={"pkg.py": "x = 1\n"})
-    state = checks.start_checks(candidate, ["t::fail"], ["t::ok"], ["t::fail", "t::ok"], {}, llm=False)
+    state = checks.initial_state(candidate, ["t::fail"], ["t::ok"], ["t::fail", "t::ok"], {}, llm=False)
     state = checks.record(state, checks.SuiteRan(tests=(
         TestResult(test_id="t::fail", outcome=TestOutcome.PASSED, duration=0.0),
         TestResult(test_id="t::ok", outcome=TestOutcome.FAILED, duration=0.0, exception_type="KeyError",
@@ -260,7 +261,7 @@ def test_a_regression_names_the_test_and_why():
 
 def test_a_candidate_that_does_not_compile_is_judged_before_any_step():
     candidate = PatchCandidate(id="c", generator="mutation", description="d", files={"m.py": "def f(:\n"})
-    state = checks.start_checks(candidate, ["t::a"], [], ["t::a"], {}, llm=True)
+    state = checks.initial_state(candidate, ["t::a"], [], ["t::a"], {}, llm=True)
     assert checks.next_steps(state) == []
     judged = checks.verdict(state)
     assert judged is not None and judged.reason == "does_not_compile" and not judged.converged
@@ -282,7 +283,7 @@ MAX_PER_GENERATOR = 4
 @st.composite
 def repair_runs(draw: st.DrawFn) -> tuple[machine.RepairState, list[machine.RepairObservation]]:
     """An initial repair state and the observations a driver fed it."""
-    state = machine.start_repair(draw(budgets()))
+    state = machine.initial_state(draw(budgets()))
     start, observations = state, []
     asked: dict[tuple[int, str], int] = {}
     made = 0
@@ -398,7 +399,7 @@ def test_the_repair_loop_accepts_only_a_validated_sound_candidate(run):
 
 
 def test_a_regression_sends_the_loop_back_to_discovery_without_the_function():
-    state = machine.start_repair(machine.RepairBudget(repair_top=1, max_validations=5, max_relocalizations=1))
+    state = machine.initial_state(machine.RepairBudget(repair_top=1, max_validations=5, max_relocalizations=1))
     candidate = PatchCandidate(id="m1", generator="mutation", target="pkg.f", description="d", files={})
     regressed = PatchEvaluation(candidate="m1", status=PatchStatus.REGRESSIONS)
     for observation in [machine.Localized(patchable=("pkg.f", "pkg.g")),
@@ -415,7 +416,7 @@ def test_a_regression_sends_the_loop_back_to_discovery_without_the_function():
 def test_a_generator_hears_its_last_verdict_and_a_verdict_it_made_itself_is_only_recorded():
     budget = machine.RepairBudget(repair_top=1, max_validations=5, max_relocalizations=0, llm_fixes=True,
                                   patcher=True)
-    state = machine.start_repair(budget)
+    state = machine.initial_state(budget)
     fix = PatchCandidate(id="llm-fix-1", generator="llm-fix", target="pkg.f", description="d", files={})
     rejected = PatchEvaluation(candidate="llm-fix-1", status=PatchStatus.REGRESSIONS, detail="breaks t2")
     for observation in [machine.Localized(patchable=("pkg.f",)), machine.TargetsFound(targets=("pkg.f",))]:
@@ -446,7 +447,7 @@ def test_the_repair_ledger_sums_the_calls_of_every_observation_and_a_cached_call
     again = call("llm-fix", 0.25, cached=True)
     failed = call("llm-fix", None).model_copy(update={"error": "LLMRequestError: E"})
     fixed = PatchCandidate(id="llm-fix-1", generator="llm-fix", target="pkg.f", description="d", files={})
-    state = machine.start_repair(budget)
+    state = machine.initial_state(budget)
     broken = "novel-input tests for pkg.f: 1 broken test(s) ignored"
     sound = PatchEvaluation(candidate="llm-fix-1", status=PatchStatus.SOUND)
     for observation in [

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from equisa_core.localization.steps import LocalizationReport
-from equisa_core.validation.repair import RepairReport
+from equisa_core.repair.report import RepairReport
 from tests.conftest import small_repo
 from tests.core.test_report_outputs import validate_sarif
 

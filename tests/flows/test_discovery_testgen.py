@@ -11,10 +11,10 @@ from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 from equisa_core.common.models import TestOutcome
 from equisa_core.common.source_edit import replace_function
 from equisa_core.common.trace_merge import combine
+from equisa_core.repair.report import RepairReport
 from equisa_core.testgen.modules import keep_tests
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.generated_tests import TESTGEN_MODULE_PREFIX, is_testgen_test
-from equisa_core.validation.repair import RepairReport
 from flows.discovery import discovery
 from flows.testgen import generate_tests
 from flows.validation import validate_candidate

@@ -13,7 +13,7 @@ from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 
 from cli.history_answers import history_answers
 from equisa_core.common.cost import CostLedger, LLMCall
-from equisa_core.validation.repair import RepairReport
+from equisa_core.repair.report import RepairReport
 from tasks.llm import LLMConfig, ModelPrice, call_llm
 from tasks.storage.history import query
 from tasks.storage.record import record_finished_run

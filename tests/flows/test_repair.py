@@ -18,8 +18,8 @@ import flows.repair as repair_flow
 from equisa_core.common.models import SuiteTrace
 from equisa_core.common.time_limits import TIMED_OUT, timed_out
 from equisa_core.errors import EXIT_NOT_FIXED, NothingToLocalizeError
-from equisa_core.validation import machine
-from equisa_core.validation.repair import RepairReport
+from equisa_core.repair import machine
+from equisa_core.repair.report import RepairReport
 from tasks.llm import LLMConfig
 from tasks.run.mutants import MutantRunReport
 from tasks.run.parameters import RepairParameters

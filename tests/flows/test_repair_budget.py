@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from equisa_core.errors import EXIT_BUDGET_SPENT
-from equisa_core.validation.repair import RepairReport
+from equisa_core.repair.report import RepairReport
 from tests.conftest import small_repo
 from tests.flows.test_repair import EQUISA
 

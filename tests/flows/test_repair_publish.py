@@ -14,7 +14,7 @@ from pathlib import Path
 
 from equisa_core.common.options import ForgeOptions
 from equisa_core.operations.batch import RepositoryEntry, RepositoryResult
-from equisa_core.validation.repair import RepairReport
+from equisa_core.repair.report import RepairReport
 from flows.repository import _published
 from tests.conftest import small_repo
 from tests.flows.test_localize import INVOICING

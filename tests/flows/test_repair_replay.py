@@ -11,8 +11,8 @@ from pydantic import TypeAdapter
 
 import flows.repair as repair_flow
 from equisa_core.common.loop import replay
-from equisa_core.validation import machine
-from equisa_core.validation.repair import repair_status
+from equisa_core.repair import machine
+from equisa_core.repair.report import repair_status
 from tasks.run.parameters import RepairParameters
 from tests.conftest import small_repo
 from tests.flows.test_localize import INVOICING
@@ -53,7 +53,7 @@ def test_a_repair_runs_observations_replay_to_its_verdict_and_report(example, tm
     assert report.status == ("fixed" if example == "invoicing" else "not_fixed")
 
     start, final = fed[0][0], fed[-1][2]
-    assert start == machine.start_repair(start.budget)
+    assert start == machine.initial_state(start.budget)
     observations = TypeAdapter(list[machine.RepairObservation]).validate_json(
         TypeAdapter(list[machine.RepairObservation]).dump_json([o for _, o, _ in fed]))
     replayed = replay(start, observations, machine.record)

@@ -17,9 +17,9 @@ from prefect.settings import PREFECT_LOCAL_STORAGE_PATH, temporary_settings
 from prefect.testing.utilities import prefect_test_harness
 
 from equisa_core.common.cost import CostLedger
+from equisa_core.repair.prompts import NO_ACTION_MESSAGE, QUERIES_IGNORED_NOTE
+from equisa_core.repair.retrieval import python_grep
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.validation.prompts import NO_ACTION_MESSAGE, QUERIES_IGNORED_NOTE
-from equisa_core.validation.retrieval import python_grep
 from tasks.llm import LLMConfig
 from tasks.repair import patcher as patcher_module
 from tasks.repair.patcher import (

@@ -33,7 +33,7 @@ import ast
 import builtins
 from collections.abc import Iterator, Sequence
 
-from equisa_core.validation.edits import (
+from equisa_core.mutation.edits import (
     SELF_NAMES,
     Candidate,
     Edit,
@@ -43,8 +43,8 @@ from equisa_core.validation.edits import (
     is_stringy,
     with_field,
 )
-from equisa_core.validation.fix_context import FixContext
-from equisa_core.validation.fix_statements import (
+from equisa_core.mutation.fix_context import FixContext
+from equisa_core.repair.operators.statements import (
     Block,
     blocks,
     indent_of,

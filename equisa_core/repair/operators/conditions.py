@@ -41,8 +41,8 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from equisa_core.localization.invariants import RESULT_NAME, RESULT_SUBJECT, mine_invariants
-from equisa_core.validation.edits import (
+from equisa_core.localization.interface import RESULT_NAME, RESULT_SUBJECT, mine_invariants
+from equisa_core.mutation.edits import (
     SELF_NAMES,
     Candidate,
     Edit,
@@ -53,7 +53,7 @@ from equisa_core.validation.edits import (
     negate,
     with_field,
 )
-from equisa_core.validation.fix_context import FixContext, is_condition, literal_text, raised_types
+from equisa_core.mutation.fix_context import FixContext, is_condition, literal_text, raised_types
 
 __all__ = ["MAX_OPTIONS", "MAX_RAISED", "condition_edit", "guard_insert", "negation"]
 

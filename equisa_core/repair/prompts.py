@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from equisa_core.validation.candidates import PatchEvaluation, PatchStatus
-from equisa_core.validation.retrieval import RetrievalResult
+from equisa_core.repair.retrieval import RetrievalResult
+from equisa_core.validation.interface import PatchEvaluation, PatchStatus
 
 __all__ = [
     "PATCHER_SYSTEM_INSTRUCTIONS",

@@ -11,9 +11,9 @@ from equisa_core.common.models import REPORT_SCHEMA_VERSION
 from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import repair_exit_code
-from equisa_core.localization.steps import LocalizationReport
+from equisa_core.localization.interface import LocalizationReport
 from equisa_core.operations.forge import PublishedFix
-from equisa_core.validation.candidates import PatchEvaluation, PatchStatus
+from equisa_core.validation.interface import PatchEvaluation, PatchStatus
 
 __all__ = ["RepairStatus", "RepairReport", "repair_status", "evidence_of"]
 

@@ -26,7 +26,7 @@ import builtins
 import copy
 from collections.abc import Iterator
 
-from equisa_core.validation.edits import (
+from equisa_core.mutation.edits import (
     SELF_NAMES,
     Candidate,
     FunctionModel,
@@ -35,7 +35,7 @@ from equisa_core.validation.edits import (
     load_function,
     name_distance,
 )
-from equisa_core.validation.fix_context import FixContext
+from equisa_core.mutation.fix_context import FixContext
 
 __all__ = ["IN_PLACE_METHODS", "MAX_RENAME_DISTANCE", "method_result_assign", "assignment_swap",
            "undefined_rename", "undefined_names", "constant_to_name", "list_wrap", "bare_call", "lost_swap",

@@ -5,8 +5,8 @@ and the facts edit operators share (its local bindings and the offsets from whic
 operator proposes ``Candidate`` changes: an intended AST change (``parent.field = value``) and the
 text edits that should make it. ``make`` verifies a candidate: the edited text must parse to
 exactly the intended AST (compared through the structural hash of ``shape``), compile when the
-original does and differ from it. ``equisa_core.validation.mutation`` (the mutants of screening,
-repair and test generation) and ``equisa_core.validation.fix_space`` (the repair's wider fix space)
+original does and differ from it. ``equisa_core.mutation.mutants`` (the mutants of screening,
+repair and test generation) and ``equisa_core.repair.fix_space`` (the repair's wider fix space)
 both build on it; see the former's docstring for the text-edit and verification rules.
 """
 

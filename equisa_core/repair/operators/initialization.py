@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from equisa_core.validation.edits import SELF_NAMES, Candidate, FunctionModel, Proposal
-from equisa_core.validation.fix_context import FixContext
+from equisa_core.mutation.edits import SELF_NAMES, Candidate, FunctionModel, Proposal
+from equisa_core.mutation.fix_context import FixContext
 
 __all__ = ["initialize_local", "updated_before_bound"]
 

@@ -34,7 +34,7 @@ ASTs are compared through a structural hash that reuses the hashes of untouched 
 ``edits.Shape``), so a mutant of a long function costs one path of its tree, not a whole ``ast.dump``.
 The docstring, decorators, signature (defaults and annotations included), annotations in the body
 and nested function and class definitions are never mutated; lambdas and comprehensions are. The
-function model and this verification live in ``equisa_core.validation.edits``, which the repair's
+function model and this verification live in ``equisa_core.mutation.edits``, which the repair's
 wider fix space (``fix_space``) shares.
 
 No mutation library is used: mutmut and cosmic-ray are mutation *testing* tools that mutate whole
@@ -55,21 +55,21 @@ from collections.abc import Callable, Collection, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from equisa_core.validation.edits import SELF_NAMES as _SELF_NAMES
-from equisa_core.validation.edits import Candidate as _Candidate
-from equisa_core.validation.edits import Edit as _Edit
-from equisa_core.validation.edits import FunctionModel as _Function
-from equisa_core.validation.edits import Site as _Site
-from equisa_core.validation.edits import bounds as _bounds
-from equisa_core.validation.edits import int_node as _int_node
-from equisa_core.validation.edits import int_value as _int_value
-from equisa_core.validation.edits import is_int as _is_int
-from equisa_core.validation.edits import is_stringy as _is_stringy
-from equisa_core.validation.edits import load_function as _load
-from equisa_core.validation.edits import make as _make
-from equisa_core.validation.edits import negate as _negate
-from equisa_core.validation.edits import shift as _shift
-from equisa_core.validation.edits import with_field as _with
+from equisa_core.mutation.edits import SELF_NAMES as _SELF_NAMES
+from equisa_core.mutation.edits import Candidate as _Candidate
+from equisa_core.mutation.edits import Edit as _Edit
+from equisa_core.mutation.edits import FunctionModel as _Function
+from equisa_core.mutation.edits import Site as _Site
+from equisa_core.mutation.edits import bounds as _bounds
+from equisa_core.mutation.edits import int_node as _int_node
+from equisa_core.mutation.edits import int_value as _int_value
+from equisa_core.mutation.edits import is_int as _is_int
+from equisa_core.mutation.edits import is_stringy as _is_stringy
+from equisa_core.mutation.edits import load_function as _load
+from equisa_core.mutation.edits import make as _make
+from equisa_core.mutation.edits import negate as _negate
+from equisa_core.mutation.edits import shift as _shift
+from equisa_core.mutation.edits import with_field as _with
 
 __all__ = ["Mutant", "OPERATORS", "mutate_function"]
 

@@ -8,7 +8,7 @@ generators for candidates one at a time (``generate``), in this order:
   only while no candidate of the round is sound);
 - the fixes the Localization loop already confirmed (``confirmed``), then the deterministic search
   (``mutation``): the one-edit mutants and the wider fix space of the targets that fix their tests,
-  best-ranked first (``equisa_core.validation.ranking``; driven by ``tasks.repair.fix_search``);
+  best-ranked first (``equisa_core.repair.ranking``; driven by ``tasks.repair.fix_search``);
 
 and validate each candidate in full (``validate``; ``equisa_core.validation.checks``). The round ends
 at the first ``SOUND`` candidate, after ``max_validations`` candidates, or when the generators are
@@ -42,13 +42,13 @@ from equisa_core.common.options import RepairLocalizationOptions, default_of
 from equisa_core.common.testcode import is_test_support
 from equisa_core.errors import BUDGET_SPENT
 from equisa_core.errors import budget_spent as _budget_spent
-from equisa_core.localization.selection import is_test_file, is_valid_node
-from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
+from equisa_core.localization.interface import is_test_file, is_valid_node
+from equisa_core.validation.interface import PatchCandidate, PatchEvaluation, PatchStatus
 
 __all__ = [
     "RepairBudget", "RepairState", "RepairStep", "RepairObservation", "Localize", "FindTargets", "Generate",
     "Validate", "Localized", "TargetsFound", "Generated", "Exhausted", "Validated", "Noted",
-    "Clocked", "GeneratorName", "BUDGET_SPENT", "EXTRA_TESTS_PER_RELOCALIZATION", "start_repair",
+    "Clocked", "GeneratorName", "BUDGET_SPENT", "EXTRA_TESTS_PER_RELOCALIZATION", "initial_state",
     "next_steps", "record", "verdict", "last_verdict", "patchable_functions", "test_harness",
     "reported_evaluation", "spent_usd", "budget_spent", "seconds_left", "REPORTED_STATUSES",
 ]
@@ -197,7 +197,7 @@ class RepairState(Frozen):
     stopped_because: str | None = None
 
 
-def start_repair(budget: RepairBudget) -> RepairState:
+def initial_state(budget: RepairBudget) -> RepairState:
     """The state before the first localization."""
     return RepairState(budget=budget)
 

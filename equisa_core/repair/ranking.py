@@ -5,7 +5,7 @@ Candidates of every target function are ranked together by
     score = log confidence(function) + pattern_score(pattern, edit size)
 
 ``confidence`` is the Localization loop's posterior of the function; ``pattern_score`` is the
-fitted prior's ``log P(pattern) - edit_weight * edit_size`` (``equisa_core.validation.fix_prior``),
+fitted prior's ``log P(pattern) - edit_weight * edit_size`` (``equisa_core.repair.fix_prior``),
 so that a likely pattern in a likely function comes first, and a small edit before a large one of the
 same pattern. Ties keep the functions' order, then the generators' own order. The search spends
 its time budget down this order, and the candidates that fix the failing tests are validated in it.
@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from equisa_core.validation.mutation import Mutant
+from equisa_core.mutation.mutants import Mutant
 
 __all__ = ["MIN_CONFIDENCE", "PatternScore", "RankedCandidate", "rank_candidates", "spread"]
 

@@ -37,7 +37,7 @@ import builtins
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from equisa_core.validation.edits import (
+from equisa_core.mutation.edits import (
     SELF_NAMES,
     Candidate,
     Edit,
@@ -50,7 +50,7 @@ from equisa_core.validation.edits import (
     splice,
     with_field,
 )
-from equisa_core.validation.fix_context import FixContext, is_copyable
+from equisa_core.mutation.fix_context import FixContext, is_copyable
 
 __all__ = [
     "Block",

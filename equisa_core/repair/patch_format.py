@@ -47,8 +47,8 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
-from equisa_core.validation.retrieval import resolve_repo_path
+from equisa_core.repair.retrieval import resolve_repo_path
+from equisa_core.validation.interface import PatchCandidate, PatchEvaluation, PatchStatus
 
 __all__ = [
     "FilePatch",

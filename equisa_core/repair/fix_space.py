@@ -68,7 +68,7 @@ import ast
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
 
-from equisa_core.validation.edits import (
+from equisa_core.mutation.edits import (
     SELF_NAMES,
     Candidate,
     Edit,
@@ -83,9 +83,10 @@ from equisa_core.validation.edits import (
     shift,
     with_field,
 )
-from equisa_core.validation.fix_conditions import condition_edit, guard_insert
-from equisa_core.validation.fix_context import FixContext, literal_text
-from equisa_core.validation.fix_idioms import (
+from equisa_core.mutation.fix_context import FixContext, literal_text
+from equisa_core.mutation.mutants import Mutant
+from equisa_core.repair.operators.conditions import condition_edit, guard_insert
+from equisa_core.repair.operators.idioms import (
     assignment_swap,
     bare_call,
     constant_to_name,
@@ -95,10 +96,9 @@ from equisa_core.validation.fix_idioms import (
     print_return,
     undefined_rename,
 )
-from equisa_core.validation.fix_initialization import initialize_local
-from equisa_core.validation.fix_statements import statement_copy, statement_move, statement_swap
-from equisa_core.validation.fix_templates import template
-from equisa_core.validation.mutation import Mutant
+from equisa_core.repair.operators.initialization import initialize_local
+from equisa_core.repair.operators.statements import statement_copy, statement_move, statement_swap
+from equisa_core.repair.operators.templates import template
 
 __all__ = ["MAX_PER_SITE", "METHOD_GROUPS", "REPAIR_OPERATORS", "fix_candidates"]
 

@@ -1,5 +1,5 @@
 """Behavioural divergence of a patch candidate from the original, on any function: what shadow
-execution observed (``equisa_core/validation/shadow_plugin.py``, inside the sandbox), judged. Pure.
+execution observed (``equisa_core/validation/shadow_plugin/``, inside the sandbox), judged. Pure.
 
 The target's covering tests run the ORIGINAL program; every call of the target is also made on the
 candidate's version of the function, on deep copies of its arguments (the receiver included), and

@@ -52,22 +52,21 @@ from bench.realrepair.report import wilson
 from bench.repair_corpus import diff_files
 from equisa_core.common.source_edit import find_function, function_source, list_functions
 from equisa_core.errors import EquisaError
-from equisa_core.validation.patch_patterns import (
+from equisa_core.validation.patch_patterns import PATTERNS, patch_patterns
+from equisa_core.validation.pattern_model import (
     PATTERN_MODEL_FILE,
-    PATTERNS,
     PRIOR_INTERCEPT,
     PRIOR_WEIGHT,
     PatternModel,
     load_pattern_model,
     logistic,
-    patch_patterns,
 )
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_CACHE = Path(os.environ.get("EQUISA_BENCH_CACHE", Path.home() / ".cache" / "equisa-bench"))
 REALREPAIR_CACHE = BENCH_CACHE / "realrepair"
 L2 = 1.0
-#: The prior's mean, intercept first (``equisa_core.validation.patch_patterns``): the fit is centred on it.
+#: The prior's mean, intercept first (``equisa_core.validation.pattern_model``): the fit is centred on it.
 PRIOR_CENTRE = (PRIOR_INTERCEPT, *([PRIOR_WEIGHT] * len(PATTERNS)))
 #: The intercept's own penalty: small, only there to keep it finite on one-class folds.
 INTERCEPT_L2 = 1e-3

@@ -42,8 +42,8 @@ INTERNAL_SIGNALS = {
     "equisa_core.probe.equisa_probe.MutantUnswappable",
     # The shadow plugin runs in the target's interpreter too (3.8+, stdlib and pytest only): a shadow
     # call's time limit and a generator's exception, caught where they are raised.
-    "equisa_core.validation.shadow_plugin._CallTimeout",
-    "equisa_core.validation.shadow_plugin._GeneratorRaised",
+    "equisa_core.validation.shadow_plugin.calls._CallTimeout",
+    "equisa_core.validation.shadow_plugin.calls._GeneratorRaised",
     # Private: raised and caught in equisa_core.common.values.
     "equisa_core.common.values._Unwritable",
     # Caught in build_patch_candidate and turned into a PatchEvaluation the model is told about.

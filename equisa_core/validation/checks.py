@@ -47,7 +47,8 @@ from equisa_core.validation.differential import DifferentialVerdict
 from equisa_core.validation.divergence import DivergenceReport, evidence_reaches
 from equisa_core.validation.generated_tests import is_testgen_test, pinned_note, split_testgen_tests
 from equisa_core.validation.overfitting import overfitting_findings
-from equisa_core.validation.patch_patterns import load_pattern_model, patch_patterns
+from equisa_core.validation.patch_patterns import patch_patterns
+from equisa_core.validation.pattern_model import load_pattern_model
 
 __all__ = [
     "CheckState", "CheckStep", "CheckObservation", "CheckVerdict", "RunSuite", "ReadFunctions",

@@ -339,12 +339,8 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
     raised on an exact passing call, is not a crash."""
     far: list[FarChange] = []
     crashes: list[Crash] = []
-    refused = set(refusals)
+    refused = _refused(inputs, original, refusals)
     answer_types = {seen.answer_type for seen in original.values() if seen.answered}
-    for item in inputs:
-        seen = original.get(item.name)
-        if item.exact and item.origin == "passing" and seen is not None and seen.raised_name:
-            refused.add(seen.raised_name)
     near = compared = 0
     pairs: list[tuple[Observed, Observed]] = []
     for item in inputs:
@@ -355,8 +351,7 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
         pairs.append((before, after))
         if after.crashed and not item.exact and after.raised_name not in refused:
             crashes.append(Crash(call=item.call, patched=after))
-        if before == after or (before.crashed and before.raised_name not in refused and after.answered
-                               and (not answer_types or after.answer_type in answer_types)):
+        if not _changed(before, after, refused, answer_types):
             continue
         if item.origin == "failing":
             near += 1
@@ -364,6 +359,27 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
             far.append(FarChange(call=item.call, original=before, patched=after))
     return DifferentialVerdict(compared=compared, far_changes=tuple(far), near_changes=near,
                                crashes=tuple(crashes), collapsed=_collapsed(pairs))
+
+
+def _refused(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
+             refusals: frozenset[str]) -> set[str]:
+    """The exceptions that are refusals, not crashes: ``refusals`` and those the original raised on
+    an exact passing call."""
+    refused = set(refusals)
+    for item in inputs:
+        seen = original.get(item.name)
+        if item.exact and item.origin == "passing" and seen is not None and seen.raised_name:
+            refused.add(seen.raised_name)
+    return refused
+
+
+def _changed(before: Observed, after: Observed, refused: set[str], answer_types: set[str | None]) -> bool:
+    """Whether the candidate's outcome counts as a change: it differs, and is not an answer (of a type
+    the original answers with, if any) where the original crashed with no refusal."""
+    if before == after:
+        return False
+    return not (before.crashed and before.raised_name not in refused and after.answered
+                and (not answer_types or after.answer_type in answer_types))
 
 
 def _collapsed(pairs: Sequence[tuple[Observed, Observed]]) -> str | None:

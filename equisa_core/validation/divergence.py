@@ -1,5 +1,5 @@
 """Behavioural divergence of a patch candidate from the original, on any function: what shadow
-execution observed (``equisa_core/validation/shadow_plugin.py``, inside the sandbox), judged. Pure.
+execution observed (``equisa_core/validation/shadow_plugin/``, inside the sandbox), judged. Pure.
 
 The target's covering tests run the ORIGINAL program; every call of the target is also made on the
 candidate's version of the function, on deep copies of its arguments (the receiver included), and
@@ -158,15 +158,8 @@ def divergence_of(comparisons: Sequence[CallComparison], executable: Iterable[in
     oracle, and a candidate that answers there with a value of a type the original returns on
     other calls is not held against (``answered``; as ``equisa_core.validation.differential`` does).
     An exception raised on purpose (a ``ValueError``) is a refusal, and answering it is a change."""
-    failing_inputs = {c.inputs for c in comparisons if c.origin == "failing" and c.inputs}
-    failing_inputs |= set(failing_neighbours)
-    failing_classes = {c.relation for c in comparisons if c.origin == "failing" and c.relation}
-    comparisons = [c.model_copy(update={"origin": "failing"})
-                   if c.kind == "generated" and (c.inputs in failing_inputs or c.relation in failing_classes)
-                   else c for c in comparisons]
-    answer_kinds = {c.before for c in comparisons if c.before.startswith("value:")}
-    answered = [c for c in comparisons if c.origin == "passing" and c.kind == "generated" and c.changed
-                and no_oracle(c.before) and c.after in answer_kinds]
+    comparisons = _where_the_failure_is(comparisons, failing_neighbours)
+    answered = _answered_without_oracle(comparisons)
     comparisons = [c for c in comparisons if c not in answered]
     passing = [c for c in comparisons if c.origin == "passing"]
     recorded = [c for c in passing if c.kind == "recorded"]
@@ -180,6 +173,26 @@ def divergence_of(comparisons: Sequence[CallComparison], executable: Iterable[in
         uncomparable=uncomparable, uncomparable_why=uncomparable_why,
         executable_lines=tuple(sorted(set(executable))), executed_lines=tuple(sorted(set(executed))),
         arcs=tuple(sorted(set(arcs))), examples=tuple(examples[:MAX_EXAMPLES]))
+
+
+def _where_the_failure_is(comparisons: Sequence[CallComparison],
+                          failing_neighbours: Iterable[str]) -> list[CallComparison]:
+    """``comparisons`` with each generated call that lies where the failure is (inputs equal to a
+    failing call's or to one next to it, or a failing call's class of inputs) counted as failing."""
+    failing_inputs = {c.inputs for c in comparisons if c.origin == "failing" and c.inputs}
+    failing_inputs |= set(failing_neighbours)
+    failing_classes = {c.relation for c in comparisons if c.origin == "failing" and c.relation}
+    return [c.model_copy(update={"origin": "failing"})
+            if c.kind == "generated" and (c.inputs in failing_inputs or c.relation in failing_classes)
+            else c for c in comparisons]
+
+
+def _answered_without_oracle(comparisons: Sequence[CallComparison]) -> list[CallComparison]:
+    """The changed generated calls under passing tests where the original was no oracle
+    (``no_oracle``) and the candidate answered with a kind of value the original returns elsewhere."""
+    answer_kinds = {c.before for c in comparisons if c.before.startswith("value:")}
+    return [c for c in comparisons if c.origin == "passing" and c.kind == "generated" and c.changed
+            and no_oracle(c.before) and c.after in answer_kinds]
 
 
 def no_oracle(kind: str) -> bool:

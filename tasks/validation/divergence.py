@@ -2,7 +2,7 @@
 nested functions, generators, computed arguments), by shadow execution
 (``equisa_core.validation.divergence``): ONE sandboxed run of the target's covering tests, passing
 and failing, on the original program, with the shadow plugin
-(``equisa_core/validation/shadow_plugin.py``, written into the run's copy as ``equisa_shadow.py``)
+(the package ``equisa_core/validation/shadow_plugin/``, written into the run's copy as ``equisa_shadow/``)
 calling the candidate's version of the target next to each of its calls.
 
 ``measure_divergence`` is the entry point: a ``DivergenceResult`` with the report, or None and why
@@ -54,11 +54,14 @@ class DivergenceResult(Frozen):
     reason: str = ""
 
 
-def _plugin_text() -> str:
-    """The shadow plugin's source, for the sandbox's copy (found, not imported: it imports pytest)."""
+def _plugin_files() -> dict[str, str]:
+    """The shadow plugin package's modules, for the sandbox's copy: path in the run's copy
+    (``equisa_shadow/<module>.py``) -> source, in name order (found, not imported: it imports pytest)."""
     spec = importlib.util.find_spec("equisa_core.validation.shadow_plugin")
-    assert spec is not None and spec.origin is not None, "the shadow plugin ships with equisa_core"
-    return Path(spec.origin).read_text(encoding="utf-8")
+    assert spec is not None and spec.submodule_search_locations, "the shadow plugin ships with equisa_core"
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return {f"{SHADOW_MODULE}/{path.name}": path.read_text(encoding="utf-8")
+            for path in sorted(folder.glob("*.py"))}
 
 
 def _original_text(ctx: ValidationContext, file: str) -> str | None:
@@ -104,8 +107,7 @@ def shadow_request(candidate: PatchCandidate, target: str, ctx: ValidationContex
         "test_timeout_s": limit_for(slowest) + limits.test_budget_s, "per_test": {},
         "wall_clock_s": min(base.limits.wall_clock_s, DIVERGENCE_WALL_CLOCK_S)})
     plugins = ",".join(p for p in (base.env.get("PYTEST_PLUGINS", ""), SHADOW_MODULE) if p)
-    overlay = {**ctx.found.overlay, f"{SHADOW_MODULE}.py": _plugin_text(),
-               SHADOW_CONFIG_PATH: json.dumps(config)}
+    overlay = {**ctx.found.overlay, **_plugin_files(), SHADOW_CONFIG_PATH: json.dumps(config)}
     env = {**base.env, "PYTEST_PLUGINS": plugins, "EQUISA_SHADOW_CONFIG": SHADOW_CONFIG_PATH}
     request = focused_request(prepared, tests, overlay, trace=False, record=(), mutants=(), shard=None,
                               limits=run_limits, env=env)
@@ -114,7 +116,7 @@ def shadow_request(candidate: PatchCandidate, target: str, ctx: ValidationContex
 
 def _shadow_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     request: RunRequest = parameters["request"]
-    plugin = hashlib.sha256(_plugin_text().encode()).hexdigest()[:16]
+    plugin = hashlib.sha256(json.dumps(_plugin_files(), sort_keys=True).encode()).hexdigest()[:16]
     backend = backend_key(parameters.get("backend", "local"), parameters.get("docker_image"))
     return f"run-shadow-{plugin}-" + request.cache_key(backend, parameters.get("interpreter_version", ""))
 

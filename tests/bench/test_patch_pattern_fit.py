@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from bench import patch_pattern_fit as ppf
-from equisa_core.validation.patch_patterns import PATTERNS, load_pattern_model
+from equisa_core.validation.patch_patterns import PATTERNS
+from equisa_core.validation.pattern_model import load_pattern_model
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git apply reads the diffs")
 

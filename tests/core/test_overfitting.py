@@ -17,11 +17,10 @@ from equisa_core.validation.overfitting import (
     TRIVIAL_VALUES,
     OverfittingFinding,
     copied_literals,
-    expected_values,
-    input_values,
     overfitting_findings,
     special_case_branches,
 )
+from equisa_core.validation.tested_values import expected_values, input_values
 
 INVOICING = Path(__file__).resolve().parents[2] / "examples" / "invoicing"
 

@@ -11,14 +11,12 @@ import pytest
 from pydantic import ValidationError
 
 from equisa_core.errors import InvalidReplacementError
-from equisa_core.validation.patch_patterns import (
+from equisa_core.validation.patch_patterns import PATTERNS, PatternFinding, patch_patterns
+from equisa_core.validation.pattern_model import (
     PATTERN_MODEL_FILE,
-    PATTERNS,
-    PatternFinding,
     PatternModel,
     load_pattern_model,
     logistic,
-    patch_patterns,
 )
 
 

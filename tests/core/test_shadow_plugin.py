@@ -1,4 +1,4 @@
-"""The shadow plugin (``equisa_core/validation/shadow_plugin.py``) on its own: pytest in a
+"""The shadow plugin (the package ``equisa_core/validation/shadow_plugin/``) on its own: pytest in a
 subprocess of this interpreter on a folder written here, the plugin loaded as the sandbox loads it
 (``PYTEST_PLUGINS``), its records written to ``EQUISA_SHADOW_OUT``. Static and class methods, a
 call whose argument cannot be copied, and the tests' own outcomes left alone."""
@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from equisa_core.validation.divergence import ShadowLimits, ShadowOutput, read_shadow_output
 
-PLUGIN = Path(__file__).resolve().parents[2] / "equisa_core" / "validation" / "shadow_plugin.py"
+PLUGIN = Path(__file__).resolve().parents[2] / "equisa_core" / "validation" / "shadow_plugin"
 MODULE = '''import threading
 
 
@@ -67,7 +68,7 @@ def test_fails_on_its_own():
 def _shadow(tmp_path: Path, qualname: str, edit: tuple[str, str]) -> tuple[ShadowOutput, str]:
     (tmp_path / "units.py").write_text(MODULE)
     (tmp_path / "test_units.py").write_text(TESTS)
-    (tmp_path / "equisa_shadow.py").write_text(PLUGIN.read_text())
+    shutil.copytree(PLUGIN, tmp_path / "equisa_shadow", ignore=shutil.ignore_patterns("__pycache__"))
     passing = ["test_units.py::test_grams", "test_units.py::test_named", "test_units.py::test_locked_size",
                "test_units.py::test_stamp"]
     config = {"file": "units.py", "qualname": qualname, "candidate": MODULE.replace(*edit),

@@ -212,22 +212,35 @@ def constructor_of(module_text: str, qualname: str) -> Constructor | None:
     except (SyntaxError, ValueError):
         return None
     cls = _class_named(tree, qualname)
-    if cls is None or cls.bases or cls.keywords:
-        return None
-    if any(isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "__slots__" for t in s.targets)
-           for s in cls.body):
+    if cls is None or cls.bases or cls.keywords or _has_slots(cls):
         return None
     decorators = {_decorator_name(d) for d in cls.decorator_list}
     if decorators - {"dataclass"}:
         return None
     if decorators:
-        options = {k.arg: ast.unparse(k.value) for d in cls.decorator_list if isinstance(d, ast.Call)
-                   for k in d.keywords}
-        refused = options.get("init") == "False" or options.get("slots") == "True"
-        if refused or set(options) - _DATACLASS_OPTIONS:
-            return None
-        fields = _dataclass_fields(cls, "keyword_only" if options.get("kw_only") == "True" else "positional")
-        return None if fields is None else Constructor(parameters=fields)
+        return _dataclass_constructor(cls)
+    return _init_constructor(cls)
+
+
+def _has_slots(cls: ast.ClassDef) -> bool:
+    """Whether the class body assigns ``__slots__``."""
+    return any(isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "__slots__" for t in s.targets)
+               for s in cls.body)
+
+
+def _dataclass_constructor(cls: ast.ClassDef) -> Constructor | None:
+    """A ``@dataclass`` class's constructor: its fields, when the generated ``__init__`` takes them all."""
+    options = {k.arg: ast.unparse(k.value) for d in cls.decorator_list if isinstance(d, ast.Call)
+               for k in d.keywords}
+    refused = options.get("init") == "False" or options.get("slots") == "True"
+    if refused or set(options) - _DATACLASS_OPTIONS:
+        return None
+    fields = _dataclass_fields(cls, "keyword_only" if options.get("kw_only") == "True" else "positional")
+    return None if fields is None else Constructor(parameters=fields)
+
+
+def _init_constructor(cls: ast.ClassDef) -> Constructor | None:
+    """The constructor of a class with a hand-written ``__init__`` (see ``constructor_of``)."""
     init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
     if init is None or any(isinstance(s, ast.FunctionDef) and s.name == "__new__" for s in cls.body):
         return None
@@ -237,13 +250,27 @@ def constructor_of(module_text: str, qualname: str) -> Constructor | None:
     self_name, *parameters = shape.parameters
     if any(kind in ("positional_only", "var_positional", "var_keyword") for _, kind in parameters):
         return None
+    read = _init_body(init, self_name[0])
+    if read is None:
+        return None
+    stored, constants, left_out = read
+    if set(stored) != {name for name, _ in parameters} - left_out or set(stored) & left_out:
+        return None
+    return Constructor(parameters=_kept_parameters(parameters, left_out), constants=tuple(constants.items()))
+
+
+def _init_body(
+    init: ast.FunctionDef, self_name: str
+) -> tuple[dict[str, str], dict[str, str], set[str]] | None:
+    """What ``__init__``'s body does: (attribute -> parameter stored in it, attribute -> literal stored
+    in it, parameters it may leave out), or None when it does anything else."""
     stored: dict[str, str] = {}
     constants: dict[str, str] = {}
     left_out: set[str] = set()  # ``if flag: ...``, the flag's default falsy: the call leaves it out
     falsy = _falsy_defaults(init)
     for statement in init.body:
-        pair = _stores(statement, self_name[0])
-        constant = _stores_constant(statement, self_name[0])
+        pair = _stores(statement, self_name)
+        constant = _stores_constant(statement, self_name)
         if pair is not None and pair[0] == pair[1] and pair[0] not in {*stored, *constants}:
             stored[pair[0]] = pair[1]
         elif constant is not None and constant[0] not in stored and constant[0] not in constants:
@@ -251,17 +278,23 @@ def constructor_of(module_text: str, qualname: str) -> Constructor | None:
         elif (isinstance(statement, ast.If) and isinstance(statement.test, ast.Name)
               and statement.test.id in falsy and not statement.orelse):
             left_out.add(statement.test.id)
-        elif not (_checks_only(statement) or _normalizes(statement, self_name[0])):
+        elif not (_checks_only(statement) or _normalizes(statement, self_name)):
             return None
-    if set(stored) != {name for name, _ in parameters} - left_out or set(stored) & left_out:
-        return None
+    return stored, constants, left_out
+
+
+def _kept_parameters(
+    parameters: list[tuple[str, ParameterKind]], left_out: set[str]
+) -> tuple[tuple[str, ParameterKind], ...]:
+    """The parameters a call passes: those not left out; after one left out, the others by name."""
     kept: list[tuple[str, ParameterKind]] = []
-    for name, kind in parameters:  # after a parameter left out, the others are passed by name
+    by_name = False
+    for name, kind in parameters:
         if name in left_out:
-            left_out.add("")
+            by_name = True
         else:
-            kept.append((name, "keyword_only" if "" in left_out else kind))
-    return Constructor(parameters=tuple(kept), constants=tuple(constants.items()))
+            kept.append((name, "keyword_only" if by_name else kind))
+    return tuple(kept)
 
 
 def _falsy_defaults(function: ast.FunctionDef) -> set[str]:

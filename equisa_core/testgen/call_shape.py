@@ -15,15 +15,23 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Binding", "CallShape", "Constructor", "ParameterKind", "call_shape", "constructor_of",
-           "init_parameters"]
+__all__ = [
+    "Binding",
+    "CallShape",
+    "Constructor",
+    "ParameterKind",
+    "call_shape",
+    "constructor_of",
+    "init_parameters",
+]
 
 ParameterKind = Literal["positional_only", "positional", "var_positional", "keyword_only", "var_keyword"]
 Binding = Literal["function", "method", "classmethod", "staticmethod"]
 
 #: Decorators that turn a function into something a call does not reach (an attribute access).
-_ATTRIBUTE_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter",
-                                   "abstractproperty"})
+_ATTRIBUTE_DECORATORS = frozenset(
+    {"property", "cached_property", "setter", "getter", "deleter", "abstractproperty"}
+)
 
 
 class CallShape(BaseModel):
@@ -65,23 +73,42 @@ def call_shape(definition: str, in_class: bool) -> CallShape | None:
         parameters.append((arguments.kwarg.arg, "var_keyword"))
     binding: Binding = "function"
     if in_class:
-        binding = "staticmethod" if "staticmethod" in names else (
-            "classmethod" if "classmethod" in names else "method")
-        if binding != "staticmethod" and (not parameters or parameters[0][1] not in (
-                "positional_only", "positional")):
+        binding = (
+            "staticmethod"
+            if "staticmethod" in names
+            else ("classmethod" if "classmethod" in names else "method")
+        )
+        if binding != "staticmethod" and (
+            not parameters or parameters[0][1] not in ("positional_only", "positional")
+        ):
             return None  # the receiver comes first, positionally
     return CallShape(binding=binding, parameters=tuple(parameters))
 
 
 #: Calls an ``__init__`` may wrap a parameter in before storing it: conversions that give the same
 #: value again when given what they made (so ``Cls(stored values)`` rebuilds the same state).
-_IDEMPOTENT_CONVERSIONS = frozenset({"Decimal", "str", "int", "float", "bool", "tuple", "frozenset", "list",
-                                     "dict", "set", "Path", "Fraction"})
+_IDEMPOTENT_CONVERSIONS = frozenset(
+    {
+        "Decimal",
+        "str",
+        "int",
+        "float",
+        "bool",
+        "tuple",
+        "frozenset",
+        "list",
+        "dict",
+        "set",
+        "Path",
+        "Fraction",
+    }
+)
 
 
 #: ``@dataclass(...)`` options under which the generated ``__init__`` takes every field.
-_DATACLASS_OPTIONS = frozenset({"init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args",
-                                "kw_only", "slots"})
+_DATACLASS_OPTIONS = frozenset(
+    {"init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "slots"}
+)
 
 
 def _class_named(tree: ast.Module, qualname: str) -> ast.ClassDef | None:
@@ -100,8 +127,11 @@ def _stores(statement: ast.stmt, self_name: str) -> tuple[str, str] | None:
     if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
         return None
     target, value = statement.targets[0], statement.value
-    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-            and target.value.id == self_name):
+    if not (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == self_name
+    ):
         return None
     if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         callee = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
@@ -116,8 +146,11 @@ def _checks_only(statement: ast.stmt) -> bool:
         return True
     if isinstance(statement, ast.Assert):
         return True
-    return isinstance(statement, ast.If) and not statement.orelse and all(
-        isinstance(s, ast.Raise) for s in statement.body)
+    return (
+        isinstance(statement, ast.If)
+        and not statement.orelse
+        and all(isinstance(s, ast.Raise) for s in statement.body)
+    )
 
 
 def _normalizes(statement: ast.stmt, self_name: str) -> bool:
@@ -127,8 +160,11 @@ def _normalizes(statement: ast.stmt, self_name: str) -> bool:
         call = statement.value
         if ast.unparse(call.func) == "object.__setattr__" and len(call.args) == 3:
             field, value = call.args[1], call.args[2]
-            return (isinstance(field, ast.Constant) and isinstance(field.value, str)
-                    and _call_on(value, f"{self_name}.{field.value}"))
+            return (
+                isinstance(field, ast.Constant)
+                and isinstance(field.value, str)
+                and _call_on(value, f"{self_name}.{field.value}")
+            )
     if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
         return _call_on(statement.value, ast.unparse(statement.targets[0]))
     return False
@@ -191,8 +227,11 @@ def _stores_constant(statement: ast.stmt, self_name: str) -> tuple[str, str] | N
     if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
         return None
     target = statement.targets[0]
-    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-            and target.value.id == self_name):
+    if not (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == self_name
+    ):
         return None
     try:
         ast.literal_eval(statement.value)
@@ -224,14 +263,17 @@ def constructor_of(module_text: str, qualname: str) -> Constructor | None:
 
 def _has_slots(cls: ast.ClassDef) -> bool:
     """Whether the class body assigns ``__slots__``."""
-    return any(isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "__slots__" for t in s.targets)
-               for s in cls.body)
+    return any(
+        isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "__slots__" for t in s.targets)
+        for s in cls.body
+    )
 
 
 def _dataclass_constructor(cls: ast.ClassDef) -> Constructor | None:
     """A ``@dataclass`` class's constructor: its fields, when the generated ``__init__`` takes them all."""
-    options = {k.arg: ast.unparse(k.value) for d in cls.decorator_list if isinstance(d, ast.Call)
-               for k in d.keywords}
+    options = {
+        k.arg: ast.unparse(k.value) for d in cls.decorator_list if isinstance(d, ast.Call) for k in d.keywords
+    }
     refused = options.get("init") == "False" or options.get("slots") == "True"
     if refused or set(options) - _DATACLASS_OPTIONS:
         return None
@@ -275,8 +317,12 @@ def _init_body(
             stored[pair[0]] = pair[1]
         elif constant is not None and constant[0] not in stored and constant[0] not in constants:
             constants[constant[0]] = constant[1]
-        elif (isinstance(statement, ast.If) and isinstance(statement.test, ast.Name)
-              and statement.test.id in falsy and not statement.orelse):
+        elif (
+            isinstance(statement, ast.If)
+            and isinstance(statement.test, ast.Name)
+            and statement.test.id in falsy
+            and not statement.orelse
+        ):
             left_out.add(statement.test.id)
         elif not (_checks_only(statement) or _normalizes(statement, self_name)):
             return None
@@ -302,8 +348,10 @@ def _falsy_defaults(function: ast.FunctionDef) -> set[str]:
     arguments = function.args
     defaulted = arguments.args[len(arguments.args) - len(arguments.defaults) :]
     keyword_only = zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
-    pairs = [*zip(defaulted, arguments.defaults, strict=True),
-             *((a, d) for a, d in keyword_only if d is not None)]
+    pairs = [
+        *zip(defaulted, arguments.defaults, strict=True),
+        *((a, d) for a, d in keyword_only if d is not None),
+    ]
     falsy: set[str] = set()
     for argument, default in pairs:
         if isinstance(default, ast.Constant) and not default.value:

@@ -174,8 +174,6 @@ def _numbered(name: str, taken: set[str]) -> str:
     return f"{name}_{number}"
 
 
-
-
 def _target(fqn: str, node: Node | None, known_modules: Collection[str]) -> Target | None:
     if "<" in fqn:  # <locals>, <lambda>, comprehensions: not reachable from a module
         return None
@@ -191,6 +189,7 @@ def _target(fqn: str, node: Node | None, known_modules: Collection[str]) -> Targ
 
 def _base_names(targets: Sequence[Target]) -> dict[str, str]:
     """A test-name stem per target: its last name, qualified further only where names clash."""
+
     def stem(target: Target, depth: int) -> str:
         parts = [*target.module.split("."), *target.qualname][-depth:]
         return "_".join(part.strip("_") or "x" for part in parts)
@@ -230,8 +229,9 @@ def _carve_one(
         return None
     placed_arguments = placed(shape, arguments) if shape is not None else None
     if placed_arguments is not None:
-        call_expression = direct_call(function, target, candidate.call, placed_arguments, emitter,
-                                      is_constructed)
+        call_expression = direct_call(
+            function, target, candidate.call, placed_arguments, emitter, is_constructed
+        )
     else:
         imports.add("import inspect")
         listed = ", ".join([function, *(f"{k}={v}" for k, v in arguments.items())])
@@ -251,8 +251,9 @@ def _member_reference(target: Target, namespace: Namespace, imports: set[str]) -
     return ".".join([top, *owner[1:], attribute_name(owner, target.code_name)]) if owner else top
 
 
-def _rebuilt_arguments(call: RecordedCall, builder: Builder, emitter: Emitter,
-                       is_constructed: bool) -> dict[str, str] | None:
+def _rebuilt_arguments(
+    call: RecordedCall, builder: Builder, emitter: Emitter, is_constructed: bool
+) -> dict[str, str] | None:
     """Argument name -> an expression rebuilding its recorded value; None when one cannot be
     rebuilt. The instance a constructor call makes is not rebuilt: it is named by itself."""
     arguments: dict[str, str] = {}
@@ -269,8 +270,13 @@ def _rebuilt_arguments(call: RecordedCall, builder: Builder, emitter: Emitter,
     return arguments
 
 
-def _expectation(outcome: tuple[str, str], call_expression: str, exception: str | None, emitter: Emitter,
-                 constructed_class: str | None) -> list[str] | None:
+def _expectation(
+    outcome: tuple[str, str],
+    call_expression: str,
+    exception: str | None,
+    emitter: Emitter,
+    constructed_class: str | None,
+) -> list[str] | None:
     """The lines that call the member and assert ``outcome``, the result in a local that avoids
     every name bound; for a constructor call (``constructed_class``), that it made an object."""
     # Once to import what the assertions name, then with a local that avoids those names.
@@ -286,8 +292,9 @@ def _expectation(outcome: tuple[str, str], call_expression: str, exception: str 
     return expectation
 
 
-def _carved_test(name: str, candidate: Candidate, target: Target, body: list[str],
-                 imports: set[str]) -> CarvedTest:
+def _carved_test(
+    name: str, candidate: Candidate, target: Target, body: list[str], imports: set[str]
+) -> CarvedTest:
     """The test function ``name`` running ``body``, with a comment naming where its call was recorded."""
     source = " ".join(candidate.test.test_id.split())
     lines = [
@@ -353,8 +360,9 @@ def carve_tests(
         # Only buildable calls compete for the slots; a scratch namespace keeps the real one
         # free of names that no kept test uses.
         scratch = Builder(Namespace(), known_modules, targets, definitions)
-        buildable = [c for c in candidates[target.fqn]
-                     if _carve_one(c, target, scratch, "t", shape) is not None]
+        buildable = [
+            c for c in candidates[target.fqn] if _carve_one(c, target, scratch, "t", shape) is not None
+        ]
         for candidate in select(buildable, max_per_member):
             behaviour = _behaviour(candidate.outcome, target)
             name = _numbered(f"test_carved_{stems[target.fqn]}_{behaviour}", names)
@@ -412,8 +420,10 @@ def _import_statements(tests: Sequence[CarvedTest], helper: bool) -> list[str]:
 
     Raises ``ValueError`` when two of them bind one name to two different things.
     """
-    statements = sorted({s for t in tests for s in (*t.imports, *(("import inspect",) if helper else ()))},
-                        key=_import_sort_key)
+    statements = sorted(
+        {s for t in tests for s in (*t.imports, *(("import inspect",) if helper else ()))},
+        key=_import_sort_key,
+    )
     bindings: dict[str, str] = {}
     for statement in statements:
         for name, meaning in _import_bindings(statement).items():
@@ -447,8 +457,11 @@ def carved_module(tests: Sequence[CarvedTest]) -> str:
         raise ValueError(f"carved tests share names: {', '.join(duplicated)}")
     helper = any(_needs_helper(t.code) for t in tests)
     import_block = _import_block(_import_statements(tests, helper))
-    parts = [_MODULE_DOCSTRING + "\n" + import_block, *((_HELPER_SOURCE,) if helper else ()),
-             *(t.code for t in tests)]
+    parts = [
+        _MODULE_DOCSTRING + "\n" + import_block,
+        *((_HELPER_SOURCE,) if helper else ()),
+        *(t.code for t in tests),
+    ]
     source = "\n\n\n".join(part.rstrip("\n") for part in parts) + "\n"
     ast.parse(source)  # a carving bug must fail here, not in the sandbox
     return source

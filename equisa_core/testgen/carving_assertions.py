@@ -22,8 +22,12 @@ MAX_ITEMWISE = 6
 
 def _is_nan(node: ast.expr) -> bool:
     return (
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "float"
-        and bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value == "nan"
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "float"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "nan"
     )
 
 
@@ -42,12 +46,16 @@ def assertable(node: ast.expr) -> bool:
 def itemwise(node: ast.expr) -> TypeGuard[ast.List | ast.Tuple]:
     """Whether ``node`` is a list or tuple asserted item by item: it holds an object, and at most
     ``MAX_ITEMWISE`` items."""
-    return (isinstance(node, ast.List | ast.Tuple) and len(node.elts) <= MAX_ITEMWISE
-            and any(object_build(part) is not None for part in walk_build(node)))
+    return (
+        isinstance(node, ast.List | ast.Tuple)
+        and len(node.elts) <= MAX_ITEMWISE
+        and any(object_build(part) is not None for part in walk_build(node))
+    )
 
 
-def expectation_lines(outcome: tuple[str, str], call_expression: str, result: str,
-                      exception: str | None, emitter: Emitter) -> list[str] | None:
+def expectation_lines(
+    outcome: tuple[str, str], call_expression: str, result: str, exception: str | None, emitter: Emitter
+) -> list[str] | None:
     """The lines that call the member and assert ``outcome``; None when a class cannot be named."""
     kind, value = outcome
     if kind == "exception":

@@ -23,19 +23,52 @@ Placed = tuple[str | None, list[str], list[str]]
 
 #: Special methods as the code that calls them is written: ``a + b``, not ``a.__add__(b)``.
 _BINARY_OPERATORS = {
-    "__add__": "+", "__sub__": "-", "__mul__": "*", "__truediv__": "/", "__floordiv__": "//",
-    "__mod__": "%", "__pow__": "**", "__matmul__": "@", "__and__": "&", "__or__": "|", "__xor__": "^",
-    "__lshift__": "<<", "__rshift__": ">>", "__eq__": "==", "__ne__": "!=", "__lt__": "<",
-    "__le__": "<=", "__gt__": ">", "__ge__": ">=",
+    "__add__": "+",
+    "__sub__": "-",
+    "__mul__": "*",
+    "__truediv__": "/",
+    "__floordiv__": "//",
+    "__mod__": "%",
+    "__pow__": "**",
+    "__matmul__": "@",
+    "__and__": "&",
+    "__or__": "|",
+    "__xor__": "^",
+    "__lshift__": "<<",
+    "__rshift__": ">>",
+    "__eq__": "==",
+    "__ne__": "!=",
+    "__lt__": "<",
+    "__le__": "<=",
+    "__gt__": ">",
+    "__ge__": ">=",
 }
 _UNARY_OPERATORS = {"__neg__": "-", "__pos__": "+", "__invert__": "~"}
-_BUILTIN_CALLS = {"__len__": "len", "__str__": "str", "__repr__": "repr", "__bool__": "bool",
-                  "__hash__": "hash", "__abs__": "abs", "__int__": "int", "__float__": "float"}
+_BUILTIN_CALLS = {
+    "__len__": "len",
+    "__str__": "str",
+    "__repr__": "repr",
+    "__bool__": "bool",
+    "__hash__": "hash",
+    "__abs__": "abs",
+    "__int__": "int",
+    "__float__": "float",
+}
 
 
 #: Expressions that need no parentheses as an operand.
-_OPERANDS = (ast.Name, ast.Constant, ast.Call, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Dict,
-             ast.Set, ast.UnaryOp)
+_OPERANDS = (
+    ast.Name,
+    ast.Constant,
+    ast.Call,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Tuple,
+    ast.List,
+    ast.Dict,
+    ast.Set,
+    ast.UnaryOp,
+)
 
 
 def placed(shape: CallShape, arguments: dict[str, str]) -> Placed | None:
@@ -111,8 +144,12 @@ def _parsed_expression(text: str) -> ast.expr | None:
         return None
 
 
-def _operator_form(name: str, receiver: str, positional: Sequence[str], keywords: Sequence[str],
-                   ) -> str | None:
+def _operator_form(
+    name: str,
+    receiver: str,
+    positional: Sequence[str],
+    keywords: Sequence[str],
+) -> str | None:
     """How a special method's call is written (``obj + other``, ``len(obj)``, ``obj[key]``,
     ``key in obj``); None for another method, or arguments that do not fit the form."""
     if keywords:
@@ -142,8 +179,14 @@ def constructed(call: RecordedCall, target: Target, shape: CallShape | None) -> 
     """Whether a recorded ``__init__`` call is written as the class's constructor call (``Rate(20)``):
     a method called directly, on an instance of exactly its class with nothing set yet."""
     first = next(iter(call.args.values()), None)
-    if not (shape is not None and shape.binding == "method" and target.code_name == "__init__"
-            and first is not None and not first.state and _owner_instance(call, target)):
+    if not (
+        shape is not None
+        and shape.binding == "method"
+        and target.code_name == "__init__"
+        and first is not None
+        and not first.state
+        and _owner_instance(call, target)
+    ):
         return False
     if first.build is None:
         return True
@@ -152,8 +195,14 @@ def constructed(call: RecordedCall, target: Target, shape: CallShape | None) -> 
     return built is not None and not built.attributes and not built.slots
 
 
-def direct_call(function: str, target: Target, call: RecordedCall, arguments: Placed, emitter: Emitter,
-                is_constructed: bool) -> str:
+def direct_call(
+    function: str,
+    target: Target,
+    call: RecordedCall,
+    arguments: Placed,
+    emitter: Emitter,
+    is_constructed: bool,
+) -> str:
     """The expression that calls the member ``function`` names with its ``arguments`` placed: the
     class's constructor call, the method on its receiver (a local when the receiver is not a name)
     or through its class (a subclass's instance), or the function itself."""
@@ -173,4 +222,5 @@ def direct_call(function: str, target: Target, call: RecordedCall, arguments: Pl
         receiver = local
     owner = target.qualname[:-1]
     return _operator_form(target.code_name, receiver, positional, keywords) or (
-        f"{receiver}.{attribute_name(owner, target.code_name)}({listed})")
+        f"{receiver}.{attribute_name(owner, target.code_name)}({listed})"
+    )

@@ -138,8 +138,9 @@ def _number(node: ast.expr) -> bool:
 def _shows_order(literal: str) -> bool:
     """Whether a result's literal is compared in an order (a text, list or tuple: not a number, a
     set or a dict, whose equality ignores the order)."""
-    return not isinstance(ast.literal_eval(literal), bool | int | float | complex | set | frozenset | dict
-                          | type(None))
+    return not isinstance(
+        ast.literal_eval(literal), bool | int | float | complex | set | frozenset | dict | type(None)
+    )
 
 
 def _distance(a: Candidate, b: Candidate) -> int:

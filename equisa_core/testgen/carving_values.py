@@ -54,8 +54,13 @@ def parsed_build(build: str | None) -> ast.expr | None:
 class Builder:
     """Turns recorded values into code for one carving, sharing its namespace."""
 
-    def __init__(self, namespace: Namespace, known_modules: Collection[str], targets: Sequence[Target],
-                 definitions: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        namespace: Namespace,
+        known_modules: Collection[str],
+        targets: Sequence[Target],
+        definitions: Mapping[str, str] | None = None,
+    ):
         self.namespace = namespace
         self.known_modules = known_modules
         # Classes of the targets' own modules are imported by name, like the targets.
@@ -122,8 +127,9 @@ class Builder:
             return self.type_expression(match.group(1), emitter.imports)
         return None
 
-    def _from_state(self, value: EncodedValue, state: Mapping[str, str], emitter: Emitter,
-                    hint: str) -> str | None:
+    def _from_state(
+        self, value: EncodedValue, state: Mapping[str, str], emitter: Emitter, hint: str
+    ) -> str | None:
         """A local holding the object of an older record, rebuilt from its literal ``state``."""
         items = []
         for attribute, text in state.items():

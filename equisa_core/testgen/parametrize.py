@@ -94,8 +94,11 @@ def _case(node: ast.FunctionDef, source_lines: list[str]) -> _Case | None:
     body = ast.Module(body=[ast.parse(ast.unparse(s)).body[0] for s in node.body], type_ignores=[])
     taker = _TakeLiterals()
     shaped = taker.visit(body)
-    comments = [line.strip() for line in source_lines[node.lineno - 1:(node.end_lineno or node.lineno)]
-                if line.strip().startswith("#")]
+    comments = [
+        line.strip()
+        for line in source_lines[node.lineno - 1 : (node.end_lineno or node.lineno)]
+        if line.strip().startswith("#")
+    ]
     return _Case(node, taker.literals, ast.unparse(shaped), comments)
 
 
@@ -109,8 +112,12 @@ def _role(shape: ast.Module, index: int) -> str:
     for node in ast.walk(shape):
         if isinstance(node, ast.Compare) and named(node.comparators):
             return "expected"
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "approx"
-                and named(node.args)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "approx"
+            and named(node.args)
+        ):
             return "expected"
     return "arg"
 
@@ -179,8 +186,11 @@ def _groups(tree: ast.Module, lines: list[str]) -> dict[tuple[str, str], list[_C
 def _replacements(tree: ast.Module, groups: dict[tuple[str, str], list[_Case]]) -> dict[int, str | None]:
     """First line of a test -> the fold that replaces it, or None: the test is dropped (folded)."""
     replaced: dict[int, str | None] = {}
-    folding = [(m, c) for (m, _), c in groups.items()
-               if len(c) >= MIN_CASES and len({len(x.literals) for x in c}) == 1]
+    folding = [
+        (m, c)
+        for (m, _), c in groups.items()
+        if len(c) >= MIN_CASES and len({len(x.literals) for x in c}) == 1
+    ]
     folded_tests = {c.node.name for _, cases in folding for c in cases}
     taken = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in folded_tests}
     for member, cases in folding:
@@ -243,4 +253,4 @@ def _with_pytest_import(text: str) -> str:
     first = tree.body[0] if tree.body else None
     at = first.end_lineno if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) else 0
     lines = text.splitlines()
-    return "\n".join([*lines[:at or 0], "import pytest", *lines[at or 0:]]) + "\n"
+    return "\n".join([*lines[: at or 0], "import pytest", *lines[at or 0 :]]) + "\n"

@@ -15,15 +15,23 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Binding", "CallShape", "Constructor", "ParameterKind", "call_shape", "constructor_of",
-           "init_parameters"]
+__all__ = [
+    "Binding",
+    "CallShape",
+    "Constructor",
+    "ParameterKind",
+    "call_shape",
+    "constructor_of",
+    "init_parameters",
+]
 
 ParameterKind = Literal["positional_only", "positional", "var_positional", "keyword_only", "var_keyword"]
 Binding = Literal["function", "method", "classmethod", "staticmethod"]
 
 #: Decorators that turn a function into something a call does not reach (an attribute access).
-_ATTRIBUTE_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter",
-                                   "abstractproperty"})
+_ATTRIBUTE_DECORATORS = frozenset(
+    {"property", "cached_property", "setter", "getter", "deleter", "abstractproperty"}
+)
 
 
 class CallShape(BaseModel):
@@ -65,23 +73,42 @@ def call_shape(definition: str, in_class: bool) -> CallShape | None:
         parameters.append((arguments.kwarg.arg, "var_keyword"))
     binding: Binding = "function"
     if in_class:
-        binding = "staticmethod" if "staticmethod" in names else (
-            "classmethod" if "classmethod" in names else "method")
-        if binding != "staticmethod" and (not parameters or parameters[0][1] not in (
-                "positional_only", "positional")):
+        binding = (
+            "staticmethod"
+            if "staticmethod" in names
+            else ("classmethod" if "classmethod" in names else "method")
+        )
+        if binding != "staticmethod" and (
+            not parameters or parameters[0][1] not in ("positional_only", "positional")
+        ):
             return None  # the receiver comes first, positionally
     return CallShape(binding=binding, parameters=tuple(parameters))
 
 
 #: Calls an ``__init__`` may wrap a parameter in before storing it: conversions that give the same
 #: value again when given what they made (so ``Cls(stored values)`` rebuilds the same state).
-_IDEMPOTENT_CONVERSIONS = frozenset({"Decimal", "str", "int", "float", "bool", "tuple", "frozenset", "list",
-                                     "dict", "set", "Path", "Fraction"})
+_IDEMPOTENT_CONVERSIONS = frozenset(
+    {
+        "Decimal",
+        "str",
+        "int",
+        "float",
+        "bool",
+        "tuple",
+        "frozenset",
+        "list",
+        "dict",
+        "set",
+        "Path",
+        "Fraction",
+    }
+)
 
 
 #: ``@dataclass(...)`` options under which the generated ``__init__`` takes every field.
-_DATACLASS_OPTIONS = frozenset({"init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args",
-                                "kw_only", "slots"})
+_DATACLASS_OPTIONS = frozenset(
+    {"init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "slots"}
+)
 
 
 def _class_named(tree: ast.Module, qualname: str) -> ast.ClassDef | None:
@@ -100,8 +127,11 @@ def _stores(statement: ast.stmt, self_name: str) -> tuple[str, str] | None:
     if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
         return None
     target, value = statement.targets[0], statement.value
-    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-            and target.value.id == self_name):
+    if not (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == self_name
+    ):
         return None
     if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
         callee = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
@@ -116,8 +146,11 @@ def _checks_only(statement: ast.stmt) -> bool:
         return True
     if isinstance(statement, ast.Assert):
         return True
-    return isinstance(statement, ast.If) and not statement.orelse and all(
-        isinstance(s, ast.Raise) for s in statement.body)
+    return (
+        isinstance(statement, ast.If)
+        and not statement.orelse
+        and all(isinstance(s, ast.Raise) for s in statement.body)
+    )
 
 
 def _normalizes(statement: ast.stmt, self_name: str) -> bool:
@@ -127,8 +160,11 @@ def _normalizes(statement: ast.stmt, self_name: str) -> bool:
         call = statement.value
         if ast.unparse(call.func) == "object.__setattr__" and len(call.args) == 3:
             field, value = call.args[1], call.args[2]
-            return (isinstance(field, ast.Constant) and isinstance(field.value, str)
-                    and _call_on(value, f"{self_name}.{field.value}"))
+            return (
+                isinstance(field, ast.Constant)
+                and isinstance(field.value, str)
+                and _call_on(value, f"{self_name}.{field.value}")
+            )
     if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
         return _call_on(statement.value, ast.unparse(statement.targets[0]))
     return False
@@ -191,8 +227,11 @@ def _stores_constant(statement: ast.stmt, self_name: str) -> tuple[str, str] | N
     if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
         return None
     target = statement.targets[0]
-    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-            and target.value.id == self_name):
+    if not (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == self_name
+    ):
         return None
     try:
         ast.literal_eval(statement.value)
@@ -212,22 +251,38 @@ def constructor_of(module_text: str, qualname: str) -> Constructor | None:
     except (SyntaxError, ValueError):
         return None
     cls = _class_named(tree, qualname)
-    if cls is None or cls.bases or cls.keywords:
-        return None
-    if any(isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "__slots__" for t in s.targets)
-           for s in cls.body):
+    if cls is None or cls.bases or cls.keywords or _has_slots(cls):
         return None
     decorators = {_decorator_name(d) for d in cls.decorator_list}
     if decorators - {"dataclass"}:
         return None
     if decorators:
-        options = {k.arg: ast.unparse(k.value) for d in cls.decorator_list if isinstance(d, ast.Call)
-                   for k in d.keywords}
-        refused = options.get("init") == "False" or options.get("slots") == "True"
-        if refused or set(options) - _DATACLASS_OPTIONS:
-            return None
-        fields = _dataclass_fields(cls, "keyword_only" if options.get("kw_only") == "True" else "positional")
-        return None if fields is None else Constructor(parameters=fields)
+        return _dataclass_constructor(cls)
+    return _init_constructor(cls)
+
+
+def _has_slots(cls: ast.ClassDef) -> bool:
+    """Whether the class body assigns ``__slots__``."""
+    return any(
+        isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "__slots__" for t in s.targets)
+        for s in cls.body
+    )
+
+
+def _dataclass_constructor(cls: ast.ClassDef) -> Constructor | None:
+    """A ``@dataclass`` class's constructor: its fields, when the generated ``__init__`` takes them all."""
+    options = {
+        k.arg: ast.unparse(k.value) for d in cls.decorator_list if isinstance(d, ast.Call) for k in d.keywords
+    }
+    refused = options.get("init") == "False" or options.get("slots") == "True"
+    if refused or set(options) - _DATACLASS_OPTIONS:
+        return None
+    fields = _dataclass_fields(cls, "keyword_only" if options.get("kw_only") == "True" else "positional")
+    return None if fields is None else Constructor(parameters=fields)
+
+
+def _init_constructor(cls: ast.ClassDef) -> Constructor | None:
+    """The constructor of a class with a hand-written ``__init__`` (see ``constructor_of``)."""
     init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
     if init is None or any(isinstance(s, ast.FunctionDef) and s.name == "__new__" for s in cls.body):
         return None
@@ -237,31 +292,55 @@ def constructor_of(module_text: str, qualname: str) -> Constructor | None:
     self_name, *parameters = shape.parameters
     if any(kind in ("positional_only", "var_positional", "var_keyword") for _, kind in parameters):
         return None
+    read = _init_body(init, self_name[0])
+    if read is None:
+        return None
+    stored, constants, left_out = read
+    if set(stored) != {name for name, _ in parameters} - left_out or set(stored) & left_out:
+        return None
+    return Constructor(parameters=_kept_parameters(parameters, left_out), constants=tuple(constants.items()))
+
+
+def _init_body(
+    init: ast.FunctionDef, self_name: str
+) -> tuple[dict[str, str], dict[str, str], set[str]] | None:
+    """What ``__init__``'s body does: (attribute -> parameter stored in it, attribute -> literal stored
+    in it, parameters it may leave out), or None when it does anything else."""
     stored: dict[str, str] = {}
     constants: dict[str, str] = {}
     left_out: set[str] = set()  # ``if flag: ...``, the flag's default falsy: the call leaves it out
     falsy = _falsy_defaults(init)
     for statement in init.body:
-        pair = _stores(statement, self_name[0])
-        constant = _stores_constant(statement, self_name[0])
+        pair = _stores(statement, self_name)
+        constant = _stores_constant(statement, self_name)
         if pair is not None and pair[0] == pair[1] and pair[0] not in {*stored, *constants}:
             stored[pair[0]] = pair[1]
         elif constant is not None and constant[0] not in stored and constant[0] not in constants:
             constants[constant[0]] = constant[1]
-        elif (isinstance(statement, ast.If) and isinstance(statement.test, ast.Name)
-              and statement.test.id in falsy and not statement.orelse):
+        elif (
+            isinstance(statement, ast.If)
+            and isinstance(statement.test, ast.Name)
+            and statement.test.id in falsy
+            and not statement.orelse
+        ):
             left_out.add(statement.test.id)
-        elif not (_checks_only(statement) or _normalizes(statement, self_name[0])):
+        elif not (_checks_only(statement) or _normalizes(statement, self_name)):
             return None
-    if set(stored) != {name for name, _ in parameters} - left_out or set(stored) & left_out:
-        return None
+    return stored, constants, left_out
+
+
+def _kept_parameters(
+    parameters: list[tuple[str, ParameterKind]], left_out: set[str]
+) -> tuple[tuple[str, ParameterKind], ...]:
+    """The parameters a call passes: those not left out; after one left out, the others by name."""
     kept: list[tuple[str, ParameterKind]] = []
-    for name, kind in parameters:  # after a parameter left out, the others are passed by name
+    by_name = False
+    for name, kind in parameters:
         if name in left_out:
-            left_out.add("")
+            by_name = True
         else:
-            kept.append((name, "keyword_only" if "" in left_out else kind))
-    return Constructor(parameters=tuple(kept), constants=tuple(constants.items()))
+            kept.append((name, "keyword_only" if by_name else kind))
+    return tuple(kept)
 
 
 def _falsy_defaults(function: ast.FunctionDef) -> set[str]:
@@ -269,8 +348,10 @@ def _falsy_defaults(function: ast.FunctionDef) -> set[str]:
     arguments = function.args
     defaulted = arguments.args[len(arguments.args) - len(arguments.defaults) :]
     keyword_only = zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
-    pairs = [*zip(defaulted, arguments.defaults, strict=True),
-             *((a, d) for a, d in keyword_only if d is not None)]
+    pairs = [
+        *zip(defaulted, arguments.defaults, strict=True),
+        *((a, d) for a, d in keyword_only if d is not None),
+    ]
     falsy: set[str] = set()
     for argument, default in pairs:
         if isinstance(default, ast.Constant) and not default.value:

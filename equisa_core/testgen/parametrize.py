@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import TypeGuard
 
 __all__ = ["MIN_CASES", "parametrize_module"]
 
@@ -64,7 +65,7 @@ def _common_name(member: str, names: list[str]) -> str:
     return shared if len(shared) > len(member) else member
 
 
-def _is_literal(node: ast.AST) -> bool:
+def _is_literal(node: ast.AST) -> TypeGuard[ast.expr]:
     if not isinstance(node, ast.expr) or isinstance(node, ast.Name):
         return False
     try:
@@ -82,7 +83,7 @@ class _TakeLiterals(ast.NodeTransformer):
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         if _is_literal(node) and not (isinstance(node, ast.Constant) and node.value is None):
-            self.literals.append(node)  # type: ignore[arg-type]
+            self.literals.append(node)
             return ast.Name(id=f"__literal_{len(self.literals) - 1}", ctx=ast.Load())
         return super().generic_visit(node)
 
@@ -93,8 +94,11 @@ def _case(node: ast.FunctionDef, source_lines: list[str]) -> _Case | None:
     body = ast.Module(body=[ast.parse(ast.unparse(s)).body[0] for s in node.body], type_ignores=[])
     taker = _TakeLiterals()
     shaped = taker.visit(body)
-    comments = [line.strip() for line in source_lines[node.lineno - 1:(node.end_lineno or node.lineno)]
-                if line.strip().startswith("#")]
+    comments = [
+        line.strip()
+        for line in source_lines[node.lineno - 1 : (node.end_lineno or node.lineno)]
+        if line.strip().startswith("#")
+    ]
     return _Case(node, taker.literals, ast.unparse(shaped), comments)
 
 
@@ -108,10 +112,46 @@ def _role(shape: ast.Module, index: int) -> str:
     for node in ast.walk(shape):
         if isinstance(node, ast.Compare) and named(node.comparators):
             return "expected"
-        callee = node.func if isinstance(node, ast.Call) else None
-        if isinstance(callee, ast.Attribute) and callee.attr == "approx" and named(node.args):  # type: ignore[attr-defined]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "approx"
+            and named(node.args)
+        ):
             return "expected"
     return "arg"
+
+
+def _parameter_names(roles: list[str]) -> list[str]:
+    """The parameters' names, one per role: ``expected`` alone when one literal is, else numbered."""
+    names: list[str] = []
+    for role in roles:
+        base = "expected" if role == "expected" and roles.count("expected") == 1 else f"{role}_"
+        taken = sum(1 for n in names if n.startswith(base))
+        names.append(base if base == "expected" else f"{base}{taken + 1}")
+    return names
+
+
+def _filled(shape: ast.Module, rename: dict[str, str], fixed: dict[str, ast.expr]) -> ast.AST:
+    """``shape`` with its placeholders renamed to parameters (``rename``) or given back (``fixed``)."""
+
+    class _Fill(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id in rename:
+                return ast.Name(id=rename[node.id], ctx=ast.Load())
+            return fixed.get(node.id, node)
+
+    filled: ast.AST = _Fill().visit(shape)
+    return filled
+
+
+def _parametrize_header(names: list[str], texts: list[list[str]], varying: list[int]) -> str:
+    """The ``@pytest.mark.parametrize(...)`` line: the parameters' names and one row per case."""
+    if len(names) == 1:
+        rows = ", ".join(t[varying[0]] for t in texts)
+        return f"@pytest.mark.parametrize({names[0]!r}, [{rows}])"
+    rows = ", ".join("(" + ", ".join(t[i] for i in varying) + ")" for t in texts)
+    return f"@pytest.mark.parametrize(({', '.join(repr(n) for n in names)}), [{rows}])"
 
 
 def _folded(name: str, cases: list[_Case]) -> str | None:
@@ -122,50 +162,35 @@ def _folded(name: str, cases: list[_Case]) -> str | None:
     if not varying or len(varying) > MAX_PARAMETERS:
         return None
     shape = ast.parse(cases[0].shape)
-    roles = [_role(shape, i) for i in varying]
-    names: list[str] = []
-    for role in roles:
-        base = "expected" if role == "expected" and roles.count("expected") == 1 else f"{role}_"
-        taken = sum(1 for n in names if n.startswith(base))
-        names.append(base if base == "expected" else f"{base}{taken + 1}")
+    names = _parameter_names([_role(shape, i) for i in varying])
     rename = {f"__literal_{i}": n for i, n in zip(varying, names, strict=True)}
     fixed = {f"__literal_{i}": cases[0].literals[i] for i in range(count) if i not in varying}
-
-    class _Fill(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> ast.AST:
-            if node.id in rename:
-                return ast.Name(id=rename[node.id], ctx=ast.Load())
-            return fixed.get(node.id, node)
-
-    body = _Fill().visit(shape)
-    if len(names) == 1:
-        rows = ", ".join(t[varying[0]] for t in texts)
-        header = f"@pytest.mark.parametrize({names[0]!r}, [{rows}])"
-    else:
-        rows = ", ".join("(" + ", ".join(t[i] for i in varying) + ")" for t in texts)
-        header = f"@pytest.mark.parametrize(({', '.join(repr(n) for n in names)}), [{rows}])"
+    body = _filled(shape, rename, fixed)
+    header = _parametrize_header(names, texts, varying)
     lines = "".join(f"    {line}\n" for line in ast.unparse(body).splitlines())
     comments = "".join(f"{c}\n" for c in cases[0].comments[:1])
     return f"{comments}{header}\ndef {name}({', '.join(names)}):\n{lines}"
 
 
-def parametrize_module(text: str) -> str:
-    """``text`` with each run of same-behaviour, same-shape tests folded into one parametrized test
-    (see the module docstring); ``text`` itself when nothing folds or it does not parse."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return text
-    lines = text.splitlines()
+def _groups(tree: ast.Module, lines: list[str]) -> dict[tuple[str, str], list[_Case]]:
+    """The module's tests with literals, grouped by (kind and member, shape of the body)."""
     groups: dict[tuple[str, str], list[_Case]] = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
             case = _case(node, lines)
             if case is not None and case.literals:
                 groups.setdefault((_member_part(node.name), case.shape), []).append(case)
-    replaced: dict[int, str | None] = {}  # first line of a test -> its fold, or None: dropped
-    folding = [(m, c) for (m, _), c in groups.items()
-               if len(c) >= MIN_CASES and len({len(x.literals) for x in c}) == 1]
+    return groups
+
+
+def _replacements(tree: ast.Module, groups: dict[tuple[str, str], list[_Case]]) -> dict[int, str | None]:
+    """First line of a test -> the fold that replaces it, or None: the test is dropped (folded)."""
+    replaced: dict[int, str | None] = {}
+    folding = [
+        (m, c)
+        for (m, _), c in groups.items()
+        if len(c) >= MIN_CASES and len({len(x.literals) for x in c}) == 1
+    ]
     folded_tests = {c.node.name for _, cases in folding for c in cases}
     taken = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in folded_tests}
     for member, cases in folding:
@@ -180,8 +205,11 @@ def parametrize_module(text: str) -> str:
         first, *rest = sorted(cases, key=lambda c: c.node.lineno)
         replaced[first.node.lineno] = folded
         replaced.update({c.node.lineno: None for c in rest})
-    if not replaced:
-        return text
+    return replaced
+
+
+def _rewritten(tree: ast.Module, lines: list[str], replaced: dict[int, str | None]) -> str:
+    """The module's lines with each replaced test swapped for its fold (or dropped)."""
     out: list[str] = []
     skip_until = 0
     spans = {n.lineno: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -199,7 +227,21 @@ def parametrize_module(text: str) -> str:
                 out.append(fold.rstrip("\n"))
             continue
         out.append(line)
-    result = "\n".join(out) + "\n"
+    return "\n".join(out) + "\n"
+
+
+def parametrize_module(text: str) -> str:
+    """``text`` with each run of same-behaviour, same-shape tests folded into one parametrized test
+    (see the module docstring); ``text`` itself when nothing folds or it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    lines = text.splitlines()
+    replaced = _replacements(tree, _groups(tree, lines))
+    if not replaced:
+        return text
+    result = _rewritten(tree, lines, replaced)
     if "import pytest" not in result.split("\ndef ", 1)[0]:
         result = _with_pytest_import(result)
     return result
@@ -211,4 +253,4 @@ def _with_pytest_import(text: str) -> str:
     first = tree.body[0] if tree.body else None
     at = first.end_lineno if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) else 0
     lines = text.splitlines()
-    return "\n".join([*lines[:at or 0], "import pytest", *lines[at or 0:]]) + "\n"
+    return "\n".join([*lines[: at or 0], "import pytest", *lines[at or 0 :]]) + "\n"

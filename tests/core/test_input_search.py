@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from equisa_core.testgen.annotation_strategies import strategy_for
 from equisa_core.testgen.carving import CarvedTest
 from equisa_core.testgen.input_search import (
     KeptInput,
@@ -23,21 +24,16 @@ from equisa_core.testgen.input_search import (
     SearchRecord,
     SequenceRecord,
     Step,
-    annotated_members,
     bug_like,
     crosshair_driver_tests,
-    is_drawable_text,
-    is_object_text,
-    is_value_text,
     read_crosshair_records,
     read_search_records,
     read_sequence_records,
     search_driver_module,
-    searched_classes,
-    searched_functions,
-    sequence_tests,
-    strategy_for,
 )
+from equisa_core.testgen.search_sequence_tests import sequence_tests
+from equisa_core.testgen.searched_members import annotated_members, searched_classes, searched_functions
+from equisa_core.testgen.value_texts import is_drawable_text, is_object_text, is_value_text
 from tests.conftest import FIXTURES
 
 #: The intervals fixture's module, and three functions the search leaves out or calls as it can.

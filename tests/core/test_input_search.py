@@ -465,3 +465,19 @@ def test_crosshair_finds_inputs_for_annotated_functions_in_a_child_process(tmp_p
     assert record.qualname == "merge" and record.error is None
     inputs = [ast.literal_eval(args[0]) for args in record.inputs]
     assert [] in inputs and any(len(v) >= 2 for v in inputs), inputs  # both sides of `if not intervals`
+
+
+def test_the_driver_is_the_shipped_search_driver_filled_in_and_stands_alone():
+    """``search_driver.py`` with the searched file, ``MAX_PROPERTIES`` and the rebuild helpers written
+    in: one module that imports nothing of EQUISA's (the sandbox has none); the helpers alone put at
+    the top of a module still compile."""
+    from equisa_core.testgen.input_search import MAX_PROPERTIES, REBUILD_HELPERS
+
+    driver = search_driver_module("pkg/intervals.py", "pkg.intervals", [], 10, 5.0)
+    compile(driver, "test_drive.py", "exec")
+    assert "equisa_core" not in driver
+    assert "_TARGET = os.path.abspath('pkg/intervals.py')\n" in driver
+    assert f"_MAX_PROPERTIES = {MAX_PROPERTIES}\n" in driver
+    assert driver.count("def __equisa_object__(") == 1 and driver.count("from __future__ import") == 1
+    assert driver.endswith("\n\nimport pkg.intervals as _target\n")
+    compile(REBUILD_HELPERS.lstrip() + "\n\nimport pytest\n", "test_drive.py", "exec")

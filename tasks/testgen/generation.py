@@ -44,19 +44,17 @@ from equisa_core.testgen.input_search import (
     CrosshairRecord,
     SearchRecord,
     SequenceRecord,
-    annotated_members,
     bug_like,
     crosshair_driver_tests,
-    is_drawable_text,
     read_crosshair_records,
     read_search_records,
     read_sequence_records,
     search_driver_module,
-    searched_classes,
-    searched_functions,
-    sequence_tests,
 )
 from equisa_core.testgen.mutation_plan import module_name
+from equisa_core.testgen.search_sequence_tests import sequence_tests
+from equisa_core.testgen.searched_members import annotated_members, searched_classes, searched_functions
+from equisa_core.testgen.value_texts import is_drawable_text
 from tasks.sandbox.contract import RunRequest
 from tasks.testgen.analysis import search_request, tidy_test_module
 

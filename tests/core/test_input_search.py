@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from equisa_core.testgen.annotation_strategies import strategy_for
 from equisa_core.testgen.carving import CarvedTest
 from equisa_core.testgen.input_search import (
     KeptInput,
@@ -23,21 +24,16 @@ from equisa_core.testgen.input_search import (
     SearchRecord,
     SequenceRecord,
     Step,
-    annotated_members,
     bug_like,
     crosshair_driver_tests,
-    is_drawable_text,
-    is_object_text,
-    is_value_text,
     read_crosshair_records,
     read_search_records,
     read_sequence_records,
     search_driver_module,
-    searched_classes,
-    searched_functions,
-    sequence_tests,
-    strategy_for,
 )
+from equisa_core.testgen.search_sequence_tests import sequence_tests
+from equisa_core.testgen.searched_members import annotated_members, searched_classes, searched_functions
+from equisa_core.testgen.value_texts import is_drawable_text, is_object_text, is_value_text
 from tests.conftest import FIXTURES
 
 #: The intervals fixture's module, and three functions the search leaves out or calls as it can.
@@ -469,3 +465,19 @@ def test_crosshair_finds_inputs_for_annotated_functions_in_a_child_process(tmp_p
     assert record.qualname == "merge" and record.error is None
     inputs = [ast.literal_eval(args[0]) for args in record.inputs]
     assert [] in inputs and any(len(v) >= 2 for v in inputs), inputs  # both sides of `if not intervals`
+
+
+def test_the_driver_is_the_shipped_search_driver_filled_in_and_stands_alone():
+    """``search_driver.py`` with the searched file, ``MAX_PROPERTIES`` and the rebuild helpers written
+    in: one module that imports nothing of EQUISA's (the sandbox has none); the helpers alone put at
+    the top of a module still compile."""
+    from equisa_core.testgen.input_search import MAX_PROPERTIES, REBUILD_HELPERS
+
+    driver = search_driver_module("pkg/intervals.py", "pkg.intervals", [], 10, 5.0)
+    compile(driver, "test_drive.py", "exec")
+    assert "equisa_core" not in driver
+    assert "_TARGET = os.path.abspath('pkg/intervals.py')\n" in driver
+    assert f"_MAX_PROPERTIES = {MAX_PROPERTIES}\n" in driver
+    assert driver.count("def __equisa_object__(") == 1 and driver.count("from __future__ import") == 1
+    assert driver.endswith("\n\nimport pkg.intervals as _target\n")
+    compile(REBUILD_HELPERS.lstrip() + "\n\nimport pytest\n", "test_drive.py", "exec")

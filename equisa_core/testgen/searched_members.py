@@ -1,0 +1,318 @@
+"""Which functions and classes of a module the input search can call, with a Hypothesis strategy
+(``annotation_strategies.strategy_for``) per parameter it passes, seeded with the argument tuples
+recorded from the suite and the docstrings' ``>>>`` examples, and the module's strings."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
+
+from equisa_core.testgen.annotation_strategies import strategy_for
+from equisa_core.testgen.input_search import OPERATOR_SYNTAX, SearchedClass, SearchedFunction
+from equisa_core.testgen.value_strategies import (
+    MAX_SEEN,
+    from_values,
+    int_strategy,
+    strings_in,
+    text_strategy,
+)
+from equisa_core.testgen.value_texts import is_object_text, literal_value, literals
+
+__all__ = ["annotated_members", "searched_classes", "searched_functions"]
+
+#: Argument tuples seen per qualname (``f``, ``Class.method``), each argument a literal's text.
+Seen = Mapping[str, Sequence[Sequence[str]]]
+
+
+def _module_strings(tree: ast.Module, seen: Seen) -> list[str]:
+    """Strings worth drawing anywhere in the module: those every recorded call and docstring example
+    passed (a format string seen by one function is a good input for its neighbours), then the
+    module's own short string constants."""
+    rows = [
+        *(row for rows in seen.values() for row in rows),
+        *(row for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for row in _doctest_rows(f)),
+    ]
+    passed = strings_in([literal_value(text)[1] for row in rows for text in row])
+    constants = [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) <= 20
+    ]
+    return list(dict.fromkeys(passed[:MAX_SEEN] + constants[:MAX_SEEN]))
+
+
+def _doctest_examples(docstring: str) -> list[str]:
+    """The code of a docstring's examples: each ``>>>`` line with its ``...`` continuations."""
+    examples: list[str] = []
+    for line in docstring.splitlines():
+        text = line.strip()
+        if text.startswith(">>> "):
+            examples.append(text[4:])
+        elif text.startswith("... ") and examples:
+            examples[-1] += "\n" + text[4:]
+    return examples
+
+
+def _doctest_rows(function: ast.FunctionDef) -> list[tuple[str, ...]]:
+    """The literal argument tuples of the calls of ``function`` in its docstring's examples (``>>>``
+    lines, with their ``...`` continuations)."""
+    rows = []
+    for example in _doctest_examples(ast.get_docstring(function) or ""):
+        for at in (i for i in range(len(example)) if example.startswith(function.name + "(", i)):
+            texts = _call_arguments(example, at)
+            if texts is not None and literals(texts):
+                rows.append(texts)
+    return rows
+
+
+def _call_arguments(example: str, at: int) -> tuple[str, ...] | None:
+    """The positional arguments' texts of the call starting at ``at`` in ``example`` (its text: the
+    shortest span from its name that parses), or None when it is no call of positional ones."""
+    for close in (i for i in range(at, len(example)) if example[i] == ")"):
+        try:
+            call = ast.parse(example[at : close + 1], mode="eval").body
+        except SyntaxError:
+            continue
+        if isinstance(call, ast.Call) and not call.keywords:
+            return tuple(ast.unparse(a) for a in call.args)
+        return None
+    return None
+
+
+def _parameters(
+    function: ast.FunctionDef,
+    skip_first: bool,
+    rows: Sequence[Sequence[str]],
+    numbers: Sequence[Decimal],
+    strings: Sequence[str],
+) -> tuple[list[str], bool] | None:
+    """A strategy per positional parameter the search passes (``self``/``cls`` skipped when
+    ``skip_first``; ``*args``, ``**kwargs`` and defaulted parameters without one are left out), and
+    whether every one came from an annotation; None when a required parameter has none, or a
+    keyword-only parameter has no default. ``rows``: argument tuples seen, as literal texts."""
+    args = function.args
+    if args.posonlyargs or any(d is None for d in args.kw_defaults):
+        return None
+    positional = list(args.args)[1 if skip_first else 0 :]
+    strategies = _positional_strategies(positional, args.defaults, rows, numbers, strings)
+    if strategies is None:
+        return None
+    typed = all(parameter.annotation is not None for parameter in positional[: len(strategies)])
+    return strategies, typed and bool(strategies)
+
+
+def _positional_strategies(
+    positional: Sequence[ast.arg],
+    defaults: Sequence[ast.expr],
+    rows: Sequence[Sequence[str]],
+    numbers: Sequence[Decimal],
+    strings: Sequence[str],
+) -> list[str] | None:
+    """A strategy per parameter of ``positional`` (the last ones given ``defaults``) up to the first
+    defaulted one that gets none; None when a required one gets none."""
+    required = len(positional) - len(defaults)
+    rows = [r for r in rows if len(r) == len(positional)]
+    strategies: list[str] = []
+    for index, parameter in enumerate(positional):
+        texts = [r[index] for r in rows]
+        default = defaults[index - required] if index >= required else None
+        strategy = _parameter_strategy(parameter, default, texts, numbers, strings)
+        if strategy is None:
+            return strategies if index >= required else None  # the next keep their defaults too
+        strategies.append(strategy)
+    return strategies
+
+
+def _parameter_strategy(
+    parameter: ast.arg,
+    default: ast.expr | None,
+    texts: Sequence[str],
+    numbers: Sequence[Decimal],
+    strings: Sequence[str],
+) -> str | None:
+    """One parameter's strategy: from its annotation or the values seen (``texts``), the objects seen
+    drawn too; unannotated and with nothing else to go by, from its default."""
+    values = [value for ok, value in map(literal_value, texts) if ok]
+    strategy = _with_objects(
+        strategy_for(parameter.annotation, values, numbers, strings), texts, bool(values)
+    )
+    if strategy is None and parameter.annotation is None:
+        return _from_default(default, numbers, strings)
+    return strategy
+
+
+def _with_objects(strategy: str | None, texts: Sequence[str], values_seen: bool) -> str | None:
+    """``strategy`` drawing the objects the suite passed too (as ``texts``, their builds), each draw a
+    fresh copy (a call may change it); them alone when no value was seen."""
+    built = list(dict.fromkeys(t for t in texts if is_object_text(t)))[:MAX_SEEN]
+    if not built:
+        return strategy
+    drawn = f"st.sampled_from({built!r}).map(_rebuild)"
+    return f"st.one_of({drawn}, {strategy})" if strategy and values_seen else drawn
+
+
+def _from_default(default: ast.expr | None, numbers: Sequence[Decimal], strings: Sequence[str]) -> str | None:
+    """The strategy of a default's kind; without a default, numbers and short strings."""
+    if default is None:  # nothing to go by
+        return f"st.one_of({int_strategy(numbers)}, {text_strategy(strings)})"
+    ok, value = literal_value(ast.unparse(default))
+    return from_values([value], numbers, strings) if ok else None
+
+
+def searched_functions(
+    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal]
+) -> list[SearchedFunction]:
+    """The module-level public functions of ``source`` named in ``qualnames`` that the search can call
+    (``_parameters``). ``seen``: qualname -> argument tuples recorded from the suite (literal texts,
+    positional)."""
+    wanted = set(qualnames)
+    tree = ast.parse(source)
+    strings = _module_strings(tree, seen)
+    found = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name not in wanted or node.name.startswith("_"):
+            continue
+        rows = [*_doctest_rows(node), *(tuple(r) for r in seen.get(node.name, ()))]
+        made = _parameters(node, False, rows, numbers, strings)
+        if made is None:
+            continue
+        strategies, typed = made
+        width = len(strategies)
+        seeds = tuple(r[:width] for r in rows if len(r) >= width and literals(r[:width]))
+        found.append(
+            SearchedFunction(node.name, tuple(strategies), typed, tuple(dict.fromkeys(seeds))[:MAX_SEEN])
+        )
+    return found
+
+
+def _class_methods(classes: Mapping[str, ast.ClassDef], name: str) -> dict[str, tuple[str, ast.FunctionDef]]:
+    """Method name -> (the class defining it, its definition): the plain methods of class ``name``,
+    its bases' in this module included (its own win)."""
+    node = classes[name]
+    methods: dict[str, tuple[str, ast.FunctionDef]] = {}
+    for base in node.bases:
+        if isinstance(base, ast.Name) and base.id in classes and base.id != name:
+            methods.update(_class_methods(classes, base.id))
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and not item.decorator_list:
+            methods[item.name] = (name, item)
+    return methods
+
+
+def _seen_for(seen: Seen, name: str, owner: str, method: str) -> list[Sequence[str]]:
+    """The argument tuples recorded for ``method`` on class ``name`` or on the class defining it."""
+    return [*seen.get(f"{name}.{method}", ()), *(seen.get(f"{owner}.{method}", ()) if owner != name else ())]
+
+
+def _annotated(function: ast.FunctionDef, skip_first: bool) -> bool:
+    """Whether ``function`` has parameters (``self``/``cls`` aside when ``skip_first``), all annotated."""
+    args = function.args
+    parameters = [*args.posonlyargs, *args.args][1 if skip_first else 0 :] + args.kwonlyargs
+    return bool(parameters) and all(a.annotation is not None for a in parameters)
+
+
+def annotated_members(source: str) -> frozenset[str]:
+    """The qualnames (``f``, ``Cls.method``: inherited methods under each subclass too) of the
+    module-level functions and plain methods whose parameters, ``self``/``cls`` aside, are all
+    annotated (at least one): where an input "the types allow" has a meaning (``bug_like``)."""
+    tree = ast.parse(source)
+    found = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _annotated(n, False)}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    for name in classes:
+        methods = _class_methods(classes, name).items()
+        found |= {f"{name}.{m}" for m, (_, node) in methods if _annotated(node, True)}
+    return frozenset(found)
+
+
+def searched_classes(
+    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal]
+) -> list[SearchedClass]:
+    """The module-level classes of ``source`` with a method in ``qualnames`` that the search can build
+    (a public class: its ``__init__``'s parameters, or none; a private one, or one whose ``__init__``
+    gets no strategies: a public function returning it, ``_factories``) and drive: each public plain
+    method and each special method of ``OPERATOR_SYNTAX`` whose parameters get strategies
+    (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out)."""
+    wanted = set(qualnames)
+    tree = ast.parse(source)
+    strings = _module_strings(tree, seen)
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    factories = _factories(tree, set(classes))
+    found = []
+    for name in classes:
+        if not any(q.startswith(name + ".") for q in wanted):
+            continue
+        methods = _class_methods(classes, name)
+        built = _construction(name, methods, factories.get(name, []), seen, numbers, strings)
+        if built is None:
+            continue
+        (init, typed), factory = built
+        calls = _method_calls(name, methods, seen, numbers, strings)
+        if calls:
+            found.append(SearchedClass(name, tuple(init), tuple(calls), typed, factory))
+    return found
+
+
+def _construction(
+    name: str,
+    methods: Mapping[str, tuple[str, ast.FunctionDef]],
+    factories: Sequence[ast.FunctionDef],
+    seen: Seen,
+    numbers: Sequence[Decimal],
+    strings: Sequence[str],
+) -> tuple[tuple[list[str], bool], str | None] | None:
+    """How the search makes objects of class ``name``: (its ``__init__``'s strategies and whether they
+    came from annotations, None) for a public class, else (a factory's, its name); None when neither
+    can be called."""
+    if not name.startswith("_"):
+        owner, init = methods.get("__init__", (name, None))
+        recorded = _seen_for(seen, name, owner, "__init__")
+        made = _parameters(init, True, recorded, numbers, strings) if init else ([], True)
+        if made is not None:
+            return made, None
+    for function in factories:
+        rows = [*_doctest_rows(function), *(tuple(r) for r in seen.get(function.name, ()))]
+        made = _parameters(function, False, rows, numbers, strings)
+        if made is not None:
+            return made, function.name
+    return None
+
+
+def _method_calls(
+    name: str,
+    methods: Mapping[str, tuple[str, ast.FunctionDef]],
+    seen: Seen,
+    numbers: Sequence[Decimal],
+    strings: Sequence[str],
+) -> list[tuple[str, tuple[str, ...]]]:
+    """The methods a sequence on class ``name`` calls, each with a strategy per parameter: the public
+    plain ones and the special ones of ``OPERATOR_SYNTAX`` whose parameters get strategies."""
+    calls = []
+    for method_name, (owner, method) in methods.items():
+        if method_name.startswith("_") and method_name not in OPERATOR_SYNTAX:
+            continue
+        recorded = _seen_for(seen, name, owner, method_name)
+        parameters = _parameters(method, True, recorded, numbers, strings)
+        if parameters is not None:
+            calls.append((method_name, tuple(parameters[0])))
+    return calls
+
+
+def _factories(tree: ast.Module, classes: set[str]) -> dict[str, list[ast.FunctionDef]]:
+    """Class name -> the module's public functions with a ``return Class(...)``: how a private class's
+    objects are made (``complement(wrapped)`` returns a ``_ComplementSet``)."""
+    found: dict[str, list[ast.FunctionDef]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+            continue
+        made = {
+            n.value.func.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.Return)
+            and isinstance(n.value, ast.Call)
+            and isinstance(n.value.func, ast.Name)
+            and n.value.func.id in classes
+        }
+        for name in sorted(made):
+            found.setdefault(name, []).append(node)
+    return found

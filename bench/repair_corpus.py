@@ -81,7 +81,7 @@ DEFAULT_OUT = REPO / "bench" / "results" / "repair_corpus.json"
 KEPT_ASIDE_FILES = 1 / 3
 #: Wall-clock limit of one ``equisa repair`` call.
 REPAIR_TIMEOUT_S = 1800.0
-#: Exit codes of ``equisa repair`` that are verdicts rather than errors (README, "Exit codes").
+#: Exit codes of ``equisa repair`` that are verdicts rather than errors (docs/exit-codes.md).
 VERDICT_EXITS = {0: "fixed", 21: "plausible_only", 22: "not_fixed"}
 VERDICTS = ("correct", "overfitting", "plausible_only", "not_fixed", "error")
 VERDICT_LABELS = {

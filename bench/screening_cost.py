@@ -29,7 +29,7 @@ beta fitted on the other projects, and the pooled figures are reported beside th
     uv run python bench/screening_cost.py --from-realbugs ~/.cache/equisa-bench/realbugs \
         [--results DIR] [--out FILE] [--max-median-ratio R]
 
-Writes bench/results/screening_cost.json (``--out``) and prints the table the README quotes.
+Writes bench/results/screening_cost.json (``--out``) and prints the table docs/commands/localize.md quotes.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ project is also answered with the threshold fitted on the other projects (leave-
     uv run python bench/screening_stop.py --from-realbugs ~/.cache/equisa-bench/realbugs \
         [--results DIR] [--out FILE]
 
-Writes bench/results/screening_stop.json (``--out``) and prints the table the README quotes.
+Writes bench/results/screening_stop.json (``--out``) and prints the table docs/commands/localize.md quotes.
 """
 
 from __future__ import annotations

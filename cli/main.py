@@ -1,7 +1,8 @@
 """The ``equisa`` command line: parses arguments, calls flows and tasks, prints results.
 
 Exit codes: ``main`` turns the error that ends a command into its code (``exit_code_for``); the
-codes and their meanings are those of ``equisa_core.errors`` (README.md's table is generated from it).
+codes and their meanings are those of ``equisa_core.errors`` (docs/exit-codes.md's table is generated
+from it).
 Options come from the option models (``cli/options.py``), what is printed from
 ``equisa_core/report/console.py``; running a flow, printing and writing JSON are ``cli/flow_runs.py``'s.
 """

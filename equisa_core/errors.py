@@ -4,7 +4,7 @@ Every error a user can cause or meet carries a one-line message and a distinct p
 the CLI prints ``equisa: <message>`` and exits with ``exit_code`` (``exit_code_for``, the one place
 that maps errors to codes), never a traceback. Third-party errors are translated into these at the
 boundary where they occur. Each class that introduces a code says what it means to the user
-(``meaning``); README.md's table of exit codes is ``exit_code_table()``, and a test keeps them equal.
+(``meaning``); docs/exit-codes.md's table of exit codes is ``exit_code_table()``, and a test keeps them equal.
 
     EquisaError (1)                    an error with no code of its own
     ├── InputError (3)                 bad input from the user
@@ -174,7 +174,7 @@ BUDGET_SPENT = "time budget"
 #: ``equisa batch`` ran every repository, but the run of at least one of them failed.
 EXIT_BATCH_FAILURES = 51
 
-#: The codes that are outcomes, not errors, and what each means to the user (README's wording).
+#: The codes that are outcomes, not errors, and what each means to the user (docs/exit-codes.md's wording).
 OUTCOMES: dict[int, str] = {
     EXIT_OK: "success",
     EXIT_USAGE: "malformed command line",
@@ -221,7 +221,7 @@ class EquisaError(Exception):
     """Base of every error EQUISA raises on purpose.
 
     A class that sets its own ``exit_code`` also sets ``meaning``: what the code tells the user, as
-    README.md's table of exit codes shows it. Subclasses that keep their parent's code keep its
+    docs/exit-codes.md's table of exit codes shows it. Subclasses that keep their parent's code keep its
     meaning.
     """
 
@@ -680,7 +680,7 @@ def exit_code_meanings() -> dict[int, str]:
 
 
 def exit_code_table() -> str:
-    """README.md's table of exit codes, as Markdown (``python -m equisa_core.errors`` prints it)."""
+    """docs/exit-codes.md's table of exit codes, as Markdown (``python -m equisa_core.errors`` prints it)."""
     rows = [f"| {code} | {meaning} |" for code, meaning in exit_code_meanings().items()]
     return "\n".join(["| code | meaning |", "|---|---|", *rows]) + "\n"
 

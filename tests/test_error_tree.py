@@ -1,6 +1,6 @@
 """One error tree (issue 18): every error EQUISA raises to a user lives in ``equisa_core.errors``
-with its exit code, no two unrelated errors share a code, and README.md's table of exit codes is
-the tree's (``python -m equisa_core.errors`` prints it)."""
+with its exit code, no two unrelated errors share a code, and the table of exit codes in
+docs/exit-codes.md is the tree's (``python -m equisa_core.errors`` prints it)."""
 
 from __future__ import annotations
 
@@ -72,10 +72,10 @@ def exception_classes_of(package: str) -> set[str]:
     return found
 
 
-def readme_table() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def documented_table() -> str:
+    text = (ROOT / "docs" / "exit-codes.md").read_text(encoding="utf-8")
     found = re.search(r"^\| code \| meaning \|\n(?:^\|.*\|\n)+", text, re.M)
-    assert found, "README.md has a table of exit codes"
+    assert found, "docs/exit-codes.md has a table of exit codes"
     return found.group(0)
 
 
@@ -100,8 +100,8 @@ def test_the_errors_defined_elsewhere_before_are_re_exported_from_the_tree():
             assert getattr(module, name) is getattr(errors, name)
 
 
-def test_the_readme_table_is_the_trees():
-    assert readme_table() == exit_code_table(), "regenerate it: python -m equisa_core.errors"
+def test_the_documented_table_is_the_trees():
+    assert documented_table() == exit_code_table(), "regenerate it: python -m equisa_core.errors"
 
 
 def test_each_code_belongs_to_one_class_and_its_subclasses():

@@ -1,6 +1,6 @@
 """``equisa deploy``: make the work pool if it is missing, then ``prefect deploy --all`` EQUISA's deployments.
 
-It is a convenience over the two documented Prefect commands (README, "Deployments"); the work is
+It is a convenience over the two documented Prefect commands (docs/deployments.md); the work is
 in ``cli/deployment_setup.py``.
 """
 

@@ -67,7 +67,7 @@ _V1 = (
 #: that stopped a failed run. Rows written before are left NULL there (what those runs exited with
 #: was not kept).
 _V2 = (
-    "ALTER TABLE runs ADD COLUMN exit_code INTEGER",  # 0, or the outcome's or error's code (README)
+    "ALTER TABLE runs ADD COLUMN exit_code INTEGER",  # 0, or the outcome's or error's code (docs/exit-codes)
     "ALTER TABLE runs ADD COLUMN error_type VARCHAR",  # the error's class, for a failed run
     "ALTER TABLE runs ADD COLUMN error VARCHAR",  # the message the user saw
 )

@@ -20,7 +20,7 @@ from equisa_core.errors import ConfigurationError
 from tests.conftest import FIXTURES
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONFIGURATION_DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
 def _repository(folder: Path, table: str) -> Path:
@@ -136,9 +136,12 @@ def test_an_unknown_key_or_a_bad_value_is_bad_input(tmp_path: Path, no_equisa_va
     assert raised.value.exit_code == 3
 
 
-def test_the_readmes_example_table_is_valid(tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch) -> None:
-    example = re.search(r"```toml\n# PATH/pyproject.toml\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert example, "README.md's Options section shows a [tool.equisa] table"
+def test_the_documented_example_table_is_valid(
+    tmp_path: Path, no_equisa_variables: pytest.MonkeyPatch
+) -> None:
+    documented = CONFIGURATION_DOCS.read_text(encoding="utf-8")
+    example = re.search(r"```toml\n# PATH/pyproject.toml\n(.*?)```", documented, re.S)
+    assert example, "docs/configuration.md's Options section shows a [tool.equisa] table"
     (tmp_path / "pyproject.toml").write_text(example.group(1))
     args = _options(["repair", str(tmp_path)])
     assert (args.test_timeout, args.shard_timeout, args.max_generated_tests) == (60, 900, 10)

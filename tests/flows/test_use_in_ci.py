@@ -1,6 +1,6 @@
-"""The README's "Use in CI" walkthrough, followed as a new user would, against local fixtures.
+"""The "Use in CI" walkthrough (docs/use-in-ci.md), followed as a new user would, against local fixtures.
 
-The workflow is read from the README (the block after the ``use-in-ci-workflow`` marker) and its job
+The workflow is read from docs/use-in-ci.md (the block after the ``use-in-ci-workflow`` marker) and its job
 run step by step as the GitHub runner runs it: ``run`` steps with ``bash --noprofile --norc -eo
 pipefail`` in the checkout, ``if: failure()`` honoured, ``$GITHUB_OUTPUT``, ``$GITHUB_PATH`` and
 ``$GITHUB_STEP_SUMMARY`` files between steps, and ``uses: OWNER/equisa@REF`` as this repository's
@@ -32,7 +32,7 @@ from tests.forge_server import Answer, ScriptedForge
 from tests.tasks.test_git_push import git
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+USE_IN_CI = ROOT / "docs" / "use-in-ci.md"
 ACTION = ROOT / "action.yml"
 MARKER = "<!-- use-in-ci-workflow:"
 PULLS = "/api/v3/repos/acme/invoicing/pulls"
@@ -41,12 +41,12 @@ PR_URL = "https://github.com/acme/invoicing/pull/12"
 pytestmark = pytest.mark.integration
 
 
-def readme_workflow() -> dict[str, Any]:
-    """The workflow of the README's walkthrough (the YAML block after its marker)."""
-    text = README.read_text()
+def documented_workflow() -> dict[str, Any]:
+    """The workflow of the walkthrough in docs/use-in-ci.md (the YAML block after its marker)."""
+    text = USE_IN_CI.read_text()
     after = text[text.index(MARKER):]
     block = re.search(r"```yaml\n(.*?)\n\s*```", after, re.S)
-    assert block, "the walkthrough's workflow block is missing from the README"
+    assert block, "the walkthrough's workflow block is missing from docs/use-in-ci.md"
     return yaml.safe_load(textwrap.dedent(block.group(1)))
 
 
@@ -164,10 +164,10 @@ def user_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         subprocess.run([EQUISA, "server", "stop"], env=env, capture_output=True, timeout=120)
 
 
-def test_the_readme_walkthrough_from_adding_the_action_to_the_pull_request_comment(
+def test_the_documented_walkthrough_from_adding_the_action_to_the_pull_request_comment(
         tmp_path: Path, user_env: dict[str, str], forge_api: ScriptedForge) -> None:
-    # 1. The step is added: the README's workflow, with EQUISA's action after the tests.
-    workflow = readme_workflow()
+    # 1. The step is added: the documented workflow, with EQUISA's action after the tests.
+    workflow = documented_workflow()
     assert workflow["permissions"] == {"contents": "write", "pull-requests": "write"}
     project, bare = invoicing_with_origin(tmp_path)
     head = git(project, "rev-parse", "HEAD")

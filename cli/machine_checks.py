@@ -85,13 +85,13 @@ class DoctorReport(BaseModel):
     repository: str
     checks: list[Check]
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy does not know pydantic's decorator on a property
     @property
     def missing(self) -> list[str]:
         """The needed parts that are missing (empty: a run has what it needs)."""
         return [check.name for check in self.checks if check.status == "missing"]
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy does not know pydantic's decorator on a property
     @property
     def ok(self) -> bool:
         """Whether every needed part is present."""

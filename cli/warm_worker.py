@@ -285,31 +285,11 @@ def serve(path: Path, idle_s: float) -> _Request | None:
     """Import the CLI and the flows, listen on ``path`` and fork a child per command until idle
     for ``idle_s`` seconds (or SIGTERM). Returns None in the worker when it ends, and the request
     in each child (whose stack then unwinds out of the loop, to run the command)."""
-    import importlib
     import select
-    import threading
 
-    from cli.flow_runs import set_prefect_defaults
-
-    set_prefect_defaults(verbose=False)  # as cli.main.main does before its imports
-    for module in PRELOAD:
-        importlib.import_module(module)
-    from cli.main import build_parser
-
-    build_parser()  # imports every sub-command's module
-    if threading.active_count() > 1:
-        raise SystemExit(f"warm worker: the imports started threads ({threading.enumerate()}); "
-                         "forking would be unsafe")
+    _preload()
     worker = os.getpid()
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    staging = path.with_name(f"{path.name}.{worker}")
-    listener.bind(str(staging))
-    os.chmod(staging, 0o600)
-    listener.listen(16)
-    os.replace(staging, path)  # listening before it has its name: a client that finds it is served
-    mine = path.stat().st_ino
-    (path.with_suffix(".json")).write_text(json.dumps({"pid": worker, "started_at": time.time(),
-                                                       "python": sys.executable, "idle_s": idle_s}))
+    listener, mine = _listen(path, worker, idle_s)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)
@@ -322,7 +302,7 @@ def serve(path: Path, idle_s: float) -> _Request | None:
     listening = True
     try:
         while listening or children:
-            if listening and (stopping or (not children and time.monotonic() >= last_used + idle_s)):
+            if listening and (stopping or _idle(children, last_used, idle_s)):
                 listening = False  # no new command; those under way still get their codes sent
                 _stop_listening(listener, path, mine)
                 continue
@@ -347,6 +327,44 @@ def serve(path: Path, idle_s: float) -> _Request | None:
         if os.getpid() == worker and listening:
             _stop_listening(listener, path, mine)
     return None
+
+
+def _preload() -> None:
+    """Import the CLI, the flows and every sub-command's module, as a command would; refuse to go on
+    when the imports started threads (a fork would copy them half-way)."""
+    import importlib
+    import threading
+
+    from cli.flow_runs import set_prefect_defaults
+
+    set_prefect_defaults(verbose=False)  # as cli.main.main does before its imports
+    for module in PRELOAD:
+        importlib.import_module(module)
+    from cli.main import build_parser
+
+    build_parser()  # imports every sub-command's module
+    if threading.active_count() > 1:
+        raise SystemExit(f"warm worker: the imports started threads ({threading.enumerate()}); "
+                         "forking would be unsafe")
+
+
+def _listen(path: Path, worker: int, idle_s: float) -> tuple[socket.socket, int]:
+    """A socket listening at ``path`` (and its record beside it), with the inode that marks it ours."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    staging = path.with_name(f"{path.name}.{worker}")
+    listener.bind(str(staging))
+    os.chmod(staging, 0o600)
+    listener.listen(16)
+    os.replace(staging, path)  # listening before it has its name: a client that finds it is served
+    mine = path.stat().st_ino
+    (path.with_suffix(".json")).write_text(json.dumps({"pid": worker, "started_at": time.time(),
+                                                       "python": sys.executable, "idle_s": idle_s}))
+    return listener, mine
+
+
+def _idle(children: dict[int, socket.socket], last_used: float, idle_s: float) -> bool:
+    """Whether the worker has served no command for ``idle_s`` seconds and has none under way."""
+    return not children and time.monotonic() >= last_used + idle_s
 
 
 def _stop_listening(listener: socket.socket, path: Path, inode: int) -> None:

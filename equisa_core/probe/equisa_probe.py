@@ -2486,7 +2486,7 @@ class _MutantRunner:
         self._tear_down(item, watchdog)  # so the next test sets up from scratch
         if hasattr(item, "_request"):
             # Items with fixtures (Function, DoctestItem) have funcargs; pytest.Item does not declare it.
-            item._request, item.funcargs = False, None  # type: ignore[attr-defined]
+            item._request, item.funcargs = False, None  # type: ignore[attr-defined]  # pytest.Item does not declare them
         self.excinfo.pop(item.nodeid, None)
         from _pytest._code import ExceptionInfo
 

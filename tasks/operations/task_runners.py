@@ -101,8 +101,7 @@ def build_task_runner(choice: RunnerChoice) -> TaskRunner:
 class FanOutTaskRunner(ThreadPoolTaskRunner):
     """A flow's task runner that becomes, for each flow run, the runner ``runner_choice`` selects."""
 
-    # Prefect types duplicate() as returning the same class; this runner becomes another one on purpose.
-    def duplicate(self) -> TaskRunner:  # type: ignore[override]
+    def duplicate(self) -> TaskRunner:  # type: ignore[override]  # becomes another runner on purpose
         """Prefect calls this once per flow run; the environment decides what it gets."""
         return build_task_runner(runner_choice())
 

@@ -174,9 +174,9 @@ def _admitted_pythons(declared: DeclaredEnvironment) -> list[tuple[str, str]]:
     """The interpreters here to build on, best first (``declared.python_preference``); raises
     ``EnvironmentBuildError`` when ``requires-python`` admits none."""
     pythons = dict(machine_pythons())
-    own = tuple(sys.version_info[:3])
-    pythons.setdefault(own, sys.executable)  # type: ignore[arg-type]
-    chosen = python_preference(sorted(pythons), declared, own)  # type: ignore[arg-type]
+    own = (sys.version_info.major, sys.version_info.minor, sys.version_info.micro)
+    pythons.setdefault(own, sys.executable)
+    chosen = python_preference(sorted(pythons), declared, own)
     if not chosen:
         shown = ", ".join(".".join(map(str, v)) for v in sorted(pythons)) or "none"
         raise EnvironmentBuildError(f"no interpreter here satisfies requires-python "

@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from prefect import task
 from prefect.context import TaskRunContext
@@ -308,7 +308,7 @@ class _MutantRun:
 
 def _result(mutant_round: _Round) -> MutantResult:
     return MutantResult(
-        status=mutant_round.status,  # type: ignore[arg-type]  (the probe writes only valid statuses)
+        status=cast(MutantStatus, mutant_round.status),  # the probe writes only valid statuses
         outcomes=mutant_round.outcomes,
         reason=mutant_round.reason,
         failures=mutant_round.failures,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -11,6 +12,9 @@ from equisa_core.common.sandbox_policy import SandboxIsolation
 from equisa_core.errors import RepositoryNotFoundError
 from tasks.run.interpreter import PROVISION, Interpreter, resolve_interpreter
 from tasks.run.workspace import Workspace, WorkspaceError, snapshot
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
 
 __all__ = ["check_repository", "preflight", "snapshot_workspace", "check_interpreter"]
 
@@ -45,10 +49,10 @@ def preflight(path: Path, artifacts: str | None, since: str | None, sandbox: str
     return isolation
 
 
-def _workspace_fault(task: object, task_run: object, state: object) -> bool:
+def _workspace_fault(task: object, task_run: object, state: State[Any]) -> bool:
     """Retry only faults of the machine (disk, git), never bad input (path, URL, ref)."""
     try:
-        state.result(raise_on_failure=True)  # type: ignore[attr-defined]
+        state.result(raise_on_failure=True)
     except WorkspaceError:
         return True
     except Exception:

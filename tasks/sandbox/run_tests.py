@@ -68,8 +68,11 @@ def sandbox_isolation(backend: str, weak_allowed: bool = False) -> SandboxIsolat
     if backend == "docker":
         return SandboxIsolation(backend="docker", level=IsolationLevel.DOCKER, weak_allowed=weak_allowed,
                                 reason="a container: no network, read-only root, non-root user")
+    from tasks.sandbox.local_backend import LocalSandbox
+
     sandbox = make_sandbox(backend)
-    return sandbox.isolation(weak_allowed or backend == "none")  # type: ignore[attr-defined]
+    assert isinstance(sandbox, LocalSandbox)  # 'local' and 'none' are local sandboxes
+    return sandbox.isolation(weak_allowed or backend == "none")
 
 
 def backend_key(backend: str, docker_image: str | None) -> str:

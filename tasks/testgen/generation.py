@@ -265,6 +265,18 @@ def _searched(
     driver += crosshair_driver_tests(module, asked, plan.crosshair_seconds)
     drivers += [f"{path}::test_crosshair_{f.qualname}" for f in asked]
     records, sequences, crosshair = recorder.search({path: driver}, drivers)
+    sequenced = _sequenced(sequences, len(classes), module, round_number, annotated, did)
+    calls = _kept_calls(records, crosshair, len(functions), len(asked) if plan.crosshair else None, did)
+    if not records and not sequences:
+        did.append("the search wrote no record (coverage.py or Hypothesis unavailable?)")
+    if not calls:
+        return sequenced
+    return _driven(recorder, calls, module, round_number, nodes, sources, annotated, did) + sequenced
+
+
+def _sequenced(sequences: list[SequenceRecord], classes: int, module: str, round_number: int,
+               annotated: frozenset[str], did: list[str]) -> list[CarvedTest]:
+    """Tests from the searched method sequences of ``classes`` classes; notes what was searched."""
     sequenced: list[CarvedTest] = []
     for sequence in sequences:
         made, possible = sequence_tests(sequence, module, round_number, annotated)
@@ -272,10 +284,17 @@ def _searched(
         did += possible
     if classes:
         did.append(
-            f"searched method sequences of {len(classes)} classes "
+            f"searched method sequences of {classes} classes "
             f"({sum(r.examples for r in sequences)} sequences, {len(sequenced)} kept as tests)"
             + "".join(f"; the search failed for {r.qualname}: {r.error}" for r in sequences if r.error)
         )
+    return sequenced
+
+
+def _kept_calls(records: list[SearchRecord], crosshair: list[CrosshairRecord], functions: int,
+                asked: int | None, did: list[str]) -> list[tuple[str, str]]:
+    """``(qualname, call)`` of the kept inputs of the search and CrossHair (``asked`` functions, None
+    when it was not asked), bug-like ones noted in ``did`` instead; notes what was searched."""
     calls: list[tuple[str, str]] = []
     for record in records:
         for kept in record.kept:
@@ -286,23 +305,26 @@ def _searched(
                 calls.append((record.qualname, call))
     for found in crosshair:
         calls += [(found.qualname, f"{found.qualname}({', '.join(args)})") for args in found.inputs]
-    if plan.crosshair:
+    if asked is not None:
         did.append(
-            f"asked CrossHair for inputs of {len(asked)} annotated functions "
+            f"asked CrossHair for inputs of {asked} annotated functions "
             f"({sum(len(r.inputs) for r in crosshair)} inputs)"
             + "".join(f"; CrossHair failed for {r.qualname}: {r.error}" for r in crosshair if r.error)
         )
     failed = [f"{r.qualname}: {r.error}" for r in records if r.error]
     if functions:
         did.append(
-            f"searched inputs of {len(functions)} functions with Hypothesis under branch coverage "
+            f"searched inputs of {functions} functions with Hypothesis under branch coverage "
             f"({sum(r.examples for r in records)} inputs, {len(calls)} kept for new branches)"
             + (f"; the search failed for {'; '.join(failed)}" if failed else "")
         )
-    if not records and not sequences:
-        did.append("the search wrote no record (coverage.py or Hypothesis unavailable?)")
-    if not calls:
-        return sequenced
+    return calls
+
+
+def _driven(recorder: Recorder, calls: list[tuple[str, str]], module: str, round_number: int,
+            nodes: dict[str, Node], sources: dict[str, str], annotated: frozenset[str],
+            did: list[str]) -> list[CarvedTest]:
+    """The kept ``calls`` run by a driver with their calls recorded, and the recordings carved."""
     driving = [
         ScratchCall(test=f"test_drive_search_{i}", qualname=q, call=c) for i, (q, c) in enumerate(calls)
     ]
@@ -320,7 +342,7 @@ def _searched(
         {f"{module}.{q}" for q in annotated},
     )
     did += possible
-    return searched + sequenced
+    return searched
 
 
 def _scratch(

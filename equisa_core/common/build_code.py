@@ -184,10 +184,13 @@ class _Writer:
                 arguments.append(expression if kind == "positional" else f"{parameter}={expression}")
             return f"{cls}({', '.join(arguments)})"
         name = self.emitter.variable(_identifier(hint))
-        items = [f"{attribute!r}: {self.write(child, f'{name}_{attribute}')}"
-                 for attribute, child in found.attributes.items()]
-        slots = [(attribute, self.write(child, f"{name}_{attribute}"))
-                 for attribute, child in found.slots.items()]
+        items = [
+            f"{attribute!r}: {self.write(child, f'{name}_{attribute}')}"
+            for attribute, child in found.attributes.items()
+        ]
+        slots = [
+            (attribute, self.write(child, f"{name}_{attribute}")) for attribute, child in found.slots.items()
+        ]
         self.emitter.statement(f"{name} = {cls}.__new__({cls})")
         if items:
             self.emitter.statement(f"{name}.__dict__.update({{{', '.join(items)}}})")

@@ -124,8 +124,11 @@ _CALLS: dict[str, _Spec] = {
     "set": _Spec((), 0, set),
     "frozenset": _Spec((_Parameter("items", "set"),), 0, frozenset),
     OBJECT_MARKER: _Spec(
-        (_Parameter("type", "type"), _Parameter("attributes", "attributes"),
-         _Parameter("slots", "attributes")),
+        (
+            _Parameter("type", "type"),
+            _Parameter("attributes", "attributes"),
+            _Parameter("slots", "attributes"),
+        ),
         2,
         lambda *args: args,
     ),
@@ -163,8 +166,10 @@ def is_literal(node: ast.expr) -> bool:
         left, right = node.left, node.right
         real = left.operand if isinstance(left, ast.UnaryOp) and isinstance(left.op, ast.USub) else left
         return (
-            isinstance(real, ast.Constant) and type(real.value) in (int, float)
-            and isinstance(right, ast.Constant) and type(right.value) is complex
+            isinstance(real, ast.Constant)
+            and type(real.value) in (int, float)
+            and isinstance(right, ast.Constant)
+            and type(right.value) is complex
         )
     return False
 
@@ -277,8 +282,11 @@ class _Validator:
         return type(value) is str and value in FLOAT_SPECIALS
 
     def tz_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
-        if (_constant(node) is None and isinstance(node, ast.Constant)
-                or dotted_name(node) in STDLIB_CONSTANTS):
+        if (
+            _constant(node) is None
+            and isinstance(node, ast.Constant)
+            or dotted_name(node) in STDLIB_CONSTANTS
+        ):
             return True
         if isinstance(node, ast.Call) and dotted_name(node.func) == "datetime.timezone":
             self.call(node, nesting, depth)
@@ -299,14 +307,17 @@ class _Validator:
 
     def type_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
         value = _constant(node)
-        return isinstance(value, str) and _TYPE_NAME.match(value) is not None and all(
-            map(_plain_name, value.replace(":", ".").split("."))
+        return (
+            isinstance(value, str)
+            and _TYPE_NAME.match(value) is not None
+            and all(map(_plain_name, value.replace(":", ".").split(".")))
         )
 
     def attributes_argument(self, node: ast.expr, nesting: int, depth: int) -> bool:
-        if not (isinstance(node, ast.Dict) and all(
-            isinstance(key, ast.Constant) and type(key.value) is str for key in node.keys
-        )):
+        if not (
+            isinstance(node, ast.Dict)
+            and all(isinstance(key, ast.Constant) and type(key.value) is str for key in node.keys)
+        ):
             return False
         for child in node.values:
             self.build(child, nesting, depth + 1)

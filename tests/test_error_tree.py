@@ -44,8 +44,8 @@ INTERNAL_SIGNALS = {
     # call's time limit and a generator's exception, caught where they are raised.
     "equisa_core.validation.shadow_plugin.calls._CallTimeout",
     "equisa_core.validation.shadow_plugin.calls._GeneratorRaised",
-    # Private: raised and caught in equisa_core.common.values.
-    "equisa_core.common.values._Unwritable",
+    # Private: raised and caught in equisa_core.common.build_code.
+    "equisa_core.common.build_code._Unwritable",
     # Caught in build_patch_candidate and turned into a PatchEvaluation the model is told about.
     "equisa_core.repair.patch_format.PatchRejectedError",
     # Translated into PrefectServerError by tasks.prefect_server.server; the watchdog suppresses it.

@@ -12,7 +12,8 @@ whose rerun passed marked flaky (``mark_flaky``) and the failing tests it judged
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from equisa_core.common.models import (
@@ -32,76 +33,127 @@ __all__ = ["parse_probe_output", "read_test_record"]
 
 def parse_probe_output(lines: Iterable[str]) -> SuiteTrace:
     """Build a ``SuiteTrace`` from the probe's JSON lines; a torn last line is ignored."""
-    session: dict[str, Any] | None = None
-    nodes: dict[str, Node] = {}
-    edges: set[Edge] = set()
-    tests: dict[str, TestResult] = {}
-    collect_errors: list[CollectError] = []
-    running: str | None = None
-    collected: tuple[str, ...] = ()
-    outside: dict[str, str] = {}
-    rerun_passed: set[str] = set()
-    rerun_apart: set[str] = set()
-    rerun_skipped: str | None = None
-    ended = False
-    records = list(lines)
+    reading = _ProbeReading()
+    for record in _records(list(lines)):
+        reading.take(record)
+    return reading.trace()
+
+
+def _records(records: list[str]) -> Iterator[Any]:
+    """The JSON value of each non-blank line, in order; a last line that is not JSON (the
+    interpreter died while writing it) ends them, any other raises ``ProbeProtocolError``."""
     for index, line in enumerate(records):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            yield json.loads(line)
         except json.JSONDecodeError as error:
             if index == len(records) - 1:  # the interpreter died while writing it
-                break
+                return
             raise ProbeProtocolError(f"probe output line {index + 1} is not JSON: {error}") from None
+
+
+@dataclass
+class _ProbeReading:
+    """What the probe's records said so far; ``take`` reads one more, ``trace`` builds the result."""
+
+    session: dict[str, Any] | None = None
+    nodes: dict[str, Node] = field(default_factory=dict)
+    edges: set[Edge] = field(default_factory=set)
+    tests: dict[str, TestResult] = field(default_factory=dict)
+    collect_errors: list[CollectError] = field(default_factory=list)
+    running: str | None = None
+    collected: tuple[str, ...] = ()
+    outside: dict[str, str] = field(default_factory=dict)
+    rerun_passed: set[str] = field(default_factory=set)
+    rerun_apart: set[str] = field(default_factory=set)
+    rerun_skipped: str | None = None
+    ended: bool = False
+
+    def take(self, record: dict[str, Any]) -> None:
+        """Read one record (records of an unknown kind are ignored)."""
         kind = record.get("kind")
-        if kind == "session":
-            session = record
-        elif kind == "collected":
-            collected = tuple(record["tests"])
-        elif kind == "start":
-            running = record["test"]
-        elif kind == "node":
-            nodes[record["fqn"]] = Node(
-                fqn=record["fqn"], file=record["file"],
-                start_line=record["start"], end_line=record["end"],
-            )
-        elif kind == "test":
-            result = read_test_record(record)
-            tests[result.test_id] = result
-            edges.update(Edge(caller=a, callee=b) for a, b in record.get("edges", ()))
-            running = None
-        elif kind == "collect_error":
-            collect_errors.append(CollectError(location=record["location"], message=record["message"]))
-        elif kind == "outside":
-            outside.update(record["modules"])
-        elif kind == "rerun":
-            if record["outcome"] == "passed":
-                rerun_passed.add(record["test"])
-        elif kind == "rerun-done":
-            rerun_apart.update(record["failing"])
-        elif kind == "rerun-skipped":
-            rerun_skipped = rerun_skipped or record["reason"]
-        elif kind == "end":
-            ended = True
-    if session is None:
-        raise ProbeProtocolError("the probe did not start: no session record in its output")
-    trace = SuiteTrace(
-        python_version=session["python"],
-        backend=session["backend"],
-        backend_reason=session["reason"],
-        tests=tuple(tests.values()),
-        nodes=tuple(sorted(nodes.values(), key=lambda n: n.fqn)),
-        edges=tuple(sorted(edges, key=lambda e: (e.caller, e.callee))),
-        collect_errors=tuple(collect_errors),
-        crashed=not ended,
-        crashed_in=running if not ended else None,
-        collected=collected,
-        imported_elsewhere=outside,
-        rerun_apart=frozenset(rerun_apart),
-        rerun_skipped=rerun_skipped,
-    )
-    return mark_flaky(trace, rerun_passed) if rerun_passed else trace
+        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is not None:
+            handler(self, record)
+
+    def _session(self, record: dict[str, Any]) -> None:
+        self.session = record
+
+    def _collected(self, record: dict[str, Any]) -> None:
+        self.collected = tuple(record["tests"])
+
+    def _start(self, record: dict[str, Any]) -> None:
+        self.running = record["test"]
+
+    def _node(self, record: dict[str, Any]) -> None:
+        self.nodes[record["fqn"]] = Node(
+            fqn=record["fqn"], file=record["file"],
+            start_line=record["start"], end_line=record["end"],
+        )
+
+    def _test(self, record: dict[str, Any]) -> None:
+        result = read_test_record(record)
+        self.tests[result.test_id] = result
+        self.edges.update(Edge(caller=a, callee=b) for a, b in record.get("edges", ()))
+        self.running = None
+
+    def _collect_error(self, record: dict[str, Any]) -> None:
+        self.collect_errors.append(CollectError(location=record["location"], message=record["message"]))
+
+    def _outside(self, record: dict[str, Any]) -> None:
+        self.outside.update(record["modules"])
+
+    def _rerun(self, record: dict[str, Any]) -> None:
+        if record["outcome"] == "passed":
+            self.rerun_passed.add(record["test"])
+
+    def _rerun_done(self, record: dict[str, Any]) -> None:
+        self.rerun_apart.update(record["failing"])
+
+    def _rerun_skipped(self, record: dict[str, Any]) -> None:
+        self.rerun_skipped = self.rerun_skipped or record["reason"]
+
+    def _end(self, record: dict[str, Any]) -> None:
+        self.ended = True
+
+    def trace(self) -> SuiteTrace:
+        """The trace of the records read; the tests whose rerun passed marked flaky."""
+        session = self.session
+        if session is None:
+            raise ProbeProtocolError("the probe did not start: no session record in its output")
+        trace = SuiteTrace(
+            python_version=session["python"],
+            backend=session["backend"],
+            backend_reason=session["reason"],
+            tests=tuple(self.tests.values()),
+            nodes=tuple(sorted(self.nodes.values(), key=lambda n: n.fqn)),
+            edges=tuple(sorted(self.edges, key=lambda e: (e.caller, e.callee))),
+            collect_errors=tuple(self.collect_errors),
+            crashed=not self.ended,
+            crashed_in=self.running if not self.ended else None,
+            collected=self.collected,
+            imported_elsewhere=self.outside,
+            rerun_apart=frozenset(self.rerun_apart),
+            rerun_skipped=self.rerun_skipped,
+        )
+        return mark_flaky(trace, self.rerun_passed) if self.rerun_passed else trace
+
+
+#: The reader of each record kind (documented in ``equisa_core/probe/equisa_probe.py``).
+_HANDLERS: dict[str, Callable[[_ProbeReading, dict[str, Any]], None]] = {
+    "session": _ProbeReading._session,
+    "collected": _ProbeReading._collected,
+    "start": _ProbeReading._start,
+    "node": _ProbeReading._node,
+    "test": _ProbeReading._test,
+    "collect_error": _ProbeReading._collect_error,
+    "outside": _ProbeReading._outside,
+    "rerun": _ProbeReading._rerun,
+    "rerun-done": _ProbeReading._rerun_done,
+    "rerun-skipped": _ProbeReading._rerun_skipped,
+    "end": _ProbeReading._end,
+}
 
 
 def read_test_record(record: dict[str, Any]) -> TestResult:

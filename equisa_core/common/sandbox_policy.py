@@ -20,6 +20,7 @@ Levels, strongest first (``tasks.sandbox.isolation`` detects the local ones):
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -53,12 +54,15 @@ class SandboxIsolation(BaseModel):
     weak_allowed: bool = Field(False, description="Unreviewed code may run even if files are not confined "
                                                   "(--sandbox none or --allow-weak-sandbox).")
 
-    # mypy rejects any decorator above @property (python/mypy#1362); pydantic's docs ignore it so.
-    @computed_field  # type: ignore[prop-decorator]
     @property
     def confines_files(self) -> bool:
         """Whether sandboxed code can write only inside its run folder (and a private /tmp and home)."""
         return self.level in _CONFINING
+
+    if not TYPE_CHECKING:
+        # Serialized with the fields (reports record it). Applied here rather than stacked above
+        # @property, which mypy rejects (python/mypy#1362): mypy reads the plain property.
+        confines_files = computed_field(confines_files)
 
 
 #: What the user can do about a refusal, on the command line.

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import zip_longest
 
-from equisa_core.common.models import SuiteTrace, TestOutcome, TestResult
+from equisa_core.common.models import CollectError, Edge, Node, SuiteTrace, TestOutcome, TestResult
 
 __all__ = ["CRASH_EXCEPTION", "MAX_FLAKY_RERUNS", "crash_result", "interleave", "combine", "mark_flaky"]
 
@@ -58,6 +58,32 @@ def combine(
     """
     if not parts:
         raise ValueError("combine needs at least one trace")
+    first = parts[0]
+    crash = next((part for part in parts if part.crashed), None)  # the first unresolved crash
+    return SuiteTrace(
+        python_version=first.python_version,
+        backend=first.backend,
+        backend_reason=first.backend_reason,
+        tests=_ordered_tests(parts, order, extra),
+        nodes=_merged_nodes(parts),
+        edges=_merged_edges(parts),
+        collect_errors=_merged_collect_errors(parts),
+        crashed=crash is not None,
+        crashed_in=crash.crashed_in if crash is not None else None,
+        crash_reason=crash.crash_reason if crash is not None else None,
+        collected=tuple(order),
+        flaky=frozenset().union(*(part.flaky for part in parts)),
+        rerun_apart=frozenset().union(*(part.rerun_apart for part in parts)),
+        rerun_skipped=next((part.rerun_skipped for part in parts if part.rerun_skipped), None),
+        imported_elsewhere=_merged_imports(parts),
+    )
+
+
+def _ordered_tests(
+    parts: Sequence[SuiteTrace], order: Sequence[str], extra: Iterable[TestResult]
+) -> tuple[TestResult, ...]:
+    """The parts' results (a later part's winning), then ``extra``'s for tests none ran; in
+    ``order``, the tests it leaves out last by id."""
     results: dict[str, TestResult] = {}
     for part in parts:
         for test in part.tests:
@@ -65,29 +91,30 @@ def combine(
     for test in extra:
         results.setdefault(test.test_id, test)
     rank = {test_id: index for index, test_id in enumerate(order)}
-    tests = sorted(results.values(), key=lambda t: (rank.get(t.test_id, len(rank)), t.test_id))
+    return tuple(sorted(results.values(), key=lambda t: (rank.get(t.test_id, len(rank)), t.test_id)))
+
+
+def _merged_nodes(parts: Sequence[SuiteTrace]) -> tuple[Node, ...]:
+    """The parts' nodes, one per name (a later part's winning), by name."""
     nodes = {node.fqn: node for part in parts for node in part.nodes}
+    return tuple(sorted(nodes.values(), key=lambda n: n.fqn))
+
+
+def _merged_edges(parts: Sequence[SuiteTrace]) -> tuple[Edge, ...]:
+    """The parts' call edges, each once, by caller and callee."""
     edges = {edge for part in parts for edge in part.edges}
+    return tuple(sorted(edges, key=lambda e: (e.caller, e.callee)))
+
+
+def _merged_imports(parts: Sequence[SuiteTrace]) -> dict[str, str]:
+    """The parts' modules imported from elsewhere (module -> file; a later part's winning)."""
+    return {name: file for part in parts for name, file in part.imported_elsewhere.items()}
+
+
+def _merged_collect_errors(parts: Sequence[SuiteTrace]) -> tuple[CollectError, ...]:
+    """The parts' collection errors, each (location, message) once."""
     errors = {(e.location, e.message): e for part in parts for e in part.collect_errors}
-    unresolved = [part for part in parts if part.crashed]
-    first = parts[0]
-    return SuiteTrace(
-        python_version=first.python_version,
-        backend=first.backend,
-        backend_reason=first.backend_reason,
-        tests=tuple(tests),
-        nodes=tuple(sorted(nodes.values(), key=lambda n: n.fqn)),
-        edges=tuple(sorted(edges, key=lambda e: (e.caller, e.callee))),
-        collect_errors=tuple(errors.values()),
-        crashed=bool(unresolved),
-        crashed_in=unresolved[0].crashed_in if unresolved else None,
-        crash_reason=unresolved[0].crash_reason if unresolved else None,
-        collected=tuple(order),
-        flaky=frozenset().union(*(part.flaky for part in parts)),
-        rerun_apart=frozenset().union(*(part.rerun_apart for part in parts)),
-        rerun_skipped=next((part.rerun_skipped for part in parts if part.rerun_skipped), None),
-        imported_elsewhere={name: file for part in parts for name, file in part.imported_elsewhere.items()},
-    )
+    return tuple(errors.values())
 
 
 def mark_flaky(trace: SuiteTrace, rerun_passed: Iterable[str]) -> SuiteTrace:

@@ -26,6 +26,7 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -98,61 +99,100 @@ def declared_environment(files: Mapping[str, str]) -> DeclaredEnvironment:
     """The declared environment, from the text of each declaring file present (by relative name:
     those of ``DECLARATION_FILES`` and ``requirement_files``). Files that do not parse count as
     inputs (their change rebuilds) but declare nothing."""
-    pyproject = _toml(files.get("pyproject.toml"))
-    project = pyproject.get("project") if isinstance(pyproject.get("project"), dict) else None
-    setup_py, setup_cfg = files.get("setup.py"), _ini(files.get("setup.cfg"))
-    extras: list[str] = []
-    requirements: list[str] = []
-    requires_python = None
-    if project is not None:
-        requires_python = _string(project.get("requires-python"))
-        optional = project.get("optional-dependencies")
-        if isinstance(optional, dict):
-            extras += [name for name in optional if is_test_group(name)]
-    flit = _flit_metadata(pyproject)
-    if flit:
-        requires_python = requires_python or _string(flit.get("requires-python"))
-        optional = flit.get("requires-extra")
-        if isinstance(optional, dict):
-            extras += [name for name in optional if is_test_group(name)]
-    groups = pyproject.get("dependency-groups")
-    if isinstance(groups, dict):
-        for name in groups:
-            if is_test_group(name):
-                requirements += _group_requirements(groups, name, set())
-    requirements += _poetry_test_requirements(pyproject)
-    if setup_cfg is not None:
-        requires_python = requires_python or _option(setup_cfg, "options", "python_requires")
-        if setup_cfg.has_section("options.extras_require"):
-            extras += [name for name in setup_cfg.options("options.extras_require") if is_test_group(name)]
-    if setup_py is not None:
-        keywords = _setup_keywords(setup_py)
-        requires_python = requires_python or _string(keywords.get("python_requires"))
-        extras_require = keywords.get("extras_require")
-        if isinstance(extras_require, dict):
-            extras += [str(name) for name in extras_require if is_test_group(str(name))]
-    classifiers = [*_strings(project.get("classifiers") if project else None),
-                   *_strings(flit.get("classifiers")),
-                   *_strings(setup_py and _setup_keywords(setup_py).get("classifiers")),
-                   *((setup_cfg and _option(setup_cfg, "metadata", "classifiers")) or "").splitlines()]
+    parsed = _ParsedDeclarations.of(files)
     tox_requirements, tox_files = _tox_deps(files.get("tox.ini"))
-    requirements += tox_requirements
     names = list(files)
     return DeclaredEnvironment(
         inputs={name: _sha(text) for name, text in sorted(files.items())},
-        requires_python=requires_python,
-        classifier_versions=tuple(sorted({m[1] for c in classifiers
-                                          if (m := _PYTHON_CLASSIFIER.fullmatch(c.strip()))},
-                                         key=lambda v: tuple(map(int, v.split("."))))),
-        installable=project is not None or "build-system" in pyproject or setup_py is not None
-        or setup_cfg is not None and setup_cfg.has_section("metadata"),
-        extras=tuple(dict.fromkeys(extras)),
-        requirements=tuple(dict.fromkeys(requirements)),
+        requires_python=parsed.requires_python(),
+        classifier_versions=_classifier_versions(parsed.classifiers()),
+        installable=parsed.installable(),
+        extras=tuple(dict.fromkeys(parsed.test_extras())),
+        requirements=tuple(dict.fromkeys([*parsed.test_requirements(), *tox_requirements])),
         requirement_files=tuple(dict.fromkeys([*requirement_files(names),
                                                *(f for f in tox_files if f in files)])),
         constraints=tuple(_poetry_pins(files.get("poetry.lock"))),
-        uv_lock="uv.lock" in files and project is not None,
+        uv_lock="uv.lock" in files and parsed.project is not None,
     )
+
+
+@dataclass(frozen=True)
+class _ParsedDeclarations:
+    """The project metadata files, parsed once: ``pyproject.toml`` (with its PEP 621 ``[project]``
+    and flit's ``[tool.flit.metadata]``), ``setup.cfg`` and the ``setup(...)`` keywords of
+    ``setup.py``. Each question below reads them in that order of precedence."""
+
+    pyproject: dict[str, Any]
+    project: dict[str, Any] | None
+    flit: dict[str, Any]
+    setup_cfg: configparser.ConfigParser | None
+    setup_py: str | None
+    setup_keywords: dict[str, object]
+
+    @classmethod
+    def of(cls, files: Mapping[str, str]) -> _ParsedDeclarations:
+        """Parse the metadata files among ``files`` (by relative name)."""
+        pyproject = _toml(files.get("pyproject.toml"))
+        project = pyproject.get("project") if isinstance(pyproject.get("project"), dict) else None
+        setup_py = files.get("setup.py")
+        return cls(pyproject=pyproject, project=project, flit=_flit_metadata(pyproject),
+                   setup_cfg=_ini(files.get("setup.cfg")), setup_py=setup_py,
+                   setup_keywords=_setup_keywords(setup_py) if setup_py is not None else {})
+
+    def requires_python(self) -> str | None:
+        """The first ``requires-python`` / ``python_requires`` declared."""
+        candidates = (
+            _string(self.project.get("requires-python")) if self.project is not None else None,
+            _string(self.flit.get("requires-python")),
+            _option(self.setup_cfg, "options", "python_requires") if self.setup_cfg is not None else None,
+            _string(self.setup_keywords.get("python_requires")),
+        )
+        return next((c for c in candidates if c), None)
+
+    def test_extras(self) -> list[str]:
+        """The names of the test extras, in file order (duplicates kept)."""
+        extras = _test_names(self.project.get("optional-dependencies") if self.project is not None else None)
+        extras += _test_names(self.flit.get("requires-extra"))
+        if self.setup_cfg is not None and self.setup_cfg.has_section("options.extras_require"):
+            extras += _test_names(self.setup_cfg.options("options.extras_require"))
+        extras += _test_names(self.setup_keywords.get("extras_require"))
+        return extras
+
+    def test_requirements(self) -> list[str]:
+        """The requirements of PEP 735 test groups, then Poetry's test dependencies."""
+        groups = self.pyproject.get("dependency-groups")
+        found: list[str] = []
+        if isinstance(groups, dict):
+            for name in groups:
+                if is_test_group(name):
+                    found += _group_requirements(groups, name, set())
+        return found + _poetry_test_requirements(self.pyproject)
+
+    def classifiers(self) -> list[str]:
+        """The trove classifiers of ``[project]``, flit, ``setup.py`` and ``setup.cfg``."""
+        cfg = (self.setup_cfg and _option(self.setup_cfg, "metadata", "classifiers")) or ""
+        return [*_strings(self.project.get("classifiers") if self.project else None),
+                *_strings(self.flit.get("classifiers")),
+                *_strings(self.setup_keywords.get("classifiers")),
+                *cfg.splitlines()]
+
+    def installable(self) -> bool:
+        """Whether the project itself can be installed."""
+        return (self.project is not None or "build-system" in self.pyproject or self.setup_py is not None
+                or self.setup_cfg is not None and self.setup_cfg.has_section("metadata"))
+
+
+def _test_names(names: object) -> list[str]:
+    """Of an extras table (or list of names), the names of the test extras."""
+    if not isinstance(names, dict | list):
+        return []
+    return [str(name) for name in names if is_test_group(str(name))]
+
+
+def _classifier_versions(classifiers: list[str]) -> tuple[str, ...]:
+    """The Python versions the classifiers name, sorted by version."""
+    return tuple(sorted({m[1] for c in classifiers if (m := _PYTHON_CLASSIFIER.fullmatch(c.strip()))},
+                        key=lambda v: tuple(map(int, v.split(".")))))
 
 
 _PYTHON_CLASSIFIER = re.compile(r"Programming Language :: Python :: (3\.\d+)")

@@ -397,19 +397,49 @@ def verdict(state: LocalizationState) -> Verdict | None:
         converged = is_converged(state.confidences)
         return _reached(converged) if converged else _budget_spent(settings.max_seconds)
     if state.stage == "screened":
-        if state.screening_cost is not None and state.screening_cost.declined:
-            return Verdict(reason=state.screening_cost.reason())
-        confirmed = any(e.strategy == FIX_CONFIRMATION for e in state.evidence)
-        converged = is_converged(state.confidences)
-        if confirmed and converged:
-            return _reached(converged)
-        return None if _confirmation_pending(state) else _decisive_after_screening(state)
-    if state.stage != "discovered" or (settings.screen_top and state.screened is None) or \
-            (settings.max_iterations and state.values is None):
+        return _verdict_after_screening(state)
+    if not _inspecting(state):
         return None
+    return _verdict_while_inspecting(state)
+
+
+def _verdict_after_screening(state: LocalizationState) -> Verdict | None:
+    """Whether a run settled before Discovery stops: its screening declined, a confirmed fix
+    converged, or (no confirmation pending) an answer decisive by the margin."""
+    if state.screening_cost is not None and state.screening_cost.declined:
+        return Verdict(reason=state.screening_cost.reason())
+    confirmed = any(e.strategy == FIX_CONFIRMATION for e in state.evidence)
+    converged = is_converged(state.confidences)
+    if confirmed and converged:
+        return _reached(converged)
+    return None if _confirmation_pending(state) else _decisive_after_screening(state)
+
+
+def _inspecting(state: LocalizationState) -> bool:
+    """Whether the run is at its inspections: discovered, screened when asked, values recorded
+    when inspections are asked for."""
+    settings = state.settings
+    return not (state.stage != "discovered" or (settings.screen_top and state.screened is None)
+                or (settings.max_iterations and state.values is None))
+
+
+def _verdict_while_inspecting(state: LocalizationState) -> Verdict | None:
+    """Whether the inspections stop: a node converged, a budget is spent, or none is left."""
     converged = is_converged(state.confidences)
     if converged:
         return _reached(converged)
+    spent = _inspection_budget_spent(state)
+    if spent is not None:
+        return spent
+    if _select(state) is None:
+        return _nothing_left_to_inspect(state)
+    return None
+
+
+def _inspection_budget_spent(state: LocalizationState) -> Verdict | None:
+    """The budget of the inspections that is spent, if any: stalled inspections, the LLM cost, the
+    iterations (in that order)."""
+    settings = state.settings
     if state.iterations:
         if state.stalled >= settings.max_stalled_inspections:
             return Verdict(reason=f"{state.stalled} inspections in a row brought no new evidence")
@@ -418,14 +448,18 @@ def verdict(state: LocalizationState) -> Verdict | None:
     if state.iterations >= settings.max_iterations:
         spent = "iteration budget spent" if settings.max_iterations else "no inspections asked for"
         return Verdict(reason=spent)
-    if _select(state) is None:
-        unworthy = _not_worth(state) - _done(state.history) - state.skipped
-        if unworthy:
-            return Verdict(reason=f"no inspection left is expected to move a confidence by "
-                                  f"{settings.min_expected_shift:g} or more "
-                                  f"({settings.likelihoods} likelihoods)")
-        return Verdict(reason="every inspectable candidate was inspected")
     return None
+
+
+def _nothing_left_to_inspect(state: LocalizationState) -> Verdict:
+    """Why no node is selected: those left are not worth an inspection, or all were inspected."""
+    settings = state.settings
+    unworthy = _not_worth(state) - _done(state.history) - state.skipped
+    if unworthy:
+        return Verdict(reason=f"no inspection left is expected to move a confidence by "
+                              f"{settings.min_expected_shift:g} or more "
+                              f"({settings.likelihoods} likelihoods)")
+    return Verdict(reason="every inspectable candidate was inspected")
 
 
 def report(state: LocalizationState) -> LocalizationReport:

@@ -152,31 +152,68 @@ def _polled(state: ScaleoutState, repo: Repository, poll: Polled) -> Repository:
     if seen is None:
         seen = RunSeen(state_type="MISSING", state_name="Missing",
                        message="the server no longer knows the run")
-    left: Attempt | None = None
-    result: RepositoryResult | None = None
-    where = f" on worker {seen.worker}" if seen.worker else ""
-    if seen.state_type in FINAL and seen.state_type not in LOST:
-        result = seen.result or _error(repo.entry, attempt.flow_run_id,
-                                       f"its run ended {seen.state_name or seen.state_type}{where} without a "
-                                       f"result: {seen.message or 'no message'}")
-        left = attempt.model_copy(update={"outcome": seen.state_name or seen.state_type})
-    elif seen.state_type in LOST or seen.state_type == "MISSING":
-        outcome = f"{seen.state_name or seen.state_type}{where}: {seen.message or 'no message'}"
-        left = attempt.model_copy(update={"outcome": outcome})
-        if len(repo.attempts) >= state.max_attempts:
-            result = _error(repo.entry, attempt.flow_run_id, "its runs were lost: " + "; ".join(
-                [a.outcome or "" for a in repo.attempts[:-1]] + [outcome]))
-    elif poll.now - attempt.submitted_at > state.run_timeout_s:
-        outcome = (f"no outcome within {state.run_timeout_s:g} s (still {seen.state_name or seen.state_type}"
-                   f"{where}); cancelled")
-        left = attempt.model_copy(update={"outcome": outcome, "cancel": True})
-        result = _error(repo.entry, attempt.flow_run_id, outcome)
-    if left is None:
+    ended = _attempt_ended(state, repo, seen, poll.now)
+    if ended is None:
         return repo
+    left, result = ended
     if result is not None and len(repo.attempts) > 1:
         earlier = "; ".join(a.outcome or "" for a in repo.attempts[:-1])
         result = result.model_copy(update={"problems": (*result.problems, f"run again after: {earlier}")})
     return repo.model_copy(update={"attempts": (*repo.attempts[:-1], left), "result": result})
+
+
+#: How one attempt ended: the attempt with its outcome, and the repository's result if it has one.
+_Ended = tuple[Attempt, RepositoryResult | None]
+
+
+def _attempt_ended(state: ScaleoutState, repo: Repository, seen: RunSeen, now: float) -> _Ended | None:
+    """How ``repo``'s live run ended, as ``seen`` at ``now``; None while it goes on."""
+    if seen.state_type in FINAL and seen.state_type not in LOST:
+        return _finished(repo, seen)
+    if seen.state_type in LOST or seen.state_type == "MISSING":
+        return _lost(state, repo, seen)
+    if now - repo.attempts[-1].submitted_at > state.run_timeout_s:
+        return _timed_out(state, repo, seen)
+    return None
+
+
+def _finished(repo: Repository, seen: RunSeen) -> _Ended:
+    """A run that finished: its result, or an error when it left none."""
+    attempt = repo.attempts[-1]
+    result = seen.result or _error(repo.entry, attempt.flow_run_id,
+                                   f"its run ended {_state_label(seen)}{_where(seen)} without a "
+                                   f"result: {seen.message or 'no message'}")
+    return attempt.model_copy(update={"outcome": _state_label(seen)}), result
+
+
+def _lost(state: ScaleoutState, repo: Repository, seen: RunSeen) -> _Ended:
+    """A run lost with its worker (or unknown to the server): an error once no attempt is left."""
+    attempt = repo.attempts[-1]
+    outcome = f"{_state_label(seen)}{_where(seen)}: {seen.message or 'no message'}"
+    result = None
+    if len(repo.attempts) >= state.max_attempts:
+        result = _error(repo.entry, attempt.flow_run_id, "its runs were lost: " + "; ".join(
+            [a.outcome or "" for a in repo.attempts[:-1]] + [outcome]))
+    return attempt.model_copy(update={"outcome": outcome}), result
+
+
+def _timed_out(state: ScaleoutState, repo: Repository, seen: RunSeen) -> _Ended:
+    """A run without an outcome in time: to cancel, and an error."""
+    attempt = repo.attempts[-1]
+    outcome = (f"no outcome within {state.run_timeout_s:g} s (still {_state_label(seen)}"
+               f"{_where(seen)}); cancelled")
+    left = attempt.model_copy(update={"outcome": outcome, "cancel": True})
+    return left, _error(repo.entry, attempt.flow_run_id, outcome)
+
+
+def _state_label(seen: RunSeen) -> str:
+    """The run's state as the server names it (its type when unnamed)."""
+    return seen.state_name or seen.state_type
+
+
+def _where(seen: RunSeen) -> str:
+    """`` on worker <name>`` when the worker is known, else nothing."""
+    return f" on worker {seen.worker}" if seen.worker else ""
 
 
 def _error(entry: RepositoryEntry, flow_run_id: str, reason: str) -> RepositoryResult:

@@ -85,23 +85,34 @@ def suspects(report: LocalizationReport | RepairReport, min_confidence: float = 
 def evidence_line(node: RankedNode, inspections: Sequence[InspectionRecord]) -> str:
     """One line on why ``node`` is suspected: its Tarantula score, then what the inspections and
     mutants of it showed (a fix confirmed by the whole suite, a fixing mutant, the last outcome)."""
-    parts = [f"Tarantula {node.suspiciousness:.2f}"]
     own = [i for i in inspections if i.target == node.fqn]
+    fix = _fix_clause(own)
+    parts = [f"Tarantula {node.suspiciousness:.2f}", *([fix] if fix is not None else [])]
+    parts.append(_inspections_clause(own, show_last=fix is None))
+    return "; ".join(parts)
+
+
+def _fix_clause(own: Sequence[InspectionRecord]) -> str | None:
+    """What the inspections of one function say of a fix: one confirmed by the whole suite, else a
+    mutant that makes its failing tests pass; None when they found neither."""
     confirmed = next((i for i in own if i.fix_evidence == "FIX_CONFIRMED"), None)
     found = next((i for i in own if i.fix_evidence == "FIX_FOUND" and i.fix), None)
     fix = (confirmed and confirmed.fix) or (found and found.fix)
     if confirmed is not None:
-        parts.append(f"a one-edit fix{f' ({fix})' if fix else ''} passes the whole suite")
-    elif found is not None:
-        parts.append(f"a mutant ({fix}) makes its failing tests pass")
-    if own:
-        last = own[-1]
-        seen = last.fix_evidence or (last.outcome.value if last.outcome else None) or last.reflection
-        parts.append(f"{len(own)} inspection{'s' if len(own) > 1 else ''}"
-                     + (f", last: {seen}" if seen and confirmed is None and found is None else ""))
-    else:
-        parts.append("not inspected")
-    return "; ".join(parts)
+        return f"a one-edit fix{f' ({fix})' if fix else ''} passes the whole suite"
+    if found is not None:
+        return f"a mutant ({fix}) makes its failing tests pass"
+    return None
+
+
+def _inspections_clause(own: Sequence[InspectionRecord], show_last: bool) -> str:
+    """How many inspections one function had, with the last one's outcome when ``show_last``."""
+    if not own:
+        return "not inspected"
+    last = own[-1]
+    seen = last.fix_evidence or (last.outcome.value if last.outcome else None) or last.reflection
+    count = f"{len(own)} inspection{'s' if len(own) > 1 else ''}"
+    return count + (f", last: {seen}" if seen and show_last else "")
 
 
 def replacements(diff: str) -> list[Replacement]:

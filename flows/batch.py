@@ -115,7 +115,7 @@ def _on_work_pool(params: BatchParameters, entries: list[RepositoryEntry],
     """Each repository as a run of the repair deployment on the work pool, driven by ``scaleout``."""
     assert params.work_pool is not None
     check_repair_deployment(params.deployment, params.work_pool)
-    state = scaleout.start(entries, params.crash_retries, params.run_timeout_s)
+    state = scaleout.initial_state(entries, params.crash_retries, params.run_timeout_s)
     while scaleout.verdict(state) is None:
         for step in scaleout.next_steps(state):
             if isinstance(step, scaleout.Submit):

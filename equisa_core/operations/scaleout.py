@@ -20,6 +20,7 @@ result is an ``error`` too. Nothing is lost silently.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -27,8 +28,9 @@ from equisa_core.common.loop import Frozen, Verdict
 from equisa_core.errors import EXIT_INTERNAL
 from equisa_core.operations.batch import RepositoryEntry, RepositoryResult
 
-__all__ = ["Attempt", "Cancel", "Cancelled", "Polled", "RunSeen", "ScaleoutState", "Submit", "Submitted",
-           "next_steps", "record", "results", "start", "verdict", "watched"]
+__all__ = ["Attempt", "Cancel", "Cancelled", "Polled", "RunSeen", "ScaleoutObservation", "ScaleoutState",
+           "ScaleoutStep", "Submit", "Submitted", "initial_state", "next_steps", "record", "results", "verdict",
+           "watched"]
 
 #: Prefect state types after which a flow run changes no more.
 FINAL = frozenset({"COMPLETED", "FAILED", "CRASHED", "CANCELLED"})
@@ -65,18 +67,21 @@ class ScaleoutState(Frozen):
 class Submit(Frozen):
     """Create a deployment run for repository ``index``."""
 
+    kind: Literal["submit"] = "submit"
     index: int
 
 
 class Cancel(Frozen):
     """Cancel the run ``flow_run_id`` (given up on)."""
 
+    kind: Literal["cancel"] = "cancel"
     flow_run_id: str
 
 
 class Submitted(Frozen):
     """The run ``flow_run_id`` was created for repository ``index`` at ``now``."""
 
+    kind: Literal["submitted"] = "submitted"
     index: int
     flow_run_id: str
     now: float
@@ -85,6 +90,7 @@ class Submitted(Frozen):
 class Cancelled(Frozen):
     """The run ``flow_run_id`` was asked to cancel."""
 
+    kind: Literal["cancelled"] = "cancelled"
     flow_run_id: str
 
 
@@ -101,19 +107,24 @@ class RunSeen(Frozen):
 class Polled(Frozen):
     """Every watched run's state (a run the server no longer knows is missing) at ``now``."""
 
+    kind: Literal["polled"] = "polled"
     runs: Mapping[str, RunSeen]
     now: float
 
 
-def start(entries: Sequence[RepositoryEntry], crash_retries: int, run_timeout_s: float) -> ScaleoutState:
+ScaleoutStep = Annotated[Submit | Cancel, Field(discriminator="kind")]
+ScaleoutObservation = Annotated[Submitted | Cancelled | Polled, Field(discriminator="kind")]
+
+
+def initial_state(entries: Sequence[RepositoryEntry], crash_retries: int, run_timeout_s: float) -> ScaleoutState:
     """The batch before any run: ``crash_retries`` more runs for a repository whose run crashed."""
     return ScaleoutState(repositories=tuple(Repository(entry=e) for e in entries),
                          max_attempts=1 + crash_retries, run_timeout_s=run_timeout_s)
 
 
-def next_steps(state: ScaleoutState) -> list[Submit | Cancel]:
+def next_steps(state: ScaleoutState) -> list[ScaleoutStep]:
     """Runs to create (repositories with no result and no live run) and runs to cancel."""
-    steps: list[Submit | Cancel] = []
+    steps: list[ScaleoutStep] = []
     for index, repo in enumerate(state.repositories):
         steps += [Cancel(flow_run_id=a.flow_run_id) for a in repo.attempts if a.cancel and not a.cancelled]
         if repo.result is None and (not repo.attempts or repo.attempts[-1].outcome is not None):
@@ -127,7 +138,7 @@ def watched(state: ScaleoutState) -> list[str]:
             if r.result is None and r.attempts and r.attempts[-1].outcome is None]
 
 
-def record(state: ScaleoutState, observation: Submitted | Cancelled | Polled) -> ScaleoutState:
+def record(state: ScaleoutState, observation: ScaleoutObservation) -> ScaleoutState:
     """The next state, given one observation."""
     repos = list(state.repositories)
     if isinstance(observation, Submitted):

@@ -11,10 +11,10 @@ from equisa_core.operations.scaleout import (
     RunSeen,
     Submit,
     Submitted,
+    initial_state,
     next_steps,
     record,
     results,
-    start,
     verdict,
     watched,
 )
@@ -33,7 +33,7 @@ def _submitted(state, *runs: str, now: float = 0.0):
 
 
 def test_every_repository_is_submitted_once_and_finishes_with_its_result():
-    state = start(ENTRIES, crash_retries=1, run_timeout_s=100)
+    state = initial_state(ENTRIES, crash_retries=1, run_timeout_s=100)
     assert next_steps(state) == [Submit(index=0), Submit(index=1)] and verdict(state) is None
     state = _submitted(state, "r1", "r2")
     assert next_steps(state) == [] and watched(state) == ["r1", "r2"]
@@ -47,7 +47,7 @@ def test_every_repository_is_submitted_once_and_finishes_with_its_result():
 
 
 def test_a_crashed_run_is_submitted_again_once_then_reported():
-    state = _submitted(start(ENTRIES, crash_retries=1, run_timeout_s=100), "r1", "r2")
+    state = _submitted(initial_state(ENTRIES, crash_retries=1, run_timeout_s=100), "r1", "r2")
     crashed = RunSeen(state_type="CRASHED", state_name="Crashed", message="no heartbeat", worker="w2")
     state = record(state, Polled(runs={"r1": crashed, "r2": RunSeen(state_type="RUNNING")}, now=10))
     assert next_steps(state) == [Submit(index=0)] and watched(state) == ["r2"]
@@ -66,7 +66,7 @@ def test_a_crashed_run_is_submitted_again_once_then_reported():
 
 
 def test_a_run_with_no_outcome_in_time_is_cancelled_and_reported():
-    state = _submitted(start(ENTRIES[:1], crash_retries=1, run_timeout_s=30), "r1")
+    state = _submitted(initial_state(ENTRIES[:1], crash_retries=1, run_timeout_s=30), "r1")
     state = record(state, Polled(runs={"r1": RunSeen(state_type="SCHEDULED", state_name="Late")}, now=31))
     assert next_steps(state) == [Cancel(flow_run_id="r1")] and verdict(state) is None
     state = record(state, Cancelled(flow_run_id="r1"))
@@ -76,7 +76,7 @@ def test_a_run_with_no_outcome_in_time_is_cancelled_and_reported():
 
 
 def test_a_failed_run_is_the_repositorys_outcome_and_one_without_a_result_an_error():
-    state = _submitted(start(ENTRIES, crash_retries=3, run_timeout_s=100), "r1", "r2")
+    state = _submitted(initial_state(ENTRIES, crash_retries=3, run_timeout_s=100), "r1", "r2")
     failed = RepositoryResult(name="a", source="/srv/a", status="error", error="no such folder", exit_code=3)
     state = record(state, Polled(runs={
         "r1": RunSeen(state_type="FAILED", state_name="Failed", result=failed),

@@ -104,7 +104,7 @@ def test_every_relative_link_of_the_documentation_resolves():
 
 
 def test_every_command_of_the_cli_has_a_line_in_the_readme_and_a_page():
-    from flows.cli import build_parser
+    from cli.main import build_parser
 
     parser = build_parser()
     commands = next(action for action in parser._actions if action.dest == "command").choices

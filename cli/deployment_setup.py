@@ -8,27 +8,33 @@ automations:
   an EQUISA flow run ``Crashed`` when its heartbeats stop (its worker or machine died), so a batch on a
   work pool sees the loss and runs the repository again.
 
-The nightly schedule's cron and time zone (``DeployOptions``) reach ``prefect.yaml`` as
-``EQUISA_SCHEDULE_CRON`` and ``EQUISA_SCHEDULE_TIMEZONE``.
+``prefect.yaml`` holds the nightly schedule's default cron and time zone as literals (a plain ``prefect
+deploy`` uses them); ``equisa deploy`` deploys a copy of it whose schedule is the one of its settings
+(``DeployOptions``: ``--schedule-cron``, ``--schedule-timezone``, ``EQUISA_SCHEDULE_*``), see
+``scheduled_spec``.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from equisa_core.common.options import DeployOptions
 from equisa_core.errors import DeployError
 
-__all__ = ["CI_AUTOMATION", "UNRESPONSIVE_AUTOMATION", "checked_spec", "ci_automation", "deploy",
-           "ensure_work_pool", "project_root", "schedule_environment", "unresponsive_automation", "work_pool"]
+__all__ = ["CI_AUTOMATION", "NIGHTLY_DEPLOYMENT", "UNRESPONSIVE_AUTOMATION", "checked_spec", "ci_automation",
+           "deploy", "ensure_work_pool", "project_root", "scheduled_spec", "spec_schedules",
+           "unresponsive_automation", "work_pool"]
 
 #: The name of the CI-failure trigger's automation (``deployments/prefect.yaml``).
 CI_AUTOMATION = "equisa-repair-on-ci-failure"
 #: The name of the automation that marks silent EQUISA flow runs crashed.
 UNRESPONSIVE_AUTOMATION = "equisa-crash-unresponsive-runs"
+#: The deployment whose cron schedule ``DeployOptions`` sets.
+NIGHTLY_DEPLOYMENT = "nightly-batch"
 #: The tag every EQUISA deployment's runs carry (the unresponsive-run automation watches only them).
 EQUISA_TAG = "equisa"
 
@@ -77,36 +83,73 @@ def work_pool(pool: str, pool_type: str) -> bool:
         raise DeployError(f"could not read or create work pool {pool}: {error}") from None
 
 
-def schedule_environment(options: DeployOptions) -> dict[str, str]:
-    """The variables ``deployments/prefect.yaml``'s nightly schedule reads."""
-    return {"EQUISA_SCHEDULE_CRON": options.schedule_cron,
-            "EQUISA_SCHEDULE_TIMEZONE": options.schedule_timezone}
-
-
-def deployment_names(spec: Path) -> list[str]:
-    """The names of the deployments ``spec`` defines."""
+def _spec_data(spec: Path) -> dict[str, Any]:
+    """The parsed ``spec`` (a ``prefect.yaml``)."""
     import yaml
 
     try:
         data = yaml.safe_load(spec.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as error:
         raise DeployError(f"{spec} is not valid YAML: {error}") from None
-    return [d["name"] for d in data.get("deployments") or [] if isinstance(d, dict) and d.get("name")]
+    if not isinstance(data, dict):
+        raise DeployError(f"{spec} is not a prefect.yaml (no mapping at the top)")
+    return data
+
+
+def _deployments(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The deployments of a parsed ``prefect.yaml``."""
+    return [d for d in data.get("deployments") or [] if isinstance(d, dict)]
+
+
+def deployment_names(spec: Path) -> list[str]:
+    """The names of the deployments ``spec`` defines."""
+    return [d["name"] for d in _deployments(_spec_data(spec)) if d.get("name")]
+
+
+def _cron_schedules(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cron schedules of the nightly batch in a parsed ``prefect.yaml`` (the dicts themselves)."""
+    nightly = [d for d in _deployments(data) if d.get("name") == NIGHTLY_DEPLOYMENT]
+    return [schedule for deployment in nightly for schedule in deployment.get("schedules") or []
+            if isinstance(schedule, dict) and "cron" in schedule]
+
+
+def spec_schedules(spec: Path) -> list[tuple[str, str]]:
+    """The nightly batch's cron schedules in ``spec`` as (cron, time zone), as a plain ``prefect deploy``
+    installs them."""
+    return [(str(s["cron"]), str(s.get("timezone") or "UTC")) for s in _cron_schedules(_spec_data(spec))]
+
+
+def scheduled_spec(spec: Path, options: DeployOptions) -> str:
+    """The text of ``spec`` with the nightly batch's cron schedules set to ``options``' cron and time zone
+    (the file's own literals are the defaults of a plain ``prefect deploy``)."""
+    import yaml
+
+    data = _spec_data(spec)
+    schedules = _cron_schedules(data)
+    if not schedules:
+        raise DeployError(f"{spec} has no cron schedule on deployment {NIGHTLY_DEPLOYMENT}")
+    for schedule in schedules:
+        schedule["cron"] = options.schedule_cron
+        schedule["timezone"] = options.schedule_timezone
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 def deploy(spec: Path, pool: str, names: list[str], options: DeployOptions) -> None:
     """``prefect deploy`` the deployments ``names`` of ``spec`` (none: all) to ``pool``, the schedule from
-    ``options``; raises ``DeployError`` with the tail of Prefect's output when it fails.
+    ``options`` (in a copy of ``spec``, ``scheduled_spec``); raises ``DeployError`` with the tail of
+    Prefect's output when it fails.
 
     One ``prefect deploy`` per deployment: Prefect ignores ``--pool`` when one command deploys several."""
-    env = {**os.environ, **schedule_environment(options)}
-    for name in names or deployment_names(spec):
-        command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", f"--name={name}",
-                   "--prefect-file", str(spec), "--pool", pool]
-        done = subprocess.run(command, cwd=project_root(), env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = (done.stdout + done.stderr).strip().splitlines()[-12:]
-            raise DeployError(f"prefect deploy of {name} failed:\n" + "\n".join(tail))
+    with tempfile.TemporaryDirectory(prefix="equisa-deploy-") as folder:
+        scheduled = Path(folder) / spec.name
+        scheduled.write_text(scheduled_spec(spec, options), encoding="utf-8")
+        for name in names or deployment_names(spec):
+            command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", f"--name={name}",
+                       "--prefect-file", str(scheduled), "--pool", pool]
+            done = subprocess.run(command, cwd=project_root(), capture_output=True, text=True)
+            if done.returncode != 0:
+                tail = (done.stdout + done.stderr).strip().splitlines()[-12:]
+                raise DeployError(f"prefect deploy of {name} failed:\n" + "\n".join(tail))
 
 
 def unresponsive_automation(after_s: float) -> str:

@@ -254,14 +254,24 @@ def stop_server(options: ServerOptions) -> ServerState | None:
         return state
 
 
-def server_environment(environ: Mapping[str, str], folder: Path) -> dict[str, str]:
-    """The server's environment: the user's without any ``PREFECT_*`` setting, its own home."""
+def server_environment(environ: Mapping[str, str], folder: Path, port: int) -> dict[str, str]:
+    """The server's environment: the user's without any ``PREFECT_*`` setting, its own home, and its
+    address on ``port``.
+
+    ``prefect server start --port`` binds the port but leaves the UI's settings at Prefect's default
+    address (``/ui-settings`` would send the browser to ``127.0.0.1:4200/api``): the UI's API URL, the
+    UI's own URL and the server's host and port name this server."""
+    url = f"http://{HOST}:{port}"
     env = {name: value for name, value in environ.items() if not name.startswith("PREFECT_")}
     env.update({
         "PREFECT_HOME": str(folder / "home"),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_SERVER_LOGGING_LEVEL": "WARNING",
         "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_SERVER_API_HOST": HOST,
+        "PREFECT_SERVER_API_PORT": str(port),
+        "PREFECT_UI_API_URL": f"{url}/api",
+        "PREFECT_UI_URL": url,
     })
     return env
 
@@ -276,7 +286,7 @@ def _start(options: ServerOptions) -> ServerState:
     (folder / "home").mkdir(parents=True, exist_ok=True)
     with open(folder / LOG_FILE, "wb") as log:
         process = subprocess.Popen(
-            watchdog, cwd=_PACKAGE_ROOT, env=server_environment(os.environ, folder),
+            watchdog, cwd=_PACKAGE_ROOT, env=server_environment(os.environ, folder, port),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     state = ServerState(pid=process.pid, marker=process_marker(process.pid) or "alive", port=port,

@@ -78,7 +78,11 @@ def record_finished_run(kind: Kind, report: Report, repository: str, artifacts: 
     result = record_run(kind, quote(report), repository, artifacts, db, quote(trace), quote(calls))
     update: dict[str, Any] = {"run_id": result.run_id, "artifacts": result.artifacts}
     if "problems" in type(report).model_fields:
-        update["problems"] = tuple(dict.fromkeys([*getattr(report, "problems", ()), *result.problems]))
+        # ``model_copy`` does not validate: the merged problems keep the field's own type (a list on
+        # ``TestgenReport``, a tuple elsewhere), or dumping the report warns that it is unexpected.
+        current = getattr(report, "problems", ())
+        problems = dict.fromkeys([*current, *result.problems])
+        update["problems"] = list(problems) if isinstance(current, list) else tuple(problems)
     return report.model_copy(update=update)
 
 

@@ -29,6 +29,7 @@ from tests.conftest import FIXTURES
 pytestmark = pytest.mark.integration
 
 EQUISA = shutil.which("equisa") or str(Path(sys.executable).with_name("equisa"))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 SHAPES = FIXTURES / "shapes"
 UI_LINE = re.compile(r"Prefect UI: (http://127\.0\.0\.1:\d+)(.*)")
 
@@ -258,3 +259,68 @@ def test_the_shared_servers_clients_get_a_one_certificate_bundle_unless_the_user
     chosen = {CA_FILE_SETTING: "/etc/ssl/mine.pem"}
     _point_prefect_at("http://127.0.0.1:1/api", chosen, tmp_path)
     assert chosen[CA_FILE_SETTING] == "/etc/ssl/mine.pem"
+
+
+def test_the_server_environment_gives_the_ui_this_servers_address(tmp_path):
+    from tasks.prefect_server import server_environment
+
+    env = server_environment({"PREFECT_UI_API_URL": "http://elsewhere/api", "PATH": "/bin"}, tmp_path, 4321)
+    assert env["PREFECT_UI_API_URL"] == "http://127.0.0.1:4321/api"
+    assert env["PREFECT_UI_URL"] == "http://127.0.0.1:4321"
+    assert (env["PREFECT_SERVER_API_HOST"], env["PREFECT_SERVER_API_PORT"]) == ("127.0.0.1", "4321")
+    assert env["PATH"] == "/bin" and env["PREFECT_HOME"] == str(tmp_path / "home")
+
+
+def _get_json(url: str) -> dict:
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=30) as answer:
+        return json.load(answer)
+
+
+def _flow_run_id(url: str, name: str) -> str:
+    request = urllib.request.Request(f"{url}/api/flow_runs/filter", data=b'{"limit": 50}',
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as answer:
+        return next(run["id"] for run in json.load(answer) if run["name"] == name)
+
+
+def _chromium(playwright):
+    """Headless Chromium: the machine's, else Playwright's own (installed here if missing)."""
+    from playwright.sync_api import Error
+
+    try:
+        if CHROMIUM:
+            return playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        subprocess.run([sys.executable, "-m", "playwright", "install", "chromium"], capture_output=True,
+                       timeout=900)
+        return playwright.chromium.launch(args=["--no-sandbox"])
+    except Error as error:
+        pytest.skip(f"headless Chromium cannot run on this machine: {error}")
+
+
+def test_the_printed_ui_address_shows_the_servers_runs_in_a_browser(env):
+    """The address ``equisa`` prints: its ``/ui-settings`` name the API on the same port, and the UI,
+    opened in headless Chromium, connects to it and shows the run the command just made."""
+    from playwright.sync_api import sync_playwright
+
+    done = equisa(env, "trace", str(SHAPES), "--sandbox", "none")
+    assert done.returncode == 0, done.stderr
+    url = UI_LINE.search(done.stderr).group(1)
+    assert _get_json(f"{url}/ui-settings")["api_url"] == f"{url}/api"
+
+    name = f"trace {SHAPES}"
+    run_id = _flow_run_id(url, name)
+    failed: list[str] = []
+    with sync_playwright() as playwright:
+        browser = _chromium(playwright)
+        try:
+            page = browser.new_page()
+            page.on("requestfailed", lambda request: failed.append(request.url))
+            page.goto(f"{url}/runs", wait_until="domcontentloaded", timeout=120_000)
+            page.get_by_text(name).first.wait_for(timeout=120_000)  # the runs list, read from the API
+            page.goto(f"{url}/runs/flow-run/{run_id}", wait_until="domcontentloaded", timeout=120_000)
+            page.get_by_text(name).first.wait_for(timeout=120_000)
+            shown = page.content()
+        finally:
+            browser.close()
+    assert "Can't connect to Server API" not in shown
+    assert not [u for u in failed if ":4200/" in u], failed

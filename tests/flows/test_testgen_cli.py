@@ -218,3 +218,16 @@ def test_llm_mode_generates_enhances_and_accounts_cost_and_entropy(tmp_path, cli
     assert again.origin == "generator" and again.llm_calls >= 1
     assert again.cached_llm_calls == again.llm_calls and again.cost_usd == 0.0
     assert sum(1 for r in scripted_llm.requests if r.path.endswith("/chat/completions")) == asked
+
+
+def test_the_terminal_shows_no_serializer_warning(tmp_path, cli_env):
+    """The report (its ``problems`` merged with the recording's) dumps to JSON without Pydantic's
+    serializer warnings on standard error."""
+    report_path = tmp_path / "testgen.json"
+    code, stdout, err = run_testgen(cli_env, str(ROOT / "examples" / "gradebook"), "--target",
+                                    "gradebook/stats.py", "--no-llm", "--out", str(tmp_path / "out"),
+                                    "--json", str(report_path), "--max-attempts", "1")
+    assert code == 0, err
+    assert isinstance(json.loads(report_path.read_text())["problems"], list)
+    for unwanted in ("PydanticSerializationUnexpectedValue", "UserWarning"):
+        assert unwanted not in err and unwanted not in stdout, err

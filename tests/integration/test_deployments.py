@@ -307,3 +307,27 @@ def test_nightly_batch_and_ci_trigger_on_a_prefect_server_with_two_workers(serve
     ci_artifacts = _artifacts(api, ci_run["id"])
     markdown = next(a for a in ci_artifacts if a["key"] == "repository-result")["data"]
     assert "**fixed**" in markdown and "runs/42" in markdown and "gradebook.grades.letter" in markdown
+
+
+def test_plain_prefect_deploy_of_the_file_installs_every_deployment_and_the_nightly_schedule(server):
+    """The README's Prefect-only way, with none of the variables ``equisa deploy`` sets."""
+    api, env, processes = server
+    plain = {k: v for k, v in env.items() if not k.startswith("EQUISA_")}
+    pool = subprocess.run([PREFECT, "work-pool", "create", "equisa-process", "--type", "process"], env=plain,
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert pool.returncode == 0, pool.stdout + pool.stderr
+    command = [PREFECT, "--no-prompt", "deploy", "--all", "--prefect-file", "deployments/prefect.yaml"]
+    deployed = subprocess.run(command, env=plain, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+
+    nightly = _deployment(api, "batch", "nightly-batch")
+    schedules = [(s["schedule"]["cron"], s["schedule"]["timezone"], s["active"])
+                 for s in nightly["schedules"]]
+    assert schedules == [("0 2 * * *", "UTC", True)]
+    assert nightly["work_pool_name"] == "equisa-process"
+    for flow, name in (("repair-repository", "repair-on-ci-failure"), ("repair-repository", "repair-one")):
+        deployment = _deployment(api, flow, name)
+        assert deployment["work_pool_name"] == "equisa-process" and not deployment["schedules"]
+    scheduled = _wait_for(lambda: _flow_runs(api, nightly["id"]), 60, "the nightly batch's scheduled runs",
+                          processes, "server")
+    assert all(run["state"]["type"] == "SCHEDULED" for run in scheduled)

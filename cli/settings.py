@@ -63,7 +63,7 @@ def configured_values(models: Iterable[type[BaseModel]], repository: Path | None
     unknown = sorted(set(table) - known_settings())
     if unknown:
         raise ConfigurationError(f"{pyproject}: [tool.equisa] has no setting {', '.join(unknown)} "
-                                 "(see README.md, Options)")
+                                 "(see docs/configuration.md, Options)")
     notes: list[str] = []
     table, old_env = _renamed(models, table, pyproject, notes)
     settings = _settings_class(models, table, old_env)

@@ -24,7 +24,7 @@ def register(commands: Any) -> None:
         "run, at most --concurrency at once. One repository's failure never stops the others. "
         "A re-run over unchanged repositories resumes from cache.",
     )
-    parser.add_argument("file", type=Path, help="the repositories file (YAML; see the README)")
+    parser.add_argument("file", type=Path, help="the repositories file (YAML; see docs/commands/batch.md)")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the batch summary here")
     add_ci_outputs(parser, markdown_only=True)
     add_model_options(parser, BatchOptions)

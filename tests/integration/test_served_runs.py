@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tasks.run.mutants import MutantRunReport, execute_mutants
-from tasks.sandbox.contract import RunRequest, SandboxLimits, served_runs
+from tasks.sandbox import served_runs
+from tasks.sandbox.contract import RunRequest, SandboxLimits
 from tasks.sandbox.local_backend import LocalSandbox
 from tasks.sandbox.run_tests import execute_request
 from tests.conftest import venv_with_pytest

@@ -36,11 +36,11 @@ def ranking_of(report: Path) -> list[tuple[str, float]]:
     return [(entry["fqn"], round(float(entry["confidence"]), 6)) for entry in data.get("ranking") or []]
 
 
-def rank_in(report: Path, truth: list[dict]) -> float | None:
+def rank_in(report: Path, truth: dict) -> float | None:
     """The benchmark's rank of the bug (``bench/realbugs/report.rank_of``: ties count at their mean)."""
     if not report.exists():
         return None
-    return rank_of(equisa_entries(json.loads(report.read_text())), truth)[0]
+    return rank_of(equisa_entries(json.loads(report.read_text())), truth["functions"])[0]
 
 
 def compare(before: list[tuple[str, float]], after: list[tuple[str, float]]) -> dict:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for slug in args.bugs.split(","):
         record = json.loads((ctx.bugs_dir / slug / "bug.json").read_text())
-        row: dict = {"bug": slug, "truth": record["truth"]}
+        row: dict = {"bug": slug, "truth": [f["fqn"] for f in record["truth"]["functions"]]}
         rankings = {}
         for side, command in commands.items():
             out = ctx.results / slug / side

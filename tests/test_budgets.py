@@ -11,11 +11,12 @@ from radon.complexity import cc_rank, cc_visit
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("cli", "flows", "tasks", "equisa_core")
 #: Functions rated D or worse (radon's cyclomatic complexity over 20) allowed in the core, and in
-#: the three outer layers.
-MAX_D_OR_WORSE_IN_CORE = 5
+#: the three outer layers. Issue 47 allows 5 in the core; its close reached 0, which is held.
+MAX_D_OR_WORSE_IN_CORE = 0
 MAX_D_OR_WORSE_OUTSIDE_CORE = 0
-#: ``type: ignore`` comments allowed in the four packages, each with its reason on its line.
-MAX_TYPE_IGNORES = 10
+#: ``type: ignore`` comments allowed in the four packages, each with its reason on its line. Issue
+#: 47 allows 10; its close reached 7, which is held.
+MAX_TYPE_IGNORES = 7
 #: Lines of ``flows/`` (the ``@flow`` drivers only).
 MAX_FLOWS_LINES = 1500
 #: Lines of any one module, but the probe, which is one file by design (it is copied whole into
@@ -63,12 +64,12 @@ def test_no_function_rated_d_or_worse_in_cli_flows_or_tasks():
     assert len(found) <= MAX_D_OR_WORSE_OUTSIDE_CORE, "split these:\n" + "\n".join(found)
 
 
-def test_at_most_five_functions_rated_d_or_worse_in_the_core():
+def test_no_more_functions_rated_d_or_worse_in_the_core_than_its_budget():
     found = rated_d_or_worse(sources("equisa_core"))
     assert len(found) <= MAX_D_OR_WORSE_IN_CORE, f"{len(found)} over {MAX_D_OR_WORSE_IN_CORE}:\n" + "\n".join(found)
 
 
-def test_at_most_ten_type_ignores_each_with_its_reason():
+def test_type_ignores_within_budget_each_with_its_reason():
     found = type_ignores(sources(*PACKAGES))
     assert len(found) <= MAX_TYPE_IGNORES, "\n".join(where for where, _ in found)
     unexplained = [where for where, rest in found if not rest.lstrip("#").strip()]

@@ -74,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", default="HEAD", help="the commit after it (default HEAD)")
     parser.add_argument("--bugs", required=True, help="slugs of prepared bugs, e.g. black-3,scrapy-2")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--equisa-args", default="", help='options added to `equisa localize`, e.g. '
+                        '"--screen-cost-ratio off" (the cost rule compares seconds, which vary with load)')
     default_out = REPO / "bench" / "results" / f"layout_ranks_{time.strftime('%Y-%m-%d')}"
     parser.add_argument("--out", type=Path, default=default_out)
     args = parser.parse_args(argv)
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             shared = ctx.results / "_equisa"
             work = ctx.cache / "work" / "layout"
             copy = fresh_copy(ctx.bugs_dir / slug / "buggy", work / record["project"])
-            result = run_equisa(record, copy, out, command, shared)
+            result = run_equisa(record, copy, out, command, shared, options=args.equisa_args.split())
             shutil.rmtree(work, ignore_errors=True)
             rankings[side] = ranking_of(out / "equisa_report.json")
             row[f"exit_{side}"] = result["returncode"]

@@ -6,6 +6,10 @@ Run from the repository root::
     uv run python bench/first_command.py [--repeats 3] [--configs compiled,lazy]
                                          [--out-dir bench/results] [--source .]
 
+A third configuration, ``lazy+sandbox-precompile``, is ``lazy`` with ``tasks.sandbox_bytecode``
+on: the packages sandboxed runs import compiled once, the first time EQUISA's own interpreter runs a
+suite (the other two set ``EQUISA_SANDBOX_PRECOMPILE=0``).
+
 For every repeat and configuration (interleaved, the order reversed every other repeat) it
 
 1. makes a fresh ``git clone`` of ``--source``'s committed HEAD and sets ``[tool.uv]``'s
@@ -18,9 +22,9 @@ For every repeat and configuration (interleaved, the order reversed every other 
      shared Prefect server and the warm worker are there);
    - ``localize``: ``uv run equisa localize examples/invoicing --json l.json``;
    - ``localize, own interpreter``: ``... --no-provision --no-cache``: every sandboxed run of the
-     suite with EQUISA's own interpreter under ``PYTHONDONTWRITEBYTECODE=1``, the runs that
-     ``compile-bytecode = true`` was set for (the example declares an environment, so the other
-     commands run its suite in one built with uv);
+     suite forced, with EQUISA's own interpreter under ``PYTHONDONTWRITEBYTECODE=1``, the runs that
+     ``compile-bytecode = true`` was set for (the other commands use it too: ``uv run`` names
+     EQUISA's venv in ``$VIRTUAL_ENV``, which ``tasks.interpreter`` picks before building one);
 
 3. counts the clone's venv's ``.py`` and ``.pyc`` files, stops the shared server and the warm
    worker the clone started (``equisa server stop``) and deletes the clone.
@@ -55,8 +59,13 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT_DIR = REPO / "bench" / "results"
-#: ``compile-bytecode`` of ``[tool.uv]`` for each configuration.
-CONFIGS: dict[str, bool] = {"compiled": True, "lazy": False}
+#: ``compile-bytecode`` of ``[tool.uv]`` for each configuration, and whether EQUISA compiles what
+#: sandboxed runs import the first time its own interpreter runs a suite (``tasks.sandbox_bytecode``).
+CONFIGS: dict[str, tuple[bool, bool]] = {
+    "compiled": (True, False),
+    "lazy": (False, False),
+    "lazy+sandbox-precompile": (False, True),
+}
 EXAMPLE = "examples/invoicing"
 #: The commands timed after the first, in their order: (name, words after ``uv run``).
 LATER_COMMANDS: tuple[tuple[str, str], ...] = (
@@ -103,22 +112,29 @@ def schedule(configs: list[str], repeats: int) -> list[tuple[int, str]]:
     return order
 
 
-def clean_environment(base: Mapping[str, str], root: Path, uv_cache: str, own_bin: str | None) -> dict[str, str]:
+def clean_environment(
+    base: Mapping[str, str], root: Path, uv_cache: str, own_bin: str | None
+) -> dict[str, str]:
     """A fresh machine's environment for one clone: EQUISA's and Prefect's folders in ``root``,
     uv's download cache the warm one, and neither the bench's venv nor any EQUISA/Prefect setting."""
-    env = {k: v for k, v in base.items()
-           if not k.startswith(("PREFECT_", "EQUISA_", "UV_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env = {
+        k: v
+        for k, v in base.items()
+        if not k.startswith(("PREFECT_", "EQUISA_", "UV_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")
+    }
     if own_bin:
         env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != own_bin)
-    env.update({
-        "UV_CACHE_DIR": uv_cache,
-        "XDG_CACHE_HOME": str(root / "cache"),  # EQUISA's built environments and workspaces
-        "XDG_DATA_HOME": str(root / "data"),  # the shared Prefect server, artifacts, history
-        "XDG_RUNTIME_DIR": str(root / "run"),  # the warm worker's socket
-        "PREFECT_HOME": str(root / "prefect-home"),
-        "EQUISA_WORKSPACES": str(root / "workspaces"),
-        "COLUMNS": "160",
-    })
+    env.update(
+        {
+            "UV_CACHE_DIR": uv_cache,
+            "XDG_CACHE_HOME": str(root / "cache"),  # EQUISA's built environments and workspaces
+            "XDG_DATA_HOME": str(root / "data"),  # the shared Prefect server, artifacts, history
+            "XDG_RUNTIME_DIR": str(root / "run"),  # the warm worker's socket
+            "PREFECT_HOME": str(root / "prefect-home"),
+            "EQUISA_WORKSPACES": str(root / "workspaces"),
+            "COLUMNS": "160",
+        }
+    )
     return env
 
 
@@ -135,8 +151,10 @@ def summarize(samples: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dict[
         for name, runs in commands.items():
             seconds = [r["seconds"] for r in runs]
             summary[config][name] = {
-                "median_s": round(statistics.median(seconds), 2), "min_s": min(seconds),
-                "max_s": max(seconds), "samples_s": seconds,
+                "median_s": round(statistics.median(seconds), 2),
+                "min_s": min(seconds),
+                "max_s": max(seconds),
+                "samples_s": seconds,
                 "abnormal_exits": [r["exit"] for r in runs if r["exit"] not in NORMAL_EXITS],
             }
     return summary
@@ -155,13 +173,18 @@ def markdown_table(summary: Mapping[str, Mapping[str, Mapping[str, Any]]], confi
         cells = [name]
         for config in configs:
             row = summary.get(config, {}).get(name)
-            cells.append("–" if row is None else
-                         f"**{row['median_s']:.1f}** ({', '.join(f'{s:.1f}' for s in row['samples_s'])})"
-                         + (" ⚠ exit " + ",".join(map(str, row["abnormal_exits"])) if row["abnormal_exits"] else ""))
+            cells.append(
+                "–"
+                if row is None
+                else f"**{row['median_s']:.1f}** ({', '.join(f'{s:.1f}' for s in row['samples_s'])})"
+                + (" ⚠ exit " + ",".join(map(str, row["abnormal_exits"])) if row["abnormal_exits"] else "")
+            )
         base = summary.get(configs[0], {}).get(name)
         for config in configs[1:]:
             row = summary.get(config, {}).get(name)
-            cells.append(f"{row['median_s'] / base['median_s']:.2f}" if row and base and base["median_s"] else "–")
+            cells.append(
+                f"{row['median_s'] / base['median_s']:.2f}" if row and base and base["median_s"] else "–"
+            )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -171,22 +194,36 @@ def markdown_report(report: Mapping[str, Any]) -> str:
     machine = report["machine"]
     loads = [s["loadavg_before"][0] for s in report["samples"]]
     lines = [
-        "# The first command on a fresh clone (issue 47)", "",
+        "# The first command on a fresh clone (issue 47)",
+        "",
         f"{report['date']}, git `{report['git']['short']}`"
-        + (" (with uncommitted changes; the clones have the committed HEAD)" if report["git"]["dirty"] else "")
-        + f", `{report['command_line']}`.", "",
+        + (
+            " (with uncommitted changes; the clones have the committed HEAD)"
+            if report["git"]["dirty"]
+            else ""
+        )
+        + f", `{report['command_line']}`.",
+        "",
         f"Machine: {machine['nproc']} cores, {machine['platform']}, uv {machine['uv']}; load average "
         f"(1, 5, 15 min) {fmt_load(machine['loadavg_at_start'])} at the start, "
         f"{fmt_load(machine['loadavg_at_end'])} at the end, 1-min load before the samples "
         f"{min(loads):.1f}–{max(loads):.1f}"
-        + (" — **the machine was loaded by other jobs**: read the ratios between configurations taken in "
-           "the same repeats, not the absolute times." if max(loads) > 0.5 * machine["nproc"] else "."), "",
+        + (
+            " — **the machine was loaded by other jobs**: read the ratios between configurations taken in "
+            "the same repeats, not the absolute times."
+            if max(loads) > 0.5 * machine["nproc"]
+            else "."
+        ),
+        "",
         f"First command: `{report['first_command']}`; {report['repeats']} repeats, configurations "
         "interleaved (reversed every other repeat), a fresh clone and venv for each sample, uv's download "
-        "cache warm. Median in bold, then the samples in run order.", "",
+        "cache warm. Median in bold, then the samples in run order.",
+        "",
         markdown_table(report["summary"], report["configs"]),
         "Venv files after the commands (`.py` / `.pyc`): "
-        + "; ".join(f"{c}: {v['py']} / {v['pyc']}" for c, v in report["venv_files"].items()) + ".", "",
+        + "; ".join(f"{c}: {v['py']} / {v['pyc']}" for c, v in report["venv_files"].items())
+        + ".",
+        "",
     ]
     return "\n".join(lines)
 
@@ -211,16 +248,30 @@ def timed(name: str, command: str, clone: Path, env: dict[str, str]) -> dict[str
     """``command`` run by ``bash -c`` in ``clone``: wall seconds, exit code, stderr's tail."""
     load = os.getloadavg()
     started = time.perf_counter()
-    done = subprocess.run(["bash", "-c", command], cwd=clone, env=env, capture_output=True, text=True,
-                          timeout=1800, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        stdin=subprocess.DEVNULL,
+    )
     seconds = round(time.perf_counter() - started, 2)
     tail = done.stderr.strip().splitlines()[-3:] if done.returncode not in NORMAL_EXITS else []
-    return {"name": name, "command": command, "seconds": seconds, "exit": done.returncode,
-            "loadavg_before": list(load), "stderr_tail": tail}
+    return {
+        "name": name,
+        "command": command,
+        "seconds": seconds,
+        "exit": done.returncode,
+        "loadavg_before": list(load),
+        "stderr_tail": tail,
+    }
 
 
-def one_sample(source: Path, config: str, first: str, uv_cache: str, own_bin: str | None,
-               log: Any) -> dict[str, Any]:
+def one_sample(
+    source: Path, config: str, first: str, uv_cache: str, own_bin: str | None, log: Any
+) -> dict[str, Any]:
     """One fresh clone in ``config``: the commands timed, the venv counted, everything stopped."""
     root = Path(tempfile.mkdtemp(prefix="equisa-first-command-"))
     clone = root / "equisa"
@@ -228,37 +279,63 @@ def one_sample(source: Path, config: str, first: str, uv_cache: str, own_bin: st
     (root / "run").mkdir()
     subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True, capture_output=True)
     pyproject = clone / "pyproject.toml"
-    pyproject.write_text(configured(pyproject.read_text(encoding="utf-8"), CONFIGS[config]), encoding="utf-8")
+    compile_bytecode, precompile = CONFIGS[config]
+    pyproject.write_text(
+        configured(pyproject.read_text(encoding="utf-8"), compile_bytecode), encoding="utf-8"
+    )
+    if not precompile:
+        env["EQUISA_SANDBOX_PRECOMPILE"] = "0"
     sample: dict[str, Any] = {"config": config, "loadavg_before": list(os.getloadavg()), "commands": []}
     try:
         again = warm_command(first)
-        steps = [("first", first), ("repair again", again),
-                 *((name, f"uv run {words}") for name, words in LATER_COMMANDS)]
+        steps = [
+            ("first", first),
+            ("repair again", again),
+            *((name, f"uv run {words}") for name, words in LATER_COMMANDS),
+        ]
         for name, command in steps:
             result = timed(name, command, clone, env)
             sample["commands"].append(result)
-            log(f"  {config:>9} {name:<26} {result['seconds']:6.1f} s  exit {result['exit']}  "
-                f"load {result['loadavg_before'][0]:.1f}")
+            log(
+                f"  {config:>9} {name:<26} {result['seconds']:6.1f} s  exit {result['exit']}  "
+                f"load {result['loadavg_before'][0]:.1f}"
+            )
         sample["venv_files"] = venv_files(clone / ".venv")
     finally:
-        subprocess.run(["bash", "-c", "uv run --no-sync equisa server stop"], cwd=clone, env=env,
-                       capture_output=True, timeout=300, stdin=subprocess.DEVNULL)
+        subprocess.run(
+            ["bash", "-c", "uv run --no-sync equisa server stop"],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            timeout=300,
+            stdin=subprocess.DEVNULL,
+        )
         shutil.rmtree(root, ignore_errors=True)
     return sample
 
 
 def machine() -> dict[str, Any]:
     uv = subprocess.run(["uv", "--version"], capture_output=True, text=True).stdout.strip()
-    return {"nproc": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "uv": uv.removeprefix("uv "), "loadavg_at_start": list(os.getloadavg())}
+    return {
+        "nproc": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "uv": uv.removeprefix("uv "),
+        "loadavg_at_start": list(os.getloadavg()),
+    }
 
 
 def git_state(source: Path) -> dict[str, Any]:
     def git(*words: str) -> str:
-        return subprocess.run(["git", "-C", str(source), *words], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    return {"commit": git("rev-parse", "HEAD"), "short": git("rev-parse", "--short=7", "HEAD"),
-            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+        return subprocess.run(
+            ["git", "-C", str(source), *words], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "short": git("rev-parse", "--short=7", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,19 +351,30 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown configurations {unknown}; known: {list(CONFIGS)}")
 
     started = time.perf_counter()
-    uv_cache = subprocess.run(["uv", "cache", "dir"], capture_output=True, text=True, check=True).stdout.strip()
+    uv_cache = subprocess.run(
+        ["uv", "cache", "dir"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     own_bin = str(Path(sys.prefix) / "bin") if sys.prefix != sys.base_prefix else None
     git = git_state(args.source)
     first = first_command((args.source / "README.md").read_text(encoding="utf-8"))
     report: dict[str, Any] = {
-        "benchmark": "first_command", "schema": 1,
+        "benchmark": "first_command",
+        "schema": 1,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command_line": "uv run python bench/first_command.py " + shlex.join(argv or sys.argv[1:]),
-        "git": git, "machine": machine(), "uv_cache": uv_cache, "first_command": first,
-        "configs": configs, "compile_bytecode": {c: CONFIGS[c] for c in configs},
-        "repeats": args.repeats, "samples": [],
+        "git": git,
+        "machine": machine(),
+        "uv_cache": uv_cache,
+        "first_command": first,
+        "configs": configs,
+        "compile_bytecode": {c: CONFIGS[c][0] for c in configs},
+        "sandbox_precompile": {c: CONFIGS[c][1] for c in configs},
+        "repeats": args.repeats,
+        "samples": [],
     }
-    print(f"first command: {first}\nload average {fmt_load(report['machine']['loadavg_at_start'])}", flush=True)
+    print(
+        f"first command: {first}\nload average {fmt_load(report['machine']['loadavg_at_start'])}", flush=True
+    )
     for index, config in schedule(configs, args.repeats):
         print(f"repeat {index + 1}/{args.repeats}, {config}", flush=True)
         sample = one_sample(args.source, config, first, uv_cache, own_bin, lambda s: print(s, flush=True))
@@ -294,8 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     report["machine"]["loadavg_at_end"] = list(os.getloadavg())
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
     report["summary"] = summarize(report["samples"])
-    report["venv_files"] = {c: next(s["venv_files"] for s in report["samples"] if s["config"] == c)
-                            for c in configs}
+    report["venv_files"] = {
+        c: next(s["venv_files"] for s in report["samples"] if s["config"] == c) for c in configs
+    }
     stem = f"first_command_{report['date'][:10]}_{git['short']}"
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -29,7 +29,8 @@ For every repeat and configuration (interleaved, the order reversed every other 
 3. counts the clone's venv's ``.py`` and ``.pyc`` files, stops the shared server and the warm
    worker the clone started (``equisa server stop``) and deletes the clone.
 
-uv's download cache stays warm (uv's default cache folder, read once with ``uv cache dir``); all
+uv's download cache stays warm (uv's default cache folder, read once with ``uv cache dir``);
+``PYTHONDONTWRITEBYTECODE`` is unset, as in a user's shell, unless ``--dont-write-bytecode``; all
 else is new for every clone: the venv, EQUISA's data folder (the shared server), its built
 environments and workspaces, Prefect's home and the warm worker's runtime folder. The bench's own
 venv is kept off ``PATH`` and ``VIRTUAL_ENV`` so that ``python3`` and ``uv`` are the machine's, as
@@ -113,14 +114,15 @@ def schedule(configs: list[str], repeats: int) -> list[tuple[int, str]]:
 
 
 def clean_environment(
-    base: Mapping[str, str], root: Path, uv_cache: str, own_bin: str | None
+    base: Mapping[str, str], root: Path, uv_cache: str, own_bin: str | None, dont_write_bytecode: bool = False
 ) -> dict[str, str]:
     """A fresh machine's environment for one clone: EQUISA's and Prefect's folders in ``root``,
-    uv's download cache the warm one, and neither the bench's venv nor any EQUISA/Prefect setting."""
+    uv's download cache the warm one, and neither the bench's venv nor any EQUISA/Prefect setting;
+    ``PYTHONDONTWRITEBYTECODE`` only if ``dont_write_bytecode`` (a user's shell seldom sets it, but
+    some CI machines do: then no EQUISA process writes ``.pyc`` files into a lazy venv)."""
+    dropped = ("VIRTUAL_ENV", "PYTHONPATH") + (() if dont_write_bytecode else ("PYTHONDONTWRITEBYTECODE",))
     env = {
-        k: v
-        for k, v in base.items()
-        if not k.startswith(("PREFECT_", "EQUISA_", "UV_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")
+        k: v for k, v in base.items() if not k.startswith(("PREFECT_", "EQUISA_", "UV_")) and k not in dropped
     }
     if own_bin:
         env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != own_bin)
@@ -217,7 +219,9 @@ def markdown_report(report: Mapping[str, Any]) -> str:
         "",
         f"First command: `{report['first_command']}`; {report['repeats']} repeats, configurations "
         "interleaved (reversed every other repeat), a fresh clone and venv for each sample, uv's download "
-        "cache warm. Median in bold, then the samples in run order.",
+        "cache warm, `PYTHONDONTWRITEBYTECODE` "
+        + (f"= `{report['pythondontwritebytecode']}`" if report.get("pythondontwritebytecode") else "unset")
+        + ". Median in bold, then the samples in run order.",
         "",
         markdown_table(report["summary"], report["configs"]),
         "Venv files after the commands (`.py` / `.pyc`): "
@@ -270,12 +274,18 @@ def timed(name: str, command: str, clone: Path, env: dict[str, str]) -> dict[str
 
 
 def one_sample(
-    source: Path, config: str, first: str, uv_cache: str, own_bin: str | None, log: Any
+    source: Path,
+    config: str,
+    first: str,
+    uv_cache: str,
+    own_bin: str | None,
+    log: Any,
+    dont_write_bytecode: bool = False,
 ) -> dict[str, Any]:
     """One fresh clone in ``config``: the commands timed, the venv counted, everything stopped."""
     root = Path(tempfile.mkdtemp(prefix="equisa-first-command-"))
     clone = root / "equisa"
-    env = clean_environment(os.environ, root, uv_cache, own_bin)
+    env = clean_environment(os.environ, root, uv_cache, own_bin, dont_write_bytecode)
     (root / "run").mkdir()
     subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True, capture_output=True)
     pyproject = clone / "pyproject.toml"
@@ -344,6 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated (default: all)")
     parser.add_argument("--source", type=Path, default=REPO, help="repository to clone (its committed HEAD)")
     parser.add_argument("--out-dir", type=Path, default=DEFAULT_OUT_DIR)
+    parser.add_argument(
+        "--dont-write-bytecode",
+        action="store_true",
+        help="keep PYTHONDONTWRITEBYTECODE=1 in the commands' environment if it is set",
+    )
+    parser.add_argument("--suffix", default="", help="appended to the result files' names")
     args = parser.parse_args(argv)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     unknown = [c for c in configs if c not in CONFIGS]
@@ -370,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
         "compile_bytecode": {c: CONFIGS[c][0] for c in configs},
         "sandbox_precompile": {c: CONFIGS[c][1] for c in configs},
         "repeats": args.repeats,
+        "pythondontwritebytecode": os.environ.get("PYTHONDONTWRITEBYTECODE")
+        if args.dont_write_bytecode
+        else None,
         "samples": [],
     }
     print(
@@ -377,7 +396,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     for index, config in schedule(configs, args.repeats):
         print(f"repeat {index + 1}/{args.repeats}, {config}", flush=True)
-        sample = one_sample(args.source, config, first, uv_cache, own_bin, lambda s: print(s, flush=True))
+        sample = one_sample(
+            args.source,
+            config,
+            first,
+            uv_cache,
+            own_bin,
+            lambda s: print(s, flush=True),
+            args.dont_write_bytecode,
+        )
         report["samples"].append({"repeat": index, **sample})
     report["machine"]["loadavg_at_end"] = list(os.getloadavg())
     report["elapsed_s"] = round(time.perf_counter() - started, 1)
@@ -385,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     report["venv_files"] = {
         c: next(s["venv_files"] for s in report["samples"] if s["config"] == c) for c in configs
     }
-    stem = f"first_command_{report['date'][:10]}_{git['short']}"
+    stem = f"first_command_{report['date'][:10]}_{git['short']}{args.suffix}"
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     markdown = markdown_report(report)

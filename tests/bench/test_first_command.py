@@ -44,12 +44,16 @@ def test_the_clone_gets_its_own_folders_the_warm_uv_cache_and_not_the_benchs_ven
         "EQUISA_WARM": "0",
         "UV_PROJECT_ENVIRONMENT": "y",
         "HOME": "/root",
+        "PYTHONDONTWRITEBYTECODE": "1",
     }
     env = fc.clean_environment(base, tmp_path, "/root/.cache/uv", "/bench/.venv/bin")
     assert env["PATH"] == "/usr/bin" and env["HOME"] == "/root"
     assert "VIRTUAL_ENV" not in env and "PREFECT_API_URL" not in env and "EQUISA_WARM" not in env
     assert "UV_PROJECT_ENVIRONMENT" not in env and env["UV_CACHE_DIR"] == "/root/.cache/uv"
     assert env["XDG_DATA_HOME"] == str(tmp_path / "data") and env["PREFECT_HOME"].startswith(str(tmp_path))
+    assert "PYTHONDONTWRITEBYTECODE" not in env, "a user's shell"
+    kept = fc.clean_environment(base, tmp_path, "/root/.cache/uv", None, dont_write_bytecode=True)
+    assert kept["PYTHONDONTWRITEBYTECODE"] == "1" and kept["PATH"] == base["PATH"]
 
 
 def _sample(config: str, first: float, again: float, exit_first: int = 0) -> dict:

@@ -6,9 +6,9 @@ Run from the repository root::
     uv run python bench/first_command.py [--repeats 3] [--configs compiled,lazy]
                                          [--out-dir bench/results] [--source .]
 
-A third configuration, ``lazy+sandbox-precompile``, is ``lazy`` with ``tasks.sandbox_bytecode``
-on: the packages sandboxed runs import compiled once, the first time EQUISA's own interpreter runs a
-suite (the other two set ``EQUISA_SANDBOX_PRECOMPILE=0``).
+A third configuration, ``lazy+sandbox-precompile`` (``lazy``, and the packages that sandboxed runs
+import compiled once, the first time EQUISA's own interpreter ran a suite), was measured at
+``5d6334a`` (``first_command_2026-12-05_5d6334a.md``): it did not pay, and was left out.
 
 For every repeat and configuration (interleaved, the order reversed every other repeat) it
 
@@ -60,13 +60,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT_DIR = REPO / "bench" / "results"
-#: ``compile-bytecode`` of ``[tool.uv]`` for each configuration, and whether EQUISA compiles what
-#: sandboxed runs import the first time its own interpreter runs a suite (``tasks.sandbox_bytecode``).
-CONFIGS: dict[str, tuple[bool, bool]] = {
-    "compiled": (True, False),
-    "lazy": (False, False),
-    "lazy+sandbox-precompile": (False, True),
-}
+#: ``compile-bytecode`` of ``[tool.uv]`` for each configuration.
+CONFIGS: dict[str, bool] = {"compiled": True, "lazy": False}
 EXAMPLE = "examples/invoicing"
 #: The commands timed after the first, in their order: (name, words after ``uv run``).
 LATER_COMMANDS: tuple[tuple[str, str], ...] = (
@@ -289,12 +284,7 @@ def one_sample(
     (root / "run").mkdir()
     subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True, capture_output=True)
     pyproject = clone / "pyproject.toml"
-    compile_bytecode, precompile = CONFIGS[config]
-    pyproject.write_text(
-        configured(pyproject.read_text(encoding="utf-8"), compile_bytecode), encoding="utf-8"
-    )
-    if not precompile:
-        env["EQUISA_SANDBOX_PRECOMPILE"] = "0"
+    pyproject.write_text(configured(pyproject.read_text(encoding="utf-8"), CONFIGS[config]), encoding="utf-8")
     sample: dict[str, Any] = {"config": config, "loadavg_before": list(os.getloadavg()), "commands": []}
     try:
         again = warm_command(first)
@@ -383,8 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         "uv_cache": uv_cache,
         "first_command": first,
         "configs": configs,
-        "compile_bytecode": {c: CONFIGS[c][0] for c in configs},
-        "sandbox_precompile": {c: CONFIGS[c][1] for c in configs},
+        "compile_bytecode": {c: CONFIGS[c] for c in configs},
         "repeats": args.repeats,
         "pythondontwritebytecode": os.environ.get("PYTHONDONTWRITEBYTECODE")
         if args.dont_write_bytecode

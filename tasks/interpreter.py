@@ -20,7 +20,6 @@ from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import InterpreterError
 from equisa_core.probe import MIN_PYTHON
 from tasks.environments import Provisioned, provisioned, read_declared
-from tasks.sandbox_bytecode import finish_precompile, is_own_interpreter, start_precompile
 
 __all__ = ["PROVISION", "Interpreter", "resolve_interpreter", "start_check"]
 
@@ -93,8 +92,6 @@ def start_check(repo: Path, python: str | None, provision: bool = PROVISION) -> 
         chosen = _chosen(repo, python, provision)
         if chosen is not None and chosen[0] not in _STARTED:
             _STARTED[chosen[0]] = _check(chosen[0])
-        if chosen is not None and is_own_interpreter(chosen[0]):
-            start_precompile()
     except (OSError, InterpreterError):
         pass
 
@@ -105,9 +102,8 @@ def resolve_interpreter(repo: Path, python: str | None, provision: bool = PROVIS
     under ``environments`` rather than use EQUISA's own) and check it (reading the check
     ``start_check`` started, if it did).
 
-    EQUISA's own interpreter gets the bytecode of what sandboxed runs import compiled, once
-    (``tasks.sandbox_bytecode``). Raises ``InterpreterError`` when it does not exist, does not run,
-    is older than 3.8 or cannot import pytest; ``EnvironmentBuildError`` when the environment cannot be built.
+    Raises ``InterpreterError`` when it does not exist, does not run, is older than 3.8 or
+    cannot import pytest; ``EnvironmentBuildError`` when the environment cannot be built.
     """
     chosen = _chosen(repo, python, provision)
     built = None
@@ -140,9 +136,6 @@ def resolve_interpreter(repo: Path, python: str | None, provision: bool = PROVIS
             f"pytest is not importable by {path} (Python {version}); install it there: "
             f"{path} -m pip install pytest"
         )
-    if is_own_interpreter(path):  # sandboxed runs write no bytecode: compile what they import, once
-        start_precompile()
-        finish_precompile()
     return Interpreter(path=path, version=version, pytest_version=lines[1], chosen_because=because,
                        provisioned=built)
 

@@ -24,7 +24,7 @@ For every repeat and configuration (interleaved, the order reversed every other 
    - ``localize, own interpreter``: ``... --no-provision --no-cache``: every sandboxed run of the
      suite forced, with EQUISA's own interpreter under ``PYTHONDONTWRITEBYTECODE=1``, the runs that
      ``compile-bytecode = true`` was set for (the other commands use it too: ``uv run`` names
-     EQUISA's venv in ``$VIRTUAL_ENV``, which ``tasks.interpreter`` picks before building one);
+     EQUISA's venv in ``$VIRTUAL_ENV``, which ``tasks.run.interpreter`` picks before building one);
 
 3. counts the clone's venv's ``.py`` and ``.pyc`` files, stops the shared server and the warm
    worker the clone started (``equisa server stop``) and deletes the clone.

@@ -262,7 +262,7 @@ def test_the_shared_servers_clients_get_a_one_certificate_bundle_unless_the_user
 
 
 def test_the_server_environment_gives_the_ui_this_servers_address(tmp_path):
-    from tasks.prefect_server import server_environment
+    from tasks.prefect_server.server import server_environment
 
     env = server_environment({"PREFECT_UI_API_URL": "http://elsewhere/api", "PATH": "/bin"}, tmp_path, 4321)
     assert env["PREFECT_UI_API_URL"] == "http://127.0.0.1:4321/api"

@@ -161,9 +161,10 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
             "confidence is at least MARGIN times the runner-up's; below it Discovery and the inspections "
             "go on; off: they always do (default {default})", metavar="MARGIN|off"),
         "screen_cost_ratio": Option(
-            "in deterministic mode, run the mutant screening only when its estimated seconds are at most "
-            "RATIO times the seconds the trace took; otherwise stop with the trace's answer; off: always "
-            "screen (default {default})", metavar="RATIO|off"),
+            "in deterministic mode, give the mutant screening RATIO times the seconds the trace took (at "
+            "least 0.5 s), the most suspicious functions first; the functions it leaves no time for are "
+            "left out (the report's screening_cost.left_out); off: screen every function whole "
+            "(default {default})", metavar="RATIO|off"),
         "since": Option("a git ref: functions changed since it (committed or not) count as more "
                         "suspicious, as in a CI run on a pull request (default: no such signal)",
                         metavar="REF"),

@@ -187,9 +187,10 @@ class _Driver:
         if best:
             listed = ", ".join(f"{fqn} ({self.state.confidences[fqn]:.2f})" for fqn in best)
             cost = self.state.screening_cost
-            then = "the screening would cost too much: this is the answer" if cost is not None and \
-                cost.declined else "now checking it"
-            emit(Note(text=f"First answer, from the trace and the prior alone: {listed}; {then}"))
+            budget = cost.budget_s if cost is not None else None
+            within = f" (the screening's budget: {budget:.1f}s)" if budget else ""
+            emit(Note(text=f"First answer, from the trace and the prior alone: {listed}; "
+                           f"now checking it{within}"))
 
 
 def _publish_ranking(report: LocalizationReport) -> None:

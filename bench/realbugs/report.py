@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from equisa_core.errors import EXIT_NOT_CONVERGED
-from equisa_core.localization.screening_cost import ScreeningCost
 
 TOOLS = ("equisa", "fauxpy")
 LABELS = {"equisa": "EQUISA `localize --no-llm`", "fauxpy": "FauxPy 0.7 SBFL Ochiai (function)"}
@@ -34,6 +33,15 @@ def average_rank(scores: Sequence[float], mine: float) -> float:
     higher = sum(1 for s in scores if s > mine + TOLERANCE)
     tied = sum(1 for s in scores if abs(s - mine) <= TOLERANCE)
     return higher + (tied + 1) / 2
+
+
+def _left_out(cost: Mapping | None) -> tuple[int, int] | None:
+    """(functions the screening's budget left out, functions worth screening) of a report's
+    ``screening_cost``; None when it has none (reports before the budget, 2026-12-06, had no
+    ``left_out``: 0 left out)."""
+    if not cost:
+        return None
+    return len(cost.get("left_out") or ()), len(cost.get("functions") or ())
 
 
 def equisa_entries(report: Mapping, key: str = "ranking") -> list[dict]:
@@ -94,7 +102,7 @@ def evaluate(run: Mapping, folder: Path) -> dict:
                                        "kept": len(first)}
                 out["equisa_decisive_after_screening"] = bool(report.get("decisive_after_screening"))
                 cost = report.get("screening_cost")  # reports since 34f5701
-                out["equisa_screening_declined"] = bool(cost) and ScreeningCost.model_validate(cost).declined
+                out["equisa_screening_left_out"] = _left_out(cost)
         else:
             path = folder / "fauxpy_Scores_Ochiai.csv"
             if path.exists():
@@ -149,8 +157,9 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
     summary["total"]["equisa_first_answer"] = first_answer_summary(cases)
     summary["total"]["equisa_decisive_after_screening"] = sum(
         1 for c in cases if c.get("equisa_decisive_after_screening"))
-    summary["total"]["equisa_screening_declined"] = sum(
-        1 for c in cases if c.get("equisa_screening_declined"))
+    cut = [c["equisa_screening_left_out"] for c in cases if c.get("equisa_screening_left_out")]
+    summary["total"]["equisa_screening_partial"] = sum(1 for left, worth in cut if left)
+    summary["total"]["equisa_screening_none"] = sum(1 for left, worth in cut if left and left == worth)
     ratios = [c["wall_ratio"] for c in cases if c["wall_ratio"]]
     summary["total"]["median_wall_ratio_equisa_over_fauxpy"] = round(statistics.median(ratios), 2) if ratios else None
     for start in ("warm", "cold", "other"):
@@ -255,12 +264,12 @@ def markdown(data: Mapping) -> str:
         lines.append("EQUISA runs that ended once the mutant screening was in (a decisive answer, "
                      f"`--stop-margin`): {total['equisa_decisive_after_screening']} of "
                      f"{total['equisa']['bugs']}.")
-    if total.get("equisa_screening_declined"):
+    if total.get("equisa_screening_partial"):
         lines.append("")
-        declined = total["equisa_screening_declined"]
-        lines.append("EQUISA runs that stopped with the trace's answer, their screening estimated to cost "
-                     f"more than `--screen-cost-ratio` times the trace: {declined} of "
-                     f"{total['equisa']['bugs']}.")
+        none = total.get("equisa_screening_none", 0)
+        lines.append("EQUISA runs whose screening budget (`--screen-cost-ratio` times the trace, at least "
+                     f"0.5 s) left functions out: {total['equisa_screening_partial']} of "
+                     f"{total['equisa']['bugs']}; left every function out: {none}.")
     lines.append("")
     lines.append("| bug | truth | EQUISA rank / ranked | FauxPy rank / ranked | EQUISA s | FauxPy s | notes |")
     lines.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")

@@ -103,14 +103,14 @@ def stop_margin(value: StopMargin) -> float | None:
     return None if value == STOP_MARGIN_OFF else float(value)
 
 
-#: ``--screen-cost-ratio off``: a run always screens, whatever the screening costs.
+#: ``--screen-cost-ratio off``: a run screens every function worth it whole, whatever that costs.
 SCREEN_COST_RATIO_OFF: Final = "off"
-#: How many times the trace's seconds the mutant screening may cost (above 0), or ``off``.
+#: How many times the trace's seconds the mutant screening may take (above 0), or ``off``.
 ScreenCostRatio = Annotated[float, Field(gt=0)] | Literal["off"]
 
 
 def screen_cost_ratio(value: ScreenCostRatio) -> float | None:
-    """The ratio ``value`` sets; None for ``off`` (always screen)."""
+    """The ratio ``value`` sets; None for ``off`` (no budget)."""
     return None if value == SCREEN_COST_RATIO_OFF else float(value)
 
 
@@ -220,10 +220,10 @@ class LocalizationOptions(BaseModel):
         "times the runner-up's (equisa_core.localization.stop_margin; fitted on the real-bug benchmark); "
         "below it, Discovery, the value comparison and the inspections go on; off: they always do.")
     screen_cost_ratio: ScreenCostRatio = Field(
-        FITTED_SCREEN_COST_RATIO, description="Deterministic mode: run the mutant screening only when its "
-        "estimated seconds (from the failing tests' traced durations and the functions' lengths) are at "
-        "most this many times the seconds the trace took; otherwise the run stops with the trace's answer "
-        "(equisa_core.localization.screening_cost; fitted on the real-bug benchmark); off: always screen.")
+        FITTED_SCREEN_COST_RATIO, description="Deterministic mode: the mutant screening's time budget, this "
+        "many times the seconds the trace took (at least 0.5 s); it screens the most suspicious functions "
+        "first and leaves out those it has no time left for (equisa_core.localization.screening_cost; "
+        "fitted on the real-bug benchmark); off: every function worth it is screened whole.")
     since: str | None = Field(
         None, description="A git ref: functions whose lines changed since it (committed or not) are more "
         "suspicious in the prior (``equisa_core.localization.prior``); None: no such signal.")
@@ -256,9 +256,9 @@ class RepairLocalizationOptions(BaseModel):
         "repair's default): Discovery and the inspections always run, since the repair's tests and fixes "
         "come from them too.")
     screen_cost_ratio: ScreenCostRatio = Field(
-        SCREEN_COST_RATIO_OFF, description="Deterministic mode: run the mutant screening only when its "
-        "estimated seconds are at most this many times the trace's, else stop with the trace's answer; "
-        "off (a repair's default): always screen, since the repair needs the inspections that follow.")
+        SCREEN_COST_RATIO_OFF, description="Deterministic mode: the mutant screening's time budget, this "
+        "many times the trace's seconds (at least 0.5 s), the most suspicious functions first; off (a "
+        "repair's default): every function worth it is screened whole, since the repair needs its evidence.")
 
 
 class ValidationOptions(BaseModel):

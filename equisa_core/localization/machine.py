@@ -7,9 +7,9 @@ Every decision of a localization run lives here; ``flows/localize.py`` only runs
    failing tests re-run apart (each shard of the trace re-runs its own; this re-runs those it could
    not), whose flaky ones change the priors (``Traced`` again).
 2. ``ScreenMutants``: the mutants of the most likely functions worth it (calibrated rule), tried
-   together, when their estimated cost is at most ``settings.screen_cost_ratio`` times the trace's
-   seconds (``equisa_core.localization.screening_cost``; else the run stops with the trace's
-   answer); what they showed is fix evidence (``Screened``), counted again on every new suite.
+   together, most likely first, within a budget of ``settings.screen_cost_ratio`` times the trace's
+   seconds (``equisa_core.localization.screening_cost``: the functions it leaves no time for are
+   left out, a partial screening); what they showed is fix evidence (``Screened``), counted again on every new suite.
    Once it is in (and a fix it found confirmed or not), an answer decisive by the calibrated margin
    (``settings.stop_margin``, ``equisa_core.localization.stop_margin``) ends the run there.
 3. ``ConfirmFix``: a fix a function's mutants found, run on the whole suite (``Inspected``). Before
@@ -246,10 +246,12 @@ class MarkFlaky(Frozen):
 
 class ScreenMutants(Frozen):
     """Try the mutants of ``functions`` (most likely first; the driver keeps those its time budget
-    fits) in one go on the suite as traced (answered by ``Screened``)."""
+    fits) in one go on the suite as traced (answered by ``Screened``); ``budget_s``: the seconds its
+    mutant rounds may take, after which the mutants left are not run (None: no budget)."""
 
     kind: Literal["screen-mutants"] = "screen-mutants"
     functions: tuple[str, ...]
+    budget_s: float | None = None
 
 
 class ConfirmFix(Frozen):
@@ -301,6 +303,8 @@ class Screened(Frozen):
     functions: frozenset[str] = Field(description="The functions whose mutants ran.")
     evidence: tuple[Evidence, ...] = ()
     problems: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = Field((), description="Functions asked for whose mutants the budget "
+                                      "did not leave time for (their evidence is not counted).")
 
 
 class ValuesCompared(Frozen):
@@ -352,8 +356,9 @@ def next_steps(state: LocalizationState) -> list[LocalizationStep]:
     if state.suite is None:
         return [Discover(trace_only=settings.screen_first)]
     if state.stage == "screening":  # a screening that costs too much is not run (``verdict`` says why)
-        declined = state.screening_cost is not None and state.screening_cost.declined
-        return [MarkFlaky(), ScreenMutants(functions=() if declined else _to_screen(state))]
+        cost = state.screening_cost
+        return [MarkFlaky(), ScreenMutants(functions=_to_screen(state),
+                                           budget_s=cost.budget_s if cost is not None else None)]
     if state.stage == "screened":
         return _after_screening(state)
     if settings.screen_top and state.screened is None:
@@ -379,8 +384,11 @@ def record(state: LocalizationState, observation: LocalizationObservation) -> Lo
     if isinstance(observation, Traced):
         return _traced(state, observation)
     if isinstance(observation, Screened):
+        cost = state.screening_cost
+        if cost is not None and observation.left_out:
+            cost = cost.model_copy(update={"left_out": observation.left_out})
         return _rebased(state.model_copy(update={
-            "screened": observation.functions, "evidence": (*state.evidence, *observation.evidence),
+            "screening_cost": cost, "screened": observation.functions, "evidence": (*state.evidence, *observation.evidence),
             "problems": (*state.problems, *observation.problems),
             "stage": "screened" if state.stage == "screening" else state.stage,
         }))
@@ -392,8 +400,7 @@ def record(state: LocalizationState, observation: LocalizationObservation) -> Lo
 def verdict(state: LocalizationState) -> Verdict | None:
     """Why the run stopped (the report's ``stopped_because``), or None while it goes on."""
     settings = state.settings
-    declined = state.screening_cost is not None and state.screening_cost.declined  # its own reason wins
-    if state.suite is not None and state.elapsed_s > settings.max_seconds and not declined:  # once traced
+    if state.suite is not None and state.elapsed_s > settings.max_seconds:  # once traced
         converged = is_converged(state.confidences)
         return _reached(converged) if converged else _budget_spent(settings.max_seconds)
     if state.stage == "screened":
@@ -404,10 +411,8 @@ def verdict(state: LocalizationState) -> Verdict | None:
 
 
 def _verdict_after_screening(state: LocalizationState) -> Verdict | None:
-    """Whether a run settled before Discovery stops: its screening declined, a confirmed fix
-    converged, or (no confirmation pending) an answer decisive by the margin."""
-    if state.screening_cost is not None and state.screening_cost.declined:
-        return Verdict(reason=state.screening_cost.reason())
+    """Whether a run settled before Discovery stops: a confirmed fix converged, or (no confirmation
+    pending) an answer decisive by the margin."""
     confirmed = any(e.strategy == FIX_CONFIRMATION for e in state.evidence)
     converged = is_converged(state.confidences)
     if confirmed and converged:
@@ -469,9 +474,7 @@ def report(state: LocalizationState) -> LocalizationReport:
         raise ValueError("no suite was traced: there is nothing to report")
     stopped = verdict(state)
     early = state.stage == "screened" and stopped is not None  # settled before Discovery
-    declined = state.screening_cost is not None and state.screening_cost.declined
-    # by the margin, not a confirmed fix nor a screening that cost too much
-    decisive = stopped is not None and early and not stopped.converged and not declined
+    decisive = stopped is not None and early and not stopped.converged  # by the margin, not a confirmed fix
     signals = with_values(suite.signals, state.values or {})
     ranking = _ranking(state, signals)
     discovery = suite.discovery
@@ -479,8 +482,7 @@ def report(state: LocalizationState) -> LocalizationReport:
     if early and discovery is not None:
         discovery = discovery.model_copy(update={
             "enabled": True,
-            "stopped_because": "not run: the mutant screening would have cost too much; the answer is the "
-            "trace's" if declined else "not needed: the answer after the screening was decisive" if decisive
+            "stopped_because": "not needed: the answer after the screening was decisive" if decisive
             else "not needed: mutant screening found a fix the whole suite confirms"})
     return LocalizationReport(
         mode=state.settings.mode,

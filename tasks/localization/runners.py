@@ -136,7 +136,7 @@ class LocalizationSteps:
         """Screen the mutants of ``step.functions``."""
         suite = self.current().suite
         assert self.found is not None and suite is not None
-        screening = submit_screening(self.found, self.params, step.functions, suite.nodes)
+        screening = submit_screening(self.found, self.params, step.functions, suite.nodes, step.budget_s)
         self.screening = screening
 
         def screened() -> LocalizationObservation:

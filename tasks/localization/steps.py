@@ -9,6 +9,7 @@ machine's observation data; no decision of the loop is made here.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -286,13 +287,17 @@ class Screening:
 
 
 def _screening_plans(found: DiscoveryResult, params: LocalizeParameters, functions: Sequence[str],
-                     nodes: Mapping[str, Node]) -> tuple[dict[str, Plan], dict[str, float], dict[str, str]]:
-    """Of ``functions`` (most likely first), those whose mutants' estimated cost (the failing tests'
-    durations times the mutants) fits ``screen_budget_s``: their plans and costs; and why those whose
-    source cannot be read were skipped."""
+                     nodes: Mapping[str, Node], timeboxed: bool,
+                     ) -> tuple[dict[str, Plan], dict[str, float], dict[str, str]]:
+    """Of ``functions`` (most likely first), those to screen: their plans and estimated costs (the
+    failing tests' durations times the mutants); and why those whose source cannot be read were
+    skipped. ``timeboxed``: every function with mutants and a failing test to fix is planned, in
+    order, and the rounds' budget cuts the screening short (the machine's partial screening); else
+    only those whose estimated cost fits ``screen_budget_s``."""
     trace, root = found.trace, found.prepared.workspace.root
     failing = trace.failed_tests()
     durations = {t.test_id: max(t.duration, MIN_TEST_SECONDS) for t in trace.tests if t.test_id in failing}
+    budget = math.inf if timeboxed else params.screen_budget_s
     plans: dict[str, Plan] = {}
     costs: dict[str, float] = {}
     skipped: dict[str, str] = {}
@@ -306,11 +311,11 @@ def _screening_plans(found: DiscoveryResult, params: LocalizeParameters, functio
             continue
         tests = tuple(tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids)
         per_mutant = sum(durations.get(t, 0.0) for t in tests)
-        if not per_mutant or estimate + per_mutant > params.screen_budget_s:
+        if not per_mutant or estimate + per_mutant > budget:
             continue  # no failing test to fix (no fix to find), or over the budget with one mutant
         mutants = node_mutants(fqn, node, source, params)  # made only now: most of the screening's set-up
         cost = len(mutants) * per_mutant
-        if not cost or estimate + cost > params.screen_budget_s:
+        if not cost or estimate + cost > budget:
             continue  # no mutants, or over the budget
         estimate += cost
         plans[fqn] = (f"s{len(plans)}m", mutants, tests)
@@ -319,21 +324,24 @@ def _screening_plans(found: DiscoveryResult, params: LocalizeParameters, functio
 
 
 def submit_screening(found: DiscoveryResult, params: LocalizeParameters, functions: Sequence[str],
-                     nodes: Mapping[str, Node]) -> Screening:
-    """Start trying the mutants of ``functions`` (those whose estimated cost fits ``screen_budget_s``)
-    in sandbox processes running side by side, one per shard (``shards``, by default the cores), each
-    with a share of the functions of about equal estimated cost. Each mutant runs against its own
-    function's tests, failing tests first, and stops as soon as it fixes none of them."""
+                     nodes: Mapping[str, Node], budget_s: float | None = None) -> Screening:
+    """Start trying the mutants of ``functions`` in sandbox processes running side by side, one per
+    shard (``shards``, by default the cores), each with a share of the functions of about equal
+    estimated cost, most likely first within each. Each mutant runs against its own function's
+    tests, failing tests first, and stops as soon as it fixes none of them. ``budget_s``: the
+    machine's budget for the rounds (a partial screening: the functions it leaves no time for are
+    left out); without it, only the functions whose estimated cost fits ``screen_budget_s`` run."""
     started = time.monotonic()
-    plans, costs, skipped = _screening_plans(found, params, functions, nodes)
+    plans, costs, skipped = _screening_plans(found, params, functions, nodes, timeboxed=budget_s is not None)
     shard_of = even_shares(costs, min(params.shards or os.cpu_count() or 1, len(plans)))
+    rounds_budget = params.screen_budget_s if budget_s is None else min(budget_s, params.screen_budget_s)
     runs = []
     for shard in sorted(set(shard_of.values())):
         specs = [spec for fqn, (prefix, mutants, tests) in plans.items() if shard_of[fqn] == shard
                  for spec in mutant_specs(nodes[fqn].file or "", mutants, prefix=prefix, tests=tests)]
         # The estimate leaves out each round's own cost (swapping the code in, pytest's protocol,
         # a test's fixtures), which is most of a round on a slow project: the budget is enforced.
-        runs.append(submit_rounds(found, params, specs, confirm=True, budget_s=params.screen_budget_s))
+        runs.append(submit_rounds(found, params, specs, confirm=True, budget_s=rounds_budget))
     return Screening(plans=plans, shard_of=shard_of, runs=tuple(runs), started=started, skipped=skipped)
 
 
@@ -365,7 +373,8 @@ def screened_suite_run(screening: Screening | None, target: str, fix_source: str
 
 def screening_evidence(found: DiscoveryResult, screening: Screening) -> Screened:
     """What the screening's runs showed, judged against ``found``'s trace (its flaky tests left out):
-    per function, a fix, a partial one, or none."""
+    per function, a fix, a partial one, or none; a function some of whose mutants the budget left
+    unrun, and none of whose mutants ran fixed a test, is left out (its evidence is not counted)."""
     reports: dict[int, MutantRunReport] = {}
     problems = [f"{fqn} was not screened: {reason}" for fqn, reason in screening.skipped.items()]
     for shard, run in enumerate(screening.runs):
@@ -378,9 +387,13 @@ def screening_evidence(found: DiscoveryResult, screening: Screening) -> Screened
                             f"functions, their inspections run their own mutants: {error.message}")
     plans = {fqn: plan for fqn, plan in screening.plans.items() if screening.shard_of[fqn] in reports}
     found_evidence: list[Evidence] = []
+    left_out: list[str] = []
     for fqn, (prefix, mutants, tests) in plans.items():
         report = reports[screening.shard_of[fqn]]
         update = fix_evidence_of(mutants, unpatched_outcomes(found.trace, tests, report), report, prefix)
+        if _cut_short(report, prefix, len(mutants)) and update.get("fix") is None:
+            left_out.append(fqn)
+            continue
         if "fix_evidence" not in update:
             continue
         fix = str(update.get("fix") or (f"none of its {update['mutants_tried']} mutants fixes a failing "
@@ -389,10 +402,18 @@ def screening_evidence(found: DiscoveryResult, screening: Screening) -> Screened
             fix += ", but some change how a failing test fails"
         found_evidence.append(Evidence(
             target=fqn, strategy=SCREENING, tests_run=tests, reflection_by="mutants",
-            reasoning=f"screening the mutants of the top {len(plans)} candidates: {fix}",
+            reasoning=f"screening the mutants of the top {len(plans) - len(left_out)} candidates: {fix}",
             seconds=round(time.monotonic() - screening.started, 3), **update,
         ))
-    return Screened(functions=frozenset(plans), evidence=tuple(found_evidence), problems=tuple(problems))
+    screened = frozenset(plans) - set(left_out)
+    return Screened(functions=screened, evidence=tuple(found_evidence), problems=tuple(problems),
+                    left_out=tuple(left_out))
+
+
+def _cut_short(report: MutantRunReport, prefix: str, count: int) -> bool:
+    """Whether the rounds' budget left some of the mutants ``<prefix>0 .. <prefix><count-1>`` unrun."""
+    return any(report.mutants.get(f"{prefix}{index}") is not None
+               and report.mutants[f"{prefix}{index}"].status == "not_run" for index in range(count))
 
 
 # --- confirming a fix ----------------------------------------------------------------------------------

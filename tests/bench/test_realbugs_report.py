@@ -53,14 +53,17 @@ def test_the_first_answer_is_ranked_beside_the_final_ranking_and_top1_moves_are_
     assert ranks == {"black:1": (2, 1), "black:2": (1, 2), "luigi:3": (1.5, 1.5)}
 
 
-def test_runs_that_declined_their_screening_as_too_costly_are_counted(tmp_path: Path):
+def test_runs_whose_screening_budget_left_functions_out_are_counted(tmp_path: Path):
     nodes = [_node("pkg.mod.b", 0.6, 10), _node("pkg.mod.a", 0.4, 1)]
-    declined = {"functions": ["pkg.mod.b"], "estimate_s": 3.0, "traced_s": 1.0, "ratio": 2.0}
-    _bug(tmp_path, "black-1", ranking=nodes, first=nodes, cost=declined)
-    _bug(tmp_path, "black-2", ranking=nodes, first=nodes, cost={**declined, "ratio": 4.0})  # within it
-    _bug(tmp_path, "black-3", ranking=nodes, first=nodes, cost={**declined, "ratio": None})  # no rule
-    _bug(tmp_path, "black-4", ranking=nodes, first=nodes)  # a report older than the rule
+    cost = {"functions": ["pkg.mod.b", "pkg.mod.a"], "estimate_s": 3.0, "traced_s": 1.0, "ratio": 0.25,
+            "floor_s": 0.5}
+    _bug(tmp_path, "black-1", ranking=nodes, first=nodes, cost={**cost, "left_out": ["pkg.mod.a"]})
+    every = {**cost, "left_out": ["pkg.mod.b", "pkg.mod.a"]}
+    _bug(tmp_path, "black-2", ranking=nodes, first=nodes, cost=every)
+    _bug(tmp_path, "black-3", ranking=nodes, first=nodes, cost={**cost, "left_out": []})
+    _bug(tmp_path, "black-4", ranking=nodes, first=nodes)  # no screening
     data = build(tmp_path, [])
-    assert {c["bug"]: c["equisa_screening_declined"] for c in data["cases"]} == {
-        1: True, 2: False, 3: False, 4: False}
-    assert data["summary"]["total"]["equisa_screening_declined"] == 1
+    assert {c["bug"]: c["equisa_screening_left_out"] for c in data["cases"]} == {
+        1: (1, 2), 2: (2, 2), 3: (0, 2), 4: None}
+    total = data["summary"]["total"]
+    assert (total["equisa_screening_partial"], total["equisa_screening_none"]) == (2, 1)

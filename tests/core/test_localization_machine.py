@@ -45,7 +45,7 @@ from equisa_core.localization.machine import (
     verdict,
 )
 from equisa_core.localization.prior import NodeSignals, prior_scores
-from equisa_core.localization.screening_cost import ScreeningCost, screening_estimate
+from equisa_core.localization.screening_cost import SCREEN_FLOOR_S, ScreeningCost, screening_estimate
 from equisa_core.localization.signals import Signals
 from equisa_core.localization.steps import FIRST_ANSWER_KEPT, TestCounts, rank
 from equisa_core.localization.value_evidence import ValueFinding
@@ -61,8 +61,6 @@ REASONS = (
     r"no inspection left is expected to move a confidence by [\d.]+ or more \((fitted|seed) likelihoods\)",
     r"the answer after the screening is decisive: its leader has "
     r"(no runner-up|[\d.]+ times the runner-up's confidence) \(the calibrated margin is [\d.]+\)",
-    r"the mutant screening of \d+ functions? would take about [\d.]+s, more than [\d.]+ times the [\d.]+s "
-    r"the trace took: the answer is the trace's",
 )
 
 unit = st.floats(0.0, 1.0, allow_nan=False)
@@ -252,12 +250,11 @@ def test_every_run_ends_with_a_verdict_within_its_budgets(run):
     assert report(final).decisive_after_screening == decisive
     if decisive:  # no Discovery, no inspection: the screening (and its fix's confirmation) only
         assert start.settings.screen_first and final.stage == "screened" and final.iterations == 0
-    declined = stopped.reason.startswith("the mutant screening of")
-    assert declined == (final.screening_cost is not None and final.screening_cost.declined)
-    if declined:  # nothing ran after the trace (and the flaky re-run): the answer is the prior's
-        assert start.settings.screen_first and final.stage == "screened" and not final.history
-        assert final.suite is not None and final.screened == frozenset()
-        assert final.confidences == initial_confidence(prior_scores(final.suite.signals))
+    cost = final.screening_cost
+    if cost is not None:  # a budget of the ratio times the trace (at least the floor), or none
+        assert start.settings.screen_first and cost.ratio == start.settings.screen_cost_ratio
+        assert cost.budget_s is None or cost.budget_s >= cost.floor_s
+        assert not set(cost.left_out) & (final.screened or frozenset())
     assert report(final).stopped_because == stopped.reason
     if final.suite is not None:  # one ledger: Discovery's calls, then the counted inspections'
         ledger = report(final).ledger
@@ -465,34 +462,43 @@ def _traced_with_cost(ratio: float | None, failing_s: float, traced_s: float) ->
     return record(state, Traced(suite=suite, elapsed_s=traced_s))
 
 
-def test_a_screening_that_costs_more_than_its_ratio_of_the_trace_is_not_run_and_the_trace_answers():
-    state = _traced_with_cost(ratio=1.0, failing_s=2.0, traced_s=3.0)  # 0.2 + 3 x 2 x 2.01 = 12.26 s > 3 s
+def test_a_screening_gets_its_ratio_of_the_trace_as_a_budget_and_never_less_than_the_floor():
+    state = _traced_with_cost(ratio=0.5, failing_s=2.0, traced_s=3.0)  # 0.2 + 3 x 2 x 2.01 = 12.26 s
     assert state.screening_cost == ScreeningCost(functions=("m.lead", "m.second", "m.third"),
-                                                 estimate_s=12.26, traced_s=3.0, ratio=1.0)
+                                                 estimate_s=12.26, traced_s=3.0, ratio=0.5)
     steps = next_steps(state)
-    assert [type(step) for step in steps] == [MarkFlaky, ScreenMutants] and steps[1].functions == ()
-    state = record(record(state, Traced(suite=state.suite, elapsed_s=3.1)), Screened(functions=frozenset()))
-    stopped = verdict(state)
-    assert stopped is not None and not stopped.converged and next_steps(state) == []
-    assert stopped.reason == ("the mutant screening of 3 functions would take about 12.3s, more than 1 "
-                              "times the 3.0s the trace took: the answer is the trace's")
-    final = report(state)
-    assert final.ranking[:FIRST_ANSWER_KEPT] == state.first_answer and not final.inspections
-    assert final.screening_cost is not None and final.screening_cost.declined
-    assert not final.decisive_after_screening
+    assert [type(step) for step in steps] == [MarkFlaky, ScreenMutants]
+    assert steps[1] == ScreenMutants(functions=("m.lead", "m.second", "m.third"), budget_s=1.5)
+    quick = _traced_with_cost(ratio=0.5, failing_s=2.0, traced_s=0.2)  # 0.1 s: the floor
+    assert next_steps(quick)[1].budget_s == SCREEN_FLOOR_S
+    unbounded = _traced_with_cost(ratio=None, failing_s=2.0, traced_s=3.0)
+    assert next_steps(unbounded)[1].budget_s is None
 
 
-def test_a_screening_within_its_ratio_of_the_trace_runs_and_without_a_ratio_every_one_does():
-    cheap = _traced_with_cost(ratio=1.0, failing_s=0.1, traced_s=3.0)  # 0.2 + 3 x 2 x 0.11 = 0.86 s
-    costly = _traced_with_cost(ratio=None, failing_s=2.0, traced_s=3.0)
-    for state in (cheap, costly):
-        assert state.screening_cost is not None and not state.screening_cost.declined
-        steps = next_steps(state)
-        assert steps[1] == ScreenMutants(functions=("m.lead", "m.second", "m.third"))
-        state = record(record(state, Traced(suite=state.suite, elapsed_s=3.1)),
-                       Screened(functions=frozenset(steps[1].functions)))
-        assert verdict(state) is None
-        assert [type(step) for step in next_steps(state)] == [Discover, RecordCalls]
+def test_the_functions_a_budget_left_out_are_reported_and_the_screened_ones_answer():
+    """A partial screening: the leader was screened (a fix that its failing test confirms), the
+    others were cut by the budget; the run goes on from the screened evidence, and the report
+    names what was left out."""
+    state = _traced_with_cost(ratio=0.25, failing_s=2.0, traced_s=3.0)
+    state = record(state, Traced(suite=state.suite, elapsed_s=3.1))
+    state = record(state, Screened(functions=frozenset({"m.lead"}), left_out=("m.second", "m.third")))
+    assert state.screened == frozenset({"m.lead"})
+    assert state.screening_cost is not None and state.screening_cost.left_out == ("m.second", "m.third")
+    note = state.screening_cost.note()
+    assert note is not None and note.startswith("the mutant screening's budget of 0.8s (0.25 times the 3.0s")
+    assert note.endswith("screened 1 of the 3 functions worth it; left out: m.second, m.third")
+    assert report(state).screening_cost == state.screening_cost
+
+
+def test_without_a_budget_every_function_worth_it_is_screened_and_nothing_is_left_out():
+    state = _traced_with_cost(ratio=None, failing_s=0.1, traced_s=3.0)
+    steps = next_steps(state)
+    assert steps[1] == ScreenMutants(functions=("m.lead", "m.second", "m.third"), budget_s=None)
+    state = record(record(state, Traced(suite=state.suite, elapsed_s=3.1)),
+                   Screened(functions=frozenset(steps[1].functions)))
+    assert state.screening_cost is not None and state.screening_cost.note() is None
+    assert verdict(state) is None
+    assert [type(step) for step in next_steps(state)] == [Discover, RecordCalls]
 
 
 def test_the_screenings_estimate_counts_mutants_by_length_failing_tests_and_processes():
@@ -504,12 +510,6 @@ def test_the_screenings_estimate_counts_mutants_by_length_failing_tests_and_proc
     two = screening_estimate(["m.short", "m.long"], nodes, durations, mutants_cap=40, processes=2)
     assert math.isclose(two, 0.2 + (4 * 1.5 + 40 * 0.1) / 2)
     assert screening_estimate(["m.short"], nodes, {}, mutants_cap=40, processes=1) == 0.2  # no failing test
-
-
-def test_a_declined_screening_of_one_function_says_function():
-    cost = ScreeningCost(functions=("m.f",), estimate_s=2.0, traced_s=1.0, ratio=0.25)
-    assert cost.declined
-    assert cost.reason().startswith("the mutant screening of 1 function would take about 2.0s")
 
 
 def test_the_time_budget_stops_the_loop_at_any_stage_once_traced():

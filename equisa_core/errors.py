@@ -197,10 +197,10 @@ OUTCOMES: dict[int, str] = {
                         "`converged` and `stopped_because` say which)",
     EXIT_BUDGET_SPENT: "`equisa repair`, `localize --fail-unless-converged`: the time budget "
                        "(`--max-seconds`; repair 120 s, localize 1800 s) ran out: the run stopped by "
-                       "itself and wrote its report with the best found so far (the ranking, a plausible candidate validated "
-                       "before the deadline, `stopped_because`); a repair fixed before the deadline exits 0, "
-                       "a localization without the option exits 0 on its ranking; any command whose budget "
-                       "ran out before the suite was traced exits 26",
+                       "itself and wrote its report with the best found so far (the ranking, a plausible "
+                       "candidate validated before the deadline, `stopped_because`); a repair fixed before "
+                       "the deadline exits 0, a localization without the option exits 0 on its ranking; "
+                       "any command whose budget ran out before the suite was traced exits 26",
     EXIT_BATCH_FAILURES: "`equisa batch`: the batch ran to its end, but at least one repository's run "
                          "failed (see its row)",
     EXIT_INTERNAL: "internal error (a bug in EQUISA; `--debug` shows the traceback)",

@@ -29,9 +29,8 @@ import tempfile
 from pathlib import Path
 
 from bench.realbugs.bugsinpy import DEFAULT_MIRRORS, Mirrors, load_bug
-from bench.realbugs.steps import clean_env, equisa_command, fresh_copy, timed_run
+from bench.realbugs.steps import RANKED_EXITS, clean_env, equisa_command, fresh_copy, timed_run
 from bench.realrepair.bugsinpy_single import REALBUGS_CACHE, realbugs_record
-from equisa_core.errors import EXIT_NOT_CONVERGED, EXIT_OK
 
 #: One bug of each project of the real-bug benchmark (all verified single-function bugs).
 DEFAULT_BUGS = "black:10,fastapi:12,luigi:10,scrapy:2,tornado:4,sanic:1"
@@ -85,13 +84,13 @@ def run_one(project: str, number: int, work: Path, timeout_s: float = TIMEOUT_S)
             row.update(python=environment.get("python_version"), built=environment.get("built"),
                        reused=environment.get("reused"), build_s=environment.get("build_seconds"),
                        made_from=environment.get("made_from"), rank=_rank(report, truth))
-        if run.returncode not in (EXIT_OK, EXIT_NOT_CONVERGED):  # 25: ranked, not converged (an outcome)
+        if run.returncode not in RANKED_EXITS:  # no ranking: say why
             lines = [line for line in (run.stderr + run.stdout).splitlines() if line.strip()]
             row["message"] = " | ".join(lines[-4:])[-900:]
             if run.returncode is None:
                 row["message"] = f"stopped at the time limit ({timeout_s:g} s) | {row['message']}"
         result[phase] = row
-        if run.returncode not in (EXIT_OK, EXIT_NOT_CONVERGED) and phase == "cold" and not out.exists():
+        if run.returncode not in RANKED_EXITS and phase == "cold" and not out.exists():
             break  # no environment: the warm run would only repeat the failure
     return result
 

@@ -76,11 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     localize = commands.add_parser(
         "localize", help="find the buggy function: trace, then Bayesian inspection until 0.9",
         description="Trace the suite, then inspect the most suspicious functions with inspection "
-        "patches in sandboxes, updating confidences until one reaches 0.9 or the budget runs out.",
+        "patches in sandboxes, updating confidences until one reaches 0.9 or the budget runs out. "
+        "Exits 0 with a ranking, converged or not (the report's converged and stopped_because say "
+        "which); --fail-unless-converged makes not converged 25 (26: the time budget stopped it).",
     )
-    add_run_options(localize, *LOCALIZE_OPTIONS[2:])
+    add_run_options(localize, *LOCALIZE_OPTIONS[2:], options.ConvergenceOptions)
     add_ci_outputs(localize)
-    localize.set_defaults(handler=_localize_command, option_models=LOCALIZE_OPTIONS, uses_model=True)
+    localize.set_defaults(handler=_localize_command, uses_model=True,
+                          option_models=(*LOCALIZE_OPTIONS, options.ConvergenceOptions))
 
     repair = commands.add_parser(
         "repair", help="find the bug and a verified patch: Discovery, Localization, Validation",
@@ -244,7 +247,8 @@ def _localize_command(args: argparse.Namespace, console: Console) -> int:
     show(console, [*shown.localization_summary(report), *shown.stored(report)])
     announce_written(console, args.json)
     _write_ci_outputs(args, report, console)
-    return report.exit_code  # 25 when not converged: an outcome, its ranking and report written
+    # 0 for a ranking, converged or not; 25 (26: the time budget) when not, under --fail-unless-converged
+    return report.exit_code(fail_unless_converged=args.fail_unless_converged)
 
 
 def _repair_command(args: argparse.Namespace, console: Console) -> int:

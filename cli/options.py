@@ -27,6 +27,7 @@ from equisa_core.common.options import (
     TIMEOUT_FACTOR,
     TIMEOUT_SLACK_S,
     BatchOptions,
+    ConvergenceOptions,
     DiscoveryOptions,
     EndpointOptions,
     ForgeOptions,
@@ -168,6 +169,12 @@ SPELLING: dict[type[BaseModel], dict[str, Option]] = {
         "since": Option("a git ref: functions changed since it (committed or not) count as more "
                         "suspicious, as in a CI run on a pull request (default: no such signal)",
                         metavar="REF"),
+    },
+    ConvergenceOptions: {
+        "fail_unless_converged": Option(
+            "exit 25 when no function reached the confidence threshold, 26 when the time budget "
+            "(--max-seconds) stopped the run, instead of 0; the ranking and report are written all the "
+            "same (default {default}: a ranking exits 0, converged or not)"),
     },
     ValidationOptions: {
         "max_validations": Option("candidates validated in full before giving up (default {default})",

@@ -40,7 +40,8 @@ TABLE = ("tool", "equisa")
 #: The option models whose fields ``[tool.equisa]`` may set.
 SETTING_MODELS: tuple[type[BaseModel], ...] = (
     options.SandboxOptions, options.StorageOptions, options.EndpointOptions, options.DiscoveryOptions,
-    options.LocalizationOptions, options.ValidationOptions, options.TestgenOptions)
+    options.LocalizationOptions, options.ConvergenceOptions, options.ValidationOptions,
+    options.TestgenOptions)
 
 
 def known_settings() -> frozenset[str]:

@@ -70,13 +70,19 @@ flushed later (``equisa flush``); the storage errors reach the user from ``flush
 ``report``.
 
 Some codes are outcomes, not errors (``OUTCOMES``): ``equisa repair`` exits 21 (a patch passed the
-suite but only overfits: plausible only) and 22 (no patch found); ``equisa localize`` exits 25 when
-no function reached the confidence threshold (not converged: the ranking and report are still
-written); both exit 26 when their time budget (``--max-seconds``) stopped them (the report holds the
-best found so far); ``equisa batch`` exits 51 when the batch ran to its end but some repository's run failed
-(an outcome such as not fixed, or a localization inside a repair that did not converge, is no failed
-run); 2 is argparse's, 70 a bug, 130 Ctrl-C. ``repair`` exits on its repair's outcome alone (0, 21,
-22), whether or not its localization converged.
+suite but only overfits: plausible only) and 22 (no patch found), 26 when its time budget
+(``--max-seconds``) stopped it (the report holds the best found so far); ``equisa batch`` exits 51 when
+the batch ran to its end but some repository's run failed (an outcome such as not fixed, or a
+localization inside a repair that did not converge, is no failed run); 2 is argparse's, 70 a bug, 130
+Ctrl-C. ``repair`` exits on its repair's outcome alone (0, 21, 22, 26), whether or not its
+localization converged.
+
+``equisa localize`` exits 0 whenever it produced a ranking, converged or not: the report's
+``converged`` and ``stopped_because`` (also in the SARIF log's run properties and the printed summary)
+say which. Only ``--fail-unless-converged`` (``ConvergenceOptions``) makes a ranking that did not
+converge a failing exit: 25, or 26 when the time budget stopped the run (``localize_exit_code``). The
+history records a localization's outcome as its status (``converged``, ``not_converged``) with the
+exit code of the outcome alone (0); the option changes only what the command returns.
 """
 
 from __future__ import annotations
@@ -162,12 +168,15 @@ EXIT_INTERRUPTED = 130
 EXIT_PLAUSIBLE_ONLY = 21
 #: ``equisa repair`` found no patch that passes the suite.
 EXIT_NOT_FIXED = 22
-#: ``equisa localize`` ran to its end, but no function reached the confidence threshold (0.9): the
-#: ranking is a best guess. An outcome, not an error: the report is written and the run recorded.
+#: ``equisa localize --fail-unless-converged`` ran to its end, but no function reached the confidence
+#: threshold (0.9): the ranking is a best guess. An outcome, not an error: the report is written and
+#: the run recorded. Without the option such a run exits 0.
 EXIT_NOT_CONVERGED = 25
-#: ``equisa repair`` or ``localize`` stopped because its time budget (``--max-seconds``) ran out: the
-#: report holds the best found so far (the ranking, a plausible candidate validated before the
-#: deadline). An outcome, not an error. A repair that found a fix before the deadline exits 0.
+#: ``equisa repair`` (or ``localize --fail-unless-converged``) stopped because its time budget
+#: (``--max-seconds``) ran out: the report holds the best found so far (the ranking, a plausible
+#: candidate validated before the deadline). An outcome, not an error. A repair that found a fix
+#: before the deadline exits 0; a localization without the option exits 0 on its ranking. Also the
+#: code of ``BudgetSpentError``: the budget ran out before the suite was traced (no ranking).
 EXIT_BUDGET_SPENT = 26
 #: How a report's ``stopped_because`` begins when the time budget stopped the run.
 BUDGET_SPENT = "time budget"
@@ -176,18 +185,22 @@ EXIT_BATCH_FAILURES = 51
 
 #: The codes that are outcomes, not errors, and what each means to the user (docs/exit-codes.md's wording).
 OUTCOMES: dict[int, str] = {
-    EXIT_OK: "success",
+    EXIT_OK: "success; for `equisa localize`: a ranking was produced, converged or not (the report's "
+             "`converged` and `stopped_because` say which; `--fail-unless-converged` makes not converged 25)",
     EXIT_USAGE: "malformed command line",
     EXIT_PLAUSIBLE_ONLY: "`equisa repair`: plausible only — a patch passed the suite, but a check weighs "
                          "against it or the evidence does not reach a fix (it is still reported, not applied)",
     EXIT_NOT_FIXED: "`equisa repair`: not fixed — no candidate passed the suite",
-    EXIT_NOT_CONVERGED: "`equisa localize`: not converged — no function reached the confidence threshold; "
-                        "the ranking (a best guess) and the report are still written (`repair` exits on "
-                        "its repair's outcome instead)",
-    EXIT_BUDGET_SPENT: "`equisa repair`, `localize`: the time budget (`--max-seconds`; repair 120 s, "
-                       "localize 1800 s) ran out: the run stopped by itself and wrote its report with the "
-                       "best found so far (the ranking, a plausible candidate validated before the deadline, "
-                       "`stopped_because`); a repair fixed before the deadline exits 0",
+    EXIT_NOT_CONVERGED: "`equisa localize --fail-unless-converged`: not converged — no function reached "
+                        "the confidence threshold; the ranking (a best guess) and the report are still "
+                        "written. Without the option a ranking exits 0, converged or not (the report's "
+                        "`converged` and `stopped_because` say which)",
+    EXIT_BUDGET_SPENT: "`equisa repair`, `localize --fail-unless-converged`: the time budget "
+                       "(`--max-seconds`; repair 120 s, localize 1800 s) ran out: the run stopped by "
+                       "itself and wrote its report with the best found so far (the ranking, a plausible "
+                       "candidate validated before the deadline, `stopped_because`); a repair fixed before "
+                       "the deadline exits 0, a localization without the option exits 0 on its ranking; "
+                       "any command whose budget ran out before the suite was traced exits 26",
     EXIT_BATCH_FAILURES: "`equisa batch`: the batch ran to its end, but at least one repository's run "
                          "failed (see its row)",
     EXIT_INTERNAL: "internal error (a bug in EQUISA; `--debug` shows the traceback)",
@@ -200,10 +213,12 @@ def budget_spent(stopped_because: str | None) -> bool:
     return (stopped_because or "").startswith(BUDGET_SPENT)
 
 
-def localize_exit_code(converged: bool, stopped_because: str | None = None) -> int:
-    """``equisa localize``'s exit code: 0 when a function reached the threshold, else 26 when the time
-    budget stopped it, else 25 (not converged)."""
-    if converged:
+def localize_exit_code(converged: bool, stopped_because: str | None = None,
+                       fail_unless_converged: bool = False) -> int:
+    """``equisa localize``'s exit code for a ranking it produced: 0, converged or not. Under
+    ``--fail-unless-converged`` a ranking that did not converge is 26 when the time budget stopped
+    the run, else 25 (not converged)."""
+    if converged or not fail_unless_converged:
         return EXIT_OK
     return EXIT_BUDGET_SPENT if budget_spent(stopped_because) else EXIT_NOT_CONVERGED
 

@@ -15,8 +15,12 @@ import pytest
 
 from equisa_core import errors
 from equisa_core.errors import (
+    BUDGET_SPENT,
+    EXIT_BUDGET_SPENT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
+    EXIT_NOT_CONVERGED,
+    EXIT_OK,
     OUTCOMES,
     BudgetSpentError,
     EquisaError,
@@ -27,6 +31,7 @@ from equisa_core.errors import (
     exit_code_for,
     exit_code_meanings,
     exit_code_table,
+    localize_exit_code,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,6 +144,29 @@ def test_the_table_lists_every_code_once_in_ascending_order():
 ])
 def test_exit_code_for_maps_an_error_to_its_code(error, code):
     assert exit_code_for(error) == code
+
+
+@pytest.mark.parametrize(("converged", "stopped_because", "fail_unless_converged", "code"), [
+    (True, "confidence 0.93 >= 0.9", False, EXIT_OK),
+    (True, "confidence 0.93 >= 0.9", True, EXIT_OK),
+    (False, "no inspection left is expected to move a confidence", False, EXIT_OK),
+    (False, f"{BUDGET_SPENT} (20s) spent", False, EXIT_OK),
+    (False, "no inspection left is expected to move a confidence", True, EXIT_NOT_CONVERGED),
+    (False, f"{BUDGET_SPENT} (20s) spent", True, EXIT_BUDGET_SPENT),
+])
+def test_localize_exits_0_on_a_ranking_unless_asked_to_fail_unless_it_converged(
+        converged: bool, stopped_because: str, fail_unless_converged: bool, code: int) -> None:
+    """A ranking is a success, converged or not; ``--fail-unless-converged`` makes not converged 25,
+    and 26 when the time budget stopped the run."""
+    assert localize_exit_code(converged, stopped_because, fail_unless_converged) == code
+
+
+def test_the_table_says_localize_exits_0_on_a_ranking_and_names_the_option():
+    table = exit_code_table()
+    row = {int(line.split("|")[1]): line for line in table.splitlines()[2:]}
+    assert "converged or not" in row[EXIT_OK] and "--fail-unless-converged" in row[EXIT_OK]
+    assert "--fail-unless-converged" in row[EXIT_NOT_CONVERGED]
+    assert "--fail-unless-converged" in row[EXIT_BUDGET_SPENT]
 
 
 def test_an_llm_error_keeps_its_fields_through_pickling_after_the_move():

@@ -21,7 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from equisa_core.errors import EXIT_NOT_CONVERGED
+from .steps import RANKED_EXITS
 
 TOOLS = ("equisa", "fauxpy")
 LABELS = {"equisa": "EQUISA `localize --no-llm`", "fauxpy": "FauxPy 0.7 SBFL Ochiai (function)"}
@@ -92,7 +92,7 @@ def evaluate(run: Mapping, folder: Path) -> dict:
         crash = None
         if tool == "equisa":
             path = folder / "equisa_report.json"
-            if res.get("returncode") not in (0, EXIT_NOT_CONVERGED):  # not converged: an outcome, ranked
+            if res.get("returncode") not in RANKED_EXITS:  # a ranking, converged or not, is no crash
                 crash = f"exit {res.get('returncode')}: {res.get('message', '')}"
             if path.exists():
                 report = json.loads(path.read_text())

@@ -27,6 +27,7 @@ __all__ = [
     "EndpointOptions",
     "DiscoveryOptions",
     "LocalizationOptions",
+    "ConvergenceOptions",
     "RepairLocalizationOptions",
     "ValidationOptions",
     "TestgenOptions",
@@ -240,6 +241,16 @@ class LocalizationOptions(BaseModel):
         description="Deterministic mode: a screening or inspection is run only when it is expected to "
         "move its function's confidence by this much (by the fitted frequencies of what inspections "
         "show); the loop stops when none is; 0: off.")
+
+
+class ConvergenceOptions(BaseModel):
+    """What ``equisa localize``'s exit code asks of its ranking (``errors.localize_exit_code``); not a
+    flow parameter: the run is the same either way, only the command's exit code differs."""
+
+    fail_unless_converged: bool = Field(
+        False, description="Exit 25 when no function reached the confidence threshold (26 when the time "
+        "budget stopped the run) instead of 0; the ranking and the report are written all the same. "
+        "Off: a ranking exits 0, converged or not (the report's converged and stopped_because say which).")
 
 
 class RepairLocalizationOptions(BaseModel):

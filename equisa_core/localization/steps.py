@@ -151,11 +151,11 @@ class LocalizationReport(BaseModel):
         description="The run's model calls (Discovery's, then the loop's), for its history rows and a "
         "caller's total; not written to the JSON, whose ``cost`` is its ``usd``.")
 
-    @property
-    def exit_code(self) -> int:
-        """``equisa localize``'s exit code for this outcome: 0 converged, 26 stopped by the time budget,
-        25 not converged."""
-        return localize_exit_code(self.converged, self.stopped_because)
+    def exit_code(self, fail_unless_converged: bool = False) -> int:
+        """``equisa localize``'s exit code for this outcome: 0, converged or not; under
+        ``--fail-unless-converged``, 26 when the time budget stopped a run that did not converge, else
+        25 for one that did not converge."""
+        return localize_exit_code(self.converged, self.stopped_because, fail_unless_converged)
 
 
 def apply_observation(

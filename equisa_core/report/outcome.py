@@ -1,5 +1,8 @@
 """The outcome of one run, read from its report's JSON: the status the history and the HTML report
 show, and the exit code the command returns for it. Pure; the one place that maps a report to both.
+A localization's code is its outcome's alone: 0 for its ranking, converged or not (its status says
+which); ``equisa localize --fail-unless-converged`` exits otherwise without changing the run
+(``errors.localize_exit_code``).
 
 A run's report is the command's own (``TraceReport``, ``LocalizationReport``, ``RepairReport``,
 ``TestgenReport``) when it ran to its end, or a ``FailureReport`` when it stopped before (an error,

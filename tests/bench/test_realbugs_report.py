@@ -14,7 +14,8 @@ def _node(fqn: str, confidence: float, line: int) -> dict:
             "confidence": confidence}
 
 
-def _bug(results: Path, name: str, ranking: list[dict], first: list[dict], cost: dict | None = None) -> None:
+def _bug(results: Path, name: str, ranking: list[dict], first: list[dict], cost: dict | None = None,
+         returncode: int = 0) -> None:
     folder = results / name
     folder.mkdir(parents=True)
     project, bug = name.split("-")
@@ -24,7 +25,7 @@ def _bug(results: Path, name: str, ranking: list[dict], first: list[dict], cost:
     truth = {"fqn": "pkg.mod.b", "file": "pkg/mod.py", "first_line": 10, "def_line": 10}
     (folder / "run.json").write_text(json.dumps({
         "project": project, "bug": int(bug), "truth": {"functions": [truth]},
-        "equisa": {"returncode": 0, "wall_s": 4.0},
+        "equisa": {"returncode": returncode, "wall_s": 4.0},
         "fauxpy": {"returncode": 1, "wall_s": 2.0, "copy_root": "/copy"},
     }))
 
@@ -67,3 +68,13 @@ def test_runs_whose_screening_budget_left_functions_out_are_counted(tmp_path: Pa
         1: (1, 2), 2: (2, 2), 3: (0, 2), 4: None}
     total = data["summary"]["total"]
     assert (total["equisa_screening_partial"], total["equisa_screening_none"]) == (2, 1)
+
+
+def test_a_ranking_exits_0_or_25_as_before_and_is_no_crash(tmp_path: Path):
+    """``equisa localize`` exits 0 on a ranking, converged or not; results kept from revisions that
+    ended an unconverged ranking with 25 count as ranked too. Any other code is a crash."""
+    nodes = [_node("pkg.mod.b", 0.6, 10), _node("pkg.mod.a", 0.4, 1)]
+    for bug, code in ((1, 0), (2, 25), (3, 7)):
+        _bug(tmp_path, f"black-{bug}", ranking=nodes, first=nodes, returncode=code)
+    crashes = {c["bug"]: c["equisa"]["crash"] for c in build(tmp_path, [])["cases"]}
+    assert crashes[1] is None and crashes[2] is None and crashes[3].startswith("exit 7")

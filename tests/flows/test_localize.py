@@ -16,7 +16,13 @@ from prefect import flow
 from pydantic import TypeAdapter
 
 from equisa_core.common.loop import replay
-from equisa_core.errors import EXIT_NOT_CONVERGED, LLMRequestError, NoProjectCodeError, NothingToLocalizeError
+from equisa_core.errors import (
+    EXIT_NOT_CONVERGED,
+    EXIT_OK,
+    LLMRequestError,
+    NoProjectCodeError,
+    NothingToLocalizeError,
+)
 from equisa_core.localization.bayes import CLAMP_LOW
 from equisa_core.localization.machine import LocalizationObservation, LocalizationState, record
 from equisa_core.localization.machine import report as report_of
@@ -91,7 +97,7 @@ def test_a_decisive_answer_after_the_screening_ends_the_run(tmp_path, cli_env):
     out, off = tmp_path / "fitted.json", tmp_path / "off.json"
     code, err = localize(cli_env, str(INVOICING), "--no-llm", "--screen-cost-ratio", "off", "--json",
                          str(out))
-    assert code == EXIT_NOT_CONVERGED, err  # decisive, below 0.9
+    assert code == EXIT_OK, err  # decisive, below 0.9
     report = LocalizationReport.model_validate_json(out.read_text())
     assert report.ranking[0].fqn == BUGGY and not report.converged and report.decisive_after_screening
     assert report.stopped_because.startswith("the answer after the screening is decisive")
@@ -103,7 +109,7 @@ def test_a_decisive_answer_after_the_screening_ends_the_run(tmp_path, cli_env):
     assert report.first_answer[0].fqn != BUGGY
     code, err = localize(cli_env, str(INVOICING), "--no-llm", "--stop-margin", "off", "--screen-cost-ratio",
                          "off", "--json", str(off))
-    assert code == EXIT_NOT_CONVERGED, err
+    assert code == EXIT_OK, err
     without = LocalizationReport.model_validate_json(off.read_text())
     assert not without.decisive_after_screening and without.ranking[0].fqn == BUGGY
     # The loop went on past the screening, to its stopping rule (the calls recorded and compared).
@@ -117,7 +123,7 @@ def test_by_default_the_screening_runs_within_its_share_of_the_trace_and_finds_t
     report, and their evidence is not counted."""
     out = tmp_path / "budget.json"
     code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out))
-    assert out.is_file(), err
+    assert code == EXIT_OK, err
     report = LocalizationReport.model_validate_json(out.read_text())
     cost = report.screening_cost
     ratio = FITTED_SCREEN_COST_RATIO
@@ -151,14 +157,14 @@ def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_w
     off, those inspections run."""
     out, off = tmp_path / "fitted.json", tmp_path / "off.json"
     code, err = localize(cli_env, str(INVOICING), "--no-llm", *EVERY_CHECK, "--json", str(out))
-    assert code == EXIT_NOT_CONVERGED, err  # the rule stops the run before the bug reaches 0.9
+    assert code == EXIT_OK, err  # the rule stops the run before the bug reaches 0.9
     report = LocalizationReport.model_validate_json(out.read_text())
     assert report.ranking[0].fqn == BUGGY and not report.converged
     assert report.stopped_because.startswith("no inspection left is expected to move a confidence")
     deterministic = [i for i in report.inspections if i.strategy == "deterministic"]
     code, err = localize(cli_env, str(INVOICING), "--no-llm", *EVERY_CHECK,
                          "--min-expected-shift", "0", "--json", str(off))
-    assert code == EXIT_NOT_CONVERGED, err  # more inspections, still below 0.9 when they stall
+    assert code == EXIT_OK, err  # more inspections, still below 0.9 when they stall
     without_rule = LocalizationReport.model_validate_json(off.read_text())
     assert not without_rule.converged
     assert len([i for i in without_rule.inspections if i.strategy == "deterministic"]) > len(deterministic)
@@ -245,7 +251,7 @@ def test_a_confirmed_fix_that_leads_without_converging_goes_on_without_discovery
         "def test_helpers():\n    assert all(h(3) == 3 for h in chain.HELPERS)\n")
     out = tmp_path / "loc.json"
     code, err = localize(cli_env, str(repo), *SEED, "--no-llm", "--screen-top", "1", "--json", str(out))
-    assert code == EXIT_NOT_CONVERGED, err  # the helpers keep total below 0.9 to the end
+    assert code == EXIT_OK, err  # the helpers keep total below 0.9 to the end
     report = LocalizationReport.model_validate_json(out.read_text())
     assert not report.converged
     screened, confirmed, *inspected = report.inspections
@@ -496,7 +502,7 @@ def test_a_hopeless_repository_and_a_useless_model_still_report(tmp_path, cli_en
            "EQUISA_MAX_COST_USD": "none"}
     out = tmp_path / "loc.json"
     code, err = localize(env, str(repo), "--llm", "--max-inspections", "3", "--json", str(out))
-    assert code == EXIT_NOT_CONVERGED, err  # three inspections settle nothing: an outcome, reported
+    assert code == EXIT_OK, err  # three inspections settle nothing: an outcome, reported
     report = LocalizationReport.model_validate_json(out.read_text())
     assert not report.converged
     assert (report.tests.failed, report.tests.passed) == (2, 0)
@@ -529,14 +535,14 @@ def test_a_function_whose_source_cannot_be_found_is_skipped_and_the_run_goes_on(
     out, every = tmp_path / "r.json", tmp_path / "every.json"
     code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), "--screen-cost-ratio",
                          "off", "--json", str(out))
-    assert code == EXIT_NOT_CONVERGED, err  # the bug's function cannot be inspected: no certainty
+    assert code == EXIT_OK, err  # the bug's function cannot be inspected: no certainty
     report = LocalizationReport.model_validate_json(out.read_text())
     assert not report.converged and "mod.double" in {r.fqn for r in report.ranking}
     assert "mod.double was not screened: no function 'double' in the module" in " ".join(report.problems)
     assert "mod.double" not in {i.target for i in report.inspections}
     code, err = localize(cli_env, str(repo), "--no-llm", "--python", str(python), *EVERY_CHECK,
                          "--json", str(every))
-    assert code == EXIT_NOT_CONVERGED, err
+    assert code == EXIT_OK, err
     report = LocalizationReport.model_validate_json(every.read_text())
     assert not report.converged
     assert "mod.double was not inspected: no function 'double' in the module" in " ".join(report.problems)
@@ -566,7 +572,7 @@ def test_since_a_ref_marks_the_functions_changed_and_a_bad_ref_is_bad_input(tmp_
     out = tmp_path / "since.json"
     code, err = localize(cli_env, str(repo), "--no-llm", "--since", "HEAD", "--max-inspections", "0",
                          "--no-discovery", "--json", str(out))
-    assert code == EXIT_NOT_CONVERGED, err  # --max-inspections 0: the prior's ranking, no inspection
+    assert code == EXIT_OK, err  # --max-inspections 0: the prior's ranking, no inspection
     report = LocalizationReport.model_validate_json(out.read_text())
     changed = {fqn for fqn, s in report.prior.signals.items() if s.changed}
     assert changed == {BUGGY}
@@ -600,19 +606,54 @@ def test_failing_tests_that_run_no_function_of_the_repository_are_no_ranking(tmp
 
 def test_json_dash_writes_the_report_to_standard_output_and_nothing_else_there(tmp_path, cli_env):
     """Also: with the screening run, the stopping rule ends the run before the bug reaches 0.9, which
-    is exit 25 (not converged, an outcome): the report and its ranking are written, the run recorded
-    as such."""
+    is exit 0 (a ranking, not converged): the report and its ranking are written, the run recorded as
+    not converged."""
     done = subprocess.run([EQUISA, "localize", str(INVOICING), "--no-llm", "--screen-cost-ratio", "off",
                            "--json", "-"],
                           capture_output=True, text=True, env=cli_env, timeout=900, cwd=tmp_path)
-    assert done.returncode == EXIT_NOT_CONVERGED == 25, done.stderr
+    assert done.returncode == EXIT_OK, done.stderr
     report = LocalizationReport.model_validate_json(done.stdout)
-    assert not report.converged and report.exit_code == EXIT_NOT_CONVERGED
+    assert not report.converged and report.exit_code() == EXIT_OK
+    assert report.exit_code(fail_unless_converged=True) == EXIT_NOT_CONVERGED
     assert report.ranking[0].fqn == "invoicing.discounts.ThresholdDiscount.applies"
     (row,) = query(Path(cli_env["EQUISA_DB"]), "SELECT run_id, status, exit_code, error FROM runs")
-    assert row == {"run_id": report.run_id, "status": "not_converged", "exit_code": 25, "error": None}
+    assert row == {"run_id": report.run_id, "status": "not_converged", "exit_code": 0, "error": None}
     jsonschema.validate(json.loads(done.stdout), report_schema("localize"))  # the report its schema describes
     assert "Report written" not in done.stderr and not (tmp_path / "-").exists()
+
+
+def test_a_ranking_that_did_not_converge_exits_0_unless_the_user_asks_it_to_fail(tmp_path, cli_env):
+    """By default the example's run stops with the trace's answer, below 0.9: a ranking, so exit 0,
+    with ``converged`` false and ``stopped_because`` in the JSON, the SARIF log and the summary.
+    ``--fail-unless-converged`` (or its setting) makes the same run exit 25, its report written all the
+    same; the history records each run as not converged."""
+    out, sarif = tmp_path / "loc.json", tmp_path / "loc.sarif"
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--json", str(out), "--sarif", str(sarif))
+    assert code == EXIT_OK, err
+    data = json.loads(out.read_text())
+    assert data["converged"] is False and data["stopped_because"] and data["ranking"]
+    run = json.loads(sarif.read_text())["runs"][0]
+    assert run["properties"]["converged"] is False
+    assert run["properties"]["stoppedBecause"] == data["stopped_because"]
+    assert run["invocations"][0]["executionSuccessful"] is True
+    assert f"not converged ({data['stopped_because']})" in " ".join(err.split())
+
+    strict, strict_sarif = tmp_path / "strict.json", tmp_path / "strict.sarif"
+    code, err = localize(cli_env, str(INVOICING), "--no-llm", "--fail-unless-converged",
+                         "--json", str(strict), "--sarif", str(strict_sarif))
+    assert code == EXIT_NOT_CONVERGED == 25, err
+    report = LocalizationReport.model_validate_json(strict.read_text())
+    assert not report.converged and report.stopped_because and report.ranking
+    assert json.loads(strict_sarif.read_text())["runs"][0]["properties"]["converged"] is False
+    assert f"not converged ({report.stopped_because})" in " ".join(err.split())
+
+    code, err = localize({**cli_env, "EQUISA_FAIL_UNLESS_CONVERGED": "true"}, str(INVOICING), "--no-llm")
+    assert code == EXIT_NOT_CONVERGED, err  # the option's setting, from the environment
+    code, err = localize({**cli_env, "EQUISA_FAIL_UNLESS_CONVERGED": "true"}, str(INVOICING), "--no-llm",
+                         "--no-fail-unless-converged")
+    assert code == EXIT_OK, err  # the command line wins over the setting
+    rows = query(Path(cli_env["EQUISA_DB"]), "SELECT status, exit_code FROM runs")
+    assert rows == [{"status": "not_converged", "exit_code": EXIT_OK}] * 4
 
 
 def test_llm_asked_for_with_no_endpoint_is_an_error_before_any_work(tmp_path, cli_env):

@@ -265,6 +265,9 @@ def value_findings(found: DiscoveryResult, recording: Recording) -> dict[str, Va
 # --- mutant screening ----------------------------------------------------------------------------------
 
 
+#: The share of a partial screening's budget that making the mutants may take (the rest is for the
+#: rounds, which the probe cuts by the clock).
+PLANNING_SHARE = 0.5
 #: A screened function's plan: its mutants' id prefix, its mutants, the tests they run against.
 Plan = tuple[str, tuple[Mutant, ...], tuple[str, ...]]
 
@@ -279,6 +282,7 @@ class Screening:
     runs: tuple[PrefectFuture[MutantRunReport], ...]
     started: float
     skipped: dict[str, str] = field(default_factory=dict)  # function -> why it could not be screened
+    unplanned: tuple[str, ...] = ()  # functions the budget left no time to make the mutants of
 
     def wait(self) -> None:
         """Until every run is over (none is left running when the caller goes on without them)."""
@@ -287,22 +291,30 @@ class Screening:
 
 
 def _screening_plans(found: DiscoveryResult, params: LocalizeParameters, functions: Sequence[str],
-                     nodes: Mapping[str, Node], timeboxed: bool,
-                     ) -> tuple[dict[str, Plan], dict[str, float], dict[str, str]]:
+                     nodes: Mapping[str, Node], budget_s: float | None,
+                     ) -> tuple[dict[str, Plan], dict[str, float], dict[str, str], tuple[str, ...]]:
     """Of ``functions`` (most likely first), those to screen: their plans and estimated costs (the
-    failing tests' durations times the mutants); and why those whose source cannot be read were
-    skipped. ``timeboxed``: every function with mutants and a failing test to fix is planned, in
-    order, and the rounds' budget cuts the screening short (the machine's partial screening); else
-    only those whose estimated cost fits ``screen_budget_s``."""
+    failing tests' durations times the mutants); why those whose source cannot be read were
+    skipped; and those a budget left unplanned.
+
+    ``budget_s`` (the machine's budget for a partial screening): functions are planned in order
+    until making their mutants (up to a second for a long function) has taken
+    ``PLANNING_SHARE`` of it; the rounds' budget then cuts the rest short, by the clock (the
+    estimate, from the traced durations, was up to ten times the rounds' real cost on small tests).
+    Without it, only the functions whose estimated cost fits ``screen_budget_s`` are planned."""
     trace, root = found.trace, found.prepared.workspace.root
     failing = trace.failed_tests()
     durations = {t.test_id: max(t.duration, MIN_TEST_SECONDS) for t in trace.tests if t.test_id in failing}
-    budget = math.inf if timeboxed else params.screen_budget_s
+    timeboxed = budget_s is not None
+    capacity = math.inf if timeboxed else params.screen_budget_s
+    deadline = time.monotonic() + PLANNING_SHARE * (budget_s or 0.0)
     plans: dict[str, Plan] = {}
     costs: dict[str, float] = {}
     skipped: dict[str, str] = {}
     estimate = 0.0
-    for fqn in functions:
+    for position, fqn in enumerate(functions):
+        if timeboxed and time.monotonic() > deadline:
+            return plans, costs, skipped, tuple(functions[position:])
         node = nodes[fqn]
         try:
             _, source = read_function(root, node)
@@ -311,16 +323,16 @@ def _screening_plans(found: DiscoveryResult, params: LocalizeParameters, functio
             continue
         tests = tuple(tests_for_node(fqn, trace, max_tests=params.max_tests_per_inspection).test_ids)
         per_mutant = sum(durations.get(t, 0.0) for t in tests)
-        if not per_mutant or estimate + per_mutant > budget:
+        if not per_mutant or estimate + per_mutant > capacity:
             continue  # no failing test to fix (no fix to find), or over the budget with one mutant
         mutants = node_mutants(fqn, node, source, params)  # made only now: most of the screening's set-up
         cost = len(mutants) * per_mutant
-        if not cost or estimate + cost > budget:
+        if not cost or estimate + cost > capacity:
             continue  # no mutants, or over the budget
         estimate += cost
         plans[fqn] = (f"s{len(plans)}m", mutants, tests)
         costs[fqn] = cost
-    return plans, costs, skipped
+    return plans, costs, skipped, ()
 
 
 def submit_screening(found: DiscoveryResult, params: LocalizeParameters, functions: Sequence[str],
@@ -332,8 +344,9 @@ def submit_screening(found: DiscoveryResult, params: LocalizeParameters, functio
     machine's budget for the rounds (a partial screening: the functions it leaves no time for are
     left out); without it, only the functions whose estimated cost fits ``screen_budget_s`` run."""
     started = time.monotonic()
-    plans, costs, skipped = _screening_plans(found, params, functions, nodes, timeboxed=budget_s is not None)
-    shard_of = even_shares(costs, min(params.shards or os.cpu_count() or 1, len(plans)))
+    plans, costs, skipped, unplanned = _screening_plans(found, params, functions, nodes, budget_s)
+    shards = min(params.shards or os.cpu_count() or 1, len(plans))
+    shard_of = even_shares(costs, shards, in_order=budget_s is not None)
     rounds_budget = params.screen_budget_s if budget_s is None else min(budget_s, params.screen_budget_s)
     runs = []
     for shard in sorted(set(shard_of.values())):
@@ -342,15 +355,18 @@ def submit_screening(found: DiscoveryResult, params: LocalizeParameters, functio
         # The estimate leaves out each round's own cost (swapping the code in, pytest's protocol,
         # a test's fixtures), which is most of a round on a slow project: the budget is enforced.
         runs.append(submit_rounds(found, params, specs, confirm=True, budget_s=rounds_budget))
-    return Screening(plans=plans, shard_of=shard_of, runs=tuple(runs), started=started, skipped=skipped)
+    return Screening(plans=plans, shard_of=shard_of, runs=tuple(runs), started=started, skipped=skipped,
+                     unplanned=unplanned)
 
 
-def even_shares(costs: dict[str, float], count: int) -> dict[str, int]:
-    """Each key's share (0 .. count-1), the costliest first to the least loaded share, so the
-    shares' summed costs come out about even (the longest-processing-time rule)."""
+def even_shares(costs: dict[str, float], count: int, in_order: bool = False) -> dict[str, int]:
+    """Each key's share (0 .. count-1), each to the least loaded share so far, so the shares'
+    summed costs come out about even: the costliest first (the longest-processing-time rule), or,
+    ``in_order``, in ``costs``' own order (most likely first: a screening the clock cuts short
+    has then started its leaders in every share)."""
     loads = [0.0] * max(count, 1)
     share: dict[str, int] = {}
-    for key in sorted(costs, key=lambda k: -costs[k]):
+    for key in (costs if in_order else sorted(costs, key=lambda k: -costs[k])):
         least = loads.index(min(loads))
         share[key] = least
         loads[least] += costs[key]
@@ -402,12 +418,12 @@ def screening_evidence(found: DiscoveryResult, screening: Screening) -> Screened
             fix += ", but some change how a failing test fails"
         found_evidence.append(Evidence(
             target=fqn, strategy=SCREENING, tests_run=tests, reflection_by="mutants",
-            reasoning=f"screening the mutants of the top {len(plans) - len(left_out)} candidates: {fix}",
+            reasoning=f"screening the mutants of the top {len(plans)} candidates: {fix}",
             seconds=round(time.monotonic() - screening.started, 3), **update,
         ))
     screened = frozenset(plans) - set(left_out)
     return Screened(functions=screened, evidence=tuple(found_evidence), problems=tuple(problems),
-                    left_out=tuple(left_out))
+                    left_out=(*left_out, *screening.unplanned))
 
 
 def _cut_short(report: MutantRunReport, prefix: str, count: int) -> bool:

@@ -145,7 +145,7 @@ def _scratch(root: Path) -> Path:
 
 #: The moments ``timed`` records in a command (seconds from its start).
 MARKS = {"first_line_s": "first line", "first_run_s": "first sandboxed run started",
-         "server_line_s": "Prefect UI line (server ready)"}
+         "server_line_s": "Prefect UI line (server ready)", "answer_line_s": "first answer line (trace in)"}
 
 
 def summarize(samples: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -280,8 +280,9 @@ def timed(name: str, command: str, clone: Path, env: dict[str, str]) -> dict[str
     """``command`` run by ``bash -c`` in ``clone``: wall seconds, exit code, stderr's tail, and when
     (seconds from the start) it printed its first line on stderr (``first_line_s``), started its
     first sandboxed run (``first_run_s``: the first ``equisa-run-*`` folder in ``$EQUISA_SCRATCH``,
-    which ``clean_environment`` makes the clone's own) and said the Prefect UI's address
-    (``server_line_s``: ``connect_prefect`` returned); None when it did not."""
+    which ``clean_environment`` makes the clone's own), said the Prefect UI's address
+    (``server_line_s``: ``connect_prefect`` returned) and gave its first answer (``answer_line_s``:
+    the trace is in, on a localization's screening path); None when it did not."""
     import threading
 
     load = os.getloadavg()
@@ -291,7 +292,7 @@ def timed(name: str, command: str, clone: Path, env: dict[str, str]) -> dict[str
         ["bash", "-c", command], cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, stdin=subprocess.DEVNULL,
     )
-    marks: dict[str, float | None] = {"first_line_s": None, "first_run_s": None, "server_line_s": None}
+    marks: dict[str, float | None] = dict.fromkeys(MARKS)
     lines: list[str] = []
 
     def read_stderr() -> None:
@@ -303,6 +304,8 @@ def timed(name: str, command: str, clone: Path, env: dict[str, str]) -> dict[str
                 marks["first_line_s"] = at
             if marks["server_line_s"] is None and "Prefect UI:" in line:
                 marks["server_line_s"] = at
+            if marks["answer_line_s"] is None and "First answer" in line:
+                marks["answer_line_s"] = at
 
     readers = [threading.Thread(target=read_stderr, daemon=True),
                threading.Thread(target=lambda: process.stdout and process.stdout.read(), daemon=True)]
@@ -361,7 +364,7 @@ def one_sample(
             log(
                 f"  {config:>9} {name:<26} {result['seconds']:6.1f} s  exit {result['exit']}  "
                 f"(first line {result['first_line_s']}, run {result['first_run_s']}, "
-                f"server {result['server_line_s']})  "
+                f"server {result['server_line_s']}, answer {result['answer_line_s']})  "
                 f"load {result['loadavg_before'][0]:.1f}"
             )
         sample["venv_files"] = venv_files(clone / ".venv")

@@ -129,10 +129,23 @@ def clean_environment(
             "XDG_RUNTIME_DIR": str(root / "run"),  # the warm worker's socket
             "PREFECT_HOME": str(root / "prefect-home"),
             "EQUISA_WORKSPACES": str(root / "workspaces"),
+            "EQUISA_SCRATCH": str(_scratch(root)),  # the sandboxed runs' folders, watched by ``timed``
             "COLUMNS": "160",
         }
     )
     return env
+
+
+def _scratch(root: Path) -> Path:
+    """The clone's own folder of sandboxed run folders (``one_sample`` makes it): in ``/dev/shm``, where
+    EQUISA would put them (a tmpfs), when it is writable, else beside the clone."""
+    ram = Path("/dev/shm")
+    return ram / f"{root.name}-scratch" if os.access(ram, os.W_OK) else root / "scratch"
+
+
+#: The moments ``timed`` records in a command (seconds from its start).
+MARKS = {"first_line_s": "first line", "first_run_s": "first sandboxed run started",
+         "server_line_s": "Prefect UI line (server ready)", "answer_line_s": "first answer line (trace in)"}
 
 
 def summarize(samples: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -154,7 +167,24 @@ def summarize(samples: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dict[
                 "samples_s": seconds,
                 "abnormal_exits": [r["exit"] for r in runs if r["exit"] not in NORMAL_EXITS],
             }
+            for mark in MARKS:
+                seen = [r[mark] for r in runs if r.get(mark) is not None]
+                if seen:
+                    summary[config][name][mark] = {"median_s": round(statistics.median(seen), 2),
+                                                   "samples_s": seen}
     return summary
+
+
+def marks_table(summary: Mapping[str, Mapping[str, Mapping[str, Any]]], configs: list[str]) -> str:
+    """The moments within each command (``MARKS``), seconds from its start: median, then the samples."""
+    lines = ["| configuration, command | " + " | ".join(MARKS.values()) + " |",
+             "| --- |" + " ---: |" * len(MARKS)]
+    for config in configs:
+        for name, row in summary.get(config, {}).items():
+            cells = [f"**{row[m]['median_s']:.1f}** ({', '.join(f'{s:.1f}' for s in row[m]['samples_s'])})"
+                     if m in row else "–" for m in MARKS]
+            lines.append(f"| {config}, {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def markdown_table(summary: Mapping[str, Mapping[str, Mapping[str, Any]]], configs: list[str]) -> str:
@@ -219,6 +249,9 @@ def markdown_report(report: Mapping[str, Any]) -> str:
         + ". Median in bold, then the samples in run order.",
         "",
         markdown_table(report["summary"], report["configs"]),
+        "Moments within the commands, seconds from the command's start (``timed``):",
+        "",
+        marks_table(report["summary"], report["configs"]),
         "Venv files after the commands (`.py` / `.pyc`): "
         + "; ".join(f"{c}: {v['py']} / {v['pyc']}" for c, v in report["venv_files"].items())
         + ".",
@@ -244,25 +277,56 @@ def venv_files(venv: Path) -> dict[str, int]:
 
 
 def timed(name: str, command: str, clone: Path, env: dict[str, str]) -> dict[str, Any]:
-    """``command`` run by ``bash -c`` in ``clone``: wall seconds, exit code, stderr's tail."""
+    """``command`` run by ``bash -c`` in ``clone``: wall seconds, exit code, stderr's tail, and when
+    (seconds from the start) it printed its first line on stderr (``first_line_s``), started its
+    first sandboxed run (``first_run_s``: the first ``equisa-run-*`` folder in ``$EQUISA_SCRATCH``,
+    which ``clean_environment`` makes the clone's own), said the Prefect UI's address
+    (``server_line_s``: ``connect_prefect`` returned) and gave its first answer (``answer_line_s``:
+    the trace is in, on a localization's screening path); None when it did not."""
+    import threading
+
     load = os.getloadavg()
+    scratch = Path(env["EQUISA_SCRATCH"]) if env.get("EQUISA_SCRATCH") else None
     started = time.perf_counter()
-    done = subprocess.run(
-        ["bash", "-c", command],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        stdin=subprocess.DEVNULL,
+    process = subprocess.Popen(
+        ["bash", "-c", command], cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, stdin=subprocess.DEVNULL,
     )
+    marks: dict[str, float | None] = dict.fromkeys(MARKS)
+    lines: list[str] = []
+
+    def read_stderr() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            at = round(time.perf_counter() - started, 2)
+            lines.append(line.rstrip("\n"))
+            if marks["first_line_s"] is None:
+                marks["first_line_s"] = at
+            if marks["server_line_s"] is None and "Prefect UI:" in line:
+                marks["server_line_s"] = at
+            if marks["answer_line_s"] is None and "First answer" in line:
+                marks["answer_line_s"] = at
+
+    readers = [threading.Thread(target=read_stderr, daemon=True),
+               threading.Thread(target=lambda: process.stdout and process.stdout.read(), daemon=True)]
+    for reader in readers:
+        reader.start()
+    while process.poll() is None:
+        if marks["first_run_s"] is None and scratch is not None and any(scratch.glob("equisa-run-*")):
+            marks["first_run_s"] = round(time.perf_counter() - started, 2)
+        if time.perf_counter() - started > 1800:
+            process.kill()
+        time.sleep(0.02)
     seconds = round(time.perf_counter() - started, 2)
-    tail = done.stderr.strip().splitlines()[-3:] if done.returncode not in NORMAL_EXITS else []
+    for reader in readers:
+        reader.join(timeout=10)
+    tail = lines[-3:] if process.returncode not in NORMAL_EXITS else []
     return {
         "name": name,
         "command": command,
         "seconds": seconds,
-        "exit": done.returncode,
+        "exit": process.returncode,
+        **marks,
         "loadavg_before": list(load),
         "stderr_tail": tail,
     }
@@ -282,6 +346,7 @@ def one_sample(
     clone = root / "equisa"
     env = clean_environment(os.environ, root, uv_cache, own_bin, dont_write_bytecode)
     (root / "run").mkdir()
+    Path(env["EQUISA_SCRATCH"]).mkdir()
     subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True, capture_output=True)
     pyproject = clone / "pyproject.toml"
     pyproject.write_text(configured(pyproject.read_text(encoding="utf-8"), CONFIGS[config]), encoding="utf-8")
@@ -298,6 +363,8 @@ def one_sample(
             sample["commands"].append(result)
             log(
                 f"  {config:>9} {name:<26} {result['seconds']:6.1f} s  exit {result['exit']}  "
+                f"(first line {result['first_line_s']}, run {result['first_run_s']}, "
+                f"server {result['server_line_s']}, answer {result['answer_line_s']})  "
                 f"load {result['loadavg_before'][0]:.1f}"
             )
         sample["venv_files"] = venv_files(clone / ".venv")
@@ -311,6 +378,7 @@ def one_sample(
             stdin=subprocess.DEVNULL,
         )
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(env["EQUISA_SCRATCH"], ignore_errors=True)
     return sample
 
 

@@ -46,6 +46,7 @@ from tasks.operations.task_runners import runner_choice
 from tasks.run.git_changes import changed_lines
 from tasks.run.parameters import DiscoveryParameters, LocalizeParameters, settings_for
 from tasks.run.prepared_run import submit_flaky_rerun, with_flaky
+from tasks.sandbox.early_runs import take_head_start
 from tasks.sandbox.served_runs import discard
 
 __all__ = ["Collect", "LocalizationSteps"]
@@ -112,7 +113,15 @@ class LocalizationSteps:
                 self.found = stopped or self.discover_suite(self.discovery_params, self.found)
             problems = suite_problems(self.found, self.llm_problems)
             return Traced(suite=suite_of(self.found, self.changed, problems), elapsed_s=self.elapsed())
-        return traced
+
+        def counted() -> LocalizationObservation:
+            observed = traced()
+            head_start = take_head_start(self.started)  # the trace's runs the command line started early
+            if head_start:  # the run's clock counts the time they ran before it started
+                self.started -= head_start
+                observed = observed.model_copy(update={"elapsed_s": self.elapsed()})
+            return observed
+        return counted
 
     def start_mark_flaky(self, step: MarkFlaky) -> Collect:
         """Re-run the failing tests the trace's shards could not re-run apart themselves (normally

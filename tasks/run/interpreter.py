@@ -57,6 +57,8 @@ class Interpreter(BaseModel):
 
 #: Checks started early (``start_check``), by interpreter path, for ``resolve_interpreter`` to read.
 _STARTED: dict[str, subprocess.Popen[str]] = {}
+#: Interpreters resolved with ``remember``, by ``resolve_interpreter``'s arguments, for its next call.
+_REMEMBERED: dict[tuple[Path, str | None, bool, Path | None], Interpreter] = {}
 
 
 def _chosen(repo: Path, python: str | None, provision: bool) -> tuple[str, str] | None:
@@ -97,14 +99,26 @@ def start_check(repo: Path, python: str | None, provision: bool = PROVISION) -> 
 
 
 def resolve_interpreter(repo: Path, python: str | None, provision: bool = PROVISION,
-                        environments: Path | None = None) -> Interpreter:
+                        environments: Path | None = None, remember: bool = False) -> Interpreter:
     """Pick the interpreter (the module docstring's order; ``provision``: build an environment
     under ``environments`` rather than use EQUISA's own) and check it (reading the check
-    ``start_check`` started, if it did).
+    ``start_check`` started, if it did). ``remember``: the answer is also kept for the next call
+    with the same arguments, which takes it instead of checking again (the command line's early
+    trace, ``tasks.run.early_trace``, resolves it before the flow's own check, seconds later).
 
     Raises ``InterpreterError`` when it does not exist, does not run, is older than 3.8 or
     cannot import pytest; ``EnvironmentBuildError`` when the environment cannot be built.
     """
+    asked = (repo, python, provision, environments)
+    if not remember and (known := _REMEMBERED.pop(asked, None)) is not None:
+        return known
+    interpreter = _resolve(repo, python, provision, environments)
+    if remember:
+        _REMEMBERED[asked] = interpreter
+    return interpreter
+
+
+def _resolve(repo: Path, python: str | None, provision: bool, environments: Path | None) -> Interpreter:
     chosen = _chosen(repo, python, provision)
     built = None
     if chosen is None:

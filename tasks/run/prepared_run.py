@@ -39,15 +39,17 @@ from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import NoTestsCollectedError
 from equisa_core.operations.storage import resolve_db
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR
+from tasks.run.interpreter import Interpreter, resolve_interpreter
 from tasks.run.parameters import TraceParameters
 from tasks.run.preparation import check_interpreter, check_repository, snapshot_workspace
 from tasks.run.workspace import Workspace
+from tasks.sandbox import early_runs
 from tasks.sandbox.contract import RunRequest, SandboxLimits
 from tasks.sandbox.run_tests import run_tests, sandbox_isolation
 from tasks.storage.history import recorded_durations
 
-__all__ = ["PreparedRun", "prepare_run", "run_suite", "submit_flaky_rerun", "with_flaky", "focused_request",
-           "source_texts",
+__all__ = ["PreparedRun", "prepare_run", "run_suite", "shard_requests", "submit_flaky_rerun", "with_flaky",
+           "focused_request", "source_texts",
            "narrowed", "limited", "elsewhere_note", "MAX_FLAKY_RERUNS"]
 
 
@@ -64,9 +66,11 @@ class PreparedRun(BaseModel):
     environment: SuiteEnvironment | None = None  # None: the docker sandbox (the image's interpreter)
 
 
-def prepare_run(params: TraceParameters) -> PreparedRun:
+def prepare_run(params: TraceParameters, early: bool = False) -> PreparedRun:
     """Check the repository and the sandbox's isolation, snapshot the repository and check the
-    interpreter (tasks), then the base request.
+    interpreter (tasks), then the base request. ``early``: before any flow run (the command line's
+    early trace, ``tasks.run.early_trace``): the tasks' plain functions, nothing logged, and the
+    interpreter kept for the flow's own check (``resolve_interpreter``'s ``remember``).
 
     Raises ``WeakSandboxError`` when the flow runs generated code and files would not be confined
     (unless the parameters accept it); otherwise weak isolation is logged once.
@@ -75,12 +79,13 @@ def prepare_run(params: TraceParameters) -> PreparedRun:
     if params.generated_code:
         require_confinement(isolation, params.generated_code)
     warning = weak_isolation_warning(isolation)
-    if warning:
+    if warning and not early:
         _run_logger().warning(warning)
     repo = check_repository(Path(params.path))
-    workspace = snapshot_workspace(str(repo))
+    workspace = snapshot_workspace.fn(str(repo)) if early else snapshot_workspace(str(repo))
     if params.sandbox != "docker":
-        interpreter = check_interpreter(repo, params.python, params.provision, params.environments)
+        interpreter = (_remembered_interpreter if early else check_interpreter)(
+            repo, params.python, params.provision, params.environments)
         command, version = interpreter.path, interpreter.version
         environment = interpreter.environment()
     else:
@@ -94,6 +99,13 @@ def prepare_run(params: TraceParameters) -> PreparedRun:
                       env=dict(params.test_env))
     return PreparedRun(repo=repo, workspace=workspace, interpreter_version=version, base=base,
                        sandbox=isolation, environment=environment)
+
+
+def _remembered_interpreter(repo: Path, python: str | None, provision: bool, environments: str | None,
+                            ) -> Interpreter:
+    """``check_interpreter``'s answer, without its task run, kept for the task's own call."""
+    folder = Path(environments).expanduser() if environments else None
+    return resolve_interpreter(repo, python, provision, folder, remember=True)
 
 
 def _first_run_limits(params: TraceParameters, repo: Path) -> dict[str, float]:
@@ -161,19 +173,15 @@ def run_suite(prepared: PreparedRun, params: TraceParameters, rerun_later: bool 
 
     Returns ``prepared`` with each test's own time limit from this run (``limited``), the trace, and
     the problems to report (tests stopped at their first-run limits)."""
-    base, version = prepared.base, prepared.interpreter_version
-    if params.rerun_failures:
-        base = base.model_copy(update={"rerun_failures": True})
-    if serve_owner is not None:
-        base = base.model_copy(update={"serve_owner": serve_owner})
-    shards = params.shards or os.cpu_count() or 1
-    requests = [base] if shards == 1 else [
-        base.model_copy(update={"shard": (index, shards)}) for index in range(shards)
-    ]
+    version = prepared.interpreter_version
+    requests = shard_requests(prepared, params, serve_owner)
     runner = run_tests.with_options(refresh_cache=params.no_cache or None)
     common = {"backend": unmapped(params.sandbox), "interpreter_version": unmapped(version),
               "docker_image": unmapped(params.docker_image), "report_tests": unmapped(True)}
-    parts: list[SuiteTrace] = runner.map(requests, **common).result()
+    try:
+        parts: list[SuiteTrace] = runner.map(requests, **common).result()
+    finally:
+        early_runs.discard()  # the trace is in: a run started early that no shard adopted is not wanted
     trace = combine(parts, interleave([part.collected for part in parts]))
     if not trace.tests and not trace.crashed:
         raise NoTestsCollectedError(
@@ -186,6 +194,20 @@ def run_suite(prepared: PreparedRun, params: TraceParameters, rerun_later: bool 
         problems.append(elsewhere_note(trace.imported_elsewhere))
         _run_logger().warning(problems[-1])
     return prepared, trace, problems
+
+
+def shard_requests(prepared: PreparedRun, params: TraceParameters, serve_owner: str | None = None,
+                   ) -> list[RunRequest]:
+    """The requests of the suite's traced shards (``run_suite``'s ``run-tests`` tasks, one each)."""
+    base = prepared.base
+    if params.rerun_failures:
+        base = base.model_copy(update={"rerun_failures": True})
+    if serve_owner is not None:
+        base = base.model_copy(update={"serve_owner": serve_owner})
+    shards = params.shards or os.cpu_count() or 1
+    return [base] if shards == 1 else [
+        base.model_copy(update={"shard": (index, shards)}) for index in range(shards)
+    ]
 
 
 def elsewhere_note(modules: Mapping[str, str]) -> str:

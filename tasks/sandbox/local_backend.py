@@ -53,7 +53,8 @@ from tasks.sandbox.contract import (
 from tasks.sandbox.isolation import detect_isolation, isolation_words
 from tasks.sandbox.scratch import scratch_root as default_scratch_root
 
-__all__ = ["LocalSandbox", "LaunchedRun", "write_request", "REQUEST_FILE", "SERVED_OUTPUT", "PROBE_OUTPUT"]
+__all__ = ["LocalSandbox", "LaunchedRun", "write_request", "end_status", "REQUEST_FILE", "SERVED_OUTPUT",
+           "PROBE_OUTPUT"]
 
 log = logging.getLogger(__name__)
 
@@ -319,6 +320,11 @@ class LocalSandbox:
                 exit_code: int | None = process.wait(timeout=_POLL_S)
                 break
             except subprocess.TimeoutExpired:
+                status = end_status(probe_path) if ended_at is None else None
+                if status is not None and until_end:  # done, in time (a run started early may be
+                    if on_record is not None:  # found done after its wall clock: it ended in time)
+                        tail_records(probe_path, offset, on_record)
+                    return status, False
                 if time.monotonic() > deadline:
                     timed_out = True
                     _kill_group(process.pid)
@@ -326,18 +332,13 @@ class LocalSandbox:
                     process.wait()
                     exit_code = None
                     break
-                status = _probe_end_status(probe_path) if ended_at is None else None
                 if status is not None:
                     ended_at = time.monotonic()
-                    if until_end:
-                        if on_record is not None:
-                            tail_records(probe_path, offset, on_record)
-                        return status, False
                 elif ended_at is not None and time.monotonic() - ended_at > exit_grace_s:
                     _kill_group(process.pid)  # the run is over; something keeps it from exiting
                     cgroup.kill_all()
                     process.wait()
-                    exit_code = _probe_end_status(probe_path)
+                    exit_code = end_status(probe_path)
                     break
             if on_record is not None:
                 offset = tail_records(probe_path, offset, on_record)
@@ -350,7 +351,7 @@ class LocalSandbox:
         return exit_code, timed_out
 
 
-def _probe_end_status(probe_path: Path) -> int | None:
+def end_status(probe_path: Path) -> int | None:
     """The exit status of the probe's "end" record, when it is the file's last line."""
     tail = _tail_bytes(probe_path, 512).decode("utf-8", errors="replace").rstrip().rsplit("\n", 1)[-1]
     if '"kind": "end"' not in tail:

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from tasks.sandbox import early_runs
 from tasks.sandbox.contract import RecordCallback, RunRequest, Sandbox, SandboxRun
 from tasks.sandbox.local_backend import LaunchedRun, LocalSandbox, write_request
 
@@ -61,8 +63,12 @@ _kept: list[_Kept] = []
 def run_serving(sandbox: Sandbox, request: RunRequest, on_record: RecordCallback | None = None) -> SandboxRun:
     """``sandbox.run(request)``; for a request with ``serve_owner`` in the local sandbox, where it
     confines the mutants the shard may run later, the run returns once its ``end`` record is written
-    and its process, still there while its pristine fork waits to serve, is kept for its owner."""
+    and its process, still there while its pristine fork waits to serve, is kept for its owner.
+    A run of ``request`` started early (``tasks.sandbox.early_runs``) is adopted, not started again."""
     owner = request.serve_owner
+    early = early_runs.adopt(sandbox, request)
+    if early is not None:
+        return _finish_early(early, request, on_record)
     if owner is None or not isinstance(sandbox, LocalSandbox):
         return sandbox.run(request, on_record)
     isolation = sandbox.isolation(request.allow_weak_isolation)
@@ -70,6 +76,19 @@ def run_serving(sandbox: Sandbox, request: RunRequest, on_record: RecordCallback
         return sandbox.run(request, on_record)
     launched = sandbox.launch(request, serves=True)
     return sandbox.finish(launched, request, on_record, keep=lambda kept: keep(owner, sandbox, request, kept))
+
+
+def _finish_early(early: early_runs.EarlyRun, request: RunRequest, on_record: RecordCallback | None,
+                  ) -> SandboxRun:
+    """Wait for an adopted early run as for one launched here: its process kept for ``request``'s
+    owner when it serves and the request wants it to, ended once its run is done when it serves
+    and the request does not."""
+    sandbox, owner = early.sandbox, request.serve_owner
+    kept: Callable[[LaunchedRun], object] | None = None
+    if early.serves:
+        kept = sandbox.discard if owner is None else (
+            lambda launched: keep(owner, sandbox, request, launched))
+    return sandbox.finish(early.launched, early.remaining(request), on_record, keep=kept)
 
 
 def keep(owner: str, sandbox: LocalSandbox, shard: RunRequest, launched: LaunchedRun) -> None:

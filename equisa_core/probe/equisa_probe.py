@@ -524,12 +524,13 @@ class _ProfileBackend:
 
     def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
-        self.test_hook = self._make_hook()
-        self.import_hook = self._make_import_hook()
+        self.test_hook, self.import_hook = self._make_hooks()
         self.hook = self.test_hook
 
-    def _make_hook(self) -> ProfileFunction:
-        """The hook in tests (the hot path: see tests/core/test_probe_hot_path.py)."""
+    def _make_hooks(self) -> tuple[ProfileFunction, ProfileFunction]:
+        """The hook in tests (the hot path: see tests/core/test_probe_hot_path.py), and the one
+        while pytest imports a test module: the same, for the calls ``from_module_code`` allows
+        (asked once the code is known to be the project's)."""
         rec = self.recorder
         known = rec.known
         lookup = rec.lookup
@@ -547,28 +548,13 @@ class _ProfileBackend:
                     if caller_key in known:
                         rec.edges.add((caller_key, key))
 
-        return hook
-
-    def _make_import_hook(self) -> ProfileFunction:
-        """The hook while pytest imports a test module: only calls ``from_module_code`` allows."""
-        rec = self.recorder
-        known = rec.known
-        lookup = rec.lookup
-
         def import_hook(frame: types.FrameType, event: str, arg: object) -> None:
-            if event != "call":
-                return
             code = frame.f_code
-            key = id(code)
-            if (key in known or lookup(code, frame) is not None) and rec.from_module_code(frame):
-                rec.covered.add(key)
-                caller = frame.f_back
-                if caller is not None:
-                    caller_key = id(caller.f_code)
-                    if caller_key in known:
-                        rec.edges.add((caller_key, key))
+            if event == "call" and (id(code) in known or lookup(code, frame) is not None) and (
+                    rec.from_module_code(frame)):
+                hook(frame, event, arg)
 
-        return import_hook
+        return hook, import_hook
 
     def importing(self, on: bool) -> None:
         self.hook = self.import_hook if on else self.test_hook

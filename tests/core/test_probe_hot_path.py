@@ -41,8 +41,8 @@ def hot_callbacks() -> dict[str, ast.FunctionDef]:
         "sys.monitoring CALL": _function_node(inspect.getsource(probe._MonitoringBackend._on_call),
                                               "_on_call"),
         "instrument marker": _function_node(inspect.getsource(probe._ImportInstrumenter.enter), "enter"),
-        # the profile hook is a closure made by _make_hook
-        "setprofile hook": _function_node(inspect.getsource(probe._ProfileBackend._make_hook), "hook"),
+        # the profile hook is a closure made by _make_hooks
+        "setprofile hook": _function_node(inspect.getsource(probe._ProfileBackend._make_hooks), "hook"),
         "callee of a call": _function_node(inspect.getsource(probe._callee_code), "_callee_code"),
     }
     return found

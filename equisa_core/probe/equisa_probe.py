@@ -50,6 +50,14 @@ ran and why:
 Suites that mock ``os`` or ``time`` must not break the probe (nor the probe them), so the probe
 keeps private copies of what it needs from those modules, taken at import, as coverage.py's
 ``isolate_module`` does.
+
+PYTEST_DONT_REWRITE: pytest imports a ``-p`` plugin through its assertion rewriter, which would
+walk this module's whole syntax tree in Python at every start (the probe's asserts only narrow
+types); these words in the docstring make it skip the walk.
+
+What runs per call or per test does no work that only an import needs (resolving real paths,
+walking frames for ``_Recorder.from_module_code``): the backends switch to other callbacks while
+pytest imports a test module (``importing``), and tests/core/test_probe_hot_path.py checks it.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -117,6 +126,8 @@ if TYPE_CHECKING:  # names for annotations only: nothing here is imported when t
         def uninstall(self) -> None: ...
 
         def arm(self) -> None: ...
+
+        def importing(self, on: bool) -> None: ...
 
         def enter(self) -> None: ...
 
@@ -383,9 +394,19 @@ class _MonitoringBackend:
         m.use_tool_id(self.discovery, "equisa-probe-discovery")
         m.use_tool_id(self.tracking, "equisa-probe")
         m.register_callback(self.discovery, m.events.PY_START, self._on_discover)
-        m.register_callback(self.tracking, m.events.PY_START, self._on_start)
-        m.register_callback(self.tracking, m.events.CALL, self._on_call)
+        self.importing(False)
         m.set_events(self.discovery, m.events.PY_START)
+
+    def importing(self, on: bool) -> None:
+        """Switch the tracking callbacks: while a test module is imported (``on``) those that apply
+        ``_Recorder.from_module_code``, in tests those that have nothing to check but the call."""
+        m = self.monitoring
+        if self.tracking is None:
+            return
+        start, call = ((self._on_start_importing, self._on_call_importing) if on
+                       else (self._on_start, self._on_call))
+        m.register_callback(self.tracking, m.events.PY_START, start)
+        m.register_callback(self.tracking, m.events.CALL, call)
 
     def uninstall(self) -> None:
         m = self.monitoring
@@ -415,16 +436,41 @@ class _MonitoringBackend:
         info = rec.lookup(code, frame)
         if info is not None:
             self.monitoring.set_local_events(self.tracking, code, self.events)
-            if rec.active and rec.from_module_code(frame):  # the tracking tool does not see this call
+            # (once per code object and session: the tracking tool does not see this call)
+            if rec.active and (rec.importing is None or rec.from_module_code(frame)):
                 rec.covered.add(id(code))
                 caller = frame.f_back
                 if caller is not None and id(caller.f_code) in rec.known:
                     rec.edges.add((id(caller.f_code), id(code)))
         return self.monitoring.DISABLE
 
+    # The tracking callbacks in tests (the hot path: see tests/core/test_probe_hot_path.py).
     def _on_start(self, code: types.CodeType, offset: int) -> object:
         rec = self.recorder
         if not rec.active:  # pytest's reporting between phases: ignore, but stay armed
+            return None
+        key = id(code)
+        self.disabled.add(key)
+        rec.covered.add(key)
+        caller = _getframe(1).f_back
+        if caller is not None and id(caller.f_code) in rec.known:
+            rec.edges.add((id(caller.f_code), key))
+        return self.monitoring.DISABLE
+
+    def _on_call(self, code: types.CodeType, offset: int, callable_: object, arg0: object) -> object:
+        rec = self.recorder
+        if not rec.active:
+            return None
+        self.disabled.add(id(code))
+        callee = _callee_code(callable_)
+        if callee is not None and id(callee) in rec.known:
+            rec.edges.add((id(code), id(callee)))
+        return self.monitoring.DISABLE
+
+    # The same while pytest imports a test module (``importing(True)``).
+    def _on_start_importing(self, code: types.CodeType, offset: int) -> object:
+        rec = self.recorder
+        if not rec.active:
             return None
         frame = _getframe(1)
         if not rec.from_module_code(frame):  # an imported module's import-time call: stay armed
@@ -437,15 +483,9 @@ class _MonitoringBackend:
             rec.edges.add((id(caller.f_code), key))
         return self.monitoring.DISABLE
 
-    def _on_call(self, code: types.CodeType, offset: int, callable_: object, arg0: object) -> object:
-        rec = self.recorder
-        if not rec.active or rec.importing is not None:  # a test module's import: coverage only
-            return None
-        self.disabled.add(id(code))
-        callee = _callee_code(callable_)
-        if callee is not None and id(callee) in rec.known:
-            rec.edges.add((id(code), id(callee)))
-        return self.monitoring.DISABLE
+    def _on_call_importing(self, code: types.CodeType, offset: int, callable_: object,
+                           arg0: object) -> object:
+        return None  # a test module's import: coverage only, and stay armed for its tests
 
     def enter(self) -> None:
         pass
@@ -484,9 +524,13 @@ class _ProfileBackend:
 
     def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
-        self.hook = self._make_hook()
+        self.test_hook, self.import_hook = self._make_hooks()
+        self.hook = self.test_hook
 
-    def _make_hook(self) -> ProfileFunction:
+    def _make_hooks(self) -> tuple[ProfileFunction, ProfileFunction]:
+        """The hook in tests (the hot path: see tests/core/test_probe_hot_path.py), and the one
+        while pytest imports a test module: the same, for the calls ``from_module_code`` allows
+        (asked once the code is known to be the project's)."""
         rec = self.recorder
         known = rec.known
         lookup = rec.lookup
@@ -496,9 +540,7 @@ class _ProfileBackend:
                 return
             code = frame.f_code
             key = id(code)
-            # (in a test, ``importing`` is None: no method call per event)
-            if (key in known or lookup(code, frame) is not None) and (
-                    rec.importing is None or rec.from_module_code(frame)):
+            if key in known or lookup(code, frame) is not None:
                 rec.covered.add(key)
                 caller = frame.f_back
                 if caller is not None:
@@ -506,7 +548,16 @@ class _ProfileBackend:
                     if caller_key in known:
                         rec.edges.add((caller_key, key))
 
-        return hook
+        def import_hook(frame: types.FrameType, event: str, arg: object) -> None:
+            code = frame.f_code
+            if event == "call" and (id(code) in known or lookup(code, frame) is not None) and (
+                    rec.from_module_code(frame)):
+                hook(frame, event, arg)
+
+        return hook, import_hook
+
+    def importing(self, on: bool) -> None:
+        self.hook = self.import_hook if on else self.test_hook
 
     def install(self) -> None:
         pass
@@ -547,8 +598,46 @@ class _ImportInstrumenter:
         self.seen: set[int] = set()
         self.next_key = 0
         self.instrumented: list[str] = []
+        #: The instrumented modules' globals, whose ``__equisa_enter__`` is ``hook``.
+        self.namespaces: list[dict[str, object]] = []
+        self.hook: Callable[[int], None] = self.enter
+
+    def bind(self, namespace: dict[str, object]) -> None:
+        """Give an instrumented module's globals the seen set and the current entry hook."""
+        namespace["__equisa_seen__"] = self.seen
+        namespace["__equisa_enter__"] = self.hook
+        self.namespaces.append(namespace)
+
+    def importing(self, on: bool) -> None:
+        """While a test module is imported (``on``) the marker calls ``enter_importing``, which
+        applies ``_Recorder.from_module_code``; in tests ``enter``, which has nothing to check."""
+        self.hook = self.enter_importing if on else self.enter
+        for namespace in self.namespaces:
+            namespace["__equisa_enter__"] = self.hook
 
     def enter(self, key: int) -> None:
+        """A marked function's first call in this test (the hot path: see
+        tests/core/test_probe_hot_path.py)."""
+        rec = self.recorder
+        if rec is None or not rec.active:
+            return
+        self.seen.add(key)
+        frame = _getframe(1)
+        known = rec.known
+        code = frame.f_code
+        if id(code) not in known and rec.lookup(code, frame) is None:
+            return
+        code_key = id(code)
+        rec.covered.add(code_key)
+        caller = frame.f_back
+        if caller is not None:
+            caller_code = caller.f_code
+            if id(caller_code) in known or rec.lookup(caller_code, caller) is not None:
+                rec.covered.add(id(caller_code))  # it is running too (tests are not instrumented)
+                rec.edges.add((id(caller_code), code_key))
+
+    def enter_importing(self, key: int) -> None:
+        """``enter`` while pytest imports a test module."""
         rec = self.recorder
         if rec is None or not rec.active:
             return
@@ -643,8 +732,7 @@ class _ImportInstrumenter:
                 continue
             codes: dict[tuple[str, int], types.CodeType] = {}
             _index_codes(marked, codes)
-            module.__dict__["__equisa_seen__"] = self.seen
-            module.__dict__["__equisa_enter__"] = self.enter
+            self.bind(module.__dict__)
             for function in _functions_defined_in(module, path):
                 old = function.__code__
                 new = codes.get((old.co_name, old.co_firstlineno))
@@ -717,8 +805,7 @@ try:
             return code
 
         def exec_module(self, module: types.ModuleType) -> None:
-            module.__dict__["__equisa_seen__"] = self.instrumenter.seen
-            module.__dict__["__equisa_enter__"] = self.instrumenter.enter
+            self.instrumenter.bind(module.__dict__)
             super().exec_module(module)
 except ImportError:  # pragma: no cover - importlib.machinery is always there
     pass
@@ -746,6 +833,10 @@ class _InstrumentBackend:
         if self.instrumenter is not None:
             self.instrumenter.seen.clear()
 
+    def importing(self, on: bool) -> None:
+        if self.instrumenter is not None:
+            self.instrumenter.importing(on)
+
     def enter(self) -> None:
         pass
 
@@ -760,6 +851,9 @@ class _NoBackend:
 
     def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
+
+    def importing(self, on: bool) -> None:
+        pass
 
     def install(self) -> None:
         pass
@@ -808,6 +902,8 @@ class _QualnameIndex:
 
     def __init__(self) -> None:
         self.by_file: dict[str, tuple[dict[int, str], dict[str, list[int]]]] = {}
+        #: file -> the names that two or more ``def`` statements in it may have (None: unknown)
+        self.repeated: dict[str, frozenset[str] | None] = {}
 
     def _tables(self, code: types.CodeType) -> tuple[dict[int, str], dict[str, list[int]]]:
         tables = self.by_file.get(code.co_filename)
@@ -821,6 +917,11 @@ class _QualnameIndex:
     def distinct(self, code: types.CodeType, qualname: str) -> str:
         """``qualname``, or ``qualname#k`` for a definition that a later one of the same name
         shadows."""
+        repeated = self.repeated.get(code.co_filename, ())
+        if repeated == ():
+            repeated = self.repeated[code.co_filename] = _repeated_def_names(code.co_filename)
+        if repeated is not None and code.co_name not in repeated:
+            return qualname  # no other definition has its name, so none has its qualified name
         firsts = self._tables(code)[1].get(qualname)
         if not firsts or len(firsts) < 2 or code.co_firstlineno not in firsts:
             return qualname
@@ -857,6 +958,39 @@ class _QualnameIndex:
         for firsts in sites.values():
             firsts.sort()
         return table, sites
+
+
+#: ``def`` and what follows it up to the parameters (over line continuations); the ``coding``
+#: declaration of PEP 263.
+_DEF_NAME = re.compile(r"\bdef(?:\s|\\\r?\n)+([^\s(\[:\\]*)")
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def _repeated_def_names(filename: str) -> frozenset[str] | None:
+    """The names that more than one ``def`` of ``filename`` has, from a scan of its text (a word
+    ``def`` in a string or comment counts too: the set can only be too large); None when the text
+    cannot be read so (an encoding other than UTF-8, a name that is not ASCII), which sends the
+    caller to the full index. Two definitions that share a qualified name share their name, so a
+    function whose name is not in the set has a qualified name of its own and its file need not
+    be parsed (``_QualnameIndex._index`` parses and walks the whole file: most of what the probe
+    cost on the benchmark's suite, before)."""
+    try:
+        with _open(filename, "rb") as handle:
+            data = handle.read()
+        for line in data.split(b"\n", 2)[:2]:
+            declared = _CODING.match(line)
+            if declared and declared.group(1).lower().replace(b"_", b"-") not in (b"utf-8", b"utf8"):
+                return None
+        text = data.decode("utf-8")
+    except Exception:
+        return None
+    seen: set[str] = set()
+    repeated: set[str] = set()
+    for name in _DEF_NAME.findall(text):
+        if not name.isascii():
+            return None  # the parser normalizes identifiers (NFKC): leave it to the parser
+        (repeated if name in seen else seen).add(name)
+    return frozenset(repeated)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1455,12 +1589,14 @@ class ProbePlugin:
         self.backend.arm()
         rec.begin()
         rec.importing = _os_path.realpath(str(path))
+        self.backend.importing(True)
         rec.active = True
         self.backend.enter()
         try:
             yield
         finally:
             self.backend.leave()
+            self.backend.importing(False)
             rec.importing = None
             covered, _ = rec.end()
             if covered:

@@ -43,8 +43,9 @@ class StatementPlan:
         return "[" + ",".join(self.failing) + "]"
 
 
-def statement_plan(record: Mapping, study: Mapping | None, root: Path,
-                   exclude_default: Sequence[str]) -> StatementPlan:
+def statement_plan(
+    record: Mapping, study: Mapping | None, root: Path, exclude_default: Sequence[str]
+) -> StatementPlan:
     """The study's test files (those present in ``root``), ``--src`` and ``--exclude`` when the
     study ran this bug (and took at most ``STUDY_SUITE_MAX_S``), else the benchmark's scope with
     ``--src .``; the failing tests are always the ones the prepare step verified."""
@@ -52,14 +53,22 @@ def statement_plan(record: Mapping, study: Mapping | None, root: Path,
     setup = (study or {}).get("setup")
     slow = ((study or {}).get("published") or {}).get("time_s", 0) > STUDY_SUITE_MAX_S
     if setup and slow:
-        return StatementPlan(list(record["scope"]), setup.get("src") or ".", list(setup.get("exclude") or []),
-                             failing, "scope (the study's suite took over STUDY_SUITE_MAX_S)")
+        exclude = [path for path in setup.get("exclude") or [] if (root / path).exists()]
+        return StatementPlan(
+            list(record["scope"]),
+            setup.get("src") or ".",
+            exclude,
+            failing,
+            "scope (the study's suite took over STUDY_SUITE_MAX_S)",
+        )
     if setup:
         tests = [t for t in setup.get("tests", []) if (root / t).exists()]
         for own in dict.fromkeys(node.split("::")[0] for node in failing):  # never without them
             if own not in tests:
                 tests.append(own)
-        exclude = list(setup.get("exclude") or [])
+        # FauxPy refuses an --exclude path that is not there: the study's ``env`` was the
+        # BugsInPy venv inside the checkout, which this benchmark keeps elsewhere.
+        exclude = [path for path in setup.get("exclude") or [] if (root / path).exists()]
         return StatementPlan(tests, setup.get("src") or ".", exclude, failing, "study")
     return StatementPlan(list(record["scope"]), ".", list(exclude_default), failing, "scope")
 
@@ -70,7 +79,7 @@ def read_statements(csv_path: Path, copy_root: str) -> list[tuple[str, int, floa
     with open(csv_path, newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             path, line = row["Entity"].rsplit("::", 1)
-            rel = path[len(copy_root) + 1:] if path.startswith(copy_root + "/") else path
+            rel = path[len(copy_root) + 1 :] if path.startswith(copy_root + "/") else path
             out.append((rel, int(line), float(row["Score"])))
     return out
 
@@ -115,8 +124,12 @@ def write_functions(scored: Sequence[tuple[Function, float]], dest: Path) -> Non
         writer = csv.writer(handle)
         writer.writerow(["Entity", "Score"])
         for function, score in scored:
-            writer.writerow([f"{function.file}::{function.qualname}::{function.first_line}::{function.end_line}",
-                             repr(score)])
+            writer.writerow(
+                [
+                    f"{function.file}::{function.qualname}::{function.first_line}::{function.end_line}",
+                    repr(score),
+                ]
+            )
 
 
 def lift(out: Path, copy_root: Path) -> int | None:

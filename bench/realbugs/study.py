@@ -50,9 +50,12 @@ def parse_published(text: str, technique: str = "Ochiai") -> dict[str, dict]:
         if row["technique"] != technique or row["project_name"] not in ALLOWED_PROJECTS:
             continue
         out[f"{row['project_name']}:{int(row['bug_number'])}"] = {
-            "e_inspect": float(row["e_inspect"]), "localized": row["is_bug_localized"] == "1",
-            "exam": float(row["exam_score"]), "ranked": int(row["output_length"]),
-            "time_s": round(float(row["experiment_time_seconds"]), 2)}
+            "e_inspect": float(row["e_inspect"]),
+            "localized": row["is_bug_localized"] == "1",
+            "exam": float(row["exam_score"]),
+            "ranked": int(row["output_length"]),
+            "time_s": round(float(row["experiment_time_seconds"]), 2),
+        }
     return out
 
 
@@ -62,8 +65,12 @@ def parse_subjects(text: str) -> dict[str, dict]:
         if row["BENCHMARK_NAME"] not in ALLOWED_PROJECTS:
             continue
         out[f"{row['BENCHMARK_NAME']}:{int(row['BUG_NUMBER'])}"] = {
-            "python": row["PYTHON_V"], "src": row["TARGET_DIR"], "tests": _list(row["TEST_SUITE"]),
-            "exclude": _list(row["EXCLUDE"]), "failing": _list(row["TARGET_FAILING_TESTS"])}
+            "python": row["PYTHON_V"],
+            "src": row["TARGET_DIR"],
+            "tests": _list(row["TEST_SUITE"]),
+            "exclude": _list(row["EXCLUDE"]),
+            "failing": _list(row["TARGET_FAILING_TESTS"]),
+        }
     return out
 
 
@@ -77,23 +84,37 @@ def parse_truth(text: str) -> dict[str, list[str]]:
 
 def extract(git_dir: Path) -> dict:
     def show(path: str) -> str:
-        return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"HEAD:{path}"], capture_output=True,
-                              text=True, check=True).stdout
+        return subprocess.run(
+            ["git", f"--git-dir={git_dir}", "show", f"HEAD:{path}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
 
-    commit = subprocess.run(["git", f"--git-dir={git_dir}", "rev-parse", "HEAD"], capture_output=True,
-                            text=True, check=True).stdout.strip()
-    published, subjects, truth = parse_published(show(PUBLISHED_CSV)), parse_subjects(show(SUBJECTS_CSV)), \
-        parse_truth(show(TRUTH_JSON))
+    commit = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    published, subjects, truth = (
+        parse_published(show(PUBLISHED_CSV)),
+        parse_subjects(show(SUBJECTS_CSV)),
+        parse_truth(show(TRUTH_JSON)),
+    )
     bugs = {}
     for bug in sorted(published, key=lambda b: (b.split(":")[0], int(b.split(":")[1]))):
         bugs[bug] = {"published": published[bug], "setup": subjects.get(bug), "truth": truth.get(bug, [])}
     files = [PUBLISHED_CSV, SUBJECTS_CSV, TRUTH_JSON]
-    return {"source": {"repository": SOURCE, "commit": commit, "files": files,
-                       "technique": "Ochiai (SBFL), function granularity from statement scores",
-                       "note": "e_inspect: their E_Inspect+ rank (ties: the expected rank of the first "
-                               "faulty function in a random order of the tie; not localized: the rest "
-                               "of the project as one tie)"},
-            "bugs": bugs}
+    return {
+        "source": {
+            "repository": SOURCE,
+            "commit": commit,
+            "files": files,
+            "technique": "Ochiai (SBFL), function granularity from statement scores",
+            "note": "e_inspect: their E_Inspect+ rank (ties: the expected rank of the first "
+            "faulty function in a random order of the tie; not localized: the rest "
+            "of the project as one tie)",
+        },
+        "bugs": bugs,
+    }
 
 
 def load_study(path: Path = STUDY_PATH) -> dict[str, dict]:
@@ -135,8 +156,9 @@ def compare(ours: float | None, published: Mapping | None) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m bench.realbugs.study <git dir of atom-sw/fauxpy-experiments>",
-              file=sys.stderr)
+        print(
+            "usage: python -m bench.realbugs.study <git dir of atom-sw/fauxpy-experiments>", file=sys.stderr
+        )
         return 2
     STUDY_PATH.parent.mkdir(parents=True, exist_ok=True)
     STUDY_PATH.write_text(json.dumps(extract(Path(argv[0])), indent=1) + "\n")

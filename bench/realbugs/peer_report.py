@@ -92,6 +92,33 @@ def comparison(case: Mapping, entry: Mapping) -> dict:
     }
 
 
+def hints(case: Mapping, item: Mapping) -> list[str]:
+    """What differs between the two runs, as far as the outputs tell: the fix's functions (by file
+    and line span), how many functions were ranked, the test files, a crash."""
+    out = []
+    ours = dict(zip(case.get("truth_spans") or [], case["truth"], strict=False))
+    theirs = {_span(t): t.split("::")[1] for t in item["their_truth"]}
+    only_ours = [name.rsplit(".", 1)[-1] for span, name in ours.items() if span not in theirs]
+    only_theirs = [name for span, name in theirs.items() if span not in ours]
+    if ours and (only_ours or only_theirs):
+        out.append(f"truth differs: only ours {', '.join(only_ours) or 'none'}; "
+                   f"only theirs {', '.join(only_theirs) or 'none'}")
+    if item["ours_ranked"] != item["published_ranked"]:
+        out.append(f"ranked {item['ours_ranked']} here, {item['published_ranked']} there")
+    suite = case.get("fauxpy_statement_suite")
+    if suite and suite != "study":
+        out.append("test files: " + suite)
+    if item.get("crash"):
+        out.append("crash: " + item["crash"][:100])
+    return out
+
+
+def _span(truth: str) -> str:
+    """Their ``file::name::first::last`` as ``file::first::last``."""
+    file, _, first, last = truth.rsplit("::", 3)
+    return f"{file}::{first}::{last}"
+
+
 def peer_summary(cases: Sequence[Mapping], study: Mapping) -> dict | None:
     """None when no case is one the study ran too."""
     common = [c for c in cases if bug_id(c) in study]
@@ -102,6 +129,8 @@ def peer_summary(cases: Sequence[Mapping], study: Mapping) -> dict | None:
         out["per_project"][project] = block([c for c in common if c["project"] == project], study)
     if all("fauxpy_statement" in c for c in common):
         out["comparison"] = [comparison(c, study[bug_id(c)]) for c in common]
+        for case, item in zip(common, out["comparison"], strict=True):
+            item["hints"] = hints(case, item)
         out["matches"] = sum(1 for item in out["comparison"] if item["status"] == "same")
     return out
 
@@ -160,14 +189,16 @@ def _comparison_lines(peer: Mapping) -> list[str]:
         f"(`e_inspect`): the same on {peer['matches']} of {len(peer['comparison'])} bugs; "
         f"Top-1/3/5 by that rule {e.get('top1')}/{e.get('top3')}/{e.get('top5')}.",
         "",
-        "| bug | ours (e_inspect) / ranked | published / ranked | | our truth | their truth |",
-        "| --- | ---: | ---: | --- | --- | --- |",
+        "| bug | ours (e_inspect) / ranked | published / ranked | | our truth | their truth "
+        "| what differs |",
+        "| --- | ---: | ---: | --- | --- | --- | --- |",
     ]
     for item in peer["comparison"]:
         theirs = ", ".join(t.split("::")[1] for t in item["their_truth"][:3])
         ours = ", ".join(t.split(".")[-1] for t in item["our_truth"][:3])
         lines.append(
             f"| {item['bug']} | {_fmt(item['ours'])} / {item['ours_ranked']} | "
-            f"{_fmt(item['published'])} / {item['published_ranked']} | {item['status']} | {ours} | {theirs} |"
+            f"{_fmt(item['published'])} / {item['published_ranked']} | {item['status']} | {ours} | {theirs} | "
+            f"{'; '.join(item.get('hints', [])).replace('|', '/')} |"
         )
     return lines

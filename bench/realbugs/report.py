@@ -112,6 +112,8 @@ def evaluate(run: Mapping, folder: Path) -> dict:
         if tool == "fauxpy_statement":  # the study's rank rule too, to set beside its published rank
             faulty = [any(is_truth(e, f) for f in truth) for e in entries]
             out["fauxpy_statement_e_inspect"] = e_inspect([e["score"] for e in entries], faulty)
+            out["fauxpy_statement_suite"] = (res.get("plan") or {}).get("origin")
+            out["truth_spans"] = [f"{f['file']}::{f['first_line']}::{f.get('end_line')}" for f in truth]
         ranked = len(entries)
         out[tool] = {"rank": rank, "matched": matched, "ranked": ranked,
                      "exam": (rank / ranked) if rank is not None and ranked else 1.0,

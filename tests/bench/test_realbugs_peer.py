@@ -242,7 +242,7 @@ def _bug(
         "Entity,Score\n"
         + "".join(f"pkg/mod.py::{n}::{first}::{first + 2},{score}\n" for n, first, score in statement)
     )
-    truth = {"fqn": "pkg.mod.b", "file": "pkg/mod.py", "first_line": 10, "def_line": 10}
+    truth = {"fqn": "pkg.mod.b", "file": "pkg/mod.py", "first_line": 10, "def_line": 10, "end_line": 12}
     (folder / "run.json").write_text(
         json.dumps(
             {
@@ -286,6 +286,9 @@ def test_the_report_sets_equisa_beside_the_statement_mode_and_the_published_rank
     status = {item["bug"]: (item["ours"], item["status"]) for item in peer["comparison"]}
     assert status == {"black:1": (1.5, "same"), "black:2": (1.0, "better"), "luigi:3": (3.0, "better")}
     assert peer["matches"] == 1
+    hints = {item["bug"]: item["hints"] for item in peer["comparison"]}
+    assert hints["luigi:3"] == ["truth differs: only ours b; only theirs b", "ranked 3 here, 2 there"]
+    assert hints["black:1"] == ["truth differs: only ours b; only theirs none"]
     text = markdown(data)
     assert "## The peer at its best" in text and "the same on 1 of 3 bugs" in text
     assert (

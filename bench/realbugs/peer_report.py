@@ -198,7 +198,8 @@ def _comparison_lines(peer: Mapping) -> list[str]:
         ours = ", ".join(t.split(".")[-1] for t in item["our_truth"][:3])
         lines.append(
             f"| {item['bug']} | {_fmt(item['ours'])} / {item['ours_ranked']} | "
-            f"{_fmt(item['published'])} / {item['published_ranked']} | {item['status']} | {ours} | {theirs} | "
+            f"{_fmt(item['published'])} / {item['published_ranked']} | {item['status']} | {ours} | "
+            f"{theirs} | "
             f"{'; '.join(item.get('hints', [])).replace('|', '/')} |"
         )
     return lines

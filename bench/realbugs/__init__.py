@@ -17,7 +17,9 @@ Steps (each its own sub-command, ``all`` runs the three in order):
 ``run``
     For every verified bug, on fresh copies: ``equisa localize --no-llm`` and FauxPy (SBFL,
     Ochiai, function granularity), on the same test files, one bug at a time, alternating which
-    tool goes first; raw outputs are kept per bug in ``<cache>/results/<project>-<bug>/``.
+    tool goes first; raw outputs are kept per bug in ``<cache>/results/<project>-<bug>/``. With
+    ``--fauxpy-statement``, FauxPy also as its study ran it (``peer.py``: statement granularity,
+    ``--failing-list``, the study's test files, each function scored by its best statement).
 ``report``
     Ranks of the fix's functions in each tool's ranking, Top-1/3/5, EXAM, wall times, per project
     and in total; ``bench/results/realbugs_<date>.json`` and ``.md``. Replays from the raw outputs

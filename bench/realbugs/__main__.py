@@ -45,6 +45,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="run/report: a name for --equisa-args (results in <cache>/results-<variant>)")
     parser.add_argument("--equisa-args", default="",
                         help="run: options added to `equisa localize`, e.g. \"--screen-budget 5\" (with --variant)")
+    parser.add_argument("--fauxpy-statement", action="store_true",
+                        help="run: FauxPy at statement granularity too, as its study ran it (--failing-list, "
+                             "the study's test files, each function scored by its best statement)")
     parser.add_argument("--follow", action="store_true",
                         help="run: also take bugs that a prepare running beside it verifies later")
     parser.add_argument("--equisa-commit", default=None,
@@ -68,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     ctx = Context(cache=args.cache.expanduser(), mirrors=Mirrors(args.mirrors, args.cache.expanduser()),
                   jobs=args.jobs, force=args.force, retry_failed_envs=args.retry_failed_envs, cold=args.cold,
-                  variant=args.variant, equisa_args=tuple(shlex.split(args.equisa_args)))
+                  variant=args.variant, equisa_args=tuple(shlex.split(args.equisa_args)),
+                  statement=args.fauxpy_statement)
     ctx.cache.mkdir(parents=True, exist_ok=True)
     chosen = select_bugs(ctx, args.project_list, args.bugs, args.limit)
     if args.step in ("prepare", "all"):

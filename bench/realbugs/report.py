@@ -23,8 +23,13 @@ from pathlib import Path
 
 from .steps import RANKED_EXITS
 
-TOOLS = ("equisa", "fauxpy")
-LABELS = {"equisa": "EQUISA `localize --no-llm`", "fauxpy": "FauxPy 0.7 SBFL Ochiai (function)"}
+from .peer import FUNCTION_CSV
+from .peer_report import peer_markdown, peer_summary
+from .study import e_inspect, load_study
+
+TOOLS = ("equisa", "fauxpy", "fauxpy_statement")
+LABELS = {"equisa": "EQUISA `localize --no-llm`", "fauxpy": "FauxPy 0.7 SBFL Ochiai (function)",
+          "fauxpy_statement": "FauxPy 0.7 SBFL Ochiai (statement, best statement)"}
 TOP_N = (1, 3, 5)
 TOLERANCE = 1e-9
 
@@ -87,6 +92,8 @@ def evaluate(run: Mapping, folder: Path) -> dict:
     truth = run["truth"]["functions"]
     out: dict = {"project": run["project"], "bug": run["bug"], "truth": [f["fqn"] for f in truth]}
     for tool in TOOLS:
+        if tool not in run:  # FauxPy's statement mode: only in runs with --fauxpy-statement
+            continue
         res = run.get(tool) or {}
         entries: list[dict] = []
         crash = None
@@ -104,12 +111,17 @@ def evaluate(run: Mapping, folder: Path) -> dict:
                 cost = report.get("screening_cost")  # reports since 34f5701
                 out["equisa_screening_left_out"] = _left_out(cost)
         else:
-            path = folder / "fauxpy_Scores_Ochiai.csv"
+            path = folder / ("fauxpy_Scores_Ochiai.csv" if tool == "fauxpy" else FUNCTION_CSV)
             if path.exists():
                 entries = fauxpy_entries(path, res.get("copy_root", ""))
             else:
                 crash = f"no scores (exit {res.get('returncode')}): {res.get('message', '')}"
         rank, matched = rank_of(entries, truth)
+        if tool == "fauxpy_statement":  # the study's rank rule too, to set beside its published rank
+            faulty = [any(is_truth(e, f) for f in truth) for e in entries]
+            out["fauxpy_statement_e_inspect"] = e_inspect([e["score"] for e in entries], faulty)
+            out["fauxpy_statement_suite"] = (res.get("plan") or {}).get("origin")
+            out["truth_spans"] = [f"{f['file']}::{f['first_line']}::{f.get('end_line')}" for f in truth]
         ranked = len(entries)
         out[tool] = {"rank": rank, "matched": matched, "ranked": ranked,
                      "exam": (rank / ranked) if rank is not None and ranked else 1.0,
@@ -117,11 +129,19 @@ def evaluate(run: Mapping, folder: Path) -> dict:
                      "input_modified": bool(res.get("input_modified"))}
     e, f = out["equisa"]["wall_s"], out["fauxpy"]["wall_s"]
     out["wall_ratio"] = (e / f) if e and f else None
+    s = (out.get("fauxpy_statement") or {}).get("wall_s")
+    if "fauxpy_statement" in out:
+        out["wall_ratio_statement"] = (e / s) if e and s else None
     out["prefect_start"] = (run.get("equisa") or {}).get("prefect_start", "other")
     out["venv_modified"] = bool(run.get("venv_modified"))
     out["equisa_commit"] = ((run.get("equisa_from") or {}).get("commit") or "")[:10]
     out["fauxpy_outcomes_as_prepared"] = (run.get("fauxpy") or {}).get("outcomes_as_prepared")
     return out
+
+
+def tools_in(cases: Sequence[Mapping]) -> tuple[str, ...]:
+    """The tools every case was run with (FauxPy's statement mode only in runs that asked for it)."""
+    return tuple(t for t in TOOLS if cases and all(t in c for c in cases))
 
 
 def summarize(cases: Sequence[Mapping], tool: str) -> dict:
@@ -142,7 +162,8 @@ def summarize(cases: Sequence[Mapping], tool: str) -> dict:
     return out
 
 
-def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = None) -> dict:
+def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = None,
+          study: Mapping | None = None) -> dict:
     cases = []
     for folder in sorted(p for p in results.iterdir() if (p / "run.json").exists()):
         if chosen is not None and folder.name not in chosen:
@@ -152,7 +173,8 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
     cases.sort(key=lambda c: (c["project"], c["bug"]))
     projects = sorted({c["project"] for c in cases})
     summary: dict = {"total": {}, "per_project": {}}
-    for tool in TOOLS:
+    tools = tools_in(cases) or TOOLS[:2]
+    for tool in tools:
         summary["total"][tool] = summarize(cases, tool)
     summary["total"]["equisa_first_answer"] = first_answer_summary(cases)
     summary["total"]["equisa_decisive_after_screening"] = sum(
@@ -168,7 +190,7 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
         summary["total"][f"runs_{start}"] = len(mine)
     for project in projects:
         mine = [c for c in cases if c["project"] == project]
-        summary["per_project"][project] = {tool: summarize(mine, tool) for tool in TOOLS}
+        summary["per_project"][project] = {tool: summarize(mine, tool) for tool in tools}
         r = [c["wall_ratio"] for c in mine if c["wall_ratio"]]
         summary["per_project"][project]["median_wall_ratio_equisa_over_fauxpy"] = (
             round(statistics.median(r), 2) if r else None)
@@ -179,7 +201,8 @@ def build(results: Path, manifest: Sequence[Mapping], chosen: set[str] | None = 
             infeasible[reason] = infeasible.get(reason, 0) + 1
     return {"generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "ranking_rule": __doc__.split("\n\n")[1].replace("\n", " "),
-            "summary": summary, "cases": cases,
+            "tools": list(tools), "summary": summary, "cases": cases,
+            "peer": peer_summary(cases, study if study is not None else load_study()),
             "prepared": {"bugs": len(manifest), "verified": sum(1 for r in manifest if r.get("verified")),
                          "infeasible_reasons": infeasible,
                          "infeasible": [{"bug": r.get("id") or f"{r.get('project')}:{r.get('bug')}",
@@ -210,6 +233,10 @@ def first_answer_summary(cases: Sequence[Mapping]) -> dict | None:
     return out
 
 
+def _fmt_wall(result: Mapping) -> str:
+    return f"{result['wall_s']:.1f}" if result.get("wall_s") is not None else "–"
+
+
 def _fmt_rank(rank: float | None) -> str:
     if rank is None:
         return "–"
@@ -224,8 +251,10 @@ def markdown(data: Mapping) -> str:
     lines.append("| scope | tool | bugs | Top-1 | Top-3 | Top-5 | not ranked | mean EXAM | median wall s | crashes | inputs modified |")
     lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 
+    tools = data.get("tools") or TOOLS[:2]
+
     def rows(scope: str, block: Mapping) -> None:
-        for tool in TOOLS:
+        for tool in tools:
             s = block[tool]
             lines.append(f"| {scope} | {LABELS[tool]} | {s['bugs']} | {s['top1']} | {s['top3']} | {s['top5']} | "
                          f"{s['missing']} | {s['mean_exam']} | {s['median_wall_s']} | {s['crashes']} | "
@@ -271,11 +300,15 @@ def markdown(data: Mapping) -> str:
                      f"0.5 s) left functions out: {total['equisa_screening_partial']} of "
                      f"{total['equisa']['bugs']}; left every function out: {none}.")
     lines.append("")
-    lines.append("| bug | truth | EQUISA rank / ranked | FauxPy rank / ranked | EQUISA s | FauxPy s | notes |")
-    lines.append("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    statement = "fauxpy_statement" in tools
+    lines.append("| bug | truth | EQUISA rank / ranked | FauxPy rank / ranked | "
+                 + ("FauxPy statement rank / ranked | " if statement else "")
+                 + "EQUISA s | FauxPy s | " + ("FauxPy statement s | " if statement else "") + "notes |")
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: | " + ("---: | ---: | " if statement else "")
+                 + "--- |")
     for c in data["cases"]:
         notes = []
-        for tool in TOOLS:
+        for tool in tools:
             if c[tool]["crash"]:
                 notes.append(f"{tool} crash: {c[tool]['crash'][:120]}")
             if c[tool]["input_modified"]:
@@ -283,11 +316,16 @@ def markdown(data: Mapping) -> str:
         if c.get("fauxpy_outcomes_as_prepared") is False:
             notes.append("FauxPy's run saw other outcomes than the prepare step")
         truth = ", ".join(t.split(".")[-1] if len(t) > 40 else t for t in c["truth"][:3])
-        e, f = c["equisa"], c["fauxpy"]
+        e, f, st = c["equisa"], c["fauxpy"], c.get("fauxpy_statement")
         lines.append(f"| {c['project']}:{c['bug']} | {truth} | {_fmt_rank(e['rank'])} / {e['ranked']} | "
-                     f"{_fmt_rank(f['rank'])} / {f['ranked']} | {e['wall_s']:.1f} | {f['wall_s']:.1f} | "
-                     f"{'; '.join(notes).replace('|', '/')} |")
+                     f"{_fmt_rank(f['rank'])} / {f['ranked']} | "
+                     + (f"{_fmt_rank(st['rank'])} / {st['ranked']} | " if statement and st else "")
+                     + f"{_fmt_wall(e)} | {_fmt_wall(f)} | "
+                     + (f"{_fmt_wall(st)} | " if statement and st else "")
+                     + f"{'; '.join(notes).replace('|', '/')} |")
     lines.append("")
+    if data.get("peer"):
+        lines += peer_markdown(data["peer"])
     lines.append("Infeasible (prepare): " + ", ".join(f"{k} {v}" for k, v in
                                                       sorted(data["prepared"]["infeasible_reasons"].items(),
                                                              key=lambda kv: -kv[1])))

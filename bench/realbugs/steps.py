@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from equisa_core.errors import EXIT_NOT_CONVERGED, EXIT_OK
@@ -30,6 +30,8 @@ from .bugsinpy import (
     test_scope,
 )
 from .envs import build_env, curated_spec, fauxpy_apart, fauxpy_folder, load_curation
+from .peer import FUNCTION_CSV, lift, statement_plan
+from .study import load_study
 from .truth import truth_functions
 
 #: The exit codes of an ``equisa localize`` run that produced a ranking: 0, converged or not (since
@@ -61,6 +63,7 @@ class Context:
     cold: bool = False  # run: every EQUISA command starts its own Prefect server (results-cold/)
     variant: str = ""  # run: a name for extra EQUISA options (results-<variant>/)
     equisa_args: tuple[str, ...] = ()  # run: options added to `equisa localize`
+    statement: bool = False  # run: FauxPy at statement granularity too, as the study ran it (peer.py)
 
     @property
     def bugs_dir(self) -> Path:
@@ -558,33 +561,57 @@ def run_equisa(record: dict, copy: Path, out: Path, equisa: EquisaCommand, share
 
 
 def run_fauxpy(record: dict, copy: Path, out: Path) -> dict:
+    excluded = exclude_dirs(record["scope"])
+    cmd = [*_fauxpy_pytest(record), *record["scope"], "--src", ".", "--exclude",
+           "[" + ",".join(excluded) + "]", "--family", "sbfl", "--granularity", "function"]
+    return _fauxpy_run(record, cmd, copy, out, "fauxpy")
+
+
+def run_fauxpy_statement(record: dict, copy: Path, out: Path) -> dict:
+    """FauxPy as the study ran it (``peer.py``): statement granularity, ``--failing-list``, the
+    study's test files where it ran this bug; collection errors in those files are let pass."""
+    plan = statement_plan(record, load_study().get(record["id"]), copy,
+                          exclude_dirs(record["scope"]))
+    cmd = [*_fauxpy_pytest(record), "--continue-on-collection-errors", *plan.tests, "--src", plan.src,
+           *(["--exclude", "[" + ",".join(plan.exclude) + "]"] if plan.exclude else []),
+           "--family", "sbfl", "--granularity", "statement", "--failing-list", plan.failing_list()]
+    result = _fauxpy_run(record, cmd, copy, out, "fauxpy_statement")
+    result["plan"] = asdict(plan)
+    result["functions"] = lift(out, copy)  # while the copy is there: statements to functions
+    result["scores"] = FUNCTION_CSV if result["functions"] is not None else None
+    return result
+
+
+def _fauxpy_pytest(record: dict) -> list[str]:
+    extra = load_curation().get("project", {}).get(record["project"], {}).get("fauxpy_pytest_args", [])
+    return [record["python_env"], "-m", "pytest", "-p", "no:cacheprovider", "-q", "--color=no", *extra]
+
+
+def _fauxpy_run(record: dict, cmd: list[str], copy: Path, out: Path, name: str) -> dict:
+    """One FauxPy command on ``copy``; its Ochiai scores kept as ``<name>_Scores_Ochiai.csv``."""
     for old in copy.parent.glob("FauxPyReport_*"):
         shutil.rmtree(old)
-    excluded = exclude_dirs(record["scope"])
-    extra = load_curation().get("project", {}).get(record["project"], {}).get("fauxpy_pytest_args", [])
-    cmd = [record["python_env"], "-m", "pytest", "-p", "no:cacheprovider", "-q", "--color=no", *extra,
-           *record["scope"], "--src", ".", "--exclude", "[" + ",".join(excluded) + "]",
-           "--family", "sbfl", "--granularity", "function"]
     # FauxPy's plugin is found on this path only (set apart by ``run_one``), not in EQUISA's runs.
     plugin = fauxpy_folder(record["python_env"])
     run = timed_run(cmd, copy, clean_env({"PYTHONPATH": str(plugin)}), TOOL_TIMEOUT_S)
-    (out / "fauxpy_stdout.txt").write_text(run.stdout[-20000:])
-    (out / "fauxpy_stderr.txt").write_text(run.stderr[-20000:])
+    (out / f"{name}_stdout.txt").write_text(run.stdout[-20000:])
+    (out / f"{name}_stderr.txt").write_text(run.stderr[-20000:])
     result = {"command": cmd, "cwd": str(copy), "wall_s": round(run.wall_s, 3), "returncode": run.returncode,
               "scores": None, "pythonpath": str(plugin)}
     reports = sorted(copy.parent.glob("FauxPyReport_*"))
     if reports and (reports[-1] / "Scores_Ochiai.csv").exists():
-        shutil.copy(reports[-1] / "Scores_Ochiai.csv", out / "fauxpy_Scores_Ochiai.csv")
-        result["scores"] = "fauxpy_Scores_Ochiai.csv"
+        shutil.copy(reports[-1] / "Scores_Ochiai.csv", out / f"{name}_Scores_Ochiai.csv")
+        result["scores"] = f"{name}_Scores_Ochiai.csv"
         delta = reports[-1] / "deltaTime.json"
         if delta.exists():
-            shutil.copy(delta, out / "fauxpy_deltaTime.json")
+            shutil.copy(delta, out / f"{name}_deltaTime.json")
     else:
         tail = [line for line in (run.stderr + run.stdout).splitlines() if line.strip()]
         result["message"] = " | ".join(tail[-3:])[:600] if tail else ""
     result["copy_root"] = str(copy)
-    result["pytest_args"] = extra
-    result["outcomes_as_prepared"] = _same_counts(run.stdout, (record.get("scope_run") or {}).get("counts", {}))
+    result["pytest_args"] = _fauxpy_pytest(record)[7:]
+    counts = (record.get("scope_run") or {}).get("counts", {})
+    result["outcomes_as_prepared"] = _same_counts(run.stdout, counts)
     return result
 
 
@@ -596,6 +623,14 @@ def _same_counts(pytest_output: str, counts: Mapping[str, int]) -> bool | None:
     return found.get("passed", 0) == counts.get("PASSED", 0) and found.get("failed", 0) == counts.get("FAILED", 0)
 
 
+def tool_order(index: int, statement: bool = False) -> tuple[str, ...]:
+    """Which tool goes first changes from bug to bug: with two, they alternate; with FauxPy's
+    statement mode as a third, the three rotate."""
+    tools = ("equisa", "fauxpy", "fauxpy_statement") if statement else ("equisa", "fauxpy")
+    shift = index % len(tools)
+    return tools[shift:] + tools[:shift]
+
+
 def run_one(ctx: Context, record: dict, index: int, equisa: EquisaCommand) -> dict:
     slug = f"{record['project']}-{record['bug']}"
     out = ctx.results / slug
@@ -604,7 +639,7 @@ def run_one(ctx: Context, record: dict, index: int, equisa: EquisaCommand) -> di
     work = ctx.cache / "work" / slug
     shared = ctx.results / "_equisa"
     shared.mkdir(parents=True, exist_ok=True)
-    order = ("equisa", "fauxpy") if index % 2 == 0 else ("fauxpy", "equisa")
+    order = tool_order(index, ctx.statement)
     result: dict = {"project": record["project"], "bug": record["bug"], "order": list(order),
                     "scope": record["scope"], "truth": record["truth"], "equisa_from": equisa.info,
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -615,6 +650,8 @@ def run_one(ctx: Context, record: dict, index: int, equisa: EquisaCommand) -> di
         before = tree_digest(copy)
         if tool == "equisa":
             res = run_equisa(record, copy, out, equisa, shared, cold=ctx.cold, options=ctx.equisa_args)
+        elif tool == "fauxpy_statement":
+            res = run_fauxpy_statement(record, copy, out)
         else:
             res = run_fauxpy(record, copy, out)
         after = tree_digest(copy)

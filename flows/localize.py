@@ -36,6 +36,7 @@ from equisa_core.localization.machine import (
     LocalizationStep,
     MarkFlaky,
     RecordCalls,
+    Screened,
     ScreenMutants,
     Traced,
     initial_state,
@@ -169,6 +170,10 @@ class _Driver:
         print_records(self.state.history[0 if rebased else len(before.history):], before.iterations)
         if rebased and before.stage == "screening":
             self._announce_prior()
+        if isinstance(observation, Screened) and self.state.screening_cost is not None:
+            cut = self.state.screening_cost.note()  # what a partial screening left out
+            if cut:
+                emit(Note(text=cut[0].upper() + cut[1:]))
         if self.state.stage == "discovered" and self.progress is None:
             created = create_progress_artifact(0.0, key="localization-progress",
                                                description="Inspections done / iteration budget")

@@ -151,7 +151,7 @@ def test_a_screening_cut_short_by_its_budget_leaves_functions_out(tmp_path, cli_
     """With the least budget (the floor, half a second), most of the example's mutants are left
     unrun: the functions they belong to are left out, as the report says, and the rest counted."""
     out = tmp_path / "floor.json"
-    localize(cli_env, str(INVOICING), "--no-llm", "--screen-cost-ratio", "0.0001", "--json", str(out))
+    _, err = localize(cli_env, str(INVOICING), "--no-llm", "--screen-cost-ratio", "0.0001", "--json", str(out))
     report = LocalizationReport.model_validate_json(out.read_text())
     cost = report.screening_cost
     assert cost is not None and cost.budget_s == SCREEN_FLOOR_S and cost.left_out
@@ -159,6 +159,7 @@ def test_a_screening_cut_short_by_its_budget_leaves_functions_out(tmp_path, cli_
     screened = {r.target for r in report.inspections if r.strategy == "mutant-screening"}
     assert not screened & set(cost.left_out)
     assert cost.note() is not None and "left out: " in cost.note()
+    assert "The mutant screening's budget of 0.5s" in err and f"left out: {cost.left_out[0]}" in err, err
 
 
 def test_the_fitted_likelihoods_and_the_stopping_rule_end_the_run_once_nothing_would_teach_more(

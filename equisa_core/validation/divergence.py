@@ -32,11 +32,15 @@ from equisa_core.common.loop import Frozen
 from equisa_core.validation.differential import CRASHES
 
 __all__ = ["CallComparison", "DivergenceReport", "ShadowLimits", "ShadowOutput", "MIN_LINE_COVERAGE",
-           "MAX_EXAMPLES", "divergence_of", "evidence_reaches", "no_oracle", "read_shadow_output"]
+           "MAX_EXAMPLES", "MIN_FAILING_ORACLE_CALLS", "divergence_of", "evidence_reaches", "no_oracle",
+           "read_shadow_output"]
 
 #: The evidence covers the function well enough when the passing tests' calls ran at least this
 #: share of its executable lines.
 MIN_LINE_COVERAGE: float = 0.6
+#: With no passing test's call to compare, the failing tests' own assertions are the evidence when they
+#: check at least this many different calls of the function (the candidate passes every one).
+MIN_FAILING_ORACLE_CALLS: int = 3
 #: The report keeps this many changes as examples, the first ones seen.
 MAX_EXAMPLES = 3
 
@@ -81,8 +85,12 @@ class DivergenceReport(Frozen):
     uncomparable: int = Field(description="Calls that could not be compared (uncopyable arguments, no "
                               "time left, both versions out of time).")
     uncomparable_why: str = Field("", description="The commonest reason calls could not be compared.")
+    failing_inputs: int = Field(0, description="Different inputs among the failing tests' own calls (their "
+                                               "assertions are the oracle; the candidate passes them).")
     executable_lines: tuple[int, ...] = ()
     executed_lines: tuple[int, ...] = ()
+    failing_executed_lines: tuple[int, ...] = Field((), description="The original's lines the failing "
+                                                    "tests' calls ran.")
     arcs: tuple[tuple[int, int], ...] = ()
     examples: tuple[str, ...] = Field((), description="The first few changes outside the failing tests.")
 
@@ -93,6 +101,17 @@ class DivergenceReport(Frozen):
             return None
         executable = set(self.executable_lines)
         return len(executable & set(self.executed_lines)) / len(executable)
+
+    @property
+    def oracle_coverage(self) -> float | None:
+        """The share of executable lines run by calls with a known right answer, the passing tests'
+        and the failing tests' (which the candidate passes); None when the function has no
+        executable line."""
+        if not self.executable_lines:
+            return None
+        executable = set(self.executable_lines)
+        ran = set(self.executed_lines) | set(self.failing_executed_lines)
+        return len(executable & ran) / len(executable)
 
     @property
     def changed_share(self) -> float:
@@ -110,9 +129,12 @@ class DivergenceReport(Frozen):
         counts: dict[str, float] = {
             "recorded": self.recorded_calls, "changed_recorded": self.changed_recorded,
             "generated": self.generated_calls, "changed_generated": self.changed_generated,
-            "failing": self.failing_calls, "uncomparable": self.uncomparable, "answered": self.answered}
+            "failing": self.failing_calls, "failing_inputs": self.failing_inputs,
+            "uncomparable": self.uncomparable, "answered": self.answered}
         if self.line_coverage is not None:
             counts["line_coverage"] = round(self.line_coverage, 4)
+        if self.oracle_coverage is not None:
+            counts["oracle_coverage"] = round(self.oracle_coverage, 4)
         return counts
 
     def summary(self) -> str:
@@ -120,8 +142,14 @@ class DivergenceReport(Frozen):
         if not (self.recorded_calls or self.generated_calls):
             aside = (f"; {self.uncomparable} set aside: {self.uncomparable_why}"
                      if self.uncomparable and self.uncomparable_why else "")
+            checked = ""
+            if self.failing_inputs:
+                coverage = self.oracle_coverage
+                covering = f", covering {coverage:.0%} of the function" if coverage is not None else ""
+                checked = (f"; the failing tests' assertions check {self.failing_inputs} different call(s), "
+                           f"which the candidate passes{covering}")
             return (f"no call of the function outside the failing tests could be compared "
-                    f"({self.failing_calls} call(s) by failing tests{aside})")
+                    f"({self.failing_calls} call(s) by failing tests{aside}){checked}")
         coverage = self.line_coverage
         reach = f"checked on {self.recorded_calls} recorded and {self.generated_calls} generated calls"
         if coverage is not None:
@@ -141,7 +169,8 @@ class DivergenceReport(Frozen):
 
 def divergence_of(comparisons: Sequence[CallComparison], executable: Iterable[int], executed: Iterable[int],
                   arcs: Iterable[tuple[int, int]], uncomparable: int = 0,
-                  failing_neighbours: Iterable[str] = (), uncomparable_why: str = "") -> DivergenceReport:
+                  failing_neighbours: Iterable[str] = (), uncomparable_why: str = "",
+                  failing_executed: Iterable[int] = ()) -> DivergenceReport:
     """The report of a shadow run: the comparisons counted by origin and kind, the lines sorted
     (executed lines are kept as observed), the first ``MAX_EXAMPLES`` changes outside the failing
     tests as examples, each with its test.
@@ -158,6 +187,8 @@ def divergence_of(comparisons: Sequence[CallComparison], executable: Iterable[in
     oracle, and a candidate that answers there with a value of a type the original returns on
     other calls is not held against (``answered``; as ``equisa_core.validation.differential`` does).
     An exception raised on purpose (a ``ValueError``) is a refusal, and answering it is a change."""
+    failing_inputs = {c.inputs for c in comparisons
+                      if c.origin == "failing" and c.kind == "recorded" and c.inputs}
     comparisons = _where_the_failure_is(comparisons, failing_neighbours)
     answered = _answered_without_oracle(comparisons)
     comparisons = [c for c in comparisons if c not in answered]
@@ -168,10 +199,12 @@ def divergence_of(comparisons: Sequence[CallComparison], executable: Iterable[in
     return DivergenceReport(
         recorded_calls=len(recorded), generated_calls=len(generated),
         failing_calls=sum(1 for c in comparisons if c.origin == "failing"),
+        failing_inputs=len(failing_inputs),
         changed_recorded=sum(1 for c in recorded if c.changed),
         changed_generated=sum(1 for c in generated if c.changed), answered=len(answered),
         uncomparable=uncomparable, uncomparable_why=uncomparable_why,
         executable_lines=tuple(sorted(set(executable))), executed_lines=tuple(sorted(set(executed))),
+        failing_executed_lines=tuple(sorted(set(failing_executed))),
         arcs=tuple(sorted(set(arcs))), examples=tuple(examples[:MAX_EXAMPLES]))
 
 
@@ -202,14 +235,24 @@ def no_oracle(kind: str) -> bool:
 
 
 def evidence_reaches(report: DivergenceReport) -> tuple[bool, str]:
-    """(True, "") when the evidence says something of the function: at least one recorded call
-    under a passing test, and line coverage of at least ``MIN_LINE_COVERAGE`` (a function with no
-    executable line counts as covered); else (False, why)."""
-    if report.recorded_calls == 0:
-        return False, "no passing test's call of the function could be compared"
-    coverage = report.line_coverage
+    """(True, "") when the evidence says something of the function; else (False, why).
+
+    Two kinds of call have a known right answer: a passing test's call (the original is its oracle,
+    and the divergence compares the candidate with it) and a failing test's call (its test's
+    assertions are the oracle, and the candidate passes that test). The evidence reaches when some
+    passing test's call was compared, or, with none, when the failing tests checked at least
+    ``MIN_FAILING_ORACLE_CALLS`` different calls; and when those calls together ran at least
+    ``MIN_LINE_COVERAGE`` of the function's lines (a function with no executable line counts as
+    covered)."""
+    if report.recorded_calls == 0 and report.failing_inputs < MIN_FAILING_ORACLE_CALLS:
+        if report.failing_inputs == 0:
+            return False, "no passing test's call of the function could be compared"
+        return False, (f"no passing test's call of the function could be compared, and the failing tests "
+                       f"check only {report.failing_inputs} different call(s) of it (under "
+                       f"{MIN_FAILING_ORACLE_CALLS})")
+    coverage = report.oracle_coverage
     if coverage is not None and coverage < MIN_LINE_COVERAGE:
-        return False, (f"the passing tests' calls ran {coverage:.0%} of the function's lines "
+        return False, (f"the tests' calls ran {coverage:.0%} of the function's lines "
                        f"(under {MIN_LINE_COVERAGE:.0%})")
     return True, ""
 
@@ -224,13 +267,14 @@ class ShadowOutput(Frozen):
     uncomparable_why: str = Field("", description="The commonest reason calls could not be compared.")
     executable: tuple[int, ...] = ()
     executed: tuple[int, ...] = ()
+    failing_executed: tuple[int, ...] = ()
     arcs: tuple[tuple[int, int], ...] = ()
     failing_neighbours: tuple[str, ...] = Field((), description="Keys of the inputs next to failing calls.")
 
     def report(self) -> DivergenceReport:
         """The divergence report of these records."""
         return divergence_of(self.comparisons, self.executable, self.executed, self.arcs, self.uncomparable,
-                             self.failing_neighbours, self.uncomparable_why)
+                             self.failing_neighbours, self.uncomparable_why, self.failing_executed)
 
 
 def read_shadow_output(lines: Iterable[str]) -> ShadowOutput:
@@ -243,6 +287,7 @@ def read_shadow_output(lines: Iterable[str]) -> ShadowOutput:
     reasons: Counter[str] = Counter()
     executable: list[int] = []
     executed: list[int] = []
+    failing_executed: list[int] = []
     arcs: list[tuple[int, int]] = []
     failing_neighbours: list[str] = []
     for line in lines:
@@ -272,11 +317,13 @@ def read_shadow_output(lines: Iterable[str]) -> ShadowOutput:
             failing_neighbours.extend(str(key) for key in record.get("inputs", ()))
         elif kind == "shadow-lines":
             executed = [int(n) for n in record.get("executed", ())]
+            failing_executed = [int(n) for n in record.get("failing_executed", ())]
             arcs = [(int(a), int(b)) for a, b in record.get("arcs", ())]
     if found is None:
         return ShadowOutput(found=False, why="the shadow plugin wrote nothing (it did not load, or the run "
                             "ended before it started)")
     return ShadowOutput(found=found, why=why, comparisons=tuple(comparisons), uncomparable=uncomparable,
                         uncomparable_why=reasons.most_common(1)[0][0] if reasons else "",
-                        executable=tuple(executable), executed=tuple(executed), arcs=tuple(arcs),
+                        executable=tuple(executable), executed=tuple(executed),
+                        failing_executed=tuple(failing_executed), arcs=tuple(arcs),
                         failing_neighbours=tuple(failing_neighbours))

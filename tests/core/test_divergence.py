@@ -8,6 +8,7 @@ import json
 
 from equisa_core.validation.divergence import (
     MAX_EXAMPLES,
+    MIN_FAILING_ORACLE_CALLS,
     MIN_LINE_COVERAGE,
     CallComparison,
     DivergenceReport,
@@ -19,8 +20,9 @@ from equisa_core.validation.divergence import (
 
 
 def _call(changed: bool, origin: str = "passing", kind: str = "recorded", detail: str = "",
-          test: str = "tests/test_cart.py::test_sum") -> CallComparison:
-    return CallComparison(test_id=test, origin=origin, kind=kind, changed=changed, detail=detail)  # type: ignore[arg-type]
+          test: str = "tests/test_cart.py::test_sum", inputs: str = "") -> CallComparison:
+    return CallComparison(test_id=test, origin=origin, kind=kind, changed=changed, detail=detail,  # type: ignore[arg-type]
+                          inputs=inputs)
 
 
 def test_calls_are_counted_by_origin_and_kind_and_failing_calls_are_not_judged():
@@ -87,6 +89,44 @@ def test_the_evidence_reaches_the_function_only_with_a_passing_call_and_enough_c
     assert evidence_reaches(divergence_of([_call(False)], [], [], []))[0], "no executable line: covered"
 
 
+def test_with_no_passing_call_the_failing_tests_assertions_are_the_evidence_when_they_check_enough_calls():
+    """The candidate passes every failing test, so each of their calls was checked by an assertion;
+    with enough different ones, covering the function, the evidence reaches; the same call made
+    twice counts once, and a generated call never counts."""
+    def failing(n: int) -> CallComparison:
+        return _call(True, origin="failing", inputs=f"f({n})")
+    enough = [failing(n) for n in range(MIN_FAILING_ORACLE_CALLS)]
+    report = divergence_of(enough, executable=[1, 2, 3], executed=[], arcs=[], failing_executed=[1, 2, 3])
+    assert report.failing_inputs == MIN_FAILING_ORACLE_CALLS and report.recorded_calls == 0
+    assert report.line_coverage == 0.0 and report.oracle_coverage == 1.0
+    assert evidence_reaches(report) == (True, "")
+    assert (f"the failing tests' assertions check {MIN_FAILING_ORACLE_CALLS} different call(s), which the "
+            "candidate passes, covering 100% of the function") in report.summary()
+    assert report.counts()["failing_inputs"] == MIN_FAILING_ORACLE_CALLS
+
+    generated = _call(True, origin="failing", kind="generated", inputs="f(99)")
+    repeated = enough[:-1] + [failing(0), generated]
+    few = divergence_of(repeated, executable=[1, 2, 3], executed=[], arcs=[], failing_executed=[1, 2, 3])
+    assert few.failing_inputs == MIN_FAILING_ORACLE_CALLS - 1
+    reaches, why = evidence_reaches(few)
+    assert not reaches and f"check only {MIN_FAILING_ORACLE_CALLS - 1} different call(s)" in why
+
+    narrow = divergence_of(enough, executable=range(10), executed=[], arcs=[], failing_executed=[1, 2])
+    reaches, why = evidence_reaches(narrow)
+    assert not reaches and "the tests' calls ran 20% of the function's lines" in why
+
+
+def test_the_failing_tests_lines_count_toward_the_evidence_s_reach_beside_the_passing_calls():
+    """A passing call ran half the function and the failing tests' calls the other half: the calls
+    with a known right answer ran all of it."""
+    report = divergence_of([_call(False), _call(True, origin="failing", inputs="f(1)")],
+                           executable=range(10), executed=range(5), arcs=[], failing_executed=range(5, 10))
+    assert report.line_coverage == 0.5 and report.oracle_coverage == 1.0
+    assert evidence_reaches(report) == (True, "")
+    alone = report.model_copy(update={"failing_executed_lines": ()})
+    assert not evidence_reaches(alone)[0]
+
+
 def test_the_plugin_s_records_are_read_back_among_the_probe_s_and_the_last_lines_record_holds():
     lines = [
         json.dumps({"kind": "session", "python": "3.11"}),
@@ -97,7 +137,7 @@ def test_the_plugin_s_records_are_read_back_among_the_probe_s_and_the_last_lines
                     "changed": True, "detail": "f() returned 1, now returns 2"}),
         json.dumps({"kind": "shadow-uncomparable", "test": "t::a", "why": "uncopyable"}),
         json.dumps({"kind": "shadow-lines", "executed": [5], "arcs": []}),
-        json.dumps({"kind": "shadow-lines", "executed": [5, 6], "arcs": [[5, 6]]}),
+        json.dumps({"kind": "shadow-lines", "executed": [5, 6], "arcs": [[5, 6]], "failing_executed": [7]}),
         '{"kind": "shadow-call", "test": "t::a", "orig',  # torn by a killed run
     ]
     output = read_shadow_output(lines)
@@ -106,6 +146,7 @@ def test_the_plugin_s_records_are_read_back_among_the_probe_s_and_the_last_lines
     assert (report.recorded_calls, report.failing_calls, report.changed_recorded) == (1, 1, 0)
     assert report.executed_lines == (5, 6) and report.arcs == ((5, 6),)
     assert report.line_coverage == 2 / 3
+    assert report.failing_executed_lines == (7,) and report.oracle_coverage == 1.0
     missing = read_shadow_output([json.dumps({"kind": "shadow-target", "found": False,
                                               "why": "the candidate has no function f"})])
     assert not missing.found and missing.why == "the candidate has no function f"
@@ -157,7 +198,9 @@ def test_the_plugins_failing_neighbours_record_is_read():
 def test_a_report_with_nothing_compared_says_so_and_not_that_nothing_changed():
     failing = [CallComparison(test_id="t::f", origin="failing", kind="recorded", changed=True, inputs="f")]
     summary = divergence_of(failing, (1,), (), ()).summary()
-    assert summary == "no call of the function outside the failing tests could be compared (1 call(s) by failing tests)"
+    assert summary == ("no call of the function outside the failing tests could be compared (1 call(s) by failing "
+                       "tests); the failing tests' assertions check 1 different call(s), which the candidate "
+                       "passes, covering 0% of the function")
 
 
 def test_an_answer_where_the_original_crashed_is_not_held_against_the_candidate():

@@ -65,15 +65,15 @@ def test_fails_on_its_own():
 '''
 
 
-def _shadow(tmp_path: Path, qualname: str, edit: tuple[str, str]) -> tuple[ShadowOutput, str]:
-    (tmp_path / "units.py").write_text(MODULE)
-    (tmp_path / "test_units.py").write_text(TESTS)
+def _shadow(tmp_path: Path, qualname: str, edit: tuple[str, str], module: str = MODULE, tests: str = TESTS,
+            passing: tuple[str, ...] = ("test_grams", "test_named", "test_locked_size", "test_stamp"),
+            failing: tuple[str, ...] = ("test_fails_on_its_own",)) -> tuple[ShadowOutput, str]:
+    (tmp_path / "units.py").write_text(module)
+    (tmp_path / "test_units.py").write_text(tests)
     shutil.copytree(PLUGIN, tmp_path / "equisa_shadow", ignore=shutil.ignore_patterns("__pycache__"))
-    passing = ["test_units.py::test_grams", "test_units.py::test_named", "test_units.py::test_locked_size",
-               "test_units.py::test_stamp"]
-    config = {"file": "units.py", "qualname": qualname, "candidate": MODULE.replace(*edit),
-              "passing": passing, "failing": ["test_units.py::test_fails_on_its_own"],
-              **ShadowLimits().model_dump()}
+    config = {"file": "units.py", "qualname": qualname, "candidate": module.replace(*edit),
+              "passing": [f"test_units.py::{t}" for t in passing],
+              "failing": [f"test_units.py::{t}" for t in failing], **ShadowLimits().model_dump()}
     (tmp_path / "config.json").write_text(json.dumps(config))
     env = {**os.environ, "PYTEST_PLUGINS": "equisa_shadow", "EQUISA_SHADOW_CONFIG": "config.json",
            "EQUISA_SHADOW_OUT": str(tmp_path / "out.jsonl"), "PYTHONPATH": str(tmp_path)}
@@ -132,3 +132,20 @@ def test_a_change_beside_a_counter_is_uncomparable_not_unchanged(tmp_path: Path)
     output, _ = _shadow(tmp_path, "Units.stamp", ("return weight * 2", "return weight * 3"))
     report = output.report()
     assert output.uncomparable >= 1 and report.recorded_calls == 0 and report.generated_calls == 0
+
+
+def test_the_failing_tests_calls_and_the_lines_they_ran_are_recorded_apart(tmp_path: Path):
+    """No passing test calls ``magnitude``; three failing tests do, on three inputs, and the lines
+    they run are recorded as the failing tests' (the evidence of their assertions, which the
+    candidate passes), not as the passing tests'."""
+    module = "def magnitude(x):\n    if x < 0:\n        return x\n    return x\n"
+    tests = ("from units import magnitude\n\n\n"
+             + "".join(f"def test_{n}():\n    assert magnitude(-{n}) == {n}\n\n\n" for n in (1, 2, 3)))
+    fix = ("        return x\n    return", "        return -x\n    return")
+    output, log = _shadow(tmp_path, "magnitude", fix, module=module, tests=tests, passing=(),
+                          failing=("test_1", "test_2", "test_3"))
+    assert "3 failed" in log, log
+    report = output.report()
+    assert report.recorded_calls == 0 and report.failing_inputs == 3
+    assert report.executed_lines == () and set(report.failing_executed_lines) == {2, 3}
+    assert report.oracle_coverage == 2 / 3, "line 4 is never run"

@@ -18,7 +18,12 @@ from equisa_core.repair import machine
 from equisa_core.validation import checks
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.differential import DifferentialVerdict, FarChange, Observed
-from equisa_core.validation.divergence import CallComparison, DivergenceReport, divergence_of
+from equisa_core.validation.divergence import (
+    MIN_FAILING_ORACLE_CALLS,
+    CallComparison,
+    DivergenceReport,
+    divergence_of,
+)
 
 TESTGEN_TEST = "tests/equisa_generated/test_testgen_a.py::test_t"
 TESTS = [f"tests/test_m.py::test_{i}" for i in range(6)] + [TESTGEN_TEST]
@@ -161,6 +166,20 @@ def test_a_fix_is_said_only_where_the_divergence_evidence_reaches():
     assert no_calls.status is PatchStatus.UNCONFIRMED, "no call from a passing test: the evidence does not reach"
     uncovered = judged_with(report_of(executed=()))
     assert uncovered.status is PatchStatus.UNCONFIRMED, "the calls ran too little of the function"
+
+
+def test_with_no_passing_call_a_fix_is_said_only_when_the_failing_tests_check_enough_calls():
+    """Every test that calls the function fails on the original: their assertions, which the
+    candidate passes, are the only oracle, and they must check enough different calls."""
+    def failing_only(inputs: int) -> DivergenceReport:
+        calls = [CallComparison(test_id=f"t::fail{i}", origin="failing", kind="recorded", changed=True,
+                                inputs=f"f({i})") for i in range(inputs)]
+        return divergence_of(calls, executable=(2,), executed=(), arcs=(), failing_executed=(2,))
+    checked = judged_with(failing_only(MIN_FAILING_ORACLE_CALLS))
+    assert checked.status is PatchStatus.SOUND, checked.detail
+    assert "the failing tests' assertions check 3 different call(s)" in checked.evidence
+    too_few = judged_with(failing_only(MIN_FAILING_ORACLE_CALLS - 1))
+    assert too_few.status is PatchStatus.UNCONFIRMED and "check only 2 different call(s)" in too_few.detail
 
 
 def test_a_changed_call_outside_the_failing_tests_is_never_tolerated():

@@ -146,8 +146,9 @@ class _Shadow:
         self.generated = 0
         self.seen_inputs: set[str] = set()
         self.executed: set[int] = set()
+        self.failing_executed: set[int] = set()  # the lines the failing tests' calls ran
         self.arcs: set[tuple[int, int]] = set()
-        self.written_lines = (0, 0)
+        self.written_lines = (0, 0, 0)
         self.pending: list[_GeneratorRecord] = []
         self.started_frames: dict[int, Any] = {}
         self.wrapped = False  # the attribute was looked for
@@ -550,6 +551,8 @@ class _Shadow:
                     self.executed.add(line)
                     if state["last"] is not None:
                         self.arcs.add((state["last"], line))
+                elif not self.busy:
+                    self.failing_executed.add(line)
                 state["last"], state["raised"] = line, None
             elif event == "exception":
                 state["raised"] = arg[1] if isinstance(arg, tuple) else arg
@@ -609,13 +612,14 @@ class _Shadow:
         self.write_lines()
 
     def write_lines(self) -> None:
-        size = (len(self.executed), len(self.arcs))
+        size = (len(self.executed), len(self.arcs), len(self.failing_executed))
         if size != self.written_lines:
             self.written_lines = size
             self.write(
                 {
                     "kind": "shadow-lines",
                     "executed": sorted(self.executed),
+                    "failing_executed": sorted(self.failing_executed),
                     "arcs": sorted([a, b] for a, b in self.arcs),
                 }
             )

@@ -149,3 +149,22 @@ def test_the_failing_tests_calls_and_the_lines_they_ran_are_recorded_apart(tmp_p
     assert report.recorded_calls == 0 and report.failing_inputs == 3
     assert report.executed_lines == () and set(report.failing_executed_lines) == {2, 3}
     assert report.oracle_coverage == 2 / 3, "line 4 is never run"
+
+
+def test_an_index_moved_by_one_shows_on_a_call_with_one_item_moved(tmp_path: Path):
+    """The passing test's records hold the same month twice, so reading the record before the one
+    found changes nothing there; a generated call with the first record's month moved (``"ay"``)
+    shows the change."""
+    module = ("def month_of(day, records):\n    for i in range(len(records)):\n"
+              "        if records[i][1] == day:\n            return records[i][0]\n    return None\n")
+    tests = ("from units import month_of\n\n\n"
+             "def test_found():\n    assert month_of('1', (('May', '1'), ('May', '2'))) == 'May'\n\n\n"
+             "def test_missing():\n    assert month_of('3', ()) == ''\n")
+    output, log = _shadow(tmp_path, "month_of", ("return records[i][0]", "return records[i - 1][0]"),
+                          module=module, tests=tests, passing=("test_found",), failing=("test_missing",))
+    assert "1 failed, 1 passed" in log, log
+    report = output.report()
+    assert report.recorded_calls == 1 and report.changed_recorded == 0
+    assert report.changed_generated >= 1, report
+    assert any("tuple[tuple['ay', '1'], tuple['May', '2']]) returned 'ay', now returns 'May'" in e
+               for e in report.examples), report.examples

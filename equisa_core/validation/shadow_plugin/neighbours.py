@@ -1,5 +1,11 @@
 """The shadow plugin's generated calls: deterministic neighbours of one argument, keyword or
-attribute of the receiver at a time. Standard library only (it runs in the suite's interpreter)."""
+attribute of the receiver at a time. Standard library only (it runs in the suite's interpreter).
+
+A sequence's neighbours move the whole (shorter, longer, reversed, two items swapped, empty) and
+also one item: its first or last item moved to a neighbour of its own, and inside an item that is
+itself a sequence, its first item (a record such as ``("January", "1")`` keeps its length). A
+change that only an item's value reveals, an index moved by one, shows there. The arguments take
+turns (``_neighbour_calls``), so that a per-call cap leaves none of them unmoved."""
 
 from __future__ import annotations
 
@@ -10,8 +16,13 @@ from typing import Any
 from .calls import _Call, _shape
 
 
-def _neighbours(value: Any) -> list[Any]:
-    """Deterministic values next to ``value`` (see the module docstring), without ``value``."""
+#: Neighbours of one item that a sequence's neighbours take, per item moved.
+_ITEM_NEIGHBOURS = 2
+
+
+def _neighbours(value: Any, depth: int = 0) -> list[Any]:
+    """Deterministic values next to ``value`` (see the module docstring), without ``value``;
+    ``depth``: 0 for an argument, 1 for an item of one, 2 for an item of an item (only moved by value)."""
     out: list[Any] = []
     if isinstance(value, bool):
         out = [not value]
@@ -21,13 +32,22 @@ def _neighbours(value: Any) -> list[Any]:
         out = [value - 1.0, value + 1.0, 0.0]
     elif isinstance(value, str):
         out = [value[1:], value[:-1], "", value + value[-1:]]
-    elif isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+    elif isinstance(value, (list, tuple)) and type(value) in (list, tuple) and depth < 2:
         items = list(value)
-        made = [items[1:], items[:-1], items[:1] + items, items[::-1], []]
-        if len(items) >= 2:
-            made.append([items[1], items[0]] + items[2:])
+        whole: list[list[Any]] = []
+        if depth == 0:
+            whole = [items[1:], items[:-1], items[:1] + items, items[::-1], []]
+            if len(items) >= 2:
+                whole.append([items[1], items[0]] + items[2:])
+        one_item = [items[:index] + [item] + items[index + 1:]
+                    for rank in range(_ITEM_NEIGHBOURS)
+                    for index in sorted({0, len(items) - 1} if depth == 0 else {0}) if items
+                    for item in _neighbours(items[index], depth + 1)[rank:rank + 1]]
+        # The two kinds take turns, so that a cap on the calls keeps some of each.
+        made = [m for pair in zip(whole, one_item) for m in pair]
+        made += whole[len(one_item):] + one_item[len(whole):]
         out = [type(value)(m) for m in made]
-    elif type(value) is dict:
+    elif type(value) is dict and depth == 0:
         keys = list(value)
         out = [{k: v for k, v in value.items() if k != key} for key in keys[:1] + keys[-1:]] + [{}]
     kept: list[Any] = []
@@ -42,7 +62,7 @@ def _neighbours(value: Any) -> list[Any]:
 
 def _neighbour_calls(call: _Call) -> Iterator[_Call]:
     """The calls next to ``call``: one argument, keyword or attribute of the receiver (on a copy of
-    it) moved to a neighbouring value (``_neighbours``)."""
+    it) moved to a neighbouring value (``_neighbours``), the arguments taking turns."""
     first = 1 if call.receiver else 0
     slots: list[tuple[Any, Any]] = [(i, v) for i, v in enumerate(call.args) if i >= first]
     slots += list(call.kwargs.items())
@@ -53,14 +73,17 @@ def _neighbour_calls(call: _Call) -> Iterator[_Call]:
         else {}
     )
     slots += [("." + name, v) for name, v in sorted(fields.items()) if not name.startswith("__")]
-    for slot, value in slots:
-        for neighbour in _neighbours(value):
-            args, kwargs = list(call.args), dict(call.kwargs)
-            if isinstance(slot, int):
-                args[slot] = neighbour
-            elif slot.startswith("."):  # an attribute of the receiver, on a copy of it
-                args[0] = copy.copy(args[0])
-                setattr(args[0], slot[1:], neighbour)
-            else:
-                kwargs[slot] = neighbour
-            yield _Call(args, kwargs, call.receiver)
+    moves = [(slot, _neighbours(value)) for slot, value in slots]
+    turns = max((len(values) for _, values in moves), default=0)
+    # The arguments take turns: each one's first neighbour, then each one's second, and so on.
+    for slot, neighbour in [(slot, values[turn]) for turn in range(turns) for slot, values in moves
+                            if turn < len(values)]:
+        args, kwargs = list(call.args), dict(call.kwargs)
+        if isinstance(slot, int):
+            args[slot] = neighbour
+        elif slot.startswith("."):  # an attribute of the receiver, on a copy of it
+            args[0] = copy.copy(args[0])
+            setattr(args[0], slot[1:], neighbour)
+        else:
+            kwargs[slot] = neighbour
+        yield _Call(args, kwargs, call.receiver)

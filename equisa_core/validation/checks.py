@@ -22,7 +22,8 @@ A candidate is accepted (``SOUND``) only when, in this order:
    one of parallel expressions changed alone), weighed by their fitted model.
 
 A candidate that passes all of these is ``SOUND`` only when the evidence reaches: the divergence
-check compared calls of the function from passing tests and they covered enough of it
+check compared calls of the function from passing tests or, with none, the failing tests (which the
+candidate passes) checked enough different calls, and these calls covered enough of it
 (``divergence.evidence_reaches``). Otherwise it is ``UNCONFIRMED``, with the reason: the report
 then says ``plausible_only``, never ``fixed``. A verdict is a promise; where the evidence does not
 reach, the promise is not made.

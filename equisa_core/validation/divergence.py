@@ -10,9 +10,10 @@ Near each recorded call, ``generated`` calls (one argument, or one attribute of 
 moved to a neighbouring value) extend the evidence past the tests' exact inputs.
 
 The plugin also records the original's executable lines, the lines the passing tests' calls ran,
-and the line-to-line arcs between them, so the evidence's reach is known (``line_coverage``,
-``evidence_reaches``): a verdict of "no divergence" from calls that ran a third of the function
-says little.
+the line-to-line arcs between them, and the lines the failing tests' calls ran, so the evidence's
+reach is known (``line_coverage``, ``oracle_coverage``, ``evidence_reaches``): a verdict of "no
+divergence" from calls that ran a third of the function says little. The failing tests' calls are
+evidence too: their assertions are the oracle, and the candidate passes them.
 
 Public API: ``CallComparison``, ``DivergenceReport`` (``summary()``, ``line_coverage``,
 ``changed_share``), ``divergence_of``, ``evidence_reaches``, ``MIN_LINE_COVERAGE``, the shadow

@@ -155,6 +155,9 @@ class DivergenceReport(Frozen):
         reach = f"checked on {self.recorded_calls} recorded and {self.generated_calls} generated calls"
         if coverage is not None:
             reach += f" covering {coverage:.0%} of the function"
+            with_failing = self.oracle_coverage
+            if self.failing_inputs and with_failing is not None and with_failing > coverage:
+                reach += f" ({with_failing:.0%} with the failing tests' {self.failing_inputs} call(s))"
         if self.answered:
             reach += f" ({self.answered} more answered where the original crashed)"
         if not self.diverges:

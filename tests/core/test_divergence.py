@@ -123,6 +123,7 @@ def test_the_failing_tests_lines_count_toward_the_evidence_s_reach_beside_the_pa
                            executable=range(10), executed=range(5), arcs=[], failing_executed=range(5, 10))
     assert report.line_coverage == 0.5 and report.oracle_coverage == 1.0
     assert evidence_reaches(report) == (True, "")
+    assert "covering 50% of the function (100% with the failing tests' 1 call(s))" in report.summary()
     alone = report.model_copy(update={"failing_executed_lines": ()})
     assert not evidence_reaches(alone)[0]
 

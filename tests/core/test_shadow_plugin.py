@@ -152,19 +152,21 @@ def test_the_failing_tests_calls_and_the_lines_they_ran_are_recorded_apart(tmp_p
 
 
 def test_an_index_moved_by_one_shows_on_a_call_with_one_item_moved(tmp_path: Path):
-    """The passing test's records hold the same month twice, so reading the record before the one
-    found changes nothing there; a generated call with the first record's month moved (``"ay"``)
-    shows the change."""
+    """The spec is the last record of the day; the patch reads the record before the one found,
+    which passes the failing test (the last record comes before the first) and changes nothing on
+    the passing test's call, whose records hold the same month twice. A generated call with the
+    first record's month moved (``"ay"``) shows the change, and it is held against the patch: its
+    records' fields differ from the failing call's, so it is not of the failing call's class."""
     module = ("def month_of(day, records):\n    for i in range(len(records)):\n"
               "        if records[i][1] == day:\n            return records[i][0]\n    return None\n")
     tests = ("from units import month_of\n\n\n"
-             "def test_found():\n    assert month_of('1', (('May', '1'), ('May', '2'))) == 'May'\n\n\n"
-             "def test_missing():\n    assert month_of('3', ()) == ''\n")
+             "def test_found():\n    assert month_of('2', (('May', '1'), ('May', '2'))) == 'May'\n\n\n"
+             "def test_last_one():\n    assert month_of('1', (('May', '1'), ('Jun', '1'))) == 'Jun'\n")
     output, log = _shadow(tmp_path, "month_of", ("return records[i][0]", "return records[i - 1][0]"),
-                          module=module, tests=tests, passing=("test_found",), failing=("test_missing",))
+                          module=module, tests=tests, passing=("test_found",), failing=("test_last_one",))
     assert "1 failed, 1 passed" in log, log
     report = output.report()
-    assert report.recorded_calls == 1 and report.changed_recorded == 0
+    assert report.recorded_calls == 1 and report.changed_recorded == 0 and report.failing_inputs == 1
     assert report.changed_generated >= 1, report
-    assert any("tuple[tuple['ay', '1'], tuple['May', '2']]) returned 'ay', now returns 'May'" in e
+    assert any("tuple[tuple['ay', '1'], tuple['May', '2']]) returned 'May', now returns 'ay'" in e
                for e in report.examples), report.examples

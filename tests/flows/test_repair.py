@@ -149,10 +149,12 @@ def test_a_misspelt_name_and_a_wrong_comparison_are_fixed_together(tmp_path, cli
     report = RepairReport.model_validate_json(out.read_text())
     assert report.target == "ages.by_age"
     assert "+            if person[1] > oldest[1]:" in report.diff.splitlines()
-    # The one passing test sorts an empty list: its call runs a third of the function, too little to
-    # say that nothing else changed, so the two-edit fix is only plausible, and the report says why.
-    assert (code, report.status) == (21, "plausible_only"), err
-    assert "ran 33% of the function's lines" in report.evidence
+    # The one passing test sorts an empty list: its call runs a third of the function; the failing
+    # tests' two calls, whose assertions the fix passes, run two thirds (the original raises NameError
+    # in them), and the report says so.
+    assert (code, report.status) == (0, "fixed"), err
+    assert ("checked on 1 recorded and 0 generated calls covering 33% of the function (67% with the "
+            "failing tests' 2 call(s))") in report.evidence
 
 
 OVERFIT = '''def applies(self, subtotal: Money) -> bool:

@@ -97,13 +97,15 @@ class _Call:
 
     def relation(self) -> str:
         """The call's class of inputs: the arguments' types, and the signs of and order between the
-        numbers it holds (``_numbers_of``). Calls of one class take the same comparisons through
+        numbers it holds (``_numbers_of``, then ``_item_numbers_of``). Calls of one class take the same comparisons through
         the function: a generated call of a failing call's class lies where the failure is. Empty
         when the call holds fewer than two numbers (a class by sign alone would hold most inputs)."""
         values = list(self.args) + [v for _, v in sorted(self.kwargs.items())]
         numbers: list[float] = []
         for value in values:
             numbers.extend(_numbers_of(value))
+        for value in values:  # then what the items hold: a record's fields tell calls apart too
+            numbers.extend(_item_numbers_of(value))
         numbers = numbers[:_MAX_RELATION_NUMBERS]
         if len(numbers) < 2:  # no order between numbers: a class by sign alone is too wide to judge
             return ""
@@ -220,6 +222,26 @@ def _numbers_of(value: Any) -> list[float]:
             if isinstance(v, (int, float)) and not isinstance(v, bool)
         ]
     return []
+
+
+def _item_numbers_of(value: Any) -> list[float]:
+    """The numbers a sequence's first items hold inside them (``_numbers_of`` counts the items'
+    own numbers): a text item's length; a sequence item's length, and its first items' numbers or
+    lengths. ``(("May", "1"),)`` holds 2, 3 and 1."""
+    found: list[float] = []
+    if not isinstance(value, (list, tuple)):
+        return found
+    for item in list(value)[:_RELATION_ITEMS]:
+        if isinstance(item, (str, bytes)):
+            found.append(float(len(item)))
+        elif isinstance(item, (list, tuple)):
+            found.append(float(len(item)))
+            for inner in list(item)[:_RELATION_ITEMS]:
+                if isinstance(inner, (str, bytes, list, tuple)):
+                    found.append(float(len(inner)))
+                elif isinstance(inner, (int, float)) and not isinstance(inner, bool):
+                    found.append(float(inner))
+    return found
 
 
 class _TargetFunctions:

@@ -20,9 +20,10 @@ from .calls import _Call, _shape
 _ITEM_NEIGHBOURS = 2
 
 
-def _neighbours(value: Any, depth: int = 0) -> list[Any]:
+def _neighbours(value: Any, depth: int = 0, item_moves: bool = True) -> list[Any]:
     """Deterministic values next to ``value`` (see the module docstring), without ``value``;
-    ``depth``: 0 for an argument, 1 for an item of one, 2 for an item of an item (only moved by value)."""
+    ``depth``: 0 for an argument, 1 for an item of one, 2 for an item of an item (only moved by value);
+    ``item_moves``: whether a sequence's neighbours move one item too."""
     out: list[Any] = []
     if isinstance(value, bool):
         out = [not value]
@@ -41,7 +42,7 @@ def _neighbours(value: Any, depth: int = 0) -> list[Any]:
                 whole.append([items[1], items[0]] + items[2:])
         one_item = [items[:index] + [item] + items[index + 1:]
                     for rank in range(_ITEM_NEIGHBOURS)
-                    for index in sorted({0, len(items) - 1} if depth == 0 else {0}) if items
+                    for index in sorted({0, len(items) - 1} if depth == 0 else {0}) if items and item_moves
                     for item in _neighbours(items[index], depth + 1)[rank:rank + 1]]
         # The two kinds take turns, so that a cap on the calls keeps some of each.
         made = [m for pair in zip(whole, one_item) for m in pair]
@@ -60,9 +61,10 @@ def _neighbours(value: Any, depth: int = 0) -> list[Any]:
     return kept
 
 
-def _neighbour_calls(call: _Call) -> Iterator[_Call]:
+def _neighbour_calls(call: _Call, item_moves: bool = True) -> Iterator[_Call]:
     """The calls next to ``call``: one argument, keyword or attribute of the receiver (on a copy of
-    it) moved to a neighbouring value (``_neighbours``), the arguments taking turns."""
+    it) moved to a neighbouring value (``_neighbours``; ``item_moves``: a sequence's items moved too), the
+    arguments taking turns."""
     first = 1 if call.receiver else 0
     slots: list[tuple[Any, Any]] = [(i, v) for i, v in enumerate(call.args) if i >= first]
     slots += list(call.kwargs.items())
@@ -73,7 +75,7 @@ def _neighbour_calls(call: _Call) -> Iterator[_Call]:
         else {}
     )
     slots += [("." + name, v) for name, v in sorted(fields.items()) if not name.startswith("__")]
-    moves = [(slot, _neighbours(value)) for slot, value in slots]
+    moves = [(slot, _neighbours(value, item_moves=item_moves)) for slot, value in slots]
     turns = max((len(values) for _, values in moves), default=0)
     # The arguments take turns: each one's first neighbour, then each one's second, and so on.
     for slot, neighbour in [(slot, values[turn]) for turn in range(turns) for slot, values in moves

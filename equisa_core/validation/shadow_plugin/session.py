@@ -456,7 +456,9 @@ class _Shadow:
         """The inputs next to a failing test's call (not run): the failure's own neighbourhood, where a
         fix is expected to change the function, so a generated call there is not held against it."""
         keys: list[str] = []
-        for near in _neighbour_calls(call):
+        # Whole arguments moved only: the failure's neighbourhood stays as narrow as a step of one
+        # argument; a call with one item of a sequence moved is evidence, never excused.
+        for near in _neighbour_calls(call, item_moves=False):
             if len(keys) >= _MAX_FAILING_NEIGHBOURS:
                 break
             try:

@@ -191,8 +191,7 @@ def divergence_of(comparisons: Sequence[CallComparison], executable: Iterable[in
     oracle, and a candidate that answers there with a value of a type the original returns on
     other calls is not held against (``answered``; as ``equisa_core.validation.differential`` does).
     An exception raised on purpose (a ``ValueError``) is a refusal, and answering it is a change."""
-    failing_inputs = {c.inputs for c in comparisons
-                      if c.origin == "failing" and c.kind == "recorded" and c.inputs}
+    failing_inputs = _failing_recorded_inputs(comparisons)
     comparisons = _where_the_failure_is(comparisons, failing_neighbours)
     answered = _answered_without_oracle(comparisons)
     comparisons = [c for c in comparisons if c not in answered]
@@ -202,14 +201,22 @@ def divergence_of(comparisons: Sequence[CallComparison], executable: Iterable[in
     examples = [f"{c.detail or 'a call changed'} (in {c.test_id})" for c in passing if c.changed]
     return DivergenceReport(
         recorded_calls=len(recorded), generated_calls=len(generated),
-        failing_calls=sum(1 for c in comparisons if c.origin == "failing"),
-        failing_inputs=len(failing_inputs),
-        changed_recorded=sum(1 for c in recorded if c.changed),
-        changed_generated=sum(1 for c in generated if c.changed), answered=len(answered),
+        failing_calls=len(comparisons) - len(passing), failing_inputs=len(failing_inputs),
+        changed_recorded=_changed(recorded), changed_generated=_changed(generated), answered=len(answered),
         uncomparable=uncomparable, uncomparable_why=uncomparable_why,
         executable_lines=tuple(sorted(set(executable))), executed_lines=tuple(sorted(set(executed))),
         failing_executed_lines=tuple(sorted(set(failing_executed))),
         arcs=tuple(sorted(set(arcs))), examples=tuple(examples[:MAX_EXAMPLES]))
+
+
+def _failing_recorded_inputs(comparisons: Sequence[CallComparison]) -> set[str]:
+    """The different inputs of the failing tests' recorded calls (those that have inputs)."""
+    return {c.inputs for c in comparisons if c.origin == "failing" and c.kind == "recorded" and c.inputs}
+
+
+def _changed(comparisons: Sequence[CallComparison]) -> int:
+    """How many of ``comparisons`` changed."""
+    return sum(1 for c in comparisons if c.changed)
 
 
 def _where_the_failure_is(comparisons: Sequence[CallComparison],

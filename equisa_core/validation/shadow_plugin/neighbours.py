@@ -15,7 +15,6 @@ from typing import Any
 
 from .calls import _Call, _shape
 
-
 #: Neighbours of one item that a sequence's neighbours take, per item moved.
 _ITEM_NEIGHBOURS = 2
 
@@ -34,26 +33,37 @@ def _neighbours(value: Any, depth: int = 0, item_moves: bool = True) -> list[Any
     elif isinstance(value, str):
         out = [value[1:], value[:-1], "", value + value[-1:]]
     elif isinstance(value, (list, tuple)) and type(value) in (list, tuple) and depth < 2:
-        items = list(value)
-        whole: list[list[Any]] = []
-        if depth == 0:
-            whole = [items[1:], items[:-1], items[:1] + items, items[::-1], []]
-            if len(items) >= 2:
-                whole.append([items[1], items[0]] + items[2:])
-        one_item = [items[:index] + [item] + items[index + 1:]
-                    for rank in range(_ITEM_NEIGHBOURS)
-                    for index in sorted({0, len(items) - 1} if depth == 0 else {0}) if items and item_moves
-                    for item in _neighbours(items[index], depth + 1)[rank:rank + 1]]
-        # The two kinds take turns, so that a cap on the calls keeps some of each.
-        made = [m for pair in zip(whole, one_item) for m in pair]
-        made += whole[len(one_item):] + one_item[len(whole):]
-        out = [type(value)(m) for m in made]
+        out = _sequence_neighbours(value, depth, item_moves)
     elif type(value) is dict and depth == 0:
         keys = list(value)
         out = [{k: v for k, v in value.items() if k != key} for key in keys[:1] + keys[-1:]] + [{}]
+    return _of_new_shapes(value, out)
+
+
+def _sequence_neighbours(value: list[Any] | tuple[Any, ...], depth: int, item_moves: bool) -> list[Any]:
+    """A list's or tuple's neighbours: the whole moved (only for an argument, ``depth`` 0) and one
+    item moved (with ``item_moves``), the two kinds taking turns."""
+    items = list(value)
+    whole: list[list[Any]] = []
+    if depth == 0:
+        whole = [items[1:], items[:-1], items[:1] + items, items[::-1], []]
+        if len(items) >= 2:
+            whole.append([items[1], items[0]] + items[2:])
+    indices = sorted({0, len(items) - 1} if depth == 0 else {0}) if items and item_moves else []
+    one_item = [items[:index] + [item] + items[index + 1:]
+                for rank in range(_ITEM_NEIGHBOURS) for index in indices
+                for item in _neighbours(items[index], depth + 1)[rank:rank + 1]]
+    # The two kinds take turns, so that a cap on the calls keeps some of each.
+    made = [m for pair in zip(whole, one_item) for m in pair]
+    made += whole[len(one_item):] + one_item[len(whole):]
+    return [type(value)(m) for m in made]
+
+
+def _of_new_shapes(value: Any, candidates: list[Any]) -> list[Any]:
+    """``candidates`` in order, without those of the same shape as ``value`` or an earlier one."""
     kept: list[Any] = []
     shapes = {_shape(value)}
-    for item in out:
+    for item in candidates:
         shape = _shape(item)
         if shape not in shapes:
             shapes.add(shape)

@@ -51,7 +51,7 @@ class ShadowLimits(Frozen):
 
     call_limit_s: float = Field(1.0, gt=0, description="Seconds one shadow or generated call may run.")
     test_budget_s: float = Field(10.0, gt=0, description="Seconds of shadow calls per test, in all.")
-    max_generated_per_call: int = Field(8, ge=0, description="Generated calls next to one recorded call.")
+    max_generated_per_call: int = Field(16, ge=0, description="Generated calls next to one recorded call.")
     max_generated: int = Field(200, ge=0, description="Generated calls in the whole run.")
     max_recorded: int = Field(400, ge=0, description="Recorded calls compared in the whole run.")
     max_items: int = Field(50, ge=1, description="Items of a generator compared, at most.")

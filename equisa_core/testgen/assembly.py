@@ -4,7 +4,8 @@ Pure helpers of the deterministic generator (``tasks/testgen/generation.py`` run
 the target's functions (``target_nodes``, narrowed to missing lines by ``focus_nodes``), the
 existing tests that call them (``covering_tests``), observed calls turned into tests
 (``observed_tests``, ``scratch_module``; ``without_bug_like``: an exception that looks like a bug is
-listed, not asserted), and modules put together (``unique_tests``, ``merge_modules``,
+listed, not asserted; ``without_misuse``: an exception the function does not raise itself is not
+asserted), and modules put together (``unique_tests``, ``merge_modules``,
 ``append_tests``).
 """
 
@@ -20,6 +21,8 @@ from equisa_core.testgen.carving import CarvedTest, carve_tests
 from equisa_core.testgen.input_search import BUG_LIKE, POSSIBLE_BUG
 from equisa_core.testgen.modules import list_tests, node_id_name
 from equisa_core.testgen.mutation_plan import module_name
+from equisa_core.testgen.raised_on_purpose import raised_on_purpose
+from equisa_core.testgen.searched_members import annotated_members
 
 __all__ = [
     "append_tests",
@@ -31,6 +34,7 @@ __all__ = [
     "target_nodes",
     "unique_tests",
     "without_bug_like",
+    "without_misuse",
 ]
 
 _CARVED_HEADER = (
@@ -107,6 +111,28 @@ def without_bug_like(tests: Sequence[CarvedTest], annotated: Collection[str],
     return kept, notes
 
 
+def without_misuse(tests: Sequence[CarvedTest], source: str,
+                   module: str) -> tuple[list[CarvedTest], list[str]]:
+    """``tests`` without those expecting an exception that their member does not raise itself
+    (``raised_on_purpose``: a driver's input it was not written for, such as a text where it unpacks
+    pairs), and one note per member that lost some. For driver-observed tests only, of members not
+    wholly annotated: an annotated member's drivers draw values its annotations allow, and what
+    those raise is its behaviour (or a bug: ``without_bug_like``)."""
+    annotated = annotated_members(source)
+    kept: list[CarvedTest] = []
+    left_out: dict[str, list[str]] = {}
+    for test in tests:
+        raised = _expected_exception(test) if test.expects == "exception" else None
+        qualname = test.target_fqn.removeprefix(module + ".")
+        if raised is None or qualname in annotated or raised[0] in raised_on_purpose(source, qualname):
+            kept.append(test)
+        else:
+            left_out.setdefault(qualname, []).append(f"{raised[1]} raised {raised[0]}")
+    notes = [f"left out {len(calls)} test(s) that {qualname} raises an exception it does not raise itself "
+             f"(an input it was not written for), e.g. {calls[0]}" for qualname, calls in left_out.items()]
+    return kept, notes
+
+
 def _expected_exception(test: CarvedTest) -> tuple[str, str] | None:
     """(the exception's name, the call's text) of a test's ``with pytest.raises(X):`` block."""
     for node in ast.walk(ast.parse(test.code)):
@@ -140,10 +166,14 @@ def unique_tests(tests: Sequence[CarvedTest]) -> list[CarvedTest]:
 
 
 def scratch_module(
-    calls: Sequence[ScratchCall], observed: SuiteTrace, module: str, round_number: int, per: int
+    calls: Sequence[ScratchCall], observed: SuiteTrace, module: str, round_number: int, per: int,
+    source: str | None = None,
 ) -> tuple[str, int]:
     """The module of tests made from scratch-driver calls (what each returned or raised is the
-    assertion; at most ``per`` per function, distinct outcomes first) and how many it holds."""
+    assertion; at most ``per`` per function, distinct outcomes first) and how many it holds. With
+    the module's ``source``, a call of a function not wholly annotated that raised an exception the
+    function does not raise itself (``raised_on_purpose``; as ``without_misuse``) makes no test."""
+    annotated = annotated_members(source) if source is not None else frozenset()
     by_test = {node_id_name(t.test_id): t for t in observed.tests}
     chosen: dict[str, list[tuple[str, set[str]]]] = {}
     seen: dict[str, set[str]] = {}
@@ -154,6 +184,9 @@ def scratch_module(
         if result is None or result.outcome is not TestOutcome.PASSED or not mine:
             continue
         first = mine[0]
+        if (source is not None and first.raised is not None and call.qualname not in annotated
+                and first.raised.rsplit(".", 1)[-1] not in raised_on_purpose(source, call.qualname)):
+            continue
         literal = first.result.literal if first.result is not None else None
         name = f"test_scratch_{round_number}_" + call.test.removeprefix("test_scratch_")
         made = scratch_test(call, module, literal, first.raised, name)

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 from equisa_core.testgen.annotation_strategies import strategy_for
 from equisa_core.testgen.input_search import OPERATOR_SYNTAX, SearchedClass, SearchedFunction
+from equisa_core.testgen.usage_shapes import forwarded, parameter_shapes, shape_strategy
 from equisa_core.testgen.value_strategies import (
     MAX_SEEN,
     from_values,
@@ -86,16 +87,18 @@ def _parameters(
     rows: Sequence[Sequence[str]],
     numbers: Sequence[Decimal],
     strings: Sequence[str],
+    usage: Mapping[str, str] | None = None,
 ) -> tuple[list[str], bool] | None:
     """A strategy per positional parameter the search passes (``self``/``cls`` skipped when
     ``skip_first``; ``*args``, ``**kwargs`` and defaulted parameters without one are left out), and
     whether every one came from an annotation; None when a required parameter has none, or a
-    keyword-only parameter has no default. ``rows``: argument tuples seen, as literal texts."""
+    keyword-only parameter has no default. ``rows``: argument tuples seen, as literal texts;
+    ``usage``: parameter -> a strategy from how the body uses it (``_usage_strategies``)."""
     args = function.args
     if args.posonlyargs or any(d is None for d in args.kw_defaults):
         return None
     positional = list(args.args)[1 if skip_first else 0 :]
-    strategies = _positional_strategies(positional, args.defaults, rows, numbers, strings)
+    strategies = _positional_strategies(positional, args.defaults, rows, numbers, strings, usage or {})
     if strategies is None:
         return None
     typed = all(parameter.annotation is not None for parameter in positional[: len(strategies)])
@@ -108,6 +111,7 @@ def _positional_strategies(
     rows: Sequence[Sequence[str]],
     numbers: Sequence[Decimal],
     strings: Sequence[str],
+    usage: Mapping[str, str],
 ) -> list[str] | None:
     """A strategy per parameter of ``positional`` (the last ones given ``defaults``) up to the first
     defaulted one that gets none; None when a required one gets none."""
@@ -117,7 +121,7 @@ def _positional_strategies(
     for index, parameter in enumerate(positional):
         texts = [r[index] for r in rows]
         default = defaults[index - required] if index >= required else None
-        strategy = _parameter_strategy(parameter, default, texts, numbers, strings)
+        strategy = _parameter_strategy(parameter, default, texts, numbers, strings, usage.get(parameter.arg))
         if strategy is None:
             return strategies if index >= required else None  # the next keep their defaults too
         strategies.append(strategy)
@@ -130,16 +134,40 @@ def _parameter_strategy(
     texts: Sequence[str],
     numbers: Sequence[Decimal],
     strings: Sequence[str],
+    used: str | None = None,
 ) -> str | None:
     """One parameter's strategy: from its annotation or the values seen (``texts``), the objects seen
-    drawn too; unannotated and with nothing else to go by, from its default."""
+    drawn too; unannotated and with nothing else to go by, from how the body uses it (``used``),
+    else from its default."""
     values = [value for ok, value in map(literal_value, texts) if ok]
     strategy = _with_objects(
         strategy_for(parameter.annotation, values, numbers, strings), texts, bool(values)
     )
     if strategy is None and parameter.annotation is None:
-        return _from_default(default, numbers, strings)
+        return used or _from_default(default, numbers, strings)
     return strategy
+
+
+def _usage_strategies(
+    function: ast.FunctionDef,
+    callees: Mapping[str, ast.FunctionDef],
+    seen: Seen,
+    numbers: Sequence[Decimal],
+    strings: Sequence[str],
+) -> dict[str, str]:
+    """Parameter -> a strategy from how ``function`` uses it (``usage_shapes``): for one passed on as
+    it is to a function of the module (``callees``) whose calls the suite recorded, the values seen
+    in the place it fills; else the shape its uses give."""
+    found = {name: shape_strategy(shape, numbers, strings)
+             for name, shape in parameter_shapes(function, callees).items()}
+    for name, uses in forwarded(function, callees).items():
+        for callee, position in uses:
+            texts = [row[position] for row in seen.get(callee, ()) if len(row) > position]
+            drawn = from_values([v for ok, v in map(literal_value, texts) if ok], numbers, strings)
+            if drawn is not None:
+                found[name] = drawn
+                break
+    return found
 
 
 def _with_objects(strategy: str | None, texts: Sequence[str], values_seen: bool) -> str | None:
@@ -169,12 +197,14 @@ def searched_functions(
     wanted = set(qualnames)
     tree = ast.parse(source)
     strings = _module_strings(tree, seen)
+    callees = _module_functions(tree)
     found = []
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef) or node.name not in wanted or node.name.startswith("_"):
             continue
         rows = [*_doctest_rows(node), *(tuple(r) for r in seen.get(node.name, ()))]
-        made = _parameters(node, False, rows, numbers, strings)
+        usage = _usage_strategies(node, callees, seen, numbers, strings)
+        made = _parameters(node, False, rows, numbers, strings, usage)
         if made is None:
             continue
         strategies, typed = made
@@ -184,6 +214,11 @@ def searched_functions(
             SearchedFunction(node.name, tuple(strategies), typed, tuple(dict.fromkeys(seeds))[:MAX_SEEN])
         )
     return found
+
+
+def _module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    """The module-level functions of ``tree``, by name."""
+    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
 def _class_methods(classes: Mapping[str, ast.ClassDef], name: str) -> dict[str, tuple[str, ast.FunctionDef]]:

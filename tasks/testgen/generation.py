@@ -29,6 +29,7 @@ from equisa_core.testgen.assembly import (
     target_nodes,
     unique_tests,
     without_bug_like,
+    without_misuse,
 )
 from equisa_core.testgen.boundary import (
     ScratchCall,
@@ -212,8 +213,9 @@ def _carved_and_boundary(
             observed_tests(observed, nodes, per, f"test_boundary_{round_number}_", sources),
             {f"{module_name(plan.target)}.{q}" for q in annotated_members(plan.target_source)},
         )
+        boundary, misuse = without_misuse(boundary, plan.target_source, module_name(plan.target))
         tests += boundary
-        did += possible
+        did += possible + misuse
         did.append(
             f"ran {len(drivers)} boundary-value drivers over {len(constants)} constants of the file; "
             f"kept {len(boundary)} observed calls as tests"
@@ -265,13 +267,19 @@ def _searched(
     driver += crosshair_driver_tests(module, asked, plan.crosshair_seconds)
     drivers += [f"{path}::test_crosshair_{f.qualname}" for f in asked]
     records, sequences, crosshair = recorder.search({path: driver}, drivers)
-    sequenced = _sequenced(sequences, len(classes), module, round_number, annotated, did)
+    sequenced, misuse = without_misuse(
+        _sequenced(sequences, len(classes), module, round_number, annotated, did), plan.target_source, module
+    )
+    did += misuse
     calls = _kept_calls(records, crosshair, len(functions), len(asked) if plan.crosshair else None, did)
     if not records and not sequences:
         did.append("the search wrote no record (coverage.py or Hypothesis unavailable?)")
     if not calls:
         return sequenced
-    return _driven(recorder, calls, module, round_number, nodes, sources, annotated, did) + sequenced
+    driven = _driven(recorder, calls, module, round_number, nodes, sources, annotated, did)
+    searched, misuse = without_misuse(driven, plan.target_source, module)
+    did += misuse
+    return searched + sequenced
 
 
 def _sequenced(sequences: list[SequenceRecord], classes: int, module: str, round_number: int,
@@ -359,7 +367,7 @@ def _scratch(
     path = f"{GENERATED_TESTS_DIR}/test_testgen_scratch_{round_number}.py"
     fqns = sorted({f"{module}.{c.qualname}" for c in calls})
     observed = recorder.run({path: driver}, [f"{path}::{c.test}" for c in calls], fqns)
-    text, kept = scratch_module(calls, observed, module, round_number, per)
+    text, kept = scratch_module(calls, observed, module, round_number, per, plan.target_source)
     summary = (
         f"called {len(fqns)} functions no test calls with literal boundary and typical arguments "
         f"({len(calls)} calls); kept {kept} observed calls as tests"

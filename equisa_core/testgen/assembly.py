@@ -119,12 +119,15 @@ def without_misuse(tests: Sequence[CarvedTest], source: str,
     wholly annotated: an annotated member's drivers draw values its annotations allow, and what
     those raise is its behaviour (or a bug: ``without_bug_like``)."""
     annotated = annotated_members(source)
+    on_purpose: dict[str, frozenset[str]] = {}  # one parse of the module per member, not per test
     kept: list[CarvedTest] = []
     left_out: dict[str, list[str]] = {}
     for test in tests:
         raised = _expected_exception(test) if test.expects == "exception" else None
         qualname = test.target_fqn.removeprefix(module + ".")
-        if raised is None or qualname in annotated or raised[0] in raised_on_purpose(source, qualname):
+        if raised is not None and qualname not in annotated and qualname not in on_purpose:
+            on_purpose[qualname] = raised_on_purpose(source, qualname)
+        if raised is None or qualname in annotated or raised[0] in on_purpose[qualname]:
             kept.append(test)
         else:
             left_out.setdefault(qualname, []).append(f"{raised[1]} raised {raised[0]}")

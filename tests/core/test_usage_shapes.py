@@ -11,23 +11,9 @@ from hypothesis import strategies as st
 
 from equisa_core.testgen.searched_members import searched_functions
 from equisa_core.testgen.usage_shapes import Shape, forwarded, parameter_shapes, shape_strategy
+from tests.conftest import FIXTURES
 
-INTERVALS = textwrap.dedent('''
-    def merge(intervals):
-        out = []
-        for lo, hi in sorted(intervals):
-            if out and lo <= out[-1][1] + 1:
-                out[-1] = (out[-1][0], max(out[-1][1], hi))
-            else:
-                out.append((lo, hi))
-        return out
-
-    def contains(intervals, x):
-        for lo, hi in merge(intervals):
-            if lo <= x <= hi:
-                return True
-        return False
-''')
+INTERVALS = (FIXTURES / "untyped_intervals" / "intervals.py").read_text()  # merge, total_length, contains
 
 
 def functions(source: str) -> dict[str, ast.FunctionDef]:

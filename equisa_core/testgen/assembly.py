@@ -187,8 +187,7 @@ def scratch_module(
         if result is None or result.outcome is not TestOutcome.PASSED or not mine:
             continue
         first = mine[0]
-        if (source is not None and first.raised is not None and call.qualname not in annotated
-                and first.raised.rsplit(".", 1)[-1] not in raised_on_purpose(source, call.qualname)):
+        if _is_misuse(first.raised, call.qualname, source, annotated):
             continue
         literal = first.result.literal if first.result is not None else None
         name = f"test_scratch_{round_number}_" + call.test.removeprefix("test_scratch_")
@@ -199,16 +198,25 @@ def scratch_module(
         target = chosen if outcome not in seen.setdefault(call.qualname, set()) else spare
         seen[call.qualname].add(outcome)
         target.setdefault(call.qualname, []).append(made)
-    tests: list[str] = []
-    imports: set[str] = set()
-    for qualname in dict.fromkeys(c.qualname for c in calls):
-        for code, needed in (chosen.get(qualname, []) + spare.get(qualname, []))[:per]:
-            tests.append(code)
-            imports.update(needed)
-    if not tests:
+    order = list(dict.fromkeys(c.qualname for c in calls))
+    return _scratch_text([made for q in order for made in (chosen.get(q, []) + spare.get(q, []))[:per]])
+
+
+def _is_misuse(raised: str | None, qualname: str, source: str | None, annotated: frozenset[str]) -> bool:
+    """Whether a scratch call of a function not wholly annotated raised an exception the function
+    does not raise itself (a misuse, which makes no test)."""
+    if source is None or raised is None or qualname in annotated:
+        return False
+    return raised.rsplit(".", 1)[-1] not in raised_on_purpose(source, qualname)
+
+
+def _scratch_text(made: list[tuple[str, set[str]]]) -> tuple[str, int]:
+    """The scratch module holding ``made`` tests (code and the imports each needs), and its count."""
+    if not made:
         return "", 0
+    imports = set().union(*(needed for _, needed in made))
     text = _SCRATCH_HEADER + "\n".join(sorted(imports, key=lambda s: (s.startswith("from"), s))) + "\n\n\n"
-    return text + "\n\n".join(tests), len(tests)
+    return text + "\n\n".join(code for code, _ in made), len(made)
 
 
 def _module_parts(source: str) -> tuple[list[str], list[str], dict[str, str]]:

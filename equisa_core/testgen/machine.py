@@ -549,11 +549,30 @@ def _route(state: TestgenState, critique: Critique) -> tuple[Decision, str]:
     decision, reason = decide(critique, state.attempt + 1, budget.max_iterations)
     if decision == "FINISH":
         return decision, reason
+    repeated = _repeats_the_last_attempt(state, critique)
+    if repeated:
+        return "FINISH", repeated
     if budget.max_cost_usd is not None and state.cost_usd >= budget.max_cost_usd:
         return "FINISH", f"cost budget (${budget.max_cost_usd:.4f}) spent"
     if budget.max_seconds is not None and state.seconds >= budget.max_seconds:
         return "FINISH", f"time budget ({budget.max_seconds:.0f} s) spent"
     return decision, reason
+
+
+def _repeats_the_last_attempt(state: TestgenState, critique: Critique) -> str:
+    """Why another round would add nothing, or "": this deterministic round wrote the same tests as
+    the last one and measured the same coverage and mutation score (the next one, drawing from the
+    same observations, would write them again; issue 49)."""
+    if state.setup.use_llm or not state.attempts:
+        return ""
+    last = state.attempts[-1]
+    same_tests = set(list_tests(state.source)) == set(last.tests)
+    same_figures = not critique.coverage_delta and not critique.mutation_delta
+    if not (same_tests and same_figures):
+        return ""
+    return (f"the round added nothing: the same {len(last.tests)} tests as attempt {last.attempt}, "
+            f"coverage {critique.coverage:.1f}% and mutation score "
+            f"{(critique.mutation_score or 0.0):.1f}% unchanged")
 
 
 def _attempt_report(state: TestgenState) -> AttemptReport:

@@ -374,3 +374,37 @@ def test_combined_coverage_is_the_union_of_lines_and_branches():
     combined = combined_coverage(baseline, new)
     assert (combined.covered_lines, combined.covered_branches, combined.missing_lines) == (3, 2, (4,))
     assert combined.percent == round(100.0 * 5 / 16, 2) and combined_coverage(None, new) == new.figures
+
+
+def test_a_deterministic_round_that_adds_nothing_stops_the_loop_and_says_why():
+    """Issue 49: the second round wrote the same tests and measured the same figures, so a third
+    would too; the loop stops there, not at the iteration budget."""
+    source = module(("test_a",))
+    attempt = [
+        Generated(origin="deterministic: carved", source=source),
+        Deduped(source=source, notes=PipelineNotes()),
+        SmellsFixed(source=source, notes=PipelineNotes()),
+        Analysed(static=StaticReport(syntax_ok=True, tools=("compile",), test_count=1)),
+        measured(source, percent=50.0),
+        MutantsScored(score=10.0),
+        Stored(count=1),
+    ]
+    state = replay(initial_state(setup(budget=TestgenBudget(max_iterations=5))), attempt, record)
+    assert state.decision == "ENHANCE"
+    # The same module: nothing new to check for redundancy or smells.
+    again = Generated(origin="deterministic: wider boundary search", source=source)
+    state = replay(state, [again, *attempt[3:]], record)
+    assert len(state.attempts) == 2 and not verdict(state).converged
+    assert verdict(state).reason == (
+        "the round added nothing: the same 1 tests as attempt 0, coverage 50.0% and mutation score 10.0% "
+        "unchanged"
+    )
+    # A round that adds a test goes on.
+    grown = module(("test_a", "test_b"))
+    state = replay(initial_state(setup(budget=TestgenBudget(max_iterations=5))), attempt, record)
+    state = replay(state, [Generated(origin="deterministic: wider boundary search", source=grown),
+                           Deduped(source=grown, notes=PipelineNotes()),
+                           SmellsFixed(source=grown, notes=PipelineNotes()),
+                           Analysed(static=StaticReport(syntax_ok=True, tools=("compile",), test_count=2)),
+                           measured(grown, percent=50.0), MutantsScored(score=10.0), Stored(count=1)], record)
+    assert state.decision == "ENHANCE" and len(state.attempts) == 2

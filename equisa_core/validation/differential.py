@@ -5,7 +5,9 @@ A candidate that passes the visible tests may still be wrong where no test looks
 how it behaves next to what the tests exercise. It takes the target's calls recorded in the
 visible tests (``RecordedCall``: literal arguments only) and their neighbours
 (``neighbour_values``: a number one step off or 0; a sequence with an element dropped, repeated,
-swapped or sorted, reversed, or empty; a string shortened or empty; a boolean flipped), and runs each
+swapped or sorted, reversed, or empty; a string shortened or empty; a boolean flipped; and, for a
+parameter the body compares with another's items, ``x < seq[0]`` or ``seq[i] <= x``, that
+argument's first and last items: the comparison's boundaries, ``compared_with_items``), and runs each
 input on the original and on the candidate (``driver_module``: one test per call, the call guarded
 by ``try/except``, its result recorded by the probe).
 
@@ -53,8 +55,8 @@ from equisa_core.mutation.fix_context import raised_types
 __all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED", "CRASHES",
            "COLLAPSE_MIN_INPUTS",
            "DifferentialInput", "Observed", "FarChange", "Crash", "DifferentialVerdict",
-           "DifferentialBaseline", "neighbour_values", "differential_inputs", "driver_module", "observed_of",
-           "raised_by_name", "judge"]
+           "DifferentialBaseline", "neighbour_values", "compared_with_items", "differential_inputs",
+           "driver_module", "observed_of", "raised_by_name", "judge"]
 
 #: At most this many inputs per target (the exact calls first, then their neighbours).
 MAX_INPUTS = 120
@@ -72,7 +74,7 @@ CRASHES = frozenset({"IndexError", "KeyError", "TypeError", "AttributeError", "N
 #: original gave different answers, no longer depends on its input there (``collapsed``).
 COLLAPSE_MIN_INPUTS = 4
 #: At most this many neighbours of one recorded call.
-MAX_NEIGHBOURS_PER_CALL = 12
+MAX_NEIGHBOURS_PER_CALL = 14
 #: Literals longer than this are not perturbed (their neighbours would make long tests).
 _MAX_LITERAL_CHARS = 400
 _DRIVER_PREFIX = "test_equisa_differential_"
@@ -258,6 +260,42 @@ def _sequence_neighbours(items: list[Any], kind: type) -> Iterator[object]:
     yield made([])
 
 
+def compared_with_items(source: str) -> dict[str, str]:
+    """Parameter -> the parameter whose items the function's body compares it with (``x < seq[0]``,
+    ``seq[i] <= x <= seq[i + 1]``, ``x == seq[k]``): those items are the boundaries of ``x``'s
+    comparisons, where an off-by-one index or a missed equal case shows."""
+    tree = ast.parse(source)
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)), None)
+    if function is None:
+        return {}
+    parameters = {a.arg for a in function.args.posonlyargs + function.args.args}
+    pairs: dict[str, str] = {}
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for left, right in zip(operands, operands[1:], strict=False):
+            for plain, indexed in ((left, right), (right, left)):
+                if not (isinstance(plain, ast.Name) and isinstance(indexed, ast.Subscript)
+                        and isinstance(indexed.value, ast.Name)):
+                    continue
+                if {plain.id, indexed.value.id} <= parameters and indexed.value.id != plain.id:
+                    pairs.setdefault(plain.id, indexed.value.id)
+    return pairs
+
+
+def _item_boundaries(value: object, items: object) -> list[object]:
+    """The first and last of ``items`` (a list or tuple) that are numbers when ``value`` is one,
+    other than ``value``: the boundaries of a comparison of ``value`` with them."""
+    if not isinstance(items, list | tuple) or not items or isinstance(value, bool):
+        return []
+    if not isinstance(value, int | float):
+        return []
+    ends = [item for item in (items[0], items[-1])
+            if isinstance(item, int | float) and not isinstance(item, bool)]
+    return list(dict.fromkeys(item for item in ends if item != value))
+
+
 def _call_text(function: str, args: Sequence[object]) -> str:
     return f"{function}({', '.join(repr(a) for a in args)})"
 
@@ -279,9 +317,12 @@ def _literal_args(call: RecordedCall, parameters: Sequence[str]) -> list[object]
 
 
 def differential_inputs(function: str, parameters: Sequence[str],
-                        calls: Sequence[tuple[Origin, RecordedCall]]) -> list[DifferentialInput]:
+                        calls: Sequence[tuple[Origin, RecordedCall]],
+                        compared: Mapping[str, str] | None = None) -> list[DifferentialInput]:
     """The exact calls of ``function`` (a module-level function called by its name) and their
     neighbours, one argument varied at a time, the failing calls' first, at most ``MAX_INPUTS``.
+    ``compared`` (``compared_with_items``): a parameter's neighbours also take the first and last
+    items of the argument its body compares it with.
 
     An input made more than once takes the strongest origin: an exact failing call, then an exact
     passing call (the original passes that test there), then a failing call's neighbour, then a
@@ -294,7 +335,10 @@ def differential_inputs(function: str, parameters: Sequence[str],
             continue
         texts = [_call_text(function, args)]
         for index, value in enumerate(args):
-            for neighbour in neighbour_values(value):
+            other = (compared or {}).get(parameters[index])
+            bounds = _item_boundaries(value, args[parameters.index(other)]) if other in parameters else []
+            near = neighbour_values(value)
+            for neighbour in near + [b for b in bounds if b not in near]:
                 texts.append(_call_text(function, [*args[:index], neighbour, *args[index + 1:]]))
         for position, text in enumerate(texts[:1 + MAX_NEIGHBOURS_PER_CALL]):
             rank = (2 if position == 0 else 0) + (1 if origin == "failing" else 0)

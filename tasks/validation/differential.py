@@ -16,6 +16,7 @@ from equisa_core.validation.differential import (
     DifferentialInput,
     Observed,
     Origin,
+    compared_with_items,
     differential_inputs,
     driver_module,
     observed_of,
@@ -72,7 +73,7 @@ def differential_plan(target: str, ctx: ValidationContext) -> DifferentialPlan |
     parameters = _positional_parameters(source)
     if parameters is None:
         return None
-    inputs = differential_inputs(qualname, parameters, recorded_of(target, ctx))
+    inputs = differential_inputs(qualname, parameters, recorded_of(target, ctx), compared_with_items(source))
     if not inputs:
         return None
     return DifferentialPlan(target=target, inputs=tuple(inputs),

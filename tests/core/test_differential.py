@@ -13,6 +13,7 @@ from equisa_core.validation.differential import (
     MAX_INPUTS,
     MAX_NEIGHBOURS_PER_CALL,
     Observed,
+    compared_with_items,
     differential_inputs,
     driver_module,
     judge,
@@ -61,6 +62,27 @@ def test_inputs_are_the_calls_and_their_neighbours_failing_ones_first_and_the_st
     assert len({i.name for i in inputs}) == len(inputs)
     for item in inputs:
         ast.parse(item.call, mode="eval")
+
+
+def test_a_parameter_compared_with_another_s_items_is_found():
+    assert compared_with_items("def f(x, seq):\n    if x < seq[0] or seq[i] <= x <= seq[i + 1]:\n"
+                               "        return 1\n") == {"x": "seq"}
+    assert compared_with_items("def f(seq, k):\n    return seq[k] == k\n") == {"k": "seq"}
+    # plain comparisons, items of a local or of the parameter itself, a method: none
+    assert compared_with_items("def f(lo, x, hi):\n    return lo <= x <= hi\n") == {}
+    assert compared_with_items("def f(x):\n    rows = [1]\n    return x < rows[0] or x < x[0]\n") == {}
+    assert compared_with_items("x = 1\n") == {}
+
+
+def test_a_number_compared_with_a_sequence_s_items_takes_its_first_and_last_item():
+    calls = [("passing", call("m.rank", score="15", ladder="[10, 20, 30]"))]
+    plain = {i.call for i in differential_inputs("rank", ["score", "ladder"], calls)}
+    bounded = {i.call for i in differential_inputs("rank", ["score", "ladder"], calls, {"score": "ladder"})}
+    assert bounded - plain == {"rank(10, [10, 20, 30])", "rank(30, [10, 20, 30])"}
+    # a text is not given a number's boundaries; an item equal to the value is not made twice
+    texts = [("passing", call("m.f", x="'a'", seq="[1, 2]")), ("passing", call("m.f", x="1", seq="[1, 2]"))]
+    made = [i.call for i in differential_inputs("f", ["x", "seq"], texts, {"x": "seq"})]
+    assert "f(2, [1, 2])" in made and made.count("f(1, [1, 2])") == 1
 
 
 def test_calls_without_literal_arguments_or_with_other_parameters_give_no_input():

@@ -47,32 +47,69 @@ CORRECT = SHIPPING.replace("if weight > 10:  # bug: 10 kg is heavy too", "if wei
 OVERFIT = SHIPPING.replace("if weight > 10:  # bug: 10 kg is heavy too", "if weight >= 10 or express:")
 
 
-def shipping_repo(tmp_path: Path, monkeypatch) -> Path:
-    """The shipping module and its tests as a repository, with EQUISA's stores under ``tmp_path``."""
+# Two mistakes: an empty ladder raises, and so does a score equal to the top rung (``ladder[i + 1]``
+# past the end). The visible tests see only the first.
+LADDER = '''def rank(score, ladder):
+    """How many rungs of the sorted ``ladder`` are at or below ``score``."""
+    if score > ladder[-1]:
+        return len(ladder)
+    for i in range(len(ladder)):
+        if ladder[i] <= score < ladder[i + 1]:
+            return i + 1
+    return 0
+'''
+LADDER_TESTS = '''from ladder import rank
+
+
+def test_above_the_top():
+    assert rank(50, [10, 20, 30]) == 3
+
+
+def test_below_the_bottom():
+    assert rank(5, [10, 20, 30]) == 0
+
+
+def test_between_rungs():
+    assert rank(15, [10, 20, 30]) == 1
+
+
+def test_an_empty_ladder():
+    assert rank(7, []) == 0
+'''
+LADDER_HALF_FIX = LADDER.replace("    if score > ladder[-1]:", "    if not ladder:\n        return 0\n    if score > ladder[-1]:")
+LADDER_FIXED = LADDER_HALF_FIX.replace("if score > ladder[-1]:", "if score >= ladder[-1]:")
+
+
+def shipping_repo(tmp_path: Path, monkeypatch, module: str = "shipping", source: str = SHIPPING,
+                  tests: str = TESTS) -> Path:
+    """The shipping module (or ``module`` with ``source``) and its tests as a repository, with
+    EQUISA's stores under ``tmp_path``."""
     for name, folder in (("EQUISA_WORKSPACES", "workspaces"), ("EQUISA_DB", "history.duckdb"),
                          ("EQUISA_ARTIFACTS", "artifacts"), ("EQUISA_SPOOL", "spool")):
         monkeypatch.setenv(name, str(tmp_path / folder))
     repo = small_repo(tmp_path / "shop")
-    (repo / "shipping.py").write_text(SHIPPING)
-    (repo / "tests" / "test_shipping.py").write_text(TESTS)
+    (repo / f"{module}.py").write_text(source)
+    (repo / "tests" / f"test_{module}.py").write_text(tests)
     return repo
 
 
 @flow(name="differential-guard-check")
-def _validated(found: DiscoveryResult, sources: dict[str, str]) -> dict[str, PatchEvaluation]:
+def _validated(found: DiscoveryResult, sources: dict[str, str], module: str = "shipping",
+               function: str = "shipping") -> dict[str, PatchEvaluation]:
     trace = found.trace
+    target = f"{module}.{function}"
     ctx = ValidationContext(found=found, nodes={n.fqn: n for n in trace.nodes},
                             failing_sources=test_sources(found, sorted(trace.failed_tests())))
-    text = (found.prepared.workspace.root / "shipping.py").read_text(encoding="utf-8")
+    text = (found.prepared.workspace.root / f"{module}.py").read_text(encoding="utf-8")
     verdicts = {name: validate_candidate(PatchCandidate(
-        id=name, generator="mutation", target="shipping.shipping", description=name,
-        files={"shipping.py": replace_function(text, "shipping", source)}), ctx)
+        id=name, generator="mutation", target=target, description=name,
+        files={f"{module}.py": replace_function(text, function, source)}), ctx)
         for name, source in sources.items()}
     # the original code's runs were made once, in the background of the first candidate's suite run
-    assert list(ctx.preparing) == ["shipping.shipping"] and ctx.preparing["shipping.shipping"].done()
+    assert list(ctx.preparing) == [target] and ctx.preparing[target].done()
     # each candidate's check run started with its suite run
     assert len(ctx.ahead) == len(sources) and all(running.done() for running in ctx.ahead)
-    assert ctx.differential["shipping.shipping"] is not None and ctx.carved["shipping.shipping"]
+    assert ctx.differential[target] is not None and ctx.carved[target]
     return verdicts
 
 
@@ -110,3 +147,19 @@ def test_a_check_run_made_ahead_that_failed_is_made_again_as_the_candidate_s_own
     assert verdicts["correct"].status is PatchStatus.SOUND, verdicts["correct"].detail
     assert verdicts["overfit"].status is PatchStatus.OVERFITTING, verdicts["overfit"].detail
     assert "shipping(3, True): returned 10 before, returned 40 now" in verdicts["overfit"].detail
+
+
+def test_a_half_fix_that_still_crashes_on_a_comparison_s_boundary_is_withheld_and_the_whole_fix_is_sound(
+        tmp_path: Path, prefect_api_url, monkeypatch):
+    """The score is compared with the ladder's rungs: the differential inputs try the first and last
+    rung as the score, and on ``rank(30, [10, 20, 30])`` the half fix (the empty ladder only) still
+    raises ``IndexError``, as the original did; the whole fix (both mistakes) answers there."""
+    repo = shipping_repo(tmp_path, monkeypatch, "ladder", LADDER, LADDER_TESTS)
+    with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
+        found = discovery(DiscoveryParameters(path=str(repo), llm=False, testgen=False))
+        verdicts = _validated(found, {"half": LADDER_HALF_FIX, "whole": LADDER_FIXED}, "ladder", "rank")
+    half, whole = verdicts["half"], verdicts["whole"]
+    assert half.checks["failing tests pass"] == half.checks["no regressions"] == "passed", half.checks
+    assert half.status is PatchStatus.OVERFITTING, half.detail
+    assert "rank(30, [10, 20, 30])" in half.detail and "IndexError" in half.detail, half.detail
+    assert whole.status is PatchStatus.SOUND, whole.detail

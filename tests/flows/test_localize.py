@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -119,7 +120,7 @@ def test_a_decisive_answer_after_the_screening_ends_the_run(tmp_path, cli_env):
 def test_by_default_the_screening_runs_within_its_share_of_the_trace(tmp_path, cli_env):
     """By default (the fitted ratio) the example's screening of 20 functions (about 300 mutants,
     more than a quarter of the trace) runs for that quarter (at least the floor), the leaders
-    first; the functions the budget left no time for are named in the report, and their evidence
+    first in each shard; the functions the budget left no time for are named in the report, and their evidence
     is not counted. (Whether the bug then comes first depends on the machine's speed: measured in
     bench/first_command.py and bench/oneshot_startup.py, not here.)"""
     out = tmp_path / "budget.json"
@@ -132,7 +133,9 @@ def test_by_default_the_screening_runs_within_its_share_of_the_trace(tmp_path, c
     assert cost.budget_s == round(max(ratio * cost.traced_s, SCREEN_FLOOR_S), 3)
     screened = {r.target for r in report.inspections if r.strategy == "mutant-screening"}
     assert screened and not screened & set(cost.left_out)
-    assert cost.functions[0] in screened  # the leader first
+    # The leaders first: each shard (one per core) starts with the next most likely function, so
+    # one of the first of them is screened (which one finishes first depends on the machine's load).
+    assert screened & set(cost.functions[: os.cpu_count() or 1]), (screened, cost.functions)
     assert f"now checking it (the screening's budget: {cost.budget_s:.1f}s)" in err
 
 

@@ -46,7 +46,7 @@ import ast
 import importlib.util
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,6 +138,7 @@ class KeptInput:
 
     args: tuple[str, ...]
     raised: str | None
+    kills: tuple[str, ...] = ()  # the surviving mutants it tells from the original, if kept for that
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,12 @@ class SearchRecord:
     arcs: int
     kept: tuple[KeptInput, ...]
     error: str | None = None
+    mutants: int = 0  # surviving mutants compared with the function on each input
+
+    @property
+    def killed(self) -> int:
+        """How many of the surviving mutants a kept input tells from the original."""
+        return len({name for kept in self.kept for name in kept.kills})
 
 
 @dataclass(frozen=True)
@@ -176,6 +183,7 @@ class KeptSequence:
     raised: str | None = None  # by the constructor
     raised_module: str | None = None
     state: tuple[tuple[str, str], ...] = ()
+    kills: tuple[str, ...] = ()  # the surviving mutants it tells from the original, if kept for that
 
 
 @dataclass(frozen=True)
@@ -189,6 +197,12 @@ class SequenceRecord:
     kept: tuple[KeptSequence, ...]
     error: str | None = None
     factory: str | None = None
+    mutants: int = 0  # surviving mutants of its methods, swapped in as each sequence was made again
+
+    @property
+    def killed(self) -> int:
+        """How many of the surviving mutants a kept sequence tells from the original."""
+        return len({name for kept in self.kept for name in kept.kills})
 
 
 def bug_like(record: SearchRecord, kept: KeptInput) -> bool:
@@ -254,11 +268,14 @@ def search_driver_module(
     max_examples: int,
     seconds: float,
     classes: Sequence[SearchedClass] = (),
+    mutants: Mapping[str, Sequence[tuple[str, str]]] | None = None,
 ) -> str:
     """The driver module searching ``functions`` and ``classes`` of ``module`` (file ``target``,
     relative to the run's repository copy): one driver test per function or class, each with
     ``max_examples`` inputs (a class: a constructor call and up to ``MAX_STEPS`` method calls)
-    and ``seconds`` at most."""
+    and ``seconds`` at most. ``mutants``: qualname -> its surviving mutants (name, mutated
+    ``def``), compared with the function on each input (an input that tells one apart is kept); a
+    method's (``Class.method``) are swapped into the class while each sequence is made again."""
     parts = [_driver_header(target), f"\n\nimport {module} as _target\n"]
     for searched in classes:
         methods = ", ".join(
@@ -269,18 +286,34 @@ def search_driver_module(
             f"    _sequence(pytestconfig, {searched.qualname!r}, {searched.typed!r},\n"
             f"              _target.{searched.factory or searched.qualname},\n"
             f"              st.tuples({', '.join(searched.init)}), [{methods}],\n"
-            f"              {MAX_STEPS}, {max_examples}, {seconds!r}, {searched.factory!r})\n"
+            f"              {MAX_STEPS}, {max_examples}, {seconds!r}, {searched.factory!r}"
+            f"{_method_mutants_argument(searched.qualname, mutants)})\n"
         )
     for function in functions:
         seeds = ", ".join(f"({', '.join(seed)},)" for seed in function.seeds)
+        compared = _mutants_argument(function.qualname, mutants)
         parts.append(
             f"\n\ndef test_search_{function.qualname}(pytestconfig):\n"
             f"    _search(pytestconfig, {function.qualname!r}, {function.typed!r},\n"
             f"            _target.{function.qualname},\n"
             f"            st.tuples({', '.join(function.strategies)}),\n"
-            f"            [{seeds}], {max_examples}, {seconds!r})\n"
+            f"            [{seeds}], {max_examples}, {seconds!r}{compared})\n"
         )
     return "".join(parts)
+
+
+def _method_mutants_argument(qualname: str, mutants: Mapping[str, Sequence[tuple[str, str]]] | None) -> str:
+    """The sequence driver call's ``owner`` and ``mutants`` arguments for the class ``qualname``
+    (its methods' survivors, keyed ``Class.method``; "" when it has none)."""
+    mine = [(name, key.rsplit(".", 1)[-1], text) for key, found in (mutants or {}).items()
+            if key.rsplit(".", 1)[0] == qualname and "." in key for name, text in found]
+    return f",\n              _target.{qualname}, {mine!r}" if mine and "." not in qualname else ""
+
+
+def _mutants_argument(qualname: str, mutants: Mapping[str, Sequence[tuple[str, str]]] | None) -> str:
+    """The driver call's ``mutants`` argument for ``qualname`` ("" when it has none)."""
+    mine = (mutants or {}).get(qualname, ())
+    return f", {list(mine)!r}" if mine else ""
 
 
 @dataclass(frozen=True)
@@ -320,7 +353,7 @@ def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
     records = []
     for data in _records(lines, "testgen-search"):
         kept = tuple(
-            KeptInput(tuple(k["args"]), k.get("raised"))
+            KeptInput(tuple(k["args"]), k.get("raised"), tuple(k.get("kills", ())))
             for k in data.get("kept", ())
             if all(map(is_drawable_text, k["args"]))
         )
@@ -332,6 +365,7 @@ def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
                 arcs=int(data.get("arcs") or 0),
                 kept=kept,
                 error=data.get("error"),
+                mutants=int(data.get("mutants") or 0),
             )
         )
     return records
@@ -372,6 +406,7 @@ def read_sequence_records(lines: Iterable[str]) -> list[SequenceRecord]:
                 raised=k.get("raised"),
                 raised_module=k.get("raised_module"),
                 state=tuple(sorted((k.get("state") or {}).items())),
+                kills=tuple(k.get("kills", ())),
             )
             for k in data.get("kept", ())
         )
@@ -384,6 +419,7 @@ def read_sequence_records(lines: Iterable[str]) -> list[SequenceRecord]:
                 kept=kept,
                 error=data.get("error"),
                 factory=_factory_name(data.get("factory")),
+                mutants=int(data.get("mutants") or 0),
             )
         )
     return records

@@ -12,13 +12,16 @@ comments only, so the same inputs are drawn as before.
 from __future__ import annotations
 
 import ast
+import copy
 import datetime  # noqa: F401  (the strategies' bounds are datetime values)
 import decimal
 import functools
 import itertools
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -65,6 +68,136 @@ def _source(value: Any) -> str:
 
 
 _COV = coverage.Coverage(branch=True, include=[_TARGET], data_file=None, config_file=False)
+#: Seconds one call of the original or of a mutant may take while they are compared.
+_MUTANT_CALL_S = 0.25
+
+
+class _Slow(BaseException):
+    """A compared call ran out of its time (a BaseException: the function's ``except Exception``
+    does not swallow it)."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _Slow()
+
+
+def _mutant(function: Callable[..., object], source: str) -> Callable[..., object] | None:
+    """``source`` (a mutant of ``function``: the whole mutated ``def``) made in a copy of the
+    function's module globals, where a recursive call reaches the mutant; None when it does not
+    compile or define the name. Compiled under another file name, so coverage does not count it."""
+    namespace = dict(getattr(function, "__globals__", {}))
+    try:
+        exec(compile(source, "<equisa-mutant>", "exec"), namespace)
+    except Exception:
+        return None
+    made = namespace.get(getattr(function, "__name__", ""))
+    return made if callable(made) and made is not function else None
+
+
+def _mutant_method(owner: Any, method: str, source: str) -> Any:
+    """A mutant of ``owner``'s ``method`` (its mutated ``def``, decorators included, at column 0)
+    made in a copy of the module's globals: what to swap into the class; None when it does not
+    compile, or needs what a ``def`` outside its class lacks (``super()``, a private ``__name``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    if "super(" in source or "__class__" in source or any(
+        isinstance(node, ast.Attribute) and node.attr.startswith("__") and not node.attr.endswith("__")
+        for node in ast.walk(tree)
+    ):
+        return None
+    module = sys.modules.get(getattr(owner, "__module__", ""), None)
+    namespace = dict(vars(module)) if module is not None else {}
+    try:
+        exec(compile(source, "<equisa-mutant>", "exec"), namespace)
+    except Exception:
+        return None
+    return namespace.get(method)
+
+
+def _plain(value: Any) -> str:
+    """A value's text for comparing two outcomes: its source, or its type for an object whose text
+    holds an address (two equal objects would differ)."""
+    text = _source(value)
+    return type(value).__name__ if " at 0x" in text else text
+
+
+def _outcome(function: Callable[..., object], args: tuple[Any, ...]) -> str | None:
+    """What ``function`` does on a deep copy of ``args``, as a text (its value or exception, and the
+    arguments after it); None when the arguments do not copy or no alarm can limit the call."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return None
+    try:
+        copied = copy.deepcopy(args)
+    except Exception:
+        return None
+    remaining = signal.getitimer(signal.ITIMER_REAL)[0]
+    if remaining and remaining < 2 * _MUTANT_CALL_S:
+        return None  # the test's own limit is near: leave it its time
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    start = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, _MUTANT_CALL_S)
+        try:
+            shown = "value:" + _plain(function(*copied))
+        except _Slow:
+            return "timeout"
+        except Exception as error:
+            shown = "raised:" + type(error).__name__
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Slow:  # the alarm came as the call ended
+        return "timeout"
+    finally:
+        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+        if remaining:
+            signal.setitimer(signal.ITIMER_REAL, max(remaining - (time.monotonic() - start), 0.001))
+    return shown + "|" + _plain(list(copied))
+
+
+class _Killer:
+    """``function`` as the search calls it, and after each call its surviving mutants on a copy of
+    the same input (coverage paused): an input on which a mutant does otherwise (another value or
+    exception, other arguments left, a time-out) than the original is kept (``found``), with the
+    mutants it tells apart, and those are not tried again."""
+
+    def __init__(self, function: Callable[..., object], mutants: Sequence[tuple[str, Any]],
+                 deadline: float) -> None:
+        self.function = function
+        self.alive = {name: made for name, made in mutants if made is not None}
+        self.deadline = deadline
+        self.found: list[dict[str, Any]] = []
+
+    def __call__(self, *args: Any) -> object:
+        shown = [_source(a) for a in args] if self.alive else []
+        before: tuple[Any, ...] | None = None
+        if self.alive:
+            try:
+                before = copy.deepcopy(args)
+            except Exception:
+                before = None
+        try:
+            return self.function(*args)
+        finally:
+            if before is not None and time.monotonic() < self.deadline:
+                _COV.stop()
+                try:
+                    self._compare(before, shown)
+                finally:
+                    _COV.start()
+
+    def _compare(self, args: tuple[Any, ...], shown: list[str]) -> None:
+        expected = _outcome(self.function, args)
+        if expected is None or expected == "timeout":
+            return
+        told = [name for name, made in self.alive.items() if _outcome(made, args) not in (None, expected)]
+        if not told:
+            return
+        for name in told:
+            del self.alive[name]
+        raised = expected.split("|", 1)[0][len("raised:"):] if expected.startswith("raised:") else None
+        self.found.append({"args": shown, "raised": raised, "kills": told})
 
 
 def _search(
@@ -76,8 +209,14 @@ def _search(
     seeds: Sequence[tuple[Any, ...]],
     max_examples: int,
     seconds: float,
+    mutants: Sequence[tuple[str, str]] = (),
 ) -> None:
+    """Draw inputs of ``function`` and keep those that reach new arcs or raise anew; with
+    ``mutants`` (name, mutated source), also those on which a surviving mutant does otherwise."""
     started = time.monotonic()
+    killer = _Killer(function, [(name, _mutant(function, text)) for name, text in mutants], started + seconds)
+    if killer.alive:
+        function = killer
     arcs: set[tuple[int, int]] = set()
     kept: list[dict[str, Any]] = []
     count = [0]
@@ -111,7 +250,8 @@ def _search(
         run()
     except Exception as error:  # Hypothesis itself (a strategy it cannot draw from)
         record["error"] = f"{type(error).__name__}: {str(error)[:300]}"
-    record.update(examples=count[0], arcs=len(arcs))
+    kept.extend(killer.found)
+    record.update(examples=count[0], arcs=len(arcs), mutants=len(mutants))
     _write(pytestconfig, record)
 
 
@@ -284,8 +424,150 @@ _OPERATIONS: dict[str, Callable[..., Any]] = {
 
 
 def _step(obj: Any, name: str, args: Sequence[Any]) -> Any:
+    if _WATCHING:  # the sequence under way is also replayed against the class's surviving mutants
+        _WATCHING[-1].step(name, args)
+    return _apply(obj, name, args)
+
+
+def _apply(obj: Any, name: str, args: Sequence[Any]) -> Any:
     operation = _OPERATIONS.get(name)
     return operation(obj, *args) if operation is not None else getattr(obj, name)(*args)
+
+
+def _played(cls: Callable[..., Any], init_args: tuple[Any, ...], calls: list[tuple[str, tuple[Any, ...]]],
+            ) -> dict[str, Any]:
+    """A sequence made again on copies of its arguments, recorded as the search records a kept one
+    (results, what ended it, the state left); one alarm limits the whole sequence."""
+    init_args, calls = copy.deepcopy((init_args, calls))
+    made = {"init": [_source(a) for a in init_args], "steps": [], "raised": None}  # type: dict[str, Any]
+    unordered = False
+    try:
+        obj = cls(*init_args)
+        for name, args in calls:
+            step = {"method": name, "args": [_source(a) for a in args]}  # type: dict[str, Any]
+            made["steps"].append(step)
+            try:
+                unordered = unordered or _hash_ordered(obj)
+                step["result"], step["literal"] = _shown(_apply(obj, name, args))
+                step["literal"] = step["literal"] and not unordered
+            except Exception as error:
+                step["raised"], step["raised_module"] = type(error).__name__, type(error).__module__
+                break
+        state = _state(obj)
+        if unordered or _hash_ordered(obj):
+            state = {k: v for k, v in state.items() if k == "len(obj)"}
+        made["state"] = state
+    except Exception as error:
+        made["raised"], made["raised_module"] = type(error).__name__, type(error).__module__
+    return made
+
+
+def _compared(made: dict[str, Any]) -> str:
+    """What a replayed sequence showed, as one text (addresses left out)."""
+    steps = [(s.get("result") if " at 0x" not in str(s.get("result")) else "object", s.get("raised"))
+             for s in made["steps"]]
+    state = {k: v for k, v in (made.get("state") or {}).items() if " at 0x" not in v}
+    return json.dumps([steps, made.get("raised"), state], sort_keys=True)
+
+
+def _limited(seconds: float, run: Callable[[], Any]) -> tuple[bool, Any]:
+    """(True, what ``run`` returned) under an alarm of ``seconds``; (False, None) when it ran out, or
+    no alarm can limit it (not the main thread, no ``setitimer``, the test's own limit near)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return False, None
+    remaining = signal.getitimer(signal.ITIMER_REAL)[0]
+    if remaining and remaining < 2 * seconds:
+        return False, None
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    start = time.monotonic()
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return True, run()
+        except _Slow:
+            return False, "timeout"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Slow:
+        return False, "timeout"
+    finally:
+        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+        if remaining:
+            signal.setitimer(signal.ITIMER_REAL, max(remaining - (time.monotonic() - start), 0.001))
+
+
+class _SequenceKiller:
+    """The class (or factory) as a sequence's attempt calls it: each sequence drawn is made again,
+    once as it is and once per surviving mutant of one of the class's methods (swapped into the
+    class for that run; coverage paused), and a sequence whose results, end or state left differ
+    is kept (``found``), as the original made it, with the mutants it tells apart."""
+
+    def __init__(self, cls: Callable[..., Any], owner: Any, mutants: Sequence[tuple[str, str, Any]],
+                 deadline: float) -> None:
+        self.cls, self.owner, self.deadline = cls, owner, deadline
+        self.alive = {name: (method, made) for name, method, made in mutants
+                      if made is not None and method in vars(owner)}
+        self.pending: tuple[tuple[Any, ...], list[tuple[str, tuple[Any, ...]]]] | None = None
+        self.shown: list[list[str]] = []  # the pending sequence's argument texts, as the search has them
+        self.found: list[dict[str, Any]] = []
+
+    def __call__(self, *init_args: Any) -> Any:
+        self.flush(covering=True)
+        if self.alive and time.monotonic() < self.deadline:
+            try:
+                self.pending = (copy.deepcopy(init_args), [])
+                self.shown = [[_source(a) for a in init_args]]
+            except Exception:
+                self.pending = None
+        return self.cls(*init_args)
+
+    def step(self, name: str, args: Sequence[Any]) -> None:
+        if self.pending is not None:
+            try:
+                self.pending[1].append((name, copy.deepcopy(tuple(args))))
+                self.shown.append([_source(a) for a in args])
+            except Exception:
+                self.pending = None
+
+    def flush(self, covering: bool) -> None:
+        """Compare the sequence last drawn, if any (``covering``: pause coverage meanwhile)."""
+        pending, self.pending = self.pending, None
+        if pending is None or not pending[1] or time.monotonic() >= self.deadline:
+            return
+        if covering:
+            _COV.stop()
+        try:
+            self._compare(*pending)
+        finally:
+            if covering:
+                _COV.start()
+
+    def _compare(self, init_args: tuple[Any, ...], calls: list[tuple[str, tuple[Any, ...]]]) -> None:
+        seconds = _MUTANT_CALL_S * (len(calls) + 1)
+        done, original = _limited(seconds, lambda: _played(self.cls, init_args, calls))
+        if not done:
+            return
+        expected = _compared(original)
+        told = []
+        for name, (method, made) in list(self.alive.items()):
+            kept = vars(self.owner)[method]
+            try:
+                setattr(self.owner, method, made)
+                done, mutated = _limited(seconds, lambda: _played(self.cls, init_args, calls))
+            finally:
+                setattr(self.owner, method, kept)
+            if mutated == "timeout" or (done and _compared(mutated) != expected):
+                told.append(name)
+        for name in told:
+            del self.alive[name]
+        if told:
+            original["init"] = self.shown[0]
+            for step, shown in zip(original["steps"], self.shown[1:]):  # noqa: B905 (3.8 has no strict)
+                step["args"] = shown
+            self.found.append(dict(original, kills=told))
+
+
+_WATCHING: list[_SequenceKiller] = []  # the sequence search under way, when it compares mutants
 
 
 def _sequence(
@@ -299,12 +581,24 @@ def _sequence(
     max_examples: int,
     seconds: float,
     factory: str | None = None,
+    owner: Any = None,
+    mutants: Sequence[tuple[str, str, str]] = (),
 ) -> None:
+    """Draw sequences of a constructor call and method calls and keep those that reach new arcs or
+    a new outcome; with ``mutants`` (name, method, mutated ``def``) of the class ``owner``, also
+    those whose replay with a mutant swapped in ends otherwise."""
     started = time.monotonic()
     arcs: set[tuple[int, int]] = set()
     kept: list[dict[str, Any]] = []
     count = [0]
     outcomes: set[tuple[Any, Any]] = set()
+    killer = None
+    if owner is not None and mutants:
+        made = [(name, method, _mutant_method(owner, method, text)) for name, method, text in mutants]
+        killer = _SequenceKiller(cls, owner, made, started + seconds)
+    if killer is not None and killer.alive:
+        cls = killer
+        _WATCHING.append(killer)
     steps = st.lists(
         st.one_of([st.tuples(st.just(name), strategy) for name, strategy in methods]),
         min_size=1,
@@ -358,5 +652,10 @@ def _sequence(
         run()
     except Exception as error:
         record["error"] = f"{type(error).__name__}: {str(error)[:300]}"
-    record.update(examples=count[0], arcs=len(arcs))
+    finally:
+        if killer is not None and _WATCHING and _WATCHING[-1] is killer:
+            _WATCHING.pop()
+            killer.flush(covering=False)
+            kept.extend(killer.found)
+    record.update(examples=count[0], arcs=len(arcs), mutants=len(mutants))
     _write(pytestconfig, record)

@@ -22,7 +22,8 @@ __all__ = ["TestgenContext", "embedding_config", "stage"]
 @dataclass
 class TestgenContext:
     """What the steps of one run share: the prepared run, the target, the mode, the model's
-    configuration, the output folder, and the last coverage run (the mutants read its per-line tests)."""
+    configuration, the output folder, the last coverage run (the mutants read its per-line tests) and
+    the last mutation run's survivors."""
 
     __test__ = False
 
@@ -39,6 +40,8 @@ class TestgenContext:
     #: The model endpoint's LLMConfig (LLM mode).
     config: Any = None
     coverage: CoverageResult | None = None
+    #: The last mutation run's surviving mutants: (fqn, name, mutated ``def``), for the next round's search.
+    survivors: tuple[tuple[str, str, str], ...] = ()
 
 
 def stage(ctx: TestgenContext, text: str) -> None:

@@ -4,7 +4,10 @@ Carved tests (round 0) from the target's calls recorded in the repository's own 
 tests observed by running drivers that move every number of a carved call to the file's
 constants and their neighbours, tests observed from scratch drivers for the functions no
 existing test calls, and tests from the coverage-guided input search (the inputs Hypothesis drew
-that reached new branches; those that raised what looks like a bug are listed, not asserted).
+that reached new branches; those that raised what looks like a bug are listed, not asserted). In
+a later round the search also takes the last measurement's surviving mutants of each function
+(``DeterministicPlan.survivors``) and keeps the inputs on which one of them does otherwise than the
+original: their tests assert the original's outcome, which the mutant does not give.
 Each recording is one sandboxed ``run-tests`` run, the search one sandboxed run; what to record
 and how the observations become a module are the core's (``equisa_core.testgen.assembly``,
 ``carving``, ``boundary``, ``input_search``).
@@ -117,6 +120,8 @@ class DeterministicPlan(BaseModel):
     target_source: str
     line_tests: dict[int, tuple[str, ...]] = {}
     focus: tuple[str, ...] = ()
+    #: The last measurement's surviving mutants: (the function's fqn, the mutant's name, its ``def``).
+    survivors: tuple[tuple[str, str, str], ...] = ()
     carved_per_function: int = 3
     boundary_per_function: int = 4
     search_examples: int = default_of(TestgenOptions, "input_search_examples")
@@ -134,8 +139,9 @@ def deterministic_tests(
     did: list[str] = []
     focused = focus_nodes(nodes, focus_lines) if round_number > 0 else {}
     if focused:
-        nodes = focused
-        did.append(f"focused on {len(nodes)} functions holding missing lines")
+        surviving = {fqn: nodes[fqn] for fqn, _, _ in plan.survivors if fqn in nodes}
+        nodes = {**focused, **surviving}
+        did.append(f"focused on {len(nodes)} functions holding missing lines or surviving mutants")
     if not nodes:
         return "", [*did, "no function of the target to test"]
     per = plan.boundary_per_function * (round_number + 1)
@@ -260,7 +266,13 @@ def _searched(
         return []
     path = f"{GENERATED_TESTS_DIR}/test_testgen_search_{round_number}.py"
     examples = plan.search_examples * (round_number + 1)
-    driver = search_driver_module(plan.target, module, functions, examples, plan.search_seconds, classes)
+    mutants: dict[str, list[tuple[str, str]]] = {}
+    for fqn, name, text in plan.survivors:
+        if fqn in nodes and fqn.startswith(module + "."):
+            mutants.setdefault(fqn[len(module) + 1 :], []).append((name, text))
+    driver = search_driver_module(
+        plan.target, module, functions, examples, plan.search_seconds, classes, mutants
+    )
     drivers = [f"{path}::test_search_{f.qualname}" for f in functions]
     drivers += [f"{path}::test_sequence_{c.qualname}" for c in classes]
     asked = [f for f in functions if f.typed] if plan.crosshair else []
@@ -296,6 +308,12 @@ def _sequenced(sequences: list[SequenceRecord], classes: int, module: str, round
             f"({sum(r.examples for r in sequences)} sequences, {len(sequenced)} kept as tests)"
             + "".join(f"; the search failed for {r.qualname}: {r.error}" for r in sequences if r.error)
         )
+    compared = sum(r.mutants for r in sequences)
+    if compared:
+        did.append(
+            f"made every sequence again with each of {compared} surviving mutants of the methods swapped "
+            f"in: {sum(r.killed for r in sequences)} told apart, and the sequences that did so kept as tests"
+        )
     return sequenced
 
 
@@ -325,6 +343,12 @@ def _kept_calls(records: list[SearchRecord], crosshair: list[CrosshairRecord], f
             f"searched inputs of {functions} functions with Hypothesis under branch coverage "
             f"({sum(r.examples for r in records)} inputs, {len(calls)} kept for new branches)"
             + (f"; the search failed for {'; '.join(failed)}" if failed else "")
+        )
+    compared = sum(r.mutants for r in records)
+    if compared:
+        did.append(
+            f"compared {compared} surviving mutants with the original on every input searched: "
+            f"{sum(r.killed for r in records)} told apart, and the inputs that did so kept as tests"
         )
     return calls
 

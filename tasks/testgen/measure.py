@@ -1,6 +1,7 @@
 """How a testgen run measures test modules: branch coverage of the target in the sandbox
 (``measure``, the cached ``measure-coverage`` task), the mutation score (``mutation``: the target's
-mutants run against the passing tests that cover them), and what the report and the state machine
+mutants run against the passing tests that cover them; the survivors kept in the context for the
+next round's search), and what the report and the state machine
 read of a coverage run (``figures``, ``measurement``).
 """
 
@@ -72,7 +73,7 @@ def mutation(ctx: TestgenContext, overlay: dict[str, str], coverage: CoverageRes
     if ctx.params.focus:
         mutants = [m for m in mutants if m.fqn in ctx.params.focus]
     durations = {**ctx.durations, **{t.test_id: t.duration for t in coverage.trace.tests}}
-    return score_mutants(
+    scored = score_mutants(
         ctx.prepared.base,
         overlay,
         mutants,
@@ -81,6 +82,11 @@ def mutation(ctx: TestgenContext, overlay: dict[str, str], coverage: CoverageRes
         docker_image=ctx.params.docker_image,
         interpreter_version=ctx.prepared.interpreter_version,
     )
+    alive = {v.id for v in scored.verdicts if v.status in ("survived", "not_covered")}
+    ctx.survivors = tuple(
+        (m.fqn, f"{m.id} {m.description}", m.source) for m in mutants if m.id in alive
+    )
+    return scored
 
 
 def order_failures(ctx: TestgenContext, overlay: dict[str, str], tests: Sequence[str], passed: Sequence[str],

@@ -94,7 +94,8 @@ def _generated(
 
 
 def enhance(ctx: TestgenContext, store: TestStore, step: Enhance) -> Generated:
-    """Attempt 1+: the enhancer (LLM), or a wider deterministic boundary search."""
+    """Attempt 1+: the enhancer (LLM), or a wider deterministic boundary search that also looks for
+    inputs telling the surviving mutants from the original."""
     del store
     stage(ctx, f"attempt {step.attempt} (at most {ctx.params.max_attempts} in all): enhancing")
     if step.strategy == "model":
@@ -141,6 +142,7 @@ def _deterministic(
         search_seconds=params.input_search_seconds,
         crosshair=params.crosshair,
         crosshair_seconds=params.crosshair_seconds,
+        survivors=ctx.survivors if round_number > 0 else (),
     )
     return deterministic_tests(recorder, plan, round_number, focus_lines)
 

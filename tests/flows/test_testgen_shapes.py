@@ -27,3 +27,4 @@ def test_inputs_shaped_by_use_reach_every_branch_and_no_misuse_test_is_written(t
     assert attempt["coverage"]["percent"] >= 90, attempt["coverage"]
     assert "pytest.raises" not in text, text  # merge, contains, total_length raise nothing themselves
     assert "contains([(" in text or "contains(arg_1" in text, text  # lists of pairs drawn for contains
+

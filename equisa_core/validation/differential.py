@@ -56,7 +56,7 @@ __all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FA
            "COLLAPSE_MIN_INPUTS",
            "DifferentialInput", "Observed", "FarChange", "Crash", "DifferentialVerdict",
            "DifferentialBaseline", "neighbour_values", "compared_with_items", "differential_inputs",
-           "driver_module", "observed_of", "raised_by_name", "judge"]
+           "driver_module", "observed_of", "raised_by_name", "falls_through_to_none", "judge"]
 
 #: At most this many inputs per target (the exact calls first, then their neighbours).
 MAX_INPUTS = 120
@@ -137,6 +137,7 @@ class DifferentialBaseline(_Model):
     per_test_s: float
     original: dict[str, Observed]
     refusals: frozenset[str] = frozenset()
+    falls_through: bool = False
 
 
 class FarChange(_Model):
@@ -276,12 +277,20 @@ def compared_with_items(source: str) -> dict[str, str]:
         operands = [node.left, *node.comparators]
         for left, right in zip(operands, operands[1:], strict=False):
             for plain, indexed in ((left, right), (right, left)):
+                indexed = _unwrapped(indexed)
                 if not (isinstance(plain, ast.Name) and isinstance(indexed, ast.Subscript)
                         and isinstance(indexed.value, ast.Name)):
                     continue
                 if {plain.id, indexed.value.id} <= parameters and indexed.value.id != plain.id:
                     pairs.setdefault(plain.id, indexed.value.id)
     return pairs
+
+
+def _unwrapped(node: ast.expr) -> ast.expr:
+    """The argument of a one-argument call (``int(seq[0])`` -> ``seq[0]``), else the node."""
+    while isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        node = node.args[0]
+    return node
 
 
 def _item_boundaries(value: object, items: object) -> list[object]:
@@ -370,6 +379,30 @@ def observed_of(calls_by_test: Mapping[str, Sequence[RecordedCall]]) -> dict[str
     return observed
 
 
+def falls_through_to_none(source: str) -> bool:
+    """Whether the function (the first ``def`` of ``source``) returns None only by running off its
+    end: each of its own ``return`` statements gives a value that is not the constant None, and it
+    has one at least (a generator, or a function with a bare ``return``, may mean None)."""
+    function = next((n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)), None)
+    if function is None:
+        return False
+    returns: list[ast.Return] = []
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue  # a nested function's returns are its own
+        if isinstance(node, ast.Yield | ast.YieldFrom):
+            return False
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    def gives_a_value(r: ast.Return) -> bool:
+        return r.value is not None and not (isinstance(r.value, ast.Constant) and r.value.value is None)
+
+    return bool(returns) and all(gives_a_value(r) for r in returns)
+
+
 def raised_by_name(source: str) -> frozenset[str]:
     """The exception classes ``source`` raises by name (``raise IndexError(...)``), module left
     off: its refusals (``fix_context.raised_types`` finds them)."""
@@ -377,10 +410,13 @@ def raised_by_name(source: str) -> frozenset[str]:
 
 
 def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
-          patched: Mapping[str, Observed], refusals: frozenset[str] = frozenset()) -> DifferentialVerdict:
+          patched: Mapping[str, Observed], refusals: frozenset[str] = frozenset(),
+          falls_through: bool = False) -> DifferentialVerdict:
     """The far changes of a candidate (inputs near passing calls where it differs from the
     original) and its crashes next to any call; an exception in ``refusals``, or one the original
-    raised on an exact passing call, is not a crash."""
+    raised on an exact passing call, is not a crash. ``falls_through`` (``falls_through_to_none``):
+    the function returns None only by running off its end, so a None from the candidate is a crash
+    too (a fix that still runs off the end there left a path unanswered)."""
     far: list[FarChange] = []
     crashes: list[Crash] = []
     refused = _refused(inputs, original, refusals)
@@ -393,7 +429,8 @@ def judge(inputs: Sequence[DifferentialInput], original: Mapping[str, Observed],
             continue
         compared += 1
         pairs.append((before, after))
-        if after.crashed and not item.exact and after.raised_name not in refused:
+        ran_off = falls_through and after.raised is None and after.result in (None, "None")
+        if (after.crashed or ran_off) and not item.exact and after.raised_name not in refused:
             crashes.append(Crash(call=item.call, patched=after))
         if not _changed(before, after, refused, answer_types):
             continue

@@ -19,6 +19,7 @@ from equisa_core.validation.differential import (
     compared_with_items,
     differential_inputs,
     driver_module,
+    falls_through_to_none,
     observed_of,
     raised_by_name,
 )
@@ -39,6 +40,7 @@ class DifferentialPlan:
     inputs: tuple[DifferentialInput, ...]
     module: str
     refusals: frozenset[str]
+    falls_through: bool = False
 
 
 def _positional_parameters(source: str) -> list[str] | None:
@@ -77,7 +79,8 @@ def differential_plan(target: str, ctx: ValidationContext) -> DifferentialPlan |
     if not inputs:
         return None
     return DifferentialPlan(target=target, inputs=tuple(inputs),
-                            module=driver_module(module, qualname, inputs), refusals=raised_by_name(source))
+                            module=driver_module(module, qualname, inputs), refusals=raised_by_name(source),
+                            falls_through=falls_through_to_none(source))
 
 
 def observed_in(tests: Sequence[TestResult]) -> dict[str, Observed]:

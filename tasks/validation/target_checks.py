@@ -100,7 +100,7 @@ def prepare_target(target: str, ctx: ValidationContext) -> None:
     differential = plan.differential
     ctx.differential[target] = None if differential is None else DifferentialBaseline(
         target=target, inputs=differential.inputs, module=differential.module, per_test_s=plan.per_test_s,
-        original=observed_in(tests), refusals=differential.refusals)
+        original=observed_in(tests), refusals=differential.refusals, falls_through=differential.falls_through)
     ctx.carved_names[target] = frozenset(t.name for t in good)
     ctx.carved[target] = carved_module(good) if good else None
 
@@ -144,7 +144,8 @@ def run_target_checks(candidate: PatchCandidate, steps: Sequence[RunCarvedTests 
             observations.append(CarvedTestsRan(tests=ran if carved else None))
         else:
             observations.append(DifferentialRan(verdict=None if baseline is None else judge(
-                baseline.inputs, baseline.original, observed_in(tests), baseline.refusals)))
+                baseline.inputs, baseline.original, observed_in(tests), baseline.refusals,
+                baseline.falls_through)))
     return observations
 
 

@@ -16,6 +16,7 @@ from equisa_core.validation.differential import (
     compared_with_items,
     differential_inputs,
     driver_module,
+    falls_through_to_none,
     judge,
     neighbour_values,
     observed_of,
@@ -72,6 +73,34 @@ def test_a_parameter_compared_with_another_s_items_is_found():
     assert compared_with_items("def f(lo, x, hi):\n    return lo <= x <= hi\n") == {}
     assert compared_with_items("def f(x):\n    rows = [1]\n    return x < rows[0] or x < x[0]\n") == {}
     assert compared_with_items("x = 1\n") == {}
+
+
+def test_a_comparison_with_a_converted_item_counts_too():
+    assert compared_with_items("def f(x, seq):\n    return x < int(seq[0])\n") == {"x": "seq"}
+
+
+def test_a_function_that_returns_none_only_by_running_off_its_end_is_found():
+    assert falls_through_to_none("def f(x):\n    if x:\n        return 1\n    elif x == 0:\n"
+                                 "        return x\n")
+    assert not falls_through_to_none("def f(x):\n    if x:\n        return None\n    return 1\n")
+    assert not falls_through_to_none("def f(x):\n    if x:\n        return\n    return 1\n")
+    assert not falls_through_to_none("def f(x):\n    print(x)\n")  # no return: None is its answer
+    assert not falls_through_to_none("def f(x):\n    yield x\n    return 1\n")
+    # a nested function's returns are its own
+    assert falls_through_to_none("def f(x):\n    def g():\n        return None\n    return g\n")
+
+
+def test_a_candidate_that_still_runs_off_the_end_is_a_crash_where_the_function_never_means_none():
+    calls = [("passing", call("m.search", x="5", seq="(1, 5, 10)")),
+             ("failing", call("m.search", x="7", seq="()"))]
+    inputs = differential_inputs("search", ["x", "seq"], calls, {"x": "seq"})
+    names = {i.call: i.name for i in inputs}
+    original = {i.name: Observed(result="1") for i in inputs}
+    original[names["search(1, (1, 5, 10))"]] = Observed(result="None")  # the original runs off its end
+    patched = {**original, names["search(7, ())"]: Observed(result="0")}
+    assert judge(inputs, original, patched).passed  # None may be an answer: no crash
+    verdict = judge(inputs, original, patched, falls_through=True)
+    assert not verdict.passed and [c.call for c in verdict.crashes] == ["search(1, (1, 5, 10))"]
 
 
 def test_a_number_compared_with_a_sequence_s_items_takes_its_first_and_last_item():

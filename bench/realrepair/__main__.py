@@ -1,4 +1,5 @@
-"""``uv run python -m bench.realrepair {prepare,run,report,all} [options]`` (see ``__init__``)."""
+"""``uv run python -m bench.realrepair {prepare,run,rejudge,report,all} [options]`` (see ``__init__``;
+``rejudge``: the kept records of ``--versions`` judged again with the reference check, no repair run)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from .steps import (
     load_case,
     prepare_bugsinpy,
     prepare_refactory,
+    rejudge,
     resolve_versions,
     run,
 )
@@ -34,7 +36,7 @@ QUICK = {"refactory": 10, "bugsinpy": 6}
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.realrepair", description=__doc__)
-    parser.add_argument("step", choices=("prepare", "run", "report", "all"))
+    parser.add_argument("step", choices=("prepare", "run", "rejudge", "report", "all"))
     parser.add_argument(
         "--sources", default=",".join(SOURCES), help="comma-separated among refactory,bugsinpy"
     )
@@ -125,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.step in ("run", "all"):
             run(ctx, cases, versions, args.rerun)
+        if args.step == "rejudge":
+            rejudge(ctx, cases, versions)
     except NoSandbox as error:
         print(f"realrepair: {error}", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ from bench.realbugs.steps import REPO, EquisaCommand, clean_env, equisa_command,
 from bench.repair_corpus import diff_files, error_message, function_of
 from equisa_core.errors import repair_exit_code
 
-from . import bugsinpy_single, refactory
+from . import bugsinpy_single, refactory, reference_check
 from .judge import BUDGET_EXIT_CODE, apply_diff, judgement_from, label_of, outcome, sandboxed_pytest
 from .split import Split, precheck, split_half
 
@@ -330,6 +330,8 @@ def run_version(ctx: Context, case: dict, label: str, equisa: EquisaCommand) -> 
     message = "" if code in (0, 21, 22) else error_message(run.stdout + run.stderr)
     result.update(outcome(code, status, judgement, split, message))
     result["label"] = label_of(result)
+    if "reference" in result:
+        result = reference_check.with_reference(result, result.pop("reference"))
     if judged is not None:
         kept = ("returncode", "summary", "wall_s", "ignored_failing_on_fixed")
         result["judge"] = {k: judged[k] for k in kept if k in judged}
@@ -368,6 +370,7 @@ def judge_patch(ctx: Context, case: dict, diff: str, work: Path) -> tuple[dict |
     if case["source"] == "refactory":
         n = len(case["split"]["visible"]) + len(case["split"]["hidden"])
         run = sandboxed_pytest(case["python"], tree, timeout=30 + 3 * n)
+        extra["reference"] = reference_of(ctx, case, tree, work)
         if case.get("question") == 5:
             added = [
                 line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")
@@ -377,6 +380,47 @@ def judge_patch(ctx: Context, case: dict, diff: str, work: Path) -> tuple[dict |
         run = bugsinpy_single.judge_run(case, tree)
         extra["same_as_dev"] = bugsinpy_single.same_as_dev(case, tree, extra["diff_files"])
     return run, "", extra
+
+
+def reference_of(ctx: Context, case: dict, tree: Path, work: Path) -> dict:
+    """The reference check of a patched Refactory judge tree (``reference_check``)."""
+    question = refactory.load_question(refactory.data_root(ctx.cache), int(case["question"]))
+    reference = (question.folder / "code" / "reference" / "reference.py").read_text()
+    calls, names = reference_check.case_calls(tree)
+    original = (ctx.bugs / case["id"] / "judge" / "solution.py").read_text()
+    changed = reference_check.changed_functions(original, (tree / "solution.py").read_text())
+    return reference_check.check(case["python"], tree, work, question.number, calls, reference,
+                                 question.global_text, names, changed)
+
+
+def rejudge(ctx: Context, cases: Sequence[dict], versions: Sequence[tuple[str, str]]) -> list[dict]:
+    """The kept records of ``versions`` on ``cases`` judged again with the reference check
+    (Refactory's ``fixed`` and ``plausible_only`` patches; no repair is run), written back."""
+    updated = []
+    for case in cases:
+        if case["source"] != "refactory":
+            continue
+        for label, commit in versions:
+            done = ctx.results / case["id"] / f"{commit[:12]}.json"
+            diff_path = done.with_suffix(".diff")
+            result = _read_json(done)
+            judged = result is not None and result.get("status") in ("fixed", "plausible_only")
+            if result is None or not judged or not diff_path.exists():
+                continue
+            work = ctx.cache / "work" / case["id"] / f"rejudge-{commit[:12]}"
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            tree = fresh_copy(ctx.bugs / case["id"] / "judge", work / "judge")
+            if apply_diff(tree, diff_path.read_text()):
+                shutil.rmtree(work, ignore_errors=True)
+                continue
+            result = reference_check.with_reference(result, reference_of(ctx, case, tree, work))
+            done.write_text(json.dumps(result, indent=1))
+            shutil.rmtree(work, ignore_errors=True)
+            log(f"[rejudge] {case['id']} {label}: {result['outcome']} ({result.get('label')}), "
+                f"{result['reference']['differs']} of {result['reference']['inputs']} inputs differ")
+            updated.append(result)
+    return updated
 
 
 def run(ctx: Context, cases: Sequence[dict], versions: Sequence[tuple[str, str]], rerun: bool) -> list[dict]:

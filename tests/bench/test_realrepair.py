@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from bench.realbugs.bugsinpy import Refused
 from bench.realbugs.steps import fresh_copy
 from bench.realrepair import __main__ as cli
-from bench.realrepair import bugsinpy_single, refactory
+from bench.realrepair import bugsinpy_single, refactory, reference_check
 from bench.realrepair.judge import (
     apply_diff,
     judgement_from,
@@ -494,3 +494,46 @@ def test_student_code_is_never_run_without_bubblewrap(tmp_path, monkeypatch):
     monkeypatch.setattr(judge.shutil, "which", lambda name: None)
     with pytest.raises(judge.NoSandbox, match="bubblewrap"):
         sandboxed_pytest(PYTHON, tmp_path)
+
+
+# -------------------------------------------------------------------------------------------------
+# The reference check (``reference_check``)
+
+REFERENCE = ("def search(x, seq):\n    for i, item in enumerate(seq):\n        if x <= item:\n"
+             "            return i\n    return len(seq)\n")
+# Passes its cases (3 in (1, 5, 10), 12 above it) but answers None where x equals the first item
+HALF_RIGHT = ("def search(x, seq):\n    if x < seq[0]:\n        return 0\n    if x > seq[-1]:\n"
+              "        return len(seq)\n    for i in range(len(seq)):\n"
+              "        if seq[i] < x <= seq[i + 1]:\n            return i + 1\n")
+
+
+def test_the_judge_s_own_inputs_move_one_argument_and_keep_what_the_question_allows():
+    made = list(reference_check.variants("search(3, (1, 5, 10))"))
+    assert made[0] == "search(3, (1, 5, 10))" and "search(1, (1, 5, 10))" in made
+    assert "search(3, ())" in made and "search(3, (10, 5, 1))" in made and len(made) == len(set(made))
+    allowed = reference_check.calls_to_check(1, ["search(3, (1, 5, 10))"])
+    assert "search(3, (10, 5, 1))" not in allowed and "search(3, (1, 1, 5, 10))" not in allowed  # Q1: sorted
+    top = reference_check.calls_to_check(5, ["top_k([3, 1, 2], 2)"])
+    assert "top_k([3, 1, 2], 3)" in top and "top_k([3, 1, 2], 4)" not in top  # Q5: k within the list
+    assert reference_check.calls_to_check(1, ["other(3, (1, 5))"], {"search"}) == []  # unchanged: not called
+    assert reference_check.changed_functions("def f():\n    return 1\ndef g():\n    return 2\n",
+                                             "def f():\n    return 1\ndef g():\n    return 3\n") == {"g"}
+
+
+@needs_bwrap
+def test_a_patch_that_passes_its_cases_but_differs_from_the_reference_is_overfit(tmp_path):
+    tree = tmp_path / "patched"
+    refactory.build_tree(tree, HALF_RIGHT, [refactory.Case("test_case_001", "search(3, (1, 5, 10))", "1")],
+                         [refactory.Case("test_case_002", "search(12, (1, 5, 10))", "3")], judge=True)
+    calls, names = reference_check.case_calls(tree)
+    assert calls == ["search(12, (1, 5, 10))", "search(3, (1, 5, 10))"] and names == ["search"]
+    found = reference_check.check(PYTHON, tree, tmp_path / "work", 1, calls, REFERENCE, "", names, {"search"})
+    assert found["ran"] and found["differs"] >= 1 and "search(1, (1, 5, 10))" in found["examples"], found
+    result = {"outcome": "correct", "label": "correct", "status": "fixed", "reason": "fixed"}
+    judged_again = reference_check.with_reference(result, found)
+    assert judged_again["outcome"] == "overfit" and judged_again["overfitting_in"] == "reference"
+    assert judged_again["by_tests"]["outcome"] == "correct"
+    # judged once more with a check that finds nothing: back to what the tests said
+    assert reference_check.with_reference(judged_again, {"differs": 0, "inputs": 9})["outcome"] == "correct"
+    same = reference_check.check(PYTHON, tree, tmp_path / "work", 1, calls, HALF_RIGHT, "", names, {"search"})
+    assert same["differs"] == 0 and same["inputs"] > 5

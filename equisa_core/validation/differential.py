@@ -335,28 +335,74 @@ def differential_inputs(function: str, parameters: Sequence[str],
 
     An input made more than once takes the strongest origin: an exact failing call, then an exact
     passing call (the original passes that test there), then a failing call's neighbour, then a
-    passing call's neighbour."""
+    passing call's neighbour. A passing call's neighbour in the class of inputs of an exact failing
+    call (``_boundary_class``: each compared number at, below or above the first and last item) lies
+    where the failure is, and counts as failing: a boundary fix changes it too."""
     strength: dict[str, int] = {}
+    classes: dict[str, str] = {}
     order: list[str] = []
     for origin, call in sorted(calls, key=lambda c: c[0] != "failing"):
         args = _literal_args(call, parameters)
         if args is None:
             continue
-        texts = [_call_text(function, args)]
-        for index, value in enumerate(args):
-            other = (compared or {}).get(parameters[index])
-            bounds = _item_boundaries(value, args[parameters.index(other)]) if other in parameters else []
-            near = neighbour_values(value)
-            for neighbour in near + [b for b in bounds if b not in near]:
-                texts.append(_call_text(function, [*args[:index], neighbour, *args[index + 1:]]))
-        for position, text in enumerate(texts[:1 + MAX_NEIGHBOURS_PER_CALL]):
+        made = [args, *_neighbours(args, parameters, compared or {})]
+        for position, values in enumerate(made[:1 + MAX_NEIGHBOURS_PER_CALL]):
+            text = _call_text(function, values)
             rank = (2 if position == 0 else 0) + (1 if origin == "failing" else 0)
             if text not in strength:
                 order.append(text)
+                classes[text] = _boundary_class(values, parameters, compared or {})
             strength[text] = max(strength.get(text, -1), rank)
+    failing_classes = {classes[t] for t in order if strength[t] == 3} - {""}
+    for text in order:
+        if strength[text] == 0 and classes[text] in failing_classes:
+            strength[text] = 1
     return [DifferentialInput(name=f"{_DRIVER_PREFIX}{i}", origin="failing" if strength[t] % 2 else "passing",
                               call=t, exact=strength[t] >= 2)
             for i, t in enumerate(order[:MAX_INPUTS])]
+
+
+def _neighbours(args: list[object], parameters: Sequence[str],
+                compared: Mapping[str, str]) -> list[list[object]]:
+    """The argument lists one argument away from ``args`` (``neighbour_values``, and a compared
+    parameter's item boundaries)."""
+    made: list[list[object]] = []
+    for index, value in enumerate(args):
+        other = compared.get(parameters[index])
+        bounds = _item_boundaries(value, args[parameters.index(other)]) if other in parameters else []
+        near = neighbour_values(value)
+        made += [[*args[:index], neighbour, *args[index + 1:]] for neighbour in near + [b for b in bounds
+                                                                                       if b not in near]]
+    return made
+
+
+def _sign(difference: float) -> str:
+    return "-" if difference < 0 else "0" if difference == 0 else "+"
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a number (not a boolean), else None."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _boundary_class(args: list[object], parameters: Sequence[str], compared: Mapping[str, str]) -> str:
+    """Where each compared number stands against the first and last item it is compared with
+    (``x == seq[-1]``: ``x:+0``), with the arguments' types (a list or a tuple: a sequence); "" with
+    no such comparison."""
+    parts: list[str] = []
+    for name, other in sorted(compared.items()):
+        if name not in parameters or other not in parameters:
+            continue
+        value, items = _number(args[parameters.index(name)]), args[parameters.index(other)]
+        if value is None or not isinstance(items, list | tuple) or not items:
+            continue
+        first, last = _number(items[0]), _number(items[-1])
+        if first is not None and last is not None:
+            parts.append(f"{name}:{_sign(value - first)}{_sign(value - last)}")
+    if not parts:
+        return ""
+    kinds = ("sequence" if isinstance(a, list | tuple) else type(a).__name__ for a in args)
+    return ",".join(kinds) + "|" + ";".join(parts)
 
 
 def driver_module(module: str, function: str, inputs: Sequence[DifferentialInput]) -> str:

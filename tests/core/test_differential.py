@@ -103,6 +103,19 @@ def test_a_candidate_that_still_runs_off_the_end_is_a_crash_where_the_function_n
     assert not verdict.passed and [c.call for c in verdict.crashes] == ["search(1, (1, 5, 10))"]
 
 
+def test_a_passing_call_s_neighbour_in_a_failing_call_s_boundary_class_counts_as_failing():
+    """The failing call has x equal to the last item: the neighbour of a passing call with x equal
+    to its last item lies where the failure is (a boundary fix changes it); x equal to the first
+    item does not."""
+    calls = [("passing", call("m.search", x="42", seq="[1, 5, 10]")),
+             ("failing", call("m.search", x="10", seq="(-5, 3, 10)"))]
+    origin = {i.call: i.origin for i in differential_inputs("search", ["x", "seq"], calls, {"x": "seq"})}
+    assert origin["search(10, [1, 5, 10])"] == "failing" and origin["search(1, [1, 5, 10])"] == "passing"
+    assert origin["search(42, [1, 5, 10])"] == "passing"  # an exact passing call stays passing
+    plain = {i.call: i.origin for i in differential_inputs("search", ["x", "seq"], calls)}
+    assert "search(10, [1, 5, 10])" not in plain  # without the comparison, no boundary and no class
+
+
 def test_a_number_compared_with_a_sequence_s_items_takes_its_first_and_last_item():
     calls = [("passing", call("m.rank", score="15", ladder="[10, 20, 30]"))]
     plain = {i.call for i in differential_inputs("rank", ["score", "ladder"], calls)}

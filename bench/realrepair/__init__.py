@@ -18,7 +18,11 @@ Steps (``all`` runs the three in order):
     ``equisa repair COPY --no-llm --python VENV --json O --diff O --tests VISIBLE...`` for every
     version (a frozen ``git archive`` of ``equisa_core``, ``tasks`` and ``flows`` at each commit),
     without ``--test-timeout``, killed at ``--timeout``; one bug at a time, the versions' order
-    alternating. Then the judge (``judge.py``) applies the diff to a copy holding every test.
+    alternating. Then the judge (``judge.py``) applies the diff to a copy holding every test, and,
+    for Refactory, compares the changed functions with the question's reference on inputs of its
+    own (``reference_check.py``).
+``rejudge``
+    The reference check on the kept records of ``--versions`` (no repair run), written back.
 ``report``
     The precision and recall of ``fixed`` and ``plausible_only`` per version, source, project and
     Refactory question (Wilson intervals), the runs that spent their time budget; outcomes (correct,

@@ -125,35 +125,23 @@ def _plain(value: Any) -> str:
 
 def _outcome(function: Callable[..., object], args: tuple[Any, ...]) -> str | None:
     """What ``function`` does on a deep copy of ``args``, as a text (its value or exception, and the
-    arguments after it); None when the arguments do not copy or no alarm can limit the call."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        return None
+    arguments after it; "timeout"); None when the arguments do not copy or no alarm can limit the
+    call (``_limited``)."""
     try:
         copied = copy.deepcopy(args)
     except Exception:
         return None
-    remaining = signal.getitimer(signal.ITIMER_REAL)[0]
-    if remaining and remaining < 2 * _MUTANT_CALL_S:
-        return None  # the test's own limit is near: leave it its time
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    start = time.monotonic()
-    try:
-        signal.setitimer(signal.ITIMER_REAL, _MUTANT_CALL_S)
+
+    def call() -> str:
         try:
-            shown = "value:" + _plain(function(*copied))
-        except _Slow:
-            return "timeout"
-        except Exception as error:
-            shown = "raised:" + type(error).__name__
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    except _Slow:  # the alarm came as the call ended
-        return "timeout"
-    finally:
-        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
-        if remaining:
-            signal.setitimer(signal.ITIMER_REAL, max(remaining - (time.monotonic() - start), 0.001))
-    return shown + "|" + _plain(list(copied))
+            return "value:" + _plain(function(*copied))
+        except Exception as error:  # not _Slow, a BaseException: the time-out is _limited's
+            return "raised:" + type(error).__name__
+
+    done, shown = _limited(_MUTANT_CALL_S, call)
+    if not done:
+        return "timeout" if shown == "timeout" else None
+    return str(shown) + "|" + _plain(list(copied))
 
 
 class _Killer:
@@ -437,7 +425,9 @@ def _apply(obj: Any, name: str, args: Sequence[Any]) -> Any:
 def _played(cls: Callable[..., Any], init_args: tuple[Any, ...], calls: list[tuple[str, tuple[Any, ...]]],
             ) -> dict[str, Any]:
     """A sequence made again on copies of its arguments, recorded as the search records a kept one
-    (results, what ended it, the state left); one alarm limits the whole sequence."""
+    (results, what ended it, the state left); one alarm limits the whole sequence. It repeats the
+    body of ``_sequence``'s ``attempt``, whose text must stay as it is: Hypothesis seeds its draws
+    from it (``derandomize=True``), and a change would change every searched class's tests."""
     init_args, calls = copy.deepcopy((init_args, calls))
     made = {"init": [_source(a) for a in init_args], "steps": [], "raised": None}  # type: dict[str, Any]
     unordered = False

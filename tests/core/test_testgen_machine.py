@@ -319,10 +319,11 @@ def test_nothing_to_generate_in_deterministic_mode_is_a_critical_error():
     assert state.attempts[0].critique.critical_error and state.best_attempt is None
 
 
-def test_below_target_enhances_with_the_critique_then_stops_at_the_iteration_budget():
+def one_attempt(origin: str) -> tuple[str, list]:
+    """A module of one test and the observations of one attempt at 50 % coverage, 10 % mutation."""
     source = module(("test_a",))
-    attempt = [
-        Generated(origin="generator", source=source),
+    return source, [
+        Generated(origin=origin, source=source),
         Deduped(source=source, notes=PipelineNotes()),
         SmellsFixed(source=source, notes=PipelineNotes()),
         Analysed(static=StaticReport(syntax_ok=True, tools=("compile",), test_count=1)),
@@ -330,6 +331,10 @@ def test_below_target_enhances_with_the_critique_then_stops_at_the_iteration_bud
         MutantsScored(score=10.0),
         Stored(count=1),
     ]
+
+
+def test_below_target_enhances_with_the_critique_then_stops_at_the_iteration_budget():
+    source, attempt = one_attempt("generator")
     state = replay(
         initial_state(setup(use_llm=True, budget=TestgenBudget(max_iterations=2))), attempt, record
     )
@@ -379,16 +384,7 @@ def test_combined_coverage_is_the_union_of_lines_and_branches():
 def test_a_deterministic_round_that_adds_nothing_stops_the_loop_and_says_why():
     """Issue 49: the second round wrote the same tests and measured the same figures, so a third
     would too; the loop stops there, not at the iteration budget."""
-    source = module(("test_a",))
-    attempt = [
-        Generated(origin="deterministic: carved", source=source),
-        Deduped(source=source, notes=PipelineNotes()),
-        SmellsFixed(source=source, notes=PipelineNotes()),
-        Analysed(static=StaticReport(syntax_ok=True, tools=("compile",), test_count=1)),
-        measured(source, percent=50.0),
-        MutantsScored(score=10.0),
-        Stored(count=1),
-    ]
+    source, attempt = one_attempt("deterministic: carved")
     state = replay(initial_state(setup(budget=TestgenBudget(max_iterations=5))), attempt, record)
     assert state.decision == "ENHANCE"
     # The same module: nothing new to check for redundancy or smells.

@@ -49,6 +49,9 @@ INTERNAL_SIGNALS = {
     # call's time limit and a generator's exception, caught where they are raised.
     "equisa_core.validation.shadow_plugin.calls._CallTimeout",
     "equisa_core.validation.shadow_plugin.calls._GeneratorRaised",
+    # The input search's driver runs in the target's interpreter as well: a compared call's time
+    # limit, caught in _limited.
+    "equisa_core.testgen.search_driver._Slow",
     # Private: raised and caught in equisa_core.common.build_code.
     "equisa_core.common.build_code._Unwritable",
     # Caught in build_patch_candidate and turned into a PatchEvaluation the model is told about.

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict
 
@@ -293,16 +293,25 @@ def _unwrapped(node: ast.expr) -> ast.expr:
     return node
 
 
+def _numeric_ends(items: object) -> tuple[int | float | None, int | float | None]:
+    """The first and last of ``items`` (a non-empty list or tuple), each None unless it is a number
+    (not a boolean): what a comparison with the items' boundaries is made against."""
+    if not isinstance(items, list | tuple) or not items:
+        return None, None
+    first, last = items[0], items[-1]
+    return (first if _is_number(first) else None), (last if _is_number(last) else None)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _item_boundaries(value: object, items: object) -> list[object]:
-    """The first and last of ``items`` (a list or tuple) that are numbers when ``value`` is one,
-    other than ``value``: the boundaries of a comparison of ``value`` with them."""
-    if not isinstance(items, list | tuple) or not items or isinstance(value, bool):
+    """The first and last of ``items`` that are numbers when ``value`` is one, other than ``value``:
+    the boundaries of a comparison of ``value`` with them."""
+    if not _is_number(value):
         return []
-    if not isinstance(value, int | float):
-        return []
-    ends = [item for item in (items[0], items[-1])
-            if isinstance(item, int | float) and not isinstance(item, bool)]
-    return list(dict.fromkeys(item for item in ends if item != value))
+    return list(dict.fromkeys(end for end in _numeric_ends(items) if end is not None and end != value))
 
 
 def _call_text(function: str, args: Sequence[object]) -> str:
@@ -380,11 +389,6 @@ def _sign(difference: float) -> str:
     return "-" if difference < 0 else "0" if difference == 0 else "+"
 
 
-def _number(value: object) -> float | None:
-    """``value`` as a number (not a boolean), else None."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _boundary_class(args: list[object], parameters: Sequence[str], compared: Mapping[str, str]) -> str:
     """Where each compared number stands against the first and last item it is compared with
     (``x == seq[-1]``: ``x:+0``), with the arguments' types (a list or a tuple: a sequence); "" with
@@ -393,11 +397,9 @@ def _boundary_class(args: list[object], parameters: Sequence[str], compared: Map
     for name, other in sorted(compared.items()):
         if name not in parameters or other not in parameters:
             continue
-        value, items = _number(args[parameters.index(name)]), args[parameters.index(other)]
-        if value is None or not isinstance(items, list | tuple) or not items:
-            continue
-        first, last = _number(items[0]), _number(items[-1])
-        if first is not None and last is not None:
+        value = args[parameters.index(name)]
+        first, last = _numeric_ends(args[parameters.index(other)])
+        if _is_number(value) and first is not None and last is not None:
             parts.append(f"{name}:{_sign(value - first)}{_sign(value - last)}")
     if not parts:
         return ""

@@ -1,7 +1,7 @@
 """How a testgen run measures test modules: branch coverage of the target in the sandbox
 (``measure``, the cached ``measure-coverage`` task), the mutation score (``mutation``: the target's
-mutants run against the passing tests that cover them; the survivors kept in the context for the
-next round's search), and what the report and the state machine
+mutants run against the passing tests that cover them; ``scored_mutants`` also names the survivors,
+which the ``run_mutants`` step keeps for the next round's search), and what the report and the state machine
 read of a coverage run (``figures``, ``measurement``).
 """
 
@@ -22,7 +22,7 @@ from tasks.testgen.analysis import (
 )
 from tasks.testgen.context import TestgenContext
 
-__all__ = ["figures", "measure", "measurement", "mutation", "order_failures"]
+__all__ = ["figures", "measure", "measurement", "mutation", "order_failures", "scored_mutants"]
 
 
 def figures(result: CoverageResult) -> CoverageFigures:
@@ -67,6 +67,13 @@ def measure(ctx: TestgenContext, overlay: dict[str, str], tests: Sequence[str]) 
 
 def mutation(ctx: TestgenContext, overlay: dict[str, str], coverage: CoverageResult) -> MutationResult:
     """The mutation score of the tests of ``coverage`` (only its passing tests kill mutants)."""
+    return scored_mutants(ctx, overlay, coverage)[0]
+
+
+def scored_mutants(ctx: TestgenContext, overlay: dict[str, str], coverage: CoverageResult
+                   ) -> tuple[MutationResult, tuple[tuple[str, str, str], ...]]:
+    """``mutation``'s score, and the mutants that survived or were not covered, each as (function,
+    "id description", mutated source): what the next round's input search tries to kill."""
     passing = {t.test_id for t in coverage.trace.tests if t.outcome is TestOutcome.PASSED}
     line_tests = {line: [t for t in tests if t in passing] for line, tests in coverage.line_tests.items()}
     mutants = select_mutants(ctx.target_source, ctx.target, line_tests, ctx.params.mutants_per_measurement)
@@ -83,10 +90,7 @@ def mutation(ctx: TestgenContext, overlay: dict[str, str], coverage: CoverageRes
         interpreter_version=ctx.prepared.interpreter_version,
     )
     alive = {v.id for v in scored.verdicts if v.status in ("survived", "not_covered")}
-    ctx.survivors = tuple(
-        (m.fqn, f"{m.id} {m.description}", m.source) for m in mutants if m.id in alive
-    )
-    return scored
+    return scored, tuple((m.fqn, f"{m.id} {m.description}", m.source) for m in mutants if m.id in alive)
 
 
 def order_failures(ctx: TestgenContext, overlay: dict[str, str], tests: Sequence[str], passed: Sequence[str],

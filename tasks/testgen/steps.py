@@ -49,7 +49,7 @@ from equisa_core.testgen.prompts import render_enhancer
 from tasks.testgen.analysis import analyse_test_module
 from tasks.testgen.context import TestgenContext, embedding_config, stage
 from tasks.testgen.generation import DeterministicPlan, Recorder, deterministic_tests
-from tasks.testgen.measure import measure, measurement, mutation
+from tasks.testgen.measure import measure, measurement, scored_mutants
 from tasks.testgen.model import ask, asker, generator_prompt, usable
 from tasks.testgen.test_store import TestStore, embed_texts
 
@@ -208,10 +208,11 @@ def measure_step(ctx: TestgenContext, store: TestStore, step: Measure) -> Measur
 
 
 def run_mutants(ctx: TestgenContext, store: TestStore, step: RunMutants) -> MutantsScored:
-    """The mutation score of the module's tests (the last coverage run says which test covers what)."""
+    """The mutation score of the module's tests (the last coverage run says which test covers what);
+    the survivors are kept in the context for the next round's input search."""
     del store
     assert ctx.coverage is not None, "the mutants run after a coverage run"
-    scored = mutation(ctx, {ctx.module_path: step.source}, ctx.coverage)
+    scored, ctx.survivors = scored_mutants(ctx, {ctx.module_path: step.source}, ctx.coverage)
     return MutantsScored(score=scored.score, verdicts=scored.verdicts)
 
 

@@ -114,9 +114,8 @@ def test_a_sequence_made_again_with_a_mutant_swapped_in_is_kept_when_it_ends_oth
     try:
         search_driver._step(obj, "push", (1,))
         search_driver._step(obj, "pop", ())
-        killer()  # the next sequence begins: the last one (one push) is compared, the same
+        obj = killer()  # the next sequence begins: the last one (one push) is compared, the same
         assert killer.found == []
-        obj = killer.cls()
         for name, args in (("push", (1,)), ("push", (2,)), ("pop", ())):
             search_driver._step(obj, name, args)
         killer.flush(covering=False)

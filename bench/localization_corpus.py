@@ -528,19 +528,20 @@ class Prepared:
     package: Package
     root: Path
     python: Path
-    fauxpy_python: Path
+    fauxpy_python: Path | None
     baseline: dict = field(default_factory=dict)
 
 
 def prepare_package(package: Package, uv: str, base_python: Path, cache: Path,
-                    pytest_version: str) -> Prepared:
+                    pytest_version: str, fauxpy: bool = True) -> Prepared:
+    """The sdist fetched and unpacked, its venv for EQUISA and (``fauxpy``) the one holding FauxPy."""
     sdist = fetch_sdist(package, base_python, cache)
     root = unpack(sdist, package, cache)
     common = [f"pytest=={pytest_version}", *package.requirements]
     venvs = cache / "venvs"
     python = make_venv(uv, base_python, venvs / f"{package.folder}-equisa", common)
     fauxpy_python = make_venv(uv, base_python, venvs / f"{package.folder}-fauxpy",
-                              [*common, f"fauxpy=={FAUXPY_VERSION}"])
+                              [*common, f"fauxpy=={FAUXPY_VERSION}"]) if fauxpy else None
     return Prepared(package=package, root=root, python=python, fauxpy_python=fauxpy_python)
 
 

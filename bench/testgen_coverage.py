@@ -3,15 +3,17 @@
 Run from the repository root::
 
     uv run python bench/testgen_coverage.py [--modules invoicing-discounts,boltons-mathutils]
-                                            [--pynguin-seconds 45] [--max-mutants 80]
+                                            [--pynguin-seconds 45] [--max-mutants 80] [--prepare]
                                             [--out bench/results/testgen_coverage.json]
 
-For each module (``MODULES``: two of ``examples/invoicing`` and ten of the localization corpus's
-packages, boltons and sqlparse, whose sdists ``bench/localization_corpus.py`` downloads and checks into
-``~/.cache/equisa-bench``; run that first, or ``--prepare`` does it here), three test suites are
-measured the same way, by EQUISA's runner (``tasks.testgen.setup.measure_tests``: coverage.py branch
-coverage of the module, and the mutation score over the same ``--max-mutants`` mutants of the
-shared engine, each run against only the tests that cover it, in the local sandbox):
+For each module (``MODULES``, 22: two of ``examples/invoicing``, ten of boltons 26.2.0 and sqlparse
+0.6.1, pinned in ``bench/corpus``, and ten of codetiming 1.4.0, docstring_parser 0.18.0, toolz 1.2.0 and
+inflection 0.5.1, pinned in ``projects()``; ``--prepare`` downloads their sdists, checks their sha256,
+unpacks them into ``~/.cache/equisa-bench/src`` and makes their venvs, with
+``localization_corpus.prepare_package``), three test suites are measured the same way, by EQUISA's
+runner (``tasks.testgen.setup.measure_tests``: coverage.py branch coverage of the module, and the
+mutation score over the same ``--max-mutants`` mutants of the shared engine, each run against only
+the tests that cover it, in the local sandbox):
 
 - ``own``: the module's own test file(s) from the project;
 - ``equisa``: ``generate_tests`` in deterministic mode (carved + boundary-value tests, the seed-001
@@ -26,7 +28,8 @@ all with a missing module counted 0); wall time per tool. Each generated suite i
 ``--order-runs`` (3) more times in the sandbox, each in an order shuffled with seed 1, 2, 3 and
 under that ``PYTHONHASHSEED`` (``tasks.testgen.setup.shuffled_failures``): the tests that passed
 when measured and failed in one of those runs are listed (``order_failures``). It asserts nothing:
-the exit status is 0 unless the benchmark itself could not run.
+the exit status is 0 unless the benchmark itself could not run. A tool that raises on a module is
+a result too: its error in the row, its traceback in ``<out>_tracebacks/<module>-<tool>.txt``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +62,52 @@ DEFAULT_OUT = REPO / "bench" / "results" / "testgen_coverage.json"
 CACHE = Path(os.environ.get("EQUISA_BENCH_CACHE", Path.home() / ".cache" / "equisa-bench"))
 PYNGUIN_VERSION = "0.48.0"
 PYNGUIN_PYTHON = "3.10"
+CORPUS_PYTHON = "3.11"
+
+
+def projects():
+    """The PyPI projects the modules come from, as ``localization_corpus.Package`` (name, version,
+    sdist, sha256): boltons and sqlparse as pinned in ``bench/corpus/*.yaml``, the others here."""
+    from localization_corpus import Package, load_corpus
+
+    corpus = [p for p in load_corpus() if p.name in ("boltons", "sqlparse")]
+    return (*corpus, *(
+        Package(name=name, version=version, sdist=sdist, sha256=sha256, src=src, tests=(tests,))
+        for name, version, sdist, sha256, src, tests in (
+            ("codetiming", "1.4.0", "codetiming-1.4.0.tar.gz",
+             "4937bf913a2814258b87eaaa43d9a1bb24711ffd3557a9ab6934fa1fe3ba0dbc", "codetiming", "tests"),
+            ("docstring_parser", "0.18.0", "docstring_parser-0.18.0.tar.gz",
+             "292510982205c12b1248696f44959db3cdd1740237a968ea1e2e7a900eeb2015", "docstring_parser",
+             "docstring_parser/tests"),
+            ("toolz", "1.2.0", "toolz-1.2.0.tar.gz",
+             "9667a038e9d6ecba37995e26cb2f59ec6420b6ad8dd9677de59db9b956b08490", "toolz", "toolz/tests"),
+            ("inflection", "0.5.1", "inflection-0.5.1.tar.gz",
+             "1a29730d366e996aaacffb2f1f1cb9593dc38e2ddd30c91250c6dde09ea9b417", "inflection",
+             "test_inflection.py"),
+        )
+    ))
+
+
+def prepare(console: Console, uv: str) -> bool:
+    """Every project's sdist fetched, checked and unpacked into CACHE/src, its venv made in CACHE/venvs
+    (``localization_corpus.prepare_package``, without FauxPy's venv); False if one could not be."""
+    from importlib.metadata import version
+
+    from localization_corpus import prepare_package
+
+    base, why = find_python(CORPUS_PYTHON)
+    if base is None:
+        console.print(f"no Python {CORPUS_PYTHON} for the projects' venvs: {why}")
+        return False
+    ok = True
+    for package in projects():
+        try:
+            prepare_package(package, uv, base, CACHE, version("pytest"), fauxpy=False)
+            console.print(f"prepared {package.folder}")
+        except (RuntimeError, subprocess.CalledProcessError) as error:
+            console.print(f"could not prepare {package.folder}: {error}")
+            ok = False
+    return ok
 
 
 @dataclass(frozen=True)
@@ -122,6 +172,22 @@ MODULES = (
         ("tests/test_format.py",),
         "sqlparse-0.6.1-equisa",
     ),
+    *(
+        Module(f"docstring_parser-{name}", "docstring_parser-0.18.0", f"docstring_parser/{name}.py",
+               (f"docstring_parser/tests/test_{name}.py",), "docstring_parser-0.18.0-equisa")
+        for name in ("google", "rest", "epydoc", "util", "parser")
+    ),
+    *(
+        Module(f"codetiming-{name.strip('_')}", "codetiming-1.4.0", f"codetiming/{name}.py",
+               ("tests/test_codetiming.py",), "codetiming-1.4.0-equisa")
+        for name in ("_timer", "_timers")
+    ),
+    Module("toolz-dicttoolz", "toolz-1.2.0", "toolz/dicttoolz.py", ("toolz/tests/test_dicttoolz.py",),
+           "toolz-1.2.0-equisa"),
+    Module("toolz-sandbox-core", "toolz-1.2.0", "toolz/sandbox/core.py",
+           ("toolz/sandbox/tests/test_core.py",), "toolz-1.2.0-equisa"),
+    Module("inflection", "inflection-0.5.1", "inflection/__init__.py", ("test_inflection.py",),
+           "inflection-0.5.1-equisa"),
 )
 
 
@@ -165,7 +231,7 @@ def run_pynguin(python: Path, module: Module, seconds: int, work: Path) -> tuple
         module.root(), project, ignore=shutil.ignore_patterns("__pycache__", ".equisa-bench-sha256")
     )
     out = work / "pynguin-out"
-    name = module.target.removesuffix(".py").replace("/", ".")
+    name = module.target.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "PREFECT"))},
         "PYNGUIN_DANGER_AWARE": "1",
@@ -219,6 +285,25 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
         "project": module.project,
         "own_tests": module.own_tests,
     }
+    tracebacks = args.out.with_name(args.out.stem + "_tracebacks")
+
+    @contextlib.contextmanager
+    def kept_failure(tool: str):
+        """An exception in one tool's step ends that step only: its message in the row, its traceback
+        in ``<out>_tracebacks/<module>-<tool>.txt``; the next tool still runs."""
+        started = time.perf_counter()
+        try:
+            yield
+        except Exception as error:  # any failure of the tool is a result to keep
+            tracebacks.mkdir(parents=True, exist_ok=True)
+            path = tracebacks / f"{module.id}-{tool}.txt"
+            path.write_text(traceback.format_exc(), encoding="utf-8")
+            row[tool] = {
+                "error": f"{type(error).__name__}: {error}"[:400],
+                "wall_s": round(time.perf_counter() - started, 1),
+                "traceback": str(path.relative_to(REPO) if path.is_relative_to(REPO) else path),
+            }
+            console.print(f"{module.id}: {tool} failed: {row[tool]['error'][:200]}")
 
     @flow(name="bench-testgen", flow_run_name=module.id)
     def run() -> None:
@@ -240,46 +325,59 @@ def measure_module(module: Module, args, pynguin: Path | None, pynguin_reason: s
                 **{k: v for k, v in (("input_search_examples", args.search_examples),
                                      ("input_search_seconds", args.search_seconds)) if v is not None},
             )
-            prepared = prepare_run(params)
-            started = time.perf_counter()
-            coverage, mutation = measure_tests(prepared, params)
-            row["own"] = figures(coverage, mutation, time.perf_counter() - started, len(coverage.trace.tests))
-            console.print(f"{module.id}: own {row['own']['coverage']}% / {row['own']['mutation_score']}")
-            started = time.perf_counter()
-            generated = generate_tests(prepared, params)
-            wall = time.perf_counter() - started
-            if generated.source:
-                coverage, mutation = measure_tests(prepared, params, generated.path, generated.source)
-                row["equisa"] = figures(
-                    coverage,
-                    mutation,
-                    wall,
-                    len(generated.report.attempts[generated.report.best_attempt or 0].tests),
-                )
-                order_check(prepared, params, row["equisa"], generated.path, generated.source, coverage)
-                row["equisa"]["attempts"] = len(generated.report.attempts)
-                row["equisa"]["stopped_because"] = generated.report.stopped_because
-            else:
-                row["equisa"] = {"error": "no module kept: " + "; ".join(generated.report.problems)[-300:]}
-            console.print(
-                f"{module.id}: equisa {row['equisa'].get('coverage')}% / "
-                f"{row['equisa'].get('mutation_score')}"
-            )
+            prepared = None
+            with kept_failure("own"):
+                prepared = prepare_run(params)
+                started = time.perf_counter()
+                coverage, mutation = measure_tests(prepared, params)
+                wall = time.perf_counter() - started
+                row["own"] = figures(coverage, mutation, wall, len(coverage.trace.tests))
+                console.print(f"{module.id}: own {row['own']['coverage']}% / {row['own']['mutation_score']}")
+            if prepared is None:
+                return
+            with kept_failure("equisa"):
+                run_equisa(prepared, params)
             if pynguin is None:
                 row["pynguin"] = {"error": pynguin_reason}
                 return
-            text, wall, log = run_pynguin(pynguin, module, args.pynguin_seconds, work / "pynguin")
-            if text is None:
-                row["pynguin"] = {"error": f"no test module written: {log}", "wall_s": round(wall, 1)}
-                return
-            path = f"tests/equisa_generated/test_pynguin_{module.id.replace('-', '_')}.py"
-            coverage, mutation = measure_tests(prepared, params, path, text)
-            row["pynguin"] = figures(coverage, mutation, wall, text.count("\ndef test_"))
-            row["pynguin"]["log"] = log
-            order_check(prepared, params, row["pynguin"], path, text, coverage)
-            console.print(
-                f"{module.id}: pynguin {row['pynguin']['coverage']}% / {row['pynguin']['mutation_score']}"
+            with kept_failure("pynguin"):
+                run_pynguin_measured(prepared, params, work)
+
+    def run_equisa(prepared, params) -> None:
+        started = time.perf_counter()
+        generated = generate_tests(prepared, params)
+        wall = time.perf_counter() - started
+        if generated.source:
+            coverage, mutation = measure_tests(prepared, params, generated.path, generated.source)
+            row["equisa"] = figures(
+                coverage,
+                mutation,
+                wall,
+                len(generated.report.attempts[generated.report.best_attempt or 0].tests),
             )
+            order_check(prepared, params, row["equisa"], generated.path, generated.source, coverage)
+            row["equisa"]["attempts"] = len(generated.report.attempts)
+            row["equisa"]["stopped_because"] = generated.report.stopped_because
+        else:
+            row["equisa"] = {"error": "no module kept: " + "; ".join(generated.report.problems)[-300:]}
+        console.print(
+            f"{module.id}: equisa {row['equisa'].get('coverage')}% / "
+            f"{row['equisa'].get('mutation_score')}"
+        )
+
+    def run_pynguin_measured(prepared, params, work: Path) -> None:
+        text, wall, log = run_pynguin(pynguin, module, args.pynguin_seconds, work / "pynguin")
+        if text is None:
+            row["pynguin"] = {"error": f"no test module written: {log}", "wall_s": round(wall, 1)}
+            return
+        path = f"tests/equisa_generated/test_pynguin_{module.id.replace('-', '_')}.py"
+        coverage, mutation = measure_tests(prepared, params, path, text)
+        row["pynguin"] = figures(coverage, mutation, wall, text.count("\ndef test_"))
+        row["pynguin"]["log"] = log
+        order_check(prepared, params, row["pynguin"], path, text, coverage)
+        console.print(
+            f"{module.id}: pynguin {row['pynguin']['coverage']}% / {row['pynguin']['mutation_score']}"
+        )
 
     run()
     return row
@@ -309,8 +407,10 @@ def summarize(rows: list[dict]) -> dict:
         every = [r.get(tool) or {} for r in rows]
         summary[tool].update({
             "median_coverage_both": _median([v["coverage"] for v in figures_both]),
+            "median_branch_coverage_both": _median([v.get("branch_coverage") or 0 for v in figures_both]),
             "median_mutation_score_both": _median([v["mutation_score"] or 0 for v in figures_both]),
             "median_coverage_all": _median([v.get("coverage") or 0 for v in every]),
+            "median_branch_coverage_all": _median([v.get("branch_coverage") or 0 for v in every]),
             "median_mutation_score_all": _median([v.get("mutation_score") or 0 for v in every]),
             "order_failures": sum(len(v.get("order_failures", ())) for v in every),
             "order_checked_modules": sum(1 for v in every if "order_failures" in v),
@@ -372,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="EQUISA's --input-search-examples (default: its own default)")
     parser.add_argument("--search-seconds", type=float, default=None,
                         help="EQUISA's --input-search-seconds (default: its own default)")
+    parser.add_argument("--prepare", action="store_true",
+                        help="first fetch, check and unpack the projects' sdists and make their venvs")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     from cli.flow_runs import (
@@ -383,13 +485,15 @@ def main(argv: list[str] | None = None) -> int:
     console = Console()
     started = time.perf_counter()
     uv = shutil.which("uv") or "uv"
+    if args.prepare and not prepare(console, uv):
+        return 2
     chosen = [m for m in MODULES if not args.modules or m.id in args.modules.split(",")]
     missing = [
         m.id for m in chosen if not m.root().is_dir() or (m.python() and not Path(m.python()).exists())
     ]
     if missing:
         console.print(
-            f"missing corpus sources or venvs for {missing}: run bench/localization_corpus.py first"
+            f"missing corpus sources or venvs for {missing}: run with --prepare first"
         )
         return 2
     pynguin, reason = (None, "--no-pynguin") if args.no_pynguin else pynguin_python(uv)

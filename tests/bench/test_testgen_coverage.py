@@ -33,3 +33,24 @@ def test_medians_over_the_modules_both_finished_and_over_all_with_missing_ones_a
     assert (equisa["order_failures"], pynguin["order_failures"]) == (2, 1)
     assert (equisa["order_checked_modules"], pynguin["order_checked_modules"]) == (3, 2)
     assert summary["equisa_vs_pynguin"]["modules"] == 2
+
+
+def test_median_branch_coverage_counts_a_missing_module_as_zero():
+    rows = [
+        {"id": "a", "equisa": {**_figures(90, 70), "branch_coverage": 80}, "pynguin": {"error": "killed"}},
+        {"id": "b", "equisa": {**_figures(60, 40), "branch_coverage": 50},
+         "pynguin": {**_figures(70, 60), "branch_coverage": 66}},
+    ]
+    equisa, pynguin = tc.summarize(rows)["equisa"], tc.summarize(rows)["pynguin"]
+    assert (equisa["median_branch_coverage_both"], pynguin["median_branch_coverage_both"]) == (50, 66)
+    assert (equisa["median_branch_coverage_all"], pynguin["median_branch_coverage_all"]) == (65, 33)
+
+
+def test_every_module_comes_from_a_pinned_project_and_the_ids_are_unique():
+    ids = [m.id for m in tc.MODULES]
+    assert len(ids) == len(set(ids)) >= 22
+    folders = {p.folder: p for p in tc.projects()}
+    corpus = [m for m in tc.MODULES if not m.project.startswith("examples/")]
+    assert {m.project for m in corpus} <= set(folders)
+    assert all(m.venv == f"{m.project}-equisa" for m in corpus)
+    assert all(len(p.sha256) == 64 for p in folders.values())

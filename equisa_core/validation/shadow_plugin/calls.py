@@ -97,9 +97,10 @@ class _Call:
 
     def relation(self) -> str:
         """The call's class of inputs: the arguments' types, and the signs of and order between the
-        numbers it holds (``_numbers_of``, then ``_item_numbers_of``). Calls of one class take the same comparisons through
-        the function: a generated call of a failing call's class lies where the failure is. Empty
-        when the call holds fewer than two numbers (a class by sign alone would hold most inputs)."""
+        numbers it holds (``_numbers_of``, then ``_item_numbers_of``). Calls of one class take the
+        same comparisons through the function: a generated call of a failing call's class lies where
+        the failure is. Empty when the call holds fewer than two numbers (a class by sign alone would
+        hold most inputs)."""
         values = list(self.args) + [v for _, v in sorted(self.kwargs.items())]
         numbers: list[float] = []
         for value in values:

@@ -23,21 +23,29 @@ def _neighbours(value: Any, depth: int = 0, item_moves: bool = True) -> list[Any
     """Deterministic values next to ``value`` (see the module docstring), without ``value``;
     ``depth``: 0 for an argument, 1 for an item of one, 2 for an item of an item (only moved by value);
     ``item_moves``: whether a sequence's neighbours move one item too."""
-    out: list[Any] = []
-    if isinstance(value, bool):
-        out = [not value]
-    elif isinstance(value, int):
-        out = [value - 1, value + 1, 0, -value]
-    elif isinstance(value, float):
-        out = [value - 1.0, value + 1.0, 0.0]
-    elif isinstance(value, str):
-        out = [value[1:], value[:-1], "", value + value[-1:]]
-    elif isinstance(value, (list, tuple)) and type(value) in (list, tuple) and depth < 2:
+    out: list[Any] = scalar_neighbours(value)
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple) and depth < 2:
         out = _sequence_neighbours(value, depth, item_moves)
     elif type(value) is dict and depth == 0:
         keys = list(value)
         out = [{k: v for k, v in value.items() if k != key} for key in keys[:1] + keys[-1:]] + [{}]
     return _of_new_shapes(value, out)
+
+
+def scalar_neighbours(value: Any) -> list[Any]:
+    """The values next to a boolean (flipped), a number (one off either way, 0, negated) or a string
+    (a character fewer at either end, empty, the last one repeated), possibly with ``value`` itself
+    or repeats; [] for any other value. The rule the repair's literal differential inputs
+    (``equisa_core.validation.differential.neighbour_values``) share."""
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value - 1, value + 1, 0, -value]
+    if isinstance(value, float):
+        return [value - 1.0, value + 1.0, 0.0]
+    if isinstance(value, str):
+        return [value[1:], value[:-1], "", value + value[-1:]]
+    return []
 
 
 def _sequence_neighbours(value: list[Any] | tuple[Any, ...], depth: int, item_moves: bool) -> list[Any]:

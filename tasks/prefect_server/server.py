@@ -9,8 +9,9 @@ configured, commands that run flows use one local server instead::
       ├─ EQUISA_PREFECT_SERVER=ephemeral  Prefect's temporary server, as before
       └─ shared (the default), under the folder's lock:
            a healthy server recorded in server.json ──▶ reuse it (no start-up cost)
-           none, or a stale record ──▶ clean it, start ``prefect server start --host 127.0.0.1
-             --port N`` under the watchdog (``tasks/prefect_server/watchdog.py``), wait for /api/health
+           none, or a stale record ──▶ clean it, seed a new database (``database_seed``: already
+             migrated), start ``prefect server start --host 127.0.0.1 --port N`` under the
+             watchdog (``tasks/prefect_server/watchdog.py``), wait for /api/health
            then: lease for this command, PREFECT_API_URL for this process
       on failure (port taken, start-up timeout): Prefect's temporary server, and a ``problem``
 
@@ -40,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from equisa_core.errors import InputError, PrefectServerError
 from equisa_core.operations.storage import _data_home  # the one definition of EQUISA's data folder
+from tasks.prefect_server.database_seed import seed_database
 from tasks.prefect_server.watchdog import (
     LOG_FILE,
     STATE_FILE,
@@ -124,6 +126,8 @@ class ServerState(BaseModel):
     prefect_version: str
     idle_s: float
     started_at: float
+    seeded: bool = False
+    """Whether it began on the committed, already migrated database (``database_seed``)."""
 
     @property
     def url(self) -> str:
@@ -284,13 +288,15 @@ def _start(options: ServerOptions) -> ServerState:
     watchdog = [sys.executable, "-m", "tasks.prefect_server.watchdog", "--folder", str(folder),
                 "--idle", repr(options.idle_s), "--", *command]
     (folder / "home").mkdir(parents=True, exist_ok=True)
+    seeded = seed_database(folder / "home", _prefect_version())  # a new server's database, migrated
     with open(folder / LOG_FILE, "wb") as log:
         process = subprocess.Popen(
             watchdog, cwd=_PACKAGE_ROOT, env=server_environment(os.environ, folder, port),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     state = ServerState(pid=process.pid, marker=process_marker(process.pid) or "alive", port=port,
-                        prefect_version=_prefect_version(), idle_s=options.idle_s, started_at=time.time())
+                        prefect_version=_prefect_version(), idle_s=options.idle_s, started_at=time.time(),
+                        seeded=seeded)
     _write_state(folder, state)
     deadline = time.monotonic() + options.startup_s
     while not _healthy(state.url, timeout=1.0):

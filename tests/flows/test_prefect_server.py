@@ -7,6 +7,7 @@ end through its recorded process group; the other processes a test starts are en
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tasks.prefect_server.database_seed import DATABASE_NAME, database_revision, seed_path
 from tasks.prefect_server.server import ServerState, server_options, stop_server
 from tasks.prefect_server.watchdog import STATE_FILE, acquire_lease, group_alive, process_marker
 from tests.conftest import FIXTURES
@@ -105,6 +107,11 @@ def test_the_first_flow_command_starts_the_server_and_the_next_reuses_it(env):
     started = state(env)
     assert started.url == url and started.prefect_version
     assert watchdogs(folder(env)) == [started.pid]
+    # It began on the committed seed database, already at the last migration: none was run.
+    assert started.seeded
+    seed = folder(env) / "seed.db"
+    seed.write_bytes(gzip.decompress(seed_path(started.prefect_version).read_bytes()))
+    assert database_revision(folder(env) / "home" / DATABASE_NAME) == database_revision(seed) is not None
 
     second = equisa(env, "trace", str(SHAPES), "--sandbox", "none")
     assert second.returncode == 0, second.stderr

@@ -67,13 +67,16 @@ class ScreeningCost(Frozen):
         return None if self.ratio is None else round(max(self.ratio * self.traced_s, self.floor_s), 3)
 
     def note(self) -> str | None:
-        """What the budget cut (None when every function worth it was screened)."""
+        """What the budget, or without one what cut the screening short (the run's deadline, a round
+        that did not finish), left out; None when every function worth it was screened."""
         if not self.left_out:
             return None
         done = len(self.functions) - len(self.left_out)
-        return (f"the mutant screening's budget of {self.budget_s or 0:.1f}s ({self.ratio:g} times the "
-                f"{self.traced_s:.1f}s the trace took, at least {self.floor_s:g}s) screened {done} of the "
-                f"{len(self.functions)} functions worth it; left out: {', '.join(self.left_out)}")
+        cut = ("the mutant screening, with no budget of its own, was cut short: it" if self.ratio is None
+               else f"the mutant screening's budget of {self.budget_s or 0:.1f}s ({self.ratio:g} times the "
+               f"{self.traced_s:.1f}s the trace took, at least {self.floor_s:g}s)")
+        return (f"{cut} screened {done} of the {len(self.functions)} functions worth it; left out: "
+                f"{', '.join(self.left_out)}")
 
 
 def screening_estimate(functions: Iterable[str], nodes: Mapping[str, Node],

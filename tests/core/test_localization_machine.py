@@ -490,6 +490,16 @@ def test_the_functions_a_budget_left_out_are_reported_and_the_screened_ones_answ
     assert report(state).screening_cost == state.screening_cost
 
 
+def test_a_screening_without_a_budget_that_was_cut_short_says_so():
+    """No budget (``ratio`` None), but the run's deadline or an unfinished round left a function out:
+    the note says it was cut short (it once formatted the missing ratio and crashed the command)."""
+    state = _traced_with_cost(ratio=None, failing_s=2.0, traced_s=3.0)
+    state = record(state, Screened(functions=frozenset({"m.lead"}), left_out=("m.third",)))
+    note = state.screening_cost.note()
+    assert note == ("the mutant screening, with no budget of its own, was cut short: it screened 2 of the "
+                    "3 functions worth it; left out: m.third")
+
+
 def test_without_a_budget_every_function_worth_it_is_screened_and_nothing_is_left_out():
     state = _traced_with_cost(ratio=None, failing_s=0.1, traced_s=3.0)
     steps = next_steps(state)

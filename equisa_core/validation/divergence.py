@@ -66,7 +66,8 @@ class CallComparison(Frozen):
     changed: bool
     detail: str = ""
     inputs: str = Field("", description="The call's inputs as a key: equal keys, the same call.")
-    before: str = Field("", description="What the original did: timeout, raised:T, none or value:T.")
+    before: str = Field("", description="What the original did: timeout, raised:T, none or value:T; "
+                                        "refused:T: a probe of another kind it rejected with T on purpose.")
     after: str = Field("", description="What the candidate did, in the same words.")
     relation: str = Field("", description="The call's class of inputs: its arguments' types and the signs "
                                           "of and order between its numbers, as a key.")

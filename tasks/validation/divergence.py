@@ -30,6 +30,7 @@ from equisa_core.common.loop import Frozen
 from equisa_core.common.time_limits import limit_for, slowest_finished
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.divergence import DivergenceReport, ShadowLimits, ShadowOutput, read_shadow_output
+from equisa_core.testgen.raised_on_purpose import raised_on_purpose
 from equisa_core.validation.generated_tests import is_testgen_test
 from tasks.run.patched_function import file_of, qualname_of
 from tasks.run.prepared_run import focused_request
@@ -45,6 +46,8 @@ DIVERGENCE_WALL_CLOCK_S = 90.0
 #: The plugin's module name in the run's copy (``PYTEST_PLUGINS``), and its configuration's path.
 SHADOW_MODULE = "equisa_shadow"
 SHADOW_CONFIG_PATH = "equisa_shadow_config.json"
+#: The exceptions that, raised by the function itself, mean it checks its inputs (``_checked_errors``).
+CHECKED_ERRORS = frozenset({"TypeError", "ValueError"})
 
 
 class DivergenceResult(Frozen):
@@ -62,6 +65,17 @@ def _plugin_files() -> dict[str, str]:
     folder = Path(next(iter(spec.submodule_search_locations)))
     return {f"{SHADOW_MODULE}/{path.name}": path.read_text(encoding="utf-8")
             for path in sorted(folder.glob("*.py"))}
+
+
+def _checked_errors(source: str | None, qualname: str) -> list[str]:
+    """The input errors (``CHECKED_ERRORS``) the original function raises itself: it checks its
+    inputs, and the shadow plugin probes whether the candidate still rejects what it rejected."""
+    if source is None:
+        return []
+    try:
+        return sorted(raised_on_purpose(source, qualname) & CHECKED_ERRORS)
+    except SyntaxError:
+        return []
 
 
 def _original_text(ctx: ValidationContext, file: str) -> str | None:
@@ -97,9 +111,11 @@ def shadow_request(candidate: PatchCandidate, target: str, ctx: ValidationContex
     if text is None:
         return f"{file} cannot be read"
     passing = ctx.passing
-    config = {"file": file, "qualname": qualname_of(node), "candidate": text,
+    qualname = qualname_of(node)
+    config = {"file": file, "qualname": qualname, "candidate": text,
               "passing": [t for t in tests if t in passing],
-              "failing": [t for t in tests if t not in passing], **limits.model_dump()}
+              "failing": [t for t in tests if t not in passing],
+              "on_purpose": _checked_errors(_original_text(ctx, file), qualname), **limits.model_dump()}
     prepared = ctx.found.prepared
     base = prepared.base
     slowest = slowest_finished(t for t in ctx.found.trace.tests if t.test_id in set(tests))

@@ -67,13 +67,16 @@ def test_fails_on_its_own():
 
 def _shadow(tmp_path: Path, qualname: str, edit: tuple[str, str], module: str = MODULE, tests: str = TESTS,
             passing: tuple[str, ...] = ("test_grams", "test_named", "test_locked_size", "test_stamp"),
-            failing: tuple[str, ...] = ("test_fails_on_its_own",)) -> tuple[ShadowOutput, str]:
+            failing: tuple[str, ...] = ("test_fails_on_its_own",), config: dict | None = None,
+            ) -> tuple[ShadowOutput, str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "units.py").write_text(module)
     (tmp_path / "test_units.py").write_text(tests)
     shutil.copytree(PLUGIN, tmp_path / "equisa_shadow", ignore=shutil.ignore_patterns("__pycache__"))
     config = {"file": "units.py", "qualname": qualname, "candidate": module.replace(*edit),
               "passing": [f"test_units.py::{t}" for t in passing],
-              "failing": [f"test_units.py::{t}" for t in failing], **ShadowLimits().model_dump()}
+              "failing": [f"test_units.py::{t}" for t in failing], **ShadowLimits().model_dump(),
+              **(config or {})}
     (tmp_path / "config.json").write_text(json.dumps(config))
     env = {**os.environ, "PYTEST_PLUGINS": "equisa_shadow", "EQUISA_SHADOW_CONFIG": "config.json",
            "EQUISA_SHADOW_OUT": str(tmp_path / "out.jsonl"), "PYTHONPATH": str(tmp_path)}
@@ -170,3 +173,40 @@ def test_an_index_moved_by_one_shows_on_a_call_with_one_item_moved(tmp_path: Pat
     assert report.changed_generated >= 1, report
     assert any("tuple[tuple['ay', '1'], tuple['May', '2']]) returned 'May', now returns 'ay'" in e
                for e in report.examples), report.examples
+
+
+URL_CONCAT = '''def url_concat(url, args):
+    if isinstance(args, dict):
+        pairs = list(args.items())
+    elif isinstance(args, (list, tuple)):
+        pairs = list(args)
+    else:
+        raise TypeError("'args' should be a dict, a list or a tuple, not %s" % type(args))
+    return url + "?" + "&".join("%s=%s" % pair for pair in pairs) if pairs else url
+'''
+URL_TESTS = ("from units import url_concat\n\n\n"
+             "def test_dict():\n    assert url_concat('u', {'a': 'b'}) == 'u?a=b'\n\n\n"
+             "def test_list():\n    assert url_concat('u', [('a', 'b')]) == 'u?a=b'\n\n\n"
+             "def test_none():\n    assert url_concat('u', None) == 'u'\n")
+
+
+def _url_concat_shadow(tmp_path: Path, guard: str, on_purpose: list[str]) -> ShadowOutput:
+    edit = ("    else:\n        raise", f"    else:\n        {guard}\n            return url\n        raise")
+    return _shadow(tmp_path, "url_concat", edit, module=URL_CONCAT, tests=URL_TESTS,
+                   passing=("test_dict", "test_list"), failing=("test_none",),
+                   config={"on_purpose": on_purpose})[0]
+
+
+def test_a_guard_that_lets_other_kinds_past_a_type_check_diverges_and_a_precise_one_does_not(tmp_path: Path):
+    """``url_concat`` rejects what is no dict, list or tuple with a ``TypeError`` of its own; the
+    failing test passes None. ``if not args: return url`` also lets ``""`` and ``0`` through, which
+    the original rejects: a probe of another kind shows it. ``if args is None`` keeps rejecting them."""
+    broad = _url_concat_shadow(tmp_path / "broad", "if not args:", ["TypeError"]).report()
+    assert broad.changed_generated >= 1, broad
+    assert any("url_concat('u', '') raised TypeError, now returns 'u'" in e for e in broad.examples), broad
+    precise = _url_concat_shadow(tmp_path / "precise", "if args is None:", ["TypeError"]).report()
+    assert precise.changed_generated == 0 and precise.changed_recorded == 0, precise
+    assert precise.generated_calls > broad.generated_calls - broad.changed_generated - 1
+    # Without the host's word that the function checks its inputs, no probe is made.
+    blind = _url_concat_shadow(tmp_path / "blind", "if not args:", []).report()
+    assert blind.changed_generated == 0, blind

@@ -38,11 +38,15 @@ Near each call made under a passing test, GENERATED calls: deterministic neighbo
 argument, or of one attribute of the receiver, at a time (a number one off or 0; a sequence with
 an element dropped or repeated, two swapped, reversed, empty; a string shortened or empty; a
 boolean flipped; a dict with a key dropped or empty), on copies, both versions called and compared
-the same way; capped per call and in total. A call whose outcomes differ is run once more on the
-original (a control, on a fresh copy): an original that differs from itself (a clock, a counter, an
-identity in its state) makes the call uncomparable, or unchanged when the candidate equals the
-control. Every shadow call runs under ``call_limit_s`` (``setitimer`` in
-the main thread; the probe's own per-test alarm is re-armed with what is left of it), and the
+the same way; capped per call and in total. Where the function checks its inputs (the host names
+the errors it raises itself, ``on_purpose``), each argument also takes a value of another kind
+(``""``, ``0``): a probe the original rejects with one of those errors is compared, its outcome
+written ``refused:<type>``, and a candidate that now accepts it has widened the function past the
+failing tests' inputs (``if not args: return url`` where the fix is ``if args is None``). A call
+whose outcomes differ is run once more on the original (a control, on a fresh copy): an original
+that differs from itself (a clock, a counter, an identity in its state) makes the call
+uncomparable, or unchanged when the candidate equals the control. Every shadow call runs under
+``call_limit_s`` (``setitimer`` in the main thread; the probe's own per-test alarm is re-armed with what is left of it), and the
 shadow calls of one test under ``test_budget_s`` in all.
 
 The original function's lines and line-to-line arcs executed by the calls under passing tests are

@@ -17,6 +17,9 @@ from .calls import _Call, _shape
 
 #: Neighbours of one item that a sequence's neighbours take, per item moved.
 _ITEM_NEIGHBOURS = 2
+#: Values of another kind put in place of one argument where the function rejects some inputs on
+#: purpose (``_kind_probes``): an empty string and zero, each falsy, as a guard ``if not x`` lets through.
+_KIND_PROBES = ("", 0)
 
 
 def _neighbours(value: Any, depth: int = 0, item_moves: bool = True) -> list[Any]:
@@ -107,3 +110,22 @@ def _neighbour_calls(call: _Call, item_moves: bool = True) -> Iterator[_Call]:
         else:
             kwargs[slot] = neighbour
         yield _Call(args, kwargs, call.receiver)
+
+
+def _kind_probes(call: _Call) -> Iterator[_Call]:
+    """``call`` with one argument or keyword (not the receiver) replaced by a value of another kind
+    (``_KIND_PROBES``: ``""`` unless it is a string, ``0`` unless it is a number): inputs that a
+    function checking its arguments' types rejects, on which a candidate must reject them too."""
+    first = 1 if call.receiver else 0
+    slots: list[Any] = list(range(first, len(call.args))) + sorted(call.kwargs)
+    for slot in slots:
+        value = call.args[slot] if isinstance(slot, int) else call.kwargs[slot]
+        for probe in _KIND_PROBES:
+            if isinstance(value, str) if isinstance(probe, str) else isinstance(value, (int, float)):
+                continue  # the same kind: not a probe
+            args, kwargs = list(call.args), dict(call.kwargs)
+            if isinstance(slot, int):
+                args[slot] = probe
+            else:
+                kwargs[slot] = probe
+            yield _Call(args, kwargs, call.receiver)

@@ -29,7 +29,7 @@ from .calls import (
     _TargetFunctions,
 )
 from .code_objects import _CO_ASYNC, _CO_GENERATOR, _key, _own_codes, executable_lines, find_code
-from .neighbours import _neighbour_calls
+from .neighbours import _kind_probes, _neighbour_calls
 
 _monotonic = time.monotonic  # suites may mock time
 #: Inputs next to one failing call whose keys are written (they are only compared, never run).
@@ -364,6 +364,7 @@ class _Shadow:
             self.emit(test, origin, "recorded", call, before, after, functions, items)
             if origin == "passing":
                 self.generate(call, functions, test)
+                self.probe_kinds(call, functions, test)
             else:
                 self.failing_neighbours(call, test)
         except Exception as error:
@@ -379,7 +380,10 @@ class _Shadow:
         after: _Outcome,
         functions: _TargetFunctions,
         items: int,
+        refused: bool = False,
     ) -> None:
+        """Write one comparison; ``refused``: a probe the original rejected on purpose (its outcome is
+        written ``refused:<type>``, a refusal to keep, not a crash that a candidate may answer)."""
         changed = _compare(before, after)
         if changed is None:
             self.uncomparable(test, "ran out of time on both versions")
@@ -417,7 +421,7 @@ class _Shadow:
                 "changed": changed,
                 "detail": detail,
                 "inputs": call.key(),
-                "before": before.kind(),
+                "before": before.kind().replace("raised:", "refused:", 1) if refused else before.kind(),
                 "after": after.kind(),
                 "relation": call.relation(),
             }
@@ -451,6 +455,36 @@ class _Shadow:
             made += 1
             self.generated += 1
             self.emit(test, "passing", "generated", near, before, after, functions, self.config["max_items"])
+
+    def probe_kinds(self, call: _Call, functions: _TargetFunctions, test: str) -> None:
+        """Where the function raises some exceptions on purpose (``on_purpose`` in the configuration:
+        it checks its inputs), ``call`` with one argument of another kind (``_kind_probes``): a probe
+        the original rejects with one of them is compared, and a candidate that stops rejecting it
+        has widened what the function accepts beyond the failing tests' inputs."""
+        rejected = set(self.config.get("on_purpose") or ())
+        if not rejected:
+            return
+        items = self.config["max_items"]
+        for near in _kind_probes(call):
+            if self.generated >= self.config["max_generated"]:
+                return
+            seen = near.state()
+            if seen in self.seen_inputs:
+                continue
+            self.seen_inputs.add(seen)
+            try:
+                before = self.run(functions, near.copied(), "original", items)
+                if before is None:
+                    return
+                if before.raised is None or before.raised.rsplit(".", 1)[-1] not in rejected:
+                    continue  # accepted, or rejected by accident: not what the function checks
+                after = self.run(functions, near.copied(), "candidate", items, self.limit_after(before))
+            except Exception:
+                continue
+            if after is None:
+                return
+            self.generated += 1
+            self.emit(test, "passing", "generated", near, before, after, functions, items, refused=True)
 
     def failing_neighbours(self, call: _Call, test: str) -> None:
         """The inputs next to a failing test's call (not run): the failure's own neighbourhood, where a

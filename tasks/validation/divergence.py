@@ -28,9 +28,9 @@ from prefect.states import State
 
 from equisa_core.common.loop import Frozen
 from equisa_core.common.time_limits import limit_for, slowest_finished
+from equisa_core.testgen.raised_on_purpose import raised_on_purpose
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.divergence import DivergenceReport, ShadowLimits, ShadowOutput, read_shadow_output
-from equisa_core.testgen.raised_on_purpose import raised_on_purpose
 from equisa_core.validation.generated_tests import is_testgen_test
 from tasks.run.patched_function import file_of, qualname_of
 from tasks.run.prepared_run import focused_request

@@ -46,8 +46,8 @@ failing tests' inputs (``if not args: return url`` where the fix is ``if args is
 whose outcomes differ is run once more on the original (a control, on a fresh copy): an original
 that differs from itself (a clock, a counter, an identity in its state) makes the call
 uncomparable, or unchanged when the candidate equals the control. Every shadow call runs under
-``call_limit_s`` (``setitimer`` in the main thread; the probe's own per-test alarm is re-armed with what is left of it), and the
-shadow calls of one test under ``test_budget_s`` in all.
+``call_limit_s`` (``setitimer`` in the main thread; the probe's own per-test alarm is re-armed
+with what is left of it), and the shadow calls of one test under ``test_budget_s`` in all.
 
 The original function's lines and line-to-line arcs executed by the calls under passing tests are
 recorded (by the same trace hook), and its executable lines are given, so coverage of the function

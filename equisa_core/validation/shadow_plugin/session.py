@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import IO, Any
 
 from .calls import (
@@ -364,7 +364,6 @@ class _Shadow:
             self.emit(test, origin, "recorded", call, before, after, functions, items)
             if origin == "passing":
                 self.generate(call, functions, test)
-                self.probe_kinds(call, functions, test)
             else:
                 self.failing_neighbours(call, test)
         except Exception as error:
@@ -431,42 +430,25 @@ class _Shadow:
         self.write({"kind": "shadow-uncomparable", "test": test, "why": why})
 
     def generate(self, call: _Call, functions: _TargetFunctions, test: str) -> None:
-        """Calls next to ``call`` (one argument changed), on both versions, compared."""
-        made = 0
-        limits = self.config
-        for near in _neighbour_calls(call):
-            if made >= limits["max_generated_per_call"] or self.generated >= limits["max_generated"]:
-                return
-            seen = near.state()
-            if seen in self.seen_inputs:
-                continue
-            self.seen_inputs.add(seen)
-            try:
-                before = self.run(functions, near.copied(), "original", self.config["max_items"])
-                if before is None:
-                    return
-                after = self.run(
-                    functions, near.copied(), "candidate", self.config["max_items"], self.limit_after(before)
-                )
-            except Exception:
-                continue
-            if before is None or after is None:
-                return
-            made += 1
-            self.generated += 1
-            self.emit(test, "passing", "generated", near, before, after, functions, self.config["max_items"])
+        """Calls next to ``call`` (one argument changed), on both versions, compared; then, where the
+        function raises some exceptions on purpose (``on_purpose`` in the configuration: it checks
+        its inputs), ``call`` with one argument of another kind (``_kind_probes``): a probe the
+        original rejects with one of them is compared, and a candidate that stops rejecting it has
+        widened what the function accepts beyond the failing tests' inputs."""
+        per_call = self.config["max_generated_per_call"]
+        self._compare_generated(_neighbour_calls(call), functions, test, per_call)
+        rejected = frozenset(self.config.get("on_purpose") or ())
+        if rejected:
+            self._compare_generated(_kind_probes(call), functions, test, None, rejected)
 
-    def probe_kinds(self, call: _Call, functions: _TargetFunctions, test: str) -> None:
-        """Where the function raises some exceptions on purpose (``on_purpose`` in the configuration:
-        it checks its inputs), ``call`` with one argument of another kind (``_kind_probes``): a probe
-        the original rejects with one of them is compared, and a candidate that stops rejecting it
-        has widened what the function accepts beyond the failing tests' inputs."""
-        rejected = set(self.config.get("on_purpose") or ())
-        if not rejected:
-            return
+    def _compare_generated(self, calls: Iterator[_Call], functions: _TargetFunctions, test: str,
+                           cap: int | None, rejected: frozenset[str] | None = None) -> None:
+        """Each of ``calls`` not seen before on both versions, compared, at most ``cap`` of them (None:
+        only the run's cap); with ``rejected``, only those the original rejects with one of them."""
+        made = 0
         items = self.config["max_items"]
-        for near in _kind_probes(call):
-            if self.generated >= self.config["max_generated"]:
+        for near in calls:
+            if (cap is not None and made >= cap) or self.generated >= self.config["max_generated"]:
                 return
             seen = near.state()
             if seen in self.seen_inputs:
@@ -476,15 +458,18 @@ class _Shadow:
                 before = self.run(functions, near.copied(), "original", items)
                 if before is None:
                     return
-                if before.raised is None or before.raised.rsplit(".", 1)[-1] not in rejected:
+                if rejected is not None and (before.raised is None
+                                             or before.raised.rsplit(".", 1)[-1] not in rejected):
                     continue  # accepted, or rejected by accident: not what the function checks
                 after = self.run(functions, near.copied(), "candidate", items, self.limit_after(before))
             except Exception:
                 continue
             if after is None:
                 return
+            made += 1
             self.generated += 1
-            self.emit(test, "passing", "generated", near, before, after, functions, items, refused=True)
+            self.emit(test, "passing", "generated", near, before, after, functions, items,
+                      refused=rejected is not None)
 
     def failing_neighbours(self, call: _Call, test: str) -> None:
         """The inputs next to a failing test's call (not run): the failure's own neighbourhood, where a

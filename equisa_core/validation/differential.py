@@ -5,8 +5,8 @@ A candidate that passes the visible tests may still be wrong where no test looks
 how it behaves next to what the tests exercise. It takes the target's calls recorded in the
 visible tests (``RecordedCall``: literal arguments only) and their neighbours
 (``neighbour_values``: a number one step off or 0; a sequence with an element dropped, repeated,
-swapped or sorted, reversed, or empty; a string shortened or empty; a boolean flipped: the
-scalars' rule is the shadow plugin's, ``scalar_neighbours``, so both checks move a value alike; and, for a
+swapped or sorted, reversed, or empty; a string shortened or empty; a boolean flipped: for
+scalars, the shadow plugin's rule (``scalar_neighbours``), so both checks move a value alike; and, for a
 parameter the body compares with another's items, ``x < seq[0]`` or ``seq[i] <= x``, that
 argument's first and last items: the comparison's boundaries, ``compared_with_items``), and runs each
 input on the original and on the candidate (``driver_module``: one test per call, the call guarded
@@ -52,7 +52,6 @@ from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import RecordedCall
 from equisa_core.mutation.fix_context import raised_types
-from equisa_core.validation.shadow_plugin.neighbours import scalar_neighbours
 
 __all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED", "CRASHES",
            "COLLAPSE_MIN_INPUTS",
@@ -227,8 +226,19 @@ def _shown(observed: Observed) -> str:
 
 def neighbour_values(value: object) -> list[object]:
     """Values next to ``value``: see the module docstring. Deterministic, without ``value`` itself."""
-    out: list[object] = scalar_neighbours(value)
-    if isinstance(value, list | tuple):
+    # The shadow plugin's ``scalar_neighbours`` has the same rule for scalars, but importing the
+    # plugin's package loads pytest into EQUISA's own process (its hooks), so it is not imported here;
+    # ``tests/core/test_differential.py`` checks that the two rules agree.
+    out: list[object] = []
+    if isinstance(value, bool):
+        out = [not value]
+    elif isinstance(value, int):
+        out = [value - 1, value + 1, 0, -value]
+    elif isinstance(value, float):
+        out = [value - 1.0, value + 1.0, 0.0]
+    elif isinstance(value, str):
+        out = [value[1:], value[:-1], "", value + value[-1:]]
+    elif isinstance(value, list | tuple):
         out = list(_sequence_neighbours(list(value), type(value)))
     seen: list[object] = []
     for item in out:

@@ -360,8 +360,9 @@ def test_without_the_flag_a_looping_test_costs_seconds_in_every_phase(tmp_path, 
     assert f"{looping} (30s)" in note and "--test-timeout SECONDS" in note
     limits = _time_limits_hit(Path(cli_env["PREFECT_LOCAL_STORAGE_PATH"]), looping)
     # once at the first-run limit (the trace), then in later phases at 3 s (10 x ~0 s + 2 s, rounded up)
-    # or less (a mutant round's limit, relative to the unmutated run)
-    assert sorted(limits)[-1:] == [30.0] and len(limits) >= 2 and max(sorted(limits)[:-1]) <= 3.0, limits
+    # or less (a mutant round's limit, relative to the unmutated run); on a loaded machine the passing
+    # tests' median grows past 0.1 s and the limit to 4 s (seen: [4.0, 30.0, 4.0, 4.0]), so up to 5 s
+    assert sorted(limits)[-1:] == [30.0] and len(limits) >= 2 and max(sorted(limits)[:-1]) <= 5.0, limits
     # Measured: 36 s on a quiet machine with a 10 s first-run limit (now 30 s), 60-110 s with its 2 cores
     # loaded 2-3 times over. The bound is loose so that load does not fail it; one phase at the old
     # 300 s limit would.

@@ -288,14 +288,15 @@ def _start(options: ServerOptions) -> ServerState:
     watchdog = [sys.executable, "-m", "tasks.prefect_server.watchdog", "--folder", str(folder),
                 "--idle", repr(options.idle_s), "--", *command]
     (folder / "home").mkdir(parents=True, exist_ok=True)
-    seeded = seed_database(folder / "home", _prefect_version())  # a new server's database, migrated
+    prefect_version = _prefect_version()
+    seeded = seed_database(folder / "home", prefect_version)  # a new server's database, migrated
     with open(folder / LOG_FILE, "wb") as log:
         process = subprocess.Popen(
             watchdog, cwd=_PACKAGE_ROOT, env=server_environment(os.environ, folder, port),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     state = ServerState(pid=process.pid, marker=process_marker(process.pid) or "alive", port=port,
-                        prefect_version=_prefect_version(), idle_s=options.idle_s, started_at=time.time(),
+                        prefect_version=prefect_version, idle_s=options.idle_s, started_at=time.time(),
                         seeded=seeded)
     _write_state(folder, state)
     deadline = time.monotonic() + options.startup_s

@@ -91,10 +91,6 @@ _HEADER = struct.Struct("!Q")
 _BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
          "from cli.warm_worker import boot; boot(sys.argv[2:])")
 _STOP_WAIT_S = 10.0
-#: The worker's boot argument that has it launch the shared Prefect server first (``_preload``).
-_SERVER_FIRST = "--server-first"
-#: The commands whose flows run against the Prefect server (``cli.flow_runs.connect_prefect``).
-FLOW_COMMANDS = frozenset({"trace", "localize", "repair", "testgen"})
 #: The longest path of a Unix socket that every system takes (Linux 107 bytes, macOS 103).
 _SOCKET_PATH_MAX = 103
 
@@ -180,7 +176,7 @@ def forward(argv: Sequence[str], env: Mapping[str, str] | None = None) -> int:
     name = fingerprint(env)
     if len(os.fsencode(folder / f"{name}.sock.{2**22}")) > _SOCKET_PATH_MAX:
         raise WarmUnavailable(f"{folder} is too deep for a socket's path")
-    connection = _connect(folder / f"{name}.sock") or _start_worker(folder, name, env, _runs_flows(argv))
+    connection = _connect(folder / f"{name}.sock") or _start_worker(folder, name, env)
     with connection:
         request = json.dumps({"argv": list(argv), "cwd": os.getcwd(), "env": dict(env),
                               "argv0": sys.argv[0]}).encode("utf-8", "surrogateescape")
@@ -202,16 +198,9 @@ def _connect(path: Path) -> socket.socket | None:
     return client
 
 
-def _runs_flows(argv: Sequence[str]) -> bool:
-    """Is ``equisa argv`` a command whose flows run against the Prefect server?"""
-    command = next((arg for arg in argv if not arg.startswith("-")), None)
-    return command in FLOW_COMMANDS
-
-
-def _start_worker(folder: Path, name: str, env: Mapping[str, str], server_first: bool) -> socket.socket:
+def _start_worker(folder: Path, name: str, env: Mapping[str, str]) -> socket.socket:
     """Start a worker for ``name`` (one at a time: others wait on the lock, then find it) and
-    connect to it. With ``server_first`` the worker starts the shared Prefect server before its
-    imports (``tasks.prefect_server.server.launch_early``)."""
+    connect to it."""
     import fcntl
     import subprocess
 
@@ -223,8 +212,7 @@ def _start_worker(folder: Path, name: str, env: Mapping[str, str], server_first:
             return found
         with open(folder / f"{name}.log", "ab") as log:
             worker = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(path), str(idle_seconds(env)),
-                 *([_SERVER_FIRST] if server_first else [])],
+                [sys.executable, "-c", _BOOT, json.dumps(sys.path), str(path), str(idle_seconds(env))],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=dict(env),
                 start_new_session=True, close_fds=True,
             )
@@ -288,19 +276,18 @@ class _Request(NamedTuple):
 def boot(args: Sequence[str]) -> None:
     """The worker process's entry (``_BOOT``): ``serve``, and in a child, the command."""
     path, idle = Path(args[0]), float(args[1])
-    request = serve(path, idle, server_first=_SERVER_FIRST in args[2:])
+    request = serve(path, idle)
     if request is not None:  # a child: serve returned here after fork
         sys.exit(_run_command(request))  # ``run``'s exit handler ends it without the teardown
 
 
-def serve(path: Path, idle_s: float, server_first: bool = False) -> _Request | None:
+def serve(path: Path, idle_s: float) -> _Request | None:
     """Import the CLI and the flows, listen on ``path`` and fork a child per command until idle
     for ``idle_s`` seconds (or SIGTERM). Returns None in the worker when it ends, and the request
-    in each child (whose stack then unwinds out of the loop, to run the command). With
-    ``server_first``, the shared Prefect server is launched before the imports (``_preload``)."""
+    in each child (whose stack then unwinds out of the loop, to run the command)."""
     import select
 
-    _preload(server_first)
+    _preload()
     worker = os.getpid()
     listener, mine = _listen(path, worker, idle_s)
     wake_read, wake_write = os.pipe()
@@ -342,22 +329,15 @@ def serve(path: Path, idle_s: float, server_first: bool = False) -> _Request | N
     return None
 
 
-def _preload(server_first: bool = False) -> None:
+def _preload() -> None:
     """Import the CLI, the flows and every sub-command's module, as a command would; refuse to go on
-    when the imports started threads (a fork would copy them half-way).
-
-    With ``server_first``, first launch the shared Prefect server (without waiting for it): on a
-    machine's first command its start-up, about 10 s of imports, then overlaps this worker's."""
+    when the imports started threads (a fork would copy them half-way)."""
     import importlib
     import threading
 
     from cli.flow_runs import set_prefect_defaults
 
     set_prefect_defaults(verbose=False)  # as cli.main.main does before its imports
-    if server_first:
-        from tasks.prefect_server.server import launch_early
-
-        launch_early()
     for module in PRELOAD:
         importlib.import_module(module)
     from cli.main import build_parser

@@ -9,15 +9,11 @@ configured, commands that run flows use one local server instead::
       ├─ EQUISA_PREFECT_SERVER=ephemeral  Prefect's temporary server, as before
       └─ shared (the default), under the folder's lock:
            a healthy server recorded in server.json ──▶ reuse it (no start-up cost)
-           one launched moments ago, still starting ──▶ wait for /api/health (``launch_early``)
            none, or a stale record ──▶ clean it, seed a new database (``database_seed``: already
              migrated), start ``prefect server start --host 127.0.0.1 --port N`` under the
              watchdog (``tasks/prefect_server/watchdog.py``), wait for /api/health
            then: lease for this command, PREFECT_API_URL for this process
       on failure (port taken, start-up timeout): Prefect's temporary server, and a ``problem``
-
-    launch_early()                      in the warm worker a flow command starts (``cli.warm_worker``)
-      └─ the same start, without the wait: the server's imports overlap the worker's
 
 The server has its own ``PREFECT_HOME`` and database under ``<data home>/prefect/home`` (the
 user's Prefect profile, database and settings are not read or written) and binds 127.0.0.1 only.
@@ -75,7 +71,6 @@ __all__ = [
     "server_options",
     "connect",
     "ensure_server",
-    "launch_early",
     "server_status",
     "stop_server",
     "server_environment",
@@ -222,10 +217,6 @@ def ensure_server(options: ServerOptions) -> tuple[ServerState, bool]:
                 touch(folder)
                 _lease(folder)
                 return state, False
-            if state is not None and _starting(state, options):  # launched early (``launch_early``)
-                _await_health(state, options, None)
-                _lease(folder)
-                return state, True
             if state is not None:  # stale: dead, unhealthy or of another Prefect version
                 _terminate(state)
                 _forget(folder)
@@ -289,35 +280,8 @@ def server_environment(environ: Mapping[str, str], folder: Path, port: int) -> d
     return env
 
 
-def launch_early(options: ServerOptions | None = None) -> bool:
-    """Start the shared server for a command that is about to need it, without waiting for it to
-    answer: its start-up (seconds, mostly imports) then runs beside the command's own imports, and
-    the command's ``connect`` waits only for what is left. True when a server was launched; False,
-    doing nothing, when the command would not use it (a configured API, ``ephemeral``), one is
-    recorded already, another command holds the lock, or it cannot start (``connect`` then meets the
-    same problem and reports it)."""
-    try:
-        options = server_options() if options is None else options
-        if options.mode != "shared" or _configured_api_url(os.environ):
-            return False
-        with locked(options.folder, timeout=0):
-            if _read_state(options.folder) is not None:  # running, starting or stale: connect decides
-                return False
-            _launch(options)
-            return True
-    except (InputError, LockTimeout, OSError, ValueError):  # ValueError: Prefect's settings do not validate
-        return False
-
-
 def _start(options: ServerOptions) -> ServerState:
     """Start the watchdog and its server in a new session; wait for the health endpoint."""
-    state, process = _launch(options)
-    _await_health(state, options, process)
-    return state
-
-
-def _launch(options: ServerOptions) -> tuple[ServerState, subprocess.Popen[bytes]]:
-    """Start the watchdog and its server in a new session on a seeded database, and record it."""
     folder = options.folder
     port = options.port or _free_port()
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
@@ -331,36 +295,21 @@ def _launch(options: ServerOptions) -> tuple[ServerState, subprocess.Popen[bytes
             watchdog, cwd=_PACKAGE_ROOT, env=server_environment(os.environ, folder, port),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-    _LAUNCHED.append(process)  # referenced, so that no ResourceWarning says it still runs
     state = ServerState(pid=process.pid, marker=process_marker(process.pid) or "alive", port=port,
                         prefect_version=prefect_version, idle_s=options.idle_s, started_at=time.time(),
                         seeded=seeded)
-    _write_state(options.folder, state)
-    return state, process
-
-
-#: The servers this process launched (``_launch``).
-_LAUNCHED: list[subprocess.Popen[bytes]] = []
-
-
-def _await_health(state: ServerState, options: ServerOptions,
-                  process: subprocess.Popen[bytes] | None) -> None:
-    """Wait until the server started at ``state.started_at`` answers, for at most ``startup_s`` from
-    then. When it exits or does not answer in time: end it, forget it, raise ``PrefectServerError``.
-    ``process`` is None when another process launched it (``launch_early``)."""
-    folder = options.folder
-    deadline = state.started_at + options.startup_s
+    _write_state(folder, state)
+    deadline = time.monotonic() + options.startup_s
     while not _healthy(state.url, timeout=1.0):
-        exited = (process.poll() is not None if process is not None
-                  else not is_same_process(state.pid, state.marker))
-        if exited or time.time() > deadline:
-            reason = (f"it exited: {_last_line(folder / LOG_FILE)}" if exited
+        if process.poll() is not None or time.monotonic() > deadline:
+            reason = (f"it exited: {_last_line(folder / LOG_FILE)}" if process.poll() is not None
                       else f"no answer from {state.url}/api/health in {options.startup_s:g} s")
             _terminate(state)
             _forget(folder)
             raise PrefectServerError(f"the local Prefect server did not start ({reason}; log: "
-                                     f"{folder / LOG_FILE})")
+                               f"{folder / LOG_FILE})")
         time.sleep(0.1)
+    return state
 
 
 def _lease(folder: Path) -> None:
@@ -376,13 +325,6 @@ def _usable(state: ServerState, folder: Path) -> bool:
     if state.prefect_version != _prefect_version() and not live_leases(folder):
         return False
     return any(_healthy(state.url, timeout=timeout) for timeout in (2.0, 5.0, 10.0))
-
-
-def _starting(state: ServerState, options: ServerOptions) -> bool:
-    """Launched moments ago, for this Prefect version, and still starting (alive, within its
-    start-up time): a server to wait for, not a stale one."""
-    return (state.prefect_version == _prefect_version() and is_same_process(state.pid, state.marker)
-            and time.time() < state.started_at + options.startup_s)
 
 
 def _terminate(state: ServerState) -> None:

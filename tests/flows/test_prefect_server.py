@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from importlib.metadata import version
@@ -24,7 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from cli.warm_worker import running_workers, stop_workers
 from tasks.prefect_server.database_seed import DATABASE_NAME, database_revision, seed_path
 from tasks.prefect_server.server import ServerState, server_options, stop_server
 from tasks.prefect_server.watchdog import STATE_FILE, acquire_lease, group_alive, process_marker
@@ -189,61 +187,6 @@ def test_two_commands_starting_at_once_share_one_server(env):
     assert len(pids) == 1
     assert sorted("started" in out for out in outputs) == [False, True]
     assert watchdogs(folder(env)) == [state(env).pid] == list(pids)
-
-
-EARLY_THEN_CONNECT = """
-import json, sys
-from tasks.prefect_server.server import ensure_server, launch_early, server_options
-launched = [launch_early(), launch_early()]  # the second finds the first's record
-state, started = ensure_server(server_options())
-print(json.dumps({"launched": launched, "pid": state.pid, "started": started}))
-"""
-
-
-def test_a_server_launched_early_is_waited_for_and_not_started_twice(env):
-    """``launch_early`` (the warm worker's, before its imports) starts the server without waiting;
-    the command's ``ensure_server`` then waits for that one to answer and counts it as started."""
-    done = subprocess.run([sys.executable, "-c", EARLY_THEN_CONNECT], capture_output=True, text=True,
-                          env=env, timeout=300, cwd=Path(__file__).resolve().parents[2])
-    assert done.returncode == 0, done.stderr
-    answer = json.loads(done.stdout)
-    assert answer["launched"] == [True, False]
-    assert answer["started"] is True  # it was still starting when ensure_server came
-    assert watchdogs(folder(env)) == [answer["pid"]] == [state(env).pid]
-    # Opted out, or an API configured: nothing is launched.
-    for setting in ({"EQUISA_PREFECT_SERVER": "ephemeral"}, {"PREFECT_API_URL": "http://127.0.0.1:9/api"}):
-        elsewhere = {**env, **setting, "XDG_DATA_HOME": str(Path(env["XDG_DATA_HOME"]) / "other")}
-        script = "from tasks.prefect_server.server import launch_early; print(launch_early())"
-        quiet = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                               env=elsewhere, timeout=120, cwd=Path(__file__).resolve().parents[2])
-        assert quiet.stdout.strip() == "False", quiet.stderr
-        assert watchdogs(Path(elsewhere["XDG_DATA_HOME"])) == []
-
-
-def parent_of(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"^PPid:\s+(\d+)", status, re.M).group(1))
-
-
-def test_the_warm_worker_a_flow_command_starts_launches_the_server_before_its_imports(env):
-    runtime = tempfile.mkdtemp(prefix="ew-")  # short: a socket's path has a length limit
-    warm = {**env, "EQUISA_WARM": "1", "XDG_RUNTIME_DIR": runtime, "EQUISA_WARM_IDLE_S": "120"}
-    try:
-        first = equisa(warm, "trace", str(SHAPES), "--sandbox", "none")
-        assert first.returncode == 0, first.stderr
-        assert "local server started" in UI_LINE.search(first.stderr).group(2)
-        workers = [int(w["pid"]) for w in running_workers(warm)]
-        assert len(workers) == 1
-        # The worker launched it (the command, a forked child that has exited, did not).
-        assert watchdogs(folder(env)) == [state(env).pid] and parent_of(state(env).pid) == workers[0]
-        # A command that runs no flow starts a worker that launches nothing.
-        stop_workers(warm)
-        stop_server(server_options({"XDG_DATA_HOME": env["XDG_DATA_HOME"]}))
-        assert equisa(warm, "history", "--limit", "1").returncode == 0
-        assert len(running_workers(warm)) == 1 and state(env) is None and watchdogs(folder(env)) == []
-    finally:
-        stop_workers(warm)
-        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def test_an_idle_server_stops_itself_but_not_while_a_command_holds_a_lease(env):

@@ -44,12 +44,19 @@ from equisa_core.testgen.machine import (
     Store,
     Stored,
     TestgenStep,
+    TestRun,
 )
 from equisa_core.testgen.prompts import render_enhancer
 from tasks.testgen.analysis import analyse_test_module
 from tasks.testgen.context import TestgenContext, embedding_config, stage
 from tasks.testgen.generation import DeterministicPlan, Recorder, deterministic_tests
-from tasks.testgen.measure import measure, measurement, scored_mutants
+from tasks.testgen.measure import (
+    GENERATED_TESTS_HASH_SEEDS,
+    hash_seed_failures,
+    measure,
+    measurement,
+    scored_mutants,
+)
 from tasks.testgen.model import ask, asker, generator_prompt, usable
 from tasks.testgen.test_store import TestStore, embed_texts
 
@@ -192,11 +199,22 @@ def analyse(ctx: TestgenContext, store: TestStore, step: Analyse) -> Analysed:
 
 
 def measure_step(ctx: TestgenContext, store: TestStore, step: Measure) -> Measured:
-    """Branch coverage of the module's tests in the sandbox; a runner error (first run only) observed."""
+    """Branch coverage of the module's tests in the sandbox, under other hash seeds than the one
+    their values were recorded under (``GENERATED_TESTS_HASH_SEEDS``: the coverage run under the
+    first; the first run of a round also runs the passing tests under the second): a test that
+    depends on the seed fails, and is dropped. A runner error (first run only) observed."""
     del store
     overlay = {ctx.module_path: step.source}
+    first, second = GENERATED_TESTS_HASH_SEEDS
     try:
-        ctx.coverage = measure(ctx, overlay, [ctx.module_path])
+        ctx.coverage = measure(ctx, overlay, [ctx.module_path], hash_seed=first)
+        found = measurement(ctx.coverage)
+        if not step.after_drop and found.passed:
+            passed = [t.test_id for t in found.tests if t.passed]
+            failed = set(hash_seed_failures(ctx, overlay, [ctx.module_path], passed, second))
+            found = found.model_copy(update={"tests": tuple(
+                TestRun(test_id=t.test_id, passed=False, outcome=f"failed under PYTHONHASHSEED={second}")
+                if t.test_id in failed else t for t in found.tests)})
     except BudgetSpentError:
         raise  # cut at the run's deadline: the driver stops its loop
     except EquisaError as error:
@@ -204,7 +222,7 @@ def measure_step(ctx: TestgenContext, store: TestStore, step: Measure) -> Measur
             raise
         ctx.coverage = None
         return Measured(runner_error=error.args[0] if error.args else type(error).__name__)
-    return Measured(measurement=measurement(ctx.coverage))
+    return Measured(measurement=found)
 
 
 def run_mutants(ctx: TestgenContext, store: TestStore, step: RunMutants) -> MutantsScored:

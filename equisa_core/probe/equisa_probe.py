@@ -1090,7 +1090,9 @@ def _literal(value: object, text: str) -> bool:
 # bounded: containers and objects nest at most MAX_BUILD_DEPTH deep, a build holds at most
 # MAX_BUILD_ITEMS values and MAX_BUILD_CHARS characters, and no module is imported.
 
-MAX_BUILD_DEPTH = 3
+#: 5: a parser's result object holding a list of objects that each hold a list of texts (a
+#: docstring's sections, each with its arguments) is built whole; 3 cut it at the texts.
+MAX_BUILD_DEPTH = 5
 MAX_BUILD_ITEMS = 200
 MAX_BUILD_CHARS = 4 * MAX_REPR
 _POINTER = 8 if sys.maxsize > 2 ** 32 else 4

@@ -28,6 +28,7 @@ __all__ = [
     "append_tests",
     "covering_tests",
     "focus_nodes",
+    "lines_by_test",
     "merge_modules",
     "observed_tests",
     "scratch_module",
@@ -77,6 +78,15 @@ def covering_tests(line_tests: Mapping[int, Sequence[str]], nodes: Mapping[str, 
             if any(_holds(n, line) for n in nodes.values())
         }
     )
+
+
+def lines_by_test(line_tests: Mapping[int, Sequence[str]]) -> dict[str, frozenset[int]]:
+    """Test id -> the lines it executed, from line -> the tests that executed it."""
+    found: dict[str, set[int]] = {}
+    for line, tests in line_tests.items():
+        for test in tests:
+            found.setdefault(test, set()).add(line)
+    return {test: frozenset(lines) for test, lines in found.items()}
 
 
 def observed_tests(observed: SuiteTrace, nodes: dict[str, Node], per: int, prefix: str,

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -335,13 +335,17 @@ def carve_tests(
     nodes: Mapping[str, Node],
     max_per_member: int = 3,
     sources: Mapping[str, str] | None = None,
+    test_lines: Mapping[str, frozenset[int]] | None = None,
 ) -> list[CarvedTest]:
     """Tests that each call one member of ``group`` directly with arguments recorded in ``trace``.
 
     ``trace`` must come from a run that recorded the members' calls (``RunRequest.record``);
     ``nodes`` maps FQNs to nodes (for the file each member lives in); ``sources`` maps those files
     to their text, so that a test calls its member directly (else through the helper). At most
-    ``max_per_member`` tests per member, chosen by ``select``; members in sorted order, and
+    ``max_per_member`` tests per member, chosen by ``select`` (with ``test_lines``, test id -> the
+    lines of the members' files it executed, more while each reaches lines of its member that the
+    ones before did not, as the parametrized cases of one entry point do); members in sorted
+    order, and
     tests named ``test_carved_<member>_<behaviour>`` (``test_carved_parse_raises_value_error``,
     numbered when two say the same). Members without a usable recorded call get none.
     """
@@ -363,7 +367,7 @@ def carve_tests(
         buildable = [
             c for c in candidates[target.fqn] if _carve_one(c, target, scratch, "t", shape) is not None
         ]
-        for candidate in select(buildable, max_per_member):
+        for candidate in select(buildable, max_per_member, _lines_within(nodes.get(target.fqn), test_lines)):
             behaviour = _behaviour(candidate.outcome, target)
             name = _numbered(f"test_carved_{stems[target.fqn]}_{behaviour}", names)
             made = _carve_one(candidate, target, builder, name, shape)
@@ -371,6 +375,15 @@ def carve_tests(
                 names.add(name)
                 carved.append(made)
     return carved
+
+
+def _lines_within(node: Node | None, test_lines: Mapping[str, frozenset[int]] | None
+                  ) -> Callable[[Candidate], frozenset[int]] | None:
+    """The lines of ``node``'s definition that a candidate's test executed (None: not known)."""
+    if test_lines is None or node is None or node.start_line is None or node.end_line is None:
+        return None
+    span = frozenset(range(node.start_line, node.end_line + 1))
+    return lambda candidate: test_lines.get(candidate.test.test_id, frozenset()) & span
 
 
 # ---------------------------------------------------------------------------------------------

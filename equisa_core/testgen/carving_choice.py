@@ -9,7 +9,7 @@ Part of the carving (``equisa_core.testgen.carving``); pure.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from equisa_core.common.models import EncodedValue, RecordedCall, SuiteTrace, TestOutcome, TestResult
@@ -18,7 +18,7 @@ from equisa_core.testgen.carving_assertions import assertable
 from equisa_core.testgen.carving_names import Target
 from equisa_core.testgen.carving_values import literal, parsed_build
 
-__all__ = ["Candidate", "candidates_by_member", "select"]
+__all__ = ["COVERING_FACTOR", "Candidate", "candidates_by_member", "select"]
 
 #: Exceptions a carved test never asserts: interpreter control flow and test-runner outcomes.
 _UNASSERTABLE_EXCEPTIONS = frozenset(
@@ -149,8 +149,16 @@ def _distance(a: Candidate, b: Candidate) -> int:
     return sum(left.get(name) != right.get(name) for name in left.keys() | right.keys())
 
 
-def select(candidates: list[Candidate], limit: int) -> list[Candidate]:
-    """Up to ``limit`` calls with distinct inputs, spread over outcomes and argument values.
+#: How many times ``limit`` the calls ``select`` may keep while each still reaches lines of the
+#: member that the calls chosen before it did not.
+COVERING_FACTOR = 4
+
+
+def select(candidates: list[Candidate], limit: int,
+           lines: Callable[[Candidate], frozenset[int]] | None = None) -> list[Candidate]:
+    """Up to ``limit`` calls with distinct inputs, spread over outcomes and argument values; with
+    ``lines`` (the member's lines a call's test executed), first the calls that reach lines the
+    ones chosen before did not, the most new lines first, up to ``COVERING_FACTOR * limit``.
 
     Inputs seen with two different outcomes are dropped. Among the rest, each pick prefers an
     outcome kind not chosen yet, then the call whose arguments differ most from those chosen
@@ -165,7 +173,8 @@ def select(candidates: list[Candidate], limit: int) -> list[Candidate]:
         if len(outcomes[candidate.inputs]) == 1:
             unique.setdefault(candidate.inputs, candidate)
     pool = sorted(unique.values(), key=lambda c: c.index)
-    chosen: list[Candidate] = []
+    chosen = _covering(pool, COVERING_FACTOR * limit, lines) if lines is not None and limit else []
+    pool = [c for c in pool if c not in chosen]
     while pool and len(chosen) < limit:
         kinds = {c.outcome[0] for c in chosen}
 
@@ -176,4 +185,20 @@ def select(candidates: list[Candidate], limit: int) -> list[Candidate]:
         best = max(pool, key=preference)
         chosen.append(best)
         pool.remove(best)
+    return chosen
+
+
+def _covering(pool: list[Candidate], cap: int,
+              lines: Callable[[Candidate], frozenset[int]]) -> list[Candidate]:
+    """Greedily, the calls that reach the most lines not reached yet (ties: the earliest), while
+    one still adds a line, at most ``cap``."""
+    chosen: list[Candidate] = []
+    reached: set[int] = set()
+    while len(chosen) < cap:
+        gains = [(len(lines(c) - reached), -c.index, c) for c in pool if c not in chosen]
+        best = max(gains, key=lambda gain: gain[:2], default=None)
+        if best is None or best[0] == 0:
+            break
+        chosen.append(best[2])
+        reached |= lines(best[2])
     return chosen

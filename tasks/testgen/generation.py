@@ -26,6 +26,7 @@ from equisa_core.common.values import OBJECT_MARKER
 from equisa_core.testgen.assembly import (
     covering_tests,
     focus_nodes,
+    lines_by_test,
     merge_modules,
     observed_tests,
     scratch_module,
@@ -204,7 +205,8 @@ def _carved_and_boundary(
     the argument tuples recorded per function, as literal texts)."""
     recorded = recorder.run({}, covering, sorted(nodes))
     per_function = max(plan.carved_per_function, 1) * (round_number + 1)
-    carved = carve_tests(recorded, set(nodes), nodes, max_per_member=per_function, sources=sources)
+    carved = carve_tests(recorded, set(nodes), nodes, max_per_member=per_function, sources=sources,
+                         test_lines=lines_by_test(plan.line_tests))
     did.append(f"carved {len(carved)} tests from {len(covering)} existing tests' recorded calls")
     tests = list(carved) if round_number == 0 else []
     constants = file_constants(plan.target_source)

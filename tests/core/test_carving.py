@@ -28,6 +28,7 @@ from equisa_core.testgen.carving import (
     carved_module,
     carved_module_path,
 )
+from equisa_core.testgen.carving_choice import COVERING_FACTOR
 
 SHOP = {
     "shop/__init__.py": "",
@@ -405,6 +406,29 @@ def test_calls_differing_in_more_arguments_are_preferred():
     trace = suite(result("t.py::test", call(1, 1), call(1, 2), call(2, 2)))
     carved = carve_tests(trace, ["m.f"], {"m.f": node("m.f", "m.py")}, max_per_member=2)
     assert ["a=1, b=1" in carved[0].code, "a=2, b=2" in carved[1].code] == [True, True]
+
+
+def test_calls_whose_tests_reach_new_lines_of_the_member_are_kept_past_the_limit():
+    """With the lines each test executed, calls keep being chosen while they reach lines of the
+    member that the chosen ones did not (the most new lines first), up to COVERING_FACTOR times
+    the limit; lines outside the member's definition do not count."""
+    def call(a: int) -> RecordedCall:
+        return RecordedCall(fqn="m.f", args={"a": enc(a)}, result=enc(a * 2))
+
+    trace = suite(*(result(f"t.py::test_{a}", call(a)) for a in range(6)))
+    nodes = {"m.f": Node(fqn="m.f", file="m.py", start_line=10, end_line=30)}
+    lines = {"t.py::test_0": frozenset({10, 11}), "t.py::test_1": frozenset({10, 11}),
+             "t.py::test_2": frozenset({10, 12, 13, 14}), "t.py::test_3": frozenset({10, 15}),
+             "t.py::test_4": frozenset({10, 11, 40, 41}),  # 40, 41: another member's lines
+             "t.py::test_5": frozenset({10, 12})}
+    plain = carve_tests(trace, ["m.f"], nodes, max_per_member=1)
+    covering = carve_tests(trace, ["m.f"], nodes, max_per_member=1, test_lines=lines)
+    assert [t.source_test for t in plain] == ["t.py::test_0"]
+    # test_2 (4 lines), then test_0 (adds 11), then test_3 (adds 15); the rest add nothing.
+    assert [t.source_test for t in covering] == ["t.py::test_2", "t.py::test_0", "t.py::test_3"]
+    capped = carve_tests(trace, ["m.f"], nodes, max_per_member=0, test_lines=lines)
+    assert capped == []
+    assert COVERING_FACTOR == 4
 
 
 def test_members_with_one_last_name_get_distinct_names_and_imports(tmp_path, monkeypatch):

@@ -370,9 +370,9 @@ def test_the_probe_runs_no_user_code_to_build(ledger) -> None:
 
 
 def test_depth_limit_of_the_probe(ledger) -> None:
-    assert decode_value(build(ledger.Chain(2))).next.next.next is None
-    assert build(ledger.Chain(3)) is None
-    assert equisa_probe.MAX_BUILD_DEPTH == 3
+    assert decode_value(build(ledger.Chain(4))).next.next.next.next.next is None
+    assert build(ledger.Chain(5)) is None
+    assert equisa_probe.MAX_BUILD_DEPTH == 5
 
 
 # ---------------------------------------------------------------------------------------------

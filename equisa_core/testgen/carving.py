@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -76,6 +76,8 @@ __all__ = [
     "carve_tests",
     "carved_module",
     "carved_module_path",
+    "imports_a_test_module",
+    "is_test_module",
 ]
 
 _HELPER_SOURCE = f'''\
@@ -329,6 +331,25 @@ def _shape_of(target: Target, sources: Mapping[str, str]) -> CallShape | None:
     return call_shape(definition, in_class=len(target.qualname) > 1)
 
 
+def is_test_module(module: str) -> bool:
+    """Whether ``module`` names a test file of a folder that is no package (``test_x``, ``x_test``,
+    ``conftest``, as pytest collects them, with no package part): pytest put that folder on
+    ``sys.path``, not the generated tests' folder, so a generated test cannot import it. In a
+    package (``tests.test_x``) it can."""
+    return "." not in module and (module.startswith("test_") or module.endswith("_test")
+                                  or module == "conftest")
+
+
+def imports_a_test_module(imports: Iterable[str]) -> bool:
+    """Whether one of the import statements ``imports`` imports from a test file (``is_test_module``):
+    a recorded argument that the suite's own test file defines (a helper class, a function)."""
+    for statement in imports:
+        words = statement.split()
+        if len(words) >= 2 and words[0] in ("import", "from") and is_test_module(words[1]):
+            return True
+    return False
+
+
 def carve_tests(
     trace: SuiteTrace,
     group: Collection[str],
@@ -365,7 +386,9 @@ def carve_tests(
         # free of names that no kept test uses.
         scratch = Builder(Namespace(), known_modules, targets, definitions)
         buildable = [
-            c for c in candidates[target.fqn] if _carve_one(c, target, scratch, "t", shape) is not None
+            c for c in candidates[target.fqn]
+            if (made := _carve_one(c, target, scratch, "t", shape)) is not None
+            and not imports_a_test_module(made.imports)
         ]
         for candidate in select(buildable, max_per_member, _lines_within(nodes.get(target.fqn), test_lines)):
             behaviour = _behaviour(candidate.outcome, target)

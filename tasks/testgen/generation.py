@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from equisa_core.common.models import Node, SuiteTrace
 from equisa_core.common.options import TestgenOptions, default_of
 from equisa_core.common.values import OBJECT_MARKER
+from equisa_core.errors import CollectionError
 from equisa_core.testgen.assembly import (
     covering_tests,
     focus_nodes,
@@ -213,9 +214,14 @@ def _carved_and_boundary(
     drivers = driver_tests(carved, constants)
     if drivers:
         path = f"{GENERATED_TESTS_DIR}/test_testgen_drive_{round_number}.py"
-        observed = recorder.run(
-            {path: carved_module(drivers)}, [f"{path}::{d.name}" for d in drivers], sorted(nodes)
-        )
+        try:
+            observed = recorder.run(
+                {path: carved_module(drivers)}, [f"{path}::{d.name}" for d in drivers], sorted(nodes)
+            )
+        except CollectionError as error:  # a generated module that does not import: the run goes on
+            did.append(f"the {len(drivers)} boundary-value drivers did not import, none kept: "
+                       f"{error.message}")
+            return carved, tests, _arguments_seen(recorded, plan.target)
         per = plan.boundary_per_function * (round_number + 1)
         boundary, possible = without_bug_like(
             observed_tests(observed, nodes, per, f"test_boundary_{round_number}_", sources),

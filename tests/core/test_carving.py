@@ -27,6 +27,8 @@ from equisa_core.testgen.carving import (
     carve_tests,
     carved_module,
     carved_module_path,
+    imports_a_test_module,
+    is_test_module,
 )
 from equisa_core.testgen.carving_choice import COVERING_FACTOR
 
@@ -969,3 +971,14 @@ def test_a_carved_test_is_named_for_the_behaviour_it_checks(shop):
         "test_carved_nested_result_returns_a_dict", "test_carved_parse_amount_raises_pricing_error",
         "test_carved_parse_amount_raises_value_error", "test_carved_parse_amount_returns_2_0",
         "test_carved_parse_amount_returns_3_0", "test_carved_split_raises_zero_division_error"]
+
+
+def test_a_call_with_an_object_the_test_file_defines_imports_a_test_module():
+    """A suite's test file is no module a generated test can import (``is_test_module``), so a carved
+    call whose argument needs one is not kept (``imports_a_test_module``)."""
+    assert [is_test_module(m) for m in ("test_timing", "x_test", "conftest")] == [True] * 3
+    assert [is_test_module(m) for m in ("timing", "testing", "contest", "attest")] == [False] * 4
+    assert not is_test_module("tests.test_timing"), "in a package, a generated test can import it"
+    assert imports_a_test_module(("import timing", "from test_timing import ListLogger"))
+    assert imports_a_test_module(("import test_timing as test_timing_1",))
+    assert not imports_a_test_module(("import timing", "from tests.test_timing import ListLogger"))

@@ -1,7 +1,8 @@
 """Generated tests do not depend on the hash seed: their values are recorded in sandboxed runs under
-the pinned ``PYTHONHASHSEED=0``, and ``equisa testgen`` measures them under another seed
-(``tasks.testgen.measure.GENERATED_TESTS_HASH_SEED``), so a test asserting ``hash("ada")``'s value
-fails there and is dropped. The kept tests then pass for a user whose seed differs on every run."""
+the pinned ``PYTHONHASHSEED=0``, and ``equisa testgen`` measures them under two others
+(``tasks.testgen.measure.GENERATED_TESTS_HASH_SEEDS``: ``hash("ada") % 7`` is 5 under both 0 and 1),
+so a test asserting such a value fails there and is dropped. The kept tests then pass for a user
+whose seed differs on every run."""
 
 from __future__ import annotations
 
@@ -32,6 +33,6 @@ def test_kept_tests_pass_under_other_hash_seeds(tmp_path, cli_env):
     for seed in ("2", "3", "4"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONDONTWRITEBYTECODE": "1"}
         run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                              "-p", "no:randomly", f"tests/{written.name}"], cwd=repo, capture_output=True, text=True, env=env,
-                             timeout=300)
+                              "-p", "no:randomly", f"tests/{written.name}"],
+                             cwd=repo, capture_output=True, text=True, env=env, timeout=300)
         assert run.returncode == 0, f"PYTHONHASHSEED={seed}:\n{run.stdout[-3000:]}\n{text}"

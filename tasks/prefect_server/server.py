@@ -264,7 +264,12 @@ def server_environment(environ: Mapping[str, str], folder: Path, port: int) -> d
 
     ``prefect server start --port`` binds the port but leaves the UI's settings at Prefect's default
     address (``/ui-settings`` would send the browser to ``127.0.0.1:4200/api``): the UI's API URL, the
-    UI's own URL and the server's host and port name this server."""
+    UI's own URL and the server's host and port name this server.
+
+    Block types are not registered at start (``PREFECT_API_BLOCKS_REGISTER_ON_START``, and the
+    memoizing wrapper that would import every installed collection before reading that setting):
+    it cost about 2.3 s of the cold start's 7.5 s of CPU (``bench/README.md``, "The first
+    command"). Nothing EQUISA runs needs them there: ``Block.save`` registers its own type."""
     url = f"http://{HOST}:{port}"
     env = {name: value for name, value in environ.items() if not name.startswith("PREFECT_")}
     env.update({
@@ -276,6 +281,8 @@ def server_environment(environ: Mapping[str, str], folder: Path, port: int) -> d
         "PREFECT_SERVER_API_PORT": str(port),
         "PREFECT_UI_API_URL": f"{url}/api",
         "PREFECT_UI_URL": url,
+        "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+        "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
     })
     return env
 

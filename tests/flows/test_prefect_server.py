@@ -130,6 +130,31 @@ def test_the_first_flow_command_starts_the_server_and_the_next_reuses_it(env):
     assert "No shared Prefect server is running" in equisa(env, "server", "status").stderr
 
 
+def block_type_slugs(url: str) -> list[str]:
+    request = urllib.request.Request(f"{url}/api/block_types/filter", data=b"{}",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as answer:
+        return [block_type["slug"] for block_type in json.load(answer)]
+
+
+def test_the_shared_server_registers_no_block_types_at_start_and_a_saved_block_still_loads(env):
+    started = equisa(env, "trace", str(SHAPES), "--sandbox", "none")
+    assert started.returncode == 0, started.stderr
+    url = UI_LINE.search(started.stderr).group(1)
+    # Neither Prefect's own block types nor the installed collections' (prefect-aws) were registered:
+    # the collections were not even imported, which is what the server's start saves.
+    assert block_type_slugs(url) == []
+    client = {**env, "PREFECT_API_URL": f"{url}/api"}
+    script = ("from prefect_aws import AwsCredentials\n"
+              "AwsCredentials(aws_access_key_id='key-1', region_name='eu-west-3').save('equisa-test')\n"
+              "print(AwsCredentials.load('equisa-test').aws_access_key_id)\n")
+    saved = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=client,
+                           timeout=300)
+    assert saved.returncode == 0, saved.stderr
+    assert saved.stdout.split()[-1] == "key-1"
+    assert "aws-credentials" in block_type_slugs(url)  # Block.save registered its own type
+
+
 def stale_record(env: dict[str, str], pid: int, marker: str) -> int:
     """Write a record naming ``pid`` on a port where nothing answers; returns the port."""
     with socket.socket() as probe:

@@ -20,6 +20,7 @@ from equisa_core.environment import SuiteEnvironment
 from equisa_core.errors import InterpreterError
 from equisa_core.probe import MIN_PYTHON
 from tasks.run.environments import Provisioned, provisioned, read_declared
+from tasks.sandbox.contract import own_interpreter_environment
 
 __all__ = ["PROVISION", "Interpreter", "resolve_interpreter", "start_check"]
 
@@ -27,6 +28,20 @@ _PROBE_SCRIPT = (
     "import sys; print('%d.%d.%d' % sys.version_info[:3]);\n"
     "try:\n import pytest; print(pytest.__version__)\n"
     "except Exception as e:\n print('!' + type(e).__name__)"
+)
+#: EQUISA's own interpreter's check also runs one trivial test as a sandboxed run would (plugins off),
+#: writing the bytecode of pytest's modules into EQUISA's own environment: the sandboxed runs write
+#: none (``PYTHONDONTWRITEBYTECODE``) and EQUISA's own processes never import pytest, so on a fresh
+#: install every run compiled pytest again, about 0.75 s of CPU each (bench/README.md, "The first
+#: command"). It runs beside the command's own imports, in a temporary folder.
+_WARM_SCRIPT = _PROBE_SCRIPT + (
+    "\nelse:\n"
+    " import contextlib, io, os, tempfile\n"
+    " with tempfile.TemporaryDirectory() as folder:\n"
+    "  with open(os.path.join(folder, 'test_equisa_warm.py'), 'w') as test:\n"
+    "   test.write('def test_warm():\\n    assert True\\n')\n"
+    "  with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+    "   pytest.main([folder, '-q', '-p', 'no:cacheprovider', '--rootdir', folder])\n"
 )
 #: Whether an environment is built when no interpreter is given: the option's default.
 PROVISION: bool = default_of(SandboxOptions, "provision")
@@ -82,8 +97,14 @@ def _chosen(repo: Path, python: str | None, provision: bool) -> tuple[str, str] 
 
 
 def _check(path: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([path, "-c", _PROBE_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    """Start the interpreter's check: its version and pytest's on stdout. Nothing is written into an
+    environment EQUISA does not own; in its own, pytest's bytecode is (``_WARM_SCRIPT``)."""
+    own = own_interpreter_environment(path)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if own:
+        env = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"} | own
+    return subprocess.Popen([path, "-c", _WARM_SCRIPT if own else _PROBE_SCRIPT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
 
 
 def start_check(repo: Path, python: str | None, provision: bool = PROVISION) -> None:

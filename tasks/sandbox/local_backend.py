@@ -44,6 +44,7 @@ from tasks.sandbox.contract import (
     cut_by_deadline,
     deadline_wall_clock,
     import_roots,
+    own_interpreter_environment,
     prepare_run_folder,
     probe_arguments,
     scrubbed_environment,
@@ -204,6 +205,7 @@ class LocalSandbox:
                      *probe_arguments(request, str(repo), str(out_dir),
                                       serve_file=str(out_dir / REQUEST_FILE) if serves else None)]
             env = scrubbed_environment(request.env, home=str(folder / "home"), tmp=str(folder / "tmp"))
+            env.update(own_interpreter_environment(request.interpreter))
             roots = [str(repo / r) for r in import_roots(repo)]
             env["PYTHONPATH"] = os.pathsep.join([str(folder / "probe"), *roots])
             cgroup = _PidsCgroup(request.limits.max_processes)

@@ -109,6 +109,10 @@ def test_a_src_layout_project_is_localized_in_an_environment_built_once_then_reu
     assert [r["environment"]["reused"] for r in reports] == [False, True]
     assert reports[0]["environment"]["interpreter"] == reports[1]["environment"]["interpreter"]
     assert tree_digest(repo) == before  # the build wrote nothing into the user's tree
+    # The build compiled the environment's bytecode, pytest's included: the sandboxed runs write none.
+    venv = Path(reports[0]["environment"]["interpreter"]).parent.parent
+    assert list(venv.glob("lib/python*/site-packages/_pytest/__pycache__/*.pyc"))
+    assert list(venv.glob("lib/python*/site-packages/more_itertools/__pycache__/*.pyc"))
 
     # a change to a declaring file builds another environment
     (repo / "requirements-dev.txt").write_text("pytest>=7\n")

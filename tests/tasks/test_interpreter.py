@@ -27,3 +27,24 @@ def test_an_interpreter_that_does_not_exist_is_left_for_the_resolution_to_refuse
     assert interpreter._STARTED == {}
     with pytest.raises(InterpreterError, match="does not exist"):
         resolve_interpreter(tmp_path, missing)
+
+
+def _pycs_under(prefix: Path, package: str) -> list[Path]:
+    return [p for p in prefix.rglob("*.pyc") if f"/site-packages/{package}/" in p.as_posix()]
+
+
+def test_equisas_own_interpreters_check_compiles_pytest_and_another_interpreters_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # The bytecode goes to a private tree (PYTHONPYCACHEPREFIX), so the test sees exactly what a check
+    # wrote, whatever EQUISA's environment already holds.
+    own, other = tmp_path / "own", tmp_path / "other"
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(own))
+    done = interpreter._check(sys.executable)
+    assert done.communicate(timeout=120)[0].split()[1] == __import__("pytest").__version__
+    assert _pycs_under(own, "_pytest"), "pytest's modules were compiled"
+    assert not _pycs_under(own, "hypothesis"), "with plugin autoload off, as in the sandboxed runs"
+    alias = tmp_path / "python"  # the same binary under another name: not EQUISA's own environment
+    alias.symlink_to(sys.executable)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(other))
+    interpreter._check(str(alias)).communicate(timeout=120)
+    assert not other.exists() or not list(other.rglob("*.pyc"))

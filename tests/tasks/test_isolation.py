@@ -204,3 +204,29 @@ def test_a_lent_folder_under_the_hidden_home_stays_readable_and_nothing_else_doe
     (result,) = parse_probe_output(run.probe_output.splitlines()).tests
     assert result.outcome is TestOutcome.FAILED and result.exception_type == "OSError", result.message
     assert "Read-only file system" in (result.message or "")
+
+
+PLUGINS = '''
+def test_installed_plugins(request):
+    manager = request.config.pluginmanager
+    print("HYPOTHESIS", manager.hasplugin("hypothesispytest"))
+'''
+
+
+def test_equisas_own_interpreter_runs_a_suite_without_its_own_dependencies_plugins(tmp_path):
+    """EQUISA's own interpreter (a repository that declares nothing) runs pytest alone; another
+    interpreter, here the same binary under another name, keeps its installed plugins."""
+    repo = tmp_path / "repo"
+    small_repo(repo)
+    alias = tmp_path / "python"
+    alias.symlink_to(sys.executable)
+    seen = {}
+    for name, python in (("own", sys.executable), ("other", str(alias))):
+        request = RunRequest(workspace=repo, workspace_digest=f"plugins-{name}", interpreter=python,
+                             limits=LIMITS, overlay={"tests/test_plugins.py": PLUGINS})
+        run = LocalSandbox().run(request)
+        trace = parse_probe_output(run.probe_output.splitlines())
+        test = next(t for t in trace.tests if t.test_id.endswith("test_installed_plugins"))
+        assert test.outcome is TestOutcome.PASSED
+        seen[name] = test.stdout_tail.strip().split()[-1]
+    assert seen == {"own": "False", "other": "True"}

@@ -57,10 +57,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synthetic_suite
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tasks.sandbox.probe_bytecode import probe_bytecode  # noqa: E402
 PROBE_DIR = REPO / "equisa_core" / "probe"
 PROBE_FILE = PROBE_DIR / "equisa_probe.py"
-#: Folder put on PYTHONPATH: main() copies the probe into the temporary folder first (as EQUISA's
-#: host does), so every run of one benchmark measures the same probe even if the file is edited.
+#: Where main() copies the probe first, so every run of one benchmark measures the same probe even
+#: if the file is edited; each Python's runs get it compiled for that Python (``probe_folder``), as
+#: EQUISA's host gives it to a sandboxed run.
 probe_path = PROBE_DIR
 PYENV_VERSIONS = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
 DEFAULT_OUT = REPO / "bench" / "results" / "tracing_overhead.json"
@@ -206,11 +209,24 @@ def configurations(version: tuple[int, int], project: Path, outdir: Path) -> lis
     return configs
 
 
-def base_env() -> dict:
+def base_env(probe_dir: Path | None = None) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "COVERAGE_", "EQUISA_", "PYTHON", "VIRTUAL_ENV", "UV_"))}
-    env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0", PYTHONPATH=str(probe_path))
+    env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0", PYTHONPATH=str(probe_dir or probe_path))
     return env
+
+
+def probe_folder(python: Path, workdir: Path) -> Path:
+    """The probe as EQUISA's host gives it to a run of ``python``: its bytecode for that interpreter
+    alone (``tasks.sandbox.probe_bytecode``), compiled from the copy ``main`` made, else that copy."""
+    folder = workdir / "probe"
+    folder.mkdir(exist_ok=True)
+    compiled = probe_bytecode(str(python), cache=workdir / "probe-cache", source=probe_path / PROBE_FILE.name)
+    if compiled is not None:
+        shutil.copyfile(compiled, folder / "equisa_probe.pyc")
+    else:
+        shutil.copyfile(probe_path / PROBE_FILE.name, folder / PROBE_FILE.name)
+    return folder
 
 
 class Runner:
@@ -218,7 +234,8 @@ class Runner:
         self.python = python
         self.project = project
         self.workdir = workdir
-        self.env = base_env()
+        self.probe_dir = probe_folder(python, workdir)
+        self.env = base_env(self.probe_dir)
         self.counter = 0
 
     def command(self, config: dict, out: Path | None) -> list[str]:
@@ -362,13 +379,13 @@ def count_instructions(runner: Runner, config: dict, valgrind: str) -> dict:
 def per_test_work(runner: Runner, plugin_dir: Path) -> dict:
     """Per-test cost without tracing, from one untimed plain run with the durations plugin."""
     out = runner.workdir / "durations.json"
-    runner.env["PYTHONPATH"] = os.pathsep.join([str(probe_path), str(plugin_dir)])
+    runner.env["PYTHONPATH"] = os.pathsep.join([str(runner.probe_dir), str(plugin_dir)])
     try:
         runner.run({"key": "durations", "args": [], "env": {}},
                    extra_env={"BENCH_DURATIONS_OUT": str(out)},
                    extra_args=["-p", "_bench_durations"])
     finally:
-        runner.env["PYTHONPATH"] = str(probe_path)
+        runner.env["PYTHONPATH"] = str(runner.probe_dir)
     data = json.loads(out.read_text())
     summary = {}
     for phase in ("call", "protocol"):

@@ -444,8 +444,10 @@ def import_roots(repo: Path) -> list[str]:
     return roots
 
 
-def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
+def prepare_run_folder(request: RunRequest, folder: Path, probe_bytecode: Path | None = None) -> Path:
     """Make ``folder`` hold ``repo/`` (workspace copy + overlay), ``probe/``, ``home/``, ``tmp/``.
+    ``probe_bytecode``: the probe compiled for the run's interpreter, put there instead of its
+    source (``tasks.sandbox.probe_bytecode``).
 
     Returns the repository copy. Files are copied (never linked) so the run cannot reach the
     snapshot.
@@ -460,7 +462,10 @@ def prepare_run_folder(request: RunRequest, folder: Path) -> Path:
         target.write_text(text, encoding="utf-8")
     _make_writable(repo)
     (folder / "probe").mkdir()
-    shutil.copyfile(probe_file(), folder / "probe" / f"{PROBE_MODULE}.py")
+    if probe_bytecode is not None:
+        shutil.copyfile(probe_bytecode, folder / "probe" / f"{PROBE_MODULE}.pyc")
+    else:
+        shutil.copyfile(probe_file(), folder / "probe" / f"{PROBE_MODULE}.py")
     for name in ("home", "tmp", "out"):
         (folder / name).mkdir()
     if request.only is not None:

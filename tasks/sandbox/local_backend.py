@@ -52,6 +52,7 @@ from tasks.sandbox.contract import (
     tail_records,
 )
 from tasks.sandbox.isolation import detect_isolation, isolation_words
+from tasks.sandbox.probe_bytecode import probe_bytecode
 from tasks.sandbox.scratch import scratch_root as default_scratch_root
 
 __all__ = ["LocalSandbox", "LaunchedRun", "write_request", "end_status", "REQUEST_FILE", "SERVED_OUTPUT",
@@ -199,7 +200,7 @@ class LocalSandbox:
         folder = Path(tempfile.mkdtemp(prefix="equisa-run-", dir=root))
         cgroup: _PidsCgroup | None = None
         try:
-            repo = prepare_run_folder(request, folder)
+            repo = prepare_run_folder(request, folder, probe_bytecode(request.interpreter))
             out_dir = folder / "out"
             inner = [request.interpreter, "-m", "pytest",
                      *probe_arguments(request, str(repo), str(out_dir),

@@ -304,7 +304,7 @@ def search_driver_module(
             f"{_method_mutants_argument(searched.qualname, mutants)})\n"
         )
     for function in functions:
-        seeds = ", ".join(f"({', '.join(seed)},)" for seed in function.seeds)
+        seeds = ", ".join(f"({', '.join(seed)},)" if seed else "()" for seed in function.seeds)
         compared = _mutants_argument(function.qualname, mutants)
         compared += ", applied=True" if function.applied else ""
         parts.append(

@@ -12,7 +12,13 @@ from decimal import Decimal
 from equisa_core.testgen.annotation_strategies import strategy_for
 from equisa_core.testgen.callable_inputs import callable_strategy, documented_styles, is_callable_text
 from equisa_core.testgen.input_search import OPERATOR_SYNTAX, SearchedClass, SearchedFunction
-from equisa_core.testgen.usage_shapes import attribute_shapes, forwarded, parameter_shapes, shape_strategy
+from equisa_core.testgen.usage_shapes import (
+    Shape,
+    attribute_shapes,
+    forwarded,
+    parameter_shapes,
+    shape_strategy,
+)
 from equisa_core.testgen.value_strategies import (
     MAX_SEEN,
     from_values,
@@ -191,19 +197,14 @@ def _named_callables(function: ast.FunctionDef) -> list[str]:
                    for line in lines)]
 
 
-def _extra_arguments(function: ast.FunctionDef, complete: bool, source: str) -> tuple[list[str], bool]:
-    """Strategies the search passes after the positional parameters' (when ``complete``: all of them
-    got one): two items of ``*args`` when its items are callables (``combine_docstrings(*others)``),
-    and for a decorator factory (it returns a function it defines) what its result is applied to;
-    and whether the last one is that."""
-    if not complete:
-        return [], False
+def _extra_arguments(function: ast.FunctionDef, rows: Sequence[Sequence[str]], numbers: Sequence[Decimal],
+                     strings: Sequence[str], source: str) -> tuple[list[str], bool]:
+    """Strategies the search passes after the positional parameters' (all of which got one): two
+    items of ``*args`` (``_vararg_strategy``), and for a decorator factory (it returns a function it
+    defines) what its result is applied to; and whether the last one is that."""
     documented = documented_styles(source)
-    extra: list[str] = []
-    vararg = function.args.vararg
-    shape = parameter_shapes(function).get(vararg.arg) if vararg is not None else None
-    if shape is not None and shape.kind == "sequence" and shape.item == "callable":
-        extra += [callable_strategy(-1, documented if shape.documented else ())] * 2
+    item = _vararg_strategy(function, rows, numbers, strings, documented)
+    extra = [item, item] if item is not None else []
     inner = _returned_function(function)
     applied = parameter_shapes(inner).get(_first_parameter(inner)) if inner is not None else None
     if applied is None or applied.kind != "callable":
@@ -211,6 +212,23 @@ def _extra_arguments(function: ast.FunctionDef, complete: bool, source: str) -> 
     made = (callable_strategy(-1, documented, applied=True) if applied.documented
             else callable_strategy(applied.width))
     return [*extra, made], True
+
+
+def _vararg_strategy(function: ast.FunctionDef, rows: Sequence[Sequence[str]], numbers: Sequence[Decimal],
+                     strings: Sequence[str], documented: Sequence[str]) -> str | None:
+    """The strategy of an item of ``*args``: callables or mappings when the body uses its items so
+    (``for other in others: other.__doc__``, ``for d in dicts: d.items()``), else the values seen
+    past the positional parameters (``merge({1: 'one'}, {2: 'two'})`` in a docstring); None when
+    there is no ``*args`` or nothing to go by."""
+    vararg = function.args.vararg
+    if vararg is None:
+        return None
+    shape = parameter_shapes(function).get(vararg.arg)
+    if shape is not None and shape.kind == "sequence" and shape.item in ("callable", "mapping"):
+        item = Shape(shape.item, width=-1, documented=shape.documented)
+        return shape_strategy(item, numbers, strings, documented)
+    width = len(function.args.args)
+    return from_values([v for r in rows for ok, v in map(literal_value, r[width:]) if ok], numbers, strings)
 
 
 def _returned_function(function: ast.FunctionDef) -> ast.FunctionDef | None:
@@ -264,10 +282,11 @@ def searched_functions(
         if made is None:
             continue
         strategies, typed = made
-        extra, applied = _extra_arguments(node, len(strategies) == len(node.args.args), source)
-        width = len(strategies)
+        complete = len(strategies) == len(node.args.args)
+        extra, applied = _extra_arguments(node, rows, numbers, strings, source) if complete else ([], False)
+        width = len(strategies) + (len(extra) if not applied else 0)
         seeds = tuple(r[:width] for r in rows if len(r) >= width and literals(r[:width]))
-        seeds = seeds if not extra else ()
+        seeds = seeds if not applied else ()
         found.append(SearchedFunction(node.name, (*strategies, *extra), typed,
                                       tuple(dict.fromkeys(seeds))[:MAX_SEEN], applied))
     return found

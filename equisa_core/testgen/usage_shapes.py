@@ -78,6 +78,8 @@ def _stronger(old: Shape | None, new: Shape) -> Shape:
         width = old.width if old.width >= 0 else new.width
         return Shape("callable", width=width, documented=old.documented or new.documented,
                      checked=old.checked or new.checked)
+    if old is not None and old.kind == new.kind and old.item == "number" != new.item:  # items now known
+        return new
     return new if old is None or _RANK.index(new.kind) < _RANK.index(old.kind) else old
 
 
@@ -89,14 +91,14 @@ def _iterated_name(node: ast.expr) -> str | None:
 
 
 def _item_shape(names: Sequence[str], body: Sequence[ast.stmt]) -> Shape:
-    """How ``body`` uses the loop variables ``names``: the kind of their items (a number by default),
-    ``documented`` when a callable's docstring is read."""
+    """How ``body`` uses the loop variables ``names``: the kind of their items (a callable, a mapping,
+    a text, else a number), ``documented`` when a callable's docstring is read."""
     found: dict[str, Shape] = {}
     for statement in body:
         _collect(statement, set(names), found)
     shapes = [found[n] for n in names if n in found]
     kinds = [shape.kind for shape in shapes]
-    kind: ShapeKind = next((k for k in ("callable", "text") if k in kinds), "number")
+    kind: ShapeKind = next((k for k in ("callable", "mapping", "text") if k in kinds), "number")
     return Shape(kind, documented=any(shape.documented for shape in shapes))
 
 
@@ -216,7 +218,7 @@ def _collect_comprehension(node: ast.ListComp | ast.SetComp | ast.GeneratorExp |
     for loop in node.generators:
         name = _iterated_name(loop.iter)
         if name in names:
-            body = [ast.Expr(e) for e in (*elements, *loop.ifs)]
+            body = [ast.Expr(e) for e in (*elements, *loop.ifs, *(g.iter for g in node.generators))]
             found[name] = _stronger(found.get(name), _loop_shape(loop, body))
 
 
@@ -271,6 +273,9 @@ def shape_strategy(shape: Shape, numbers: Sequence[Decimal], strings: Sequence[s
     def scalar(kind: ShapeKind) -> str:
         if kind == "callable":
             return callable_strategy(-1, documented if shape.documented else ())
+        if kind == "mapping":
+            keys, values = text_strategy(strings), int_strategy(numbers)
+            return f"st.dictionaries({keys}, {values}, max_size={DEFAULT_MAX_LENGTH})"
         return text_strategy(strings) if kind == "text" else int_strategy(numbers)
 
     if shape.kind == "callable":
@@ -281,9 +286,6 @@ def shape_strategy(shape: Shape, numbers: Sequence[Decimal], strings: Sequence[s
         return f"st.lists(st.tuples({items}), max_size={DEFAULT_MAX_LENGTH})"
     if shape.kind == "sequence":
         return f"st.lists({scalar(shape.item)}, max_size={DEFAULT_MAX_LENGTH})"
-    if shape.kind == "mapping":
-        keys, values = text_strategy(strings), int_strategy(numbers)
-        return f"st.dictionaries({keys}, {values}, max_size={DEFAULT_MAX_LENGTH})"
     return scalar(shape.kind)
 
 

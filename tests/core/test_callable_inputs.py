@@ -19,7 +19,13 @@ from equisa_core.testgen.callable_inputs import (
     is_callable_text,
     recorded_callable_text,
 )
-from equisa_core.testgen.input_search import KeptInput, SearchRecord, read_search_records
+from equisa_core.testgen.input_search import (
+    KeptInput,
+    SearchedFunction,
+    SearchRecord,
+    read_search_records,
+    search_driver_module,
+)
 from equisa_core.testgen.search_callable_tests import callable_input_tests, without_callable_inputs
 from equisa_core.testgen.searched_members import searched_classes, searched_functions
 from equisa_core.testgen.usage_shapes import Shape, attribute_shapes, parameter_shapes
@@ -181,3 +187,27 @@ def test_kept_inputs_holding_callables_become_tests_showing_them_as_source():
     record = SearchRecord("make", False, 1, 1, (function_result,))
     (plain,), _ = callable_input_tests(record, "funcs", 0, taken)
     assert "assert callable(make(len))" in plain.code
+
+
+def test_star_args_items_are_drawn_from_their_use_or_the_values_seen_and_an_empty_seed_is_valid_code():
+    source = textwrap.dedent('''
+        def merge(*dicts):
+            """>>> merge({1: 'one'}, {2: 'two'})"""
+            out = {}
+            for d in dicts:
+                out.update(d)
+            return out
+
+        def merge_with(func, *dicts):
+            if len(dicts) == 1:
+                dicts = dicts[0]
+            return {k: func(v) for d in dicts for k, v in d.items()}
+    ''')
+    found = {f.qualname: f for f in searched_functions(source, ["merge", "merge_with"], {}, [])}
+    assert len(found["merge"].strategies) == 2 and "st.dictionaries(" in found["merge"].strategies[0]
+    assert found["merge"].seeds == (("{1: 'one'}", "{2: 'two'}"),)
+    with_func = found["merge_with"].strategies
+    assert with_func[0] == callable_strategy(1)
+    assert with_func[1] == with_func[2] and "st.dictionaries(" in with_func[1]
+    empty = SearchedFunction("now", (), False, ((),))
+    compile(search_driver_module("m.py", "m", [empty], 10, 1.0), "driver.py", "exec")

@@ -1,8 +1,9 @@
 """Hypothesis strategies (as the text of expressions, for the input search's driver) from a
 parameter's annotation: ``int``, ``float``, ``str``, ``bool``, ``None``, the standard library's value
 types, ``list[X]``, ``tuple[X, Y]``, ``tuple[X, ...]``, ``dict[K, V]``, ``set[X]``, ``Optional[X]``,
-``X | None`` and their ``typing`` spellings, nested as the annotation nests them; else from the
-values seen (``value_strategies``)."""
+``X | None``, ``Callable[[X, Y], R]`` (callables of that arity, ``callable_inputs``) and their
+``typing`` spellings, nested as the annotation nests them; else from the values seen
+(``value_strategies``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import datetime
 from collections.abc import Sequence
 from decimal import Decimal
 
+from equisa_core.testgen.callable_inputs import callable_strategy
 from equisa_core.testgen.value_strategies import (
     MAX_SEEN,
     all_present,
@@ -102,6 +104,8 @@ def _from_plain_name(
     scalar = _scalar_strategy(name, numbers, strings)
     if scalar is not None:
         return scalar
+    if name == "Callable":
+        return callable_strategy()
     if name in _VALUE_TYPES:
         kind = _VALUE_TYPES[name]
         return value_type_strategy(kind, [v for v in seen if type(v) is kind])
@@ -129,6 +133,9 @@ def _from_subscript(
     containers seen) combined as it names."""
     name = _name(node.value)
     arguments = _arguments(node)
+    if name == "Callable":  # Callable[[X, Y], R]: called with two arguments; Callable[..., R]: any
+        listed = arguments[0] if arguments else None
+        return callable_strategy(len(listed.elts) if isinstance(listed, ast.List) else -1)
     items = elements(seen)
     inner = [_from_annotation(a, items, numbers, strings) for a in arguments]
     if name in ("Optional", "Union"):

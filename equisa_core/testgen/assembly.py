@@ -240,14 +240,17 @@ def _module_parts(source: str) -> tuple[list[str], list[str], dict[str, str]]:
 
 
 def merge_modules(first: str, second: str) -> str:
-    """Two carved modules as one (imports merged, later duplicates of a test name or body dropped)."""
+    """Two carved modules as one (imports merged, the second's helper functions that the first does not
+    define added, later duplicates of a test name or body dropped)."""
     if not first:
         return second
     if not second:
         return first
     imports_a, helpers_a, tests_a = _module_parts(first)
-    imports_b, _, tests_b = _module_parts(second)
+    imports_b, helpers_b, tests_b = _module_parts(second)
     imports = list(dict.fromkeys(imports_a + imports_b))
+    defined = {h.split("(", 1)[0] for h in helpers_a}
+    helpers_a = helpers_a + [h for h in helpers_b if h.split("(", 1)[0] not in defined]
     bodies = {b.split("\n", 1)[-1] for b in tests_a.values()}
     tests = dict(tests_a)
     for name, code in tests_b.items():

@@ -126,6 +126,9 @@ class CarvedTest(BaseModel):
     expects: Literal["result", "exception"] = Field(description="What the test asserts.")
     code: str = Field(description="The test function's source; needs ``imports`` and the helper.")
     imports: tuple[str, ...] = Field((), description="Import statements the code needs.")
+    definitions: tuple[str, ...] = Field(
+        (), description="Module-level functions the code names (a documented callable it passes)."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -493,9 +496,11 @@ def carved_module(tests: Sequence[CarvedTest]) -> str:
         raise ValueError(f"carved tests share names: {', '.join(duplicated)}")
     helper = any(_needs_helper(t.code) for t in tests)
     import_block = _import_block(_import_statements(tests, helper))
+    definitions = list(dict.fromkeys(d for t in tests for d in t.definitions))
     parts = [
         _MODULE_DOCSTRING + "\n" + import_block,
         *((_HELPER_SOURCE,) if helper else ()),
+        *definitions,
         *(t.code for t in tests),
     ]
     source = "\n\n\n".join(part.rstrip("\n") for part in parts) + "\n"

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from equisa_core.testgen.callable_inputs import DOCUMENTED
 from equisa_core.testgen.value_texts import is_drawable_text, literals
 
 __all__ = [
@@ -116,6 +117,9 @@ class SearchedFunction:
     strategies: tuple[str, ...]
     typed: bool
     seeds: tuple[tuple[str, ...], ...] = ()
+    #: The last strategy draws what the function's result (a decorator) is applied to:
+    #: ``combine_docstrings(a, b)(c)``.
+    applied: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,14 @@ class KeptInput:
     args: tuple[str, ...]
     raised: str | None
     kills: tuple[str, ...] = ()  # the surviving mutants it tells from the original, if kept for that
+    #: What the call gave, as the driver saw it (for the inputs holding callables, whose tests are
+    #: written from it): the result's text, whether it is a literal, the exception's module, and for a
+    #: function returned, its docstring's literal (None: it has none).
+    result: str | None = None
+    literal: bool = False
+    raised_module: str | None = None
+    returned_callable: bool = False
+    doc: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +164,7 @@ class SearchRecord:
     kept: tuple[KeptInput, ...]
     error: str | None = None
     mutants: int = 0  # surviving mutants compared with the function on each input
+    applied: bool = False  # the last argument is what the function's result was applied to
 
     @property
     def killed(self) -> int:
@@ -276,7 +289,8 @@ def search_driver_module(
     and ``seconds`` at most. ``mutants``: qualname -> its surviving mutants (name, mutated
     ``def``), compared with the function on each input (an input that tells one apart is kept); a
     method's (``Class.method``) are swapped into the class while each sequence is made again."""
-    parts = [_driver_header(target), f"\n\nimport {module} as _target\n"]
+    definitions = "".join(f"\n\n{definition}" for definition in DOCUMENTED.values())
+    parts = [_driver_header(target), definitions, f"\n\nimport {module} as _target\n"]
     for searched in classes:
         methods = ", ".join(
             f"({name!r}, st.tuples({', '.join(strategies)}))" for name, strategies in searched.methods
@@ -290,8 +304,9 @@ def search_driver_module(
             f"{_method_mutants_argument(searched.qualname, mutants)})\n"
         )
     for function in functions:
-        seeds = ", ".join(f"({', '.join(seed)},)" for seed in function.seeds)
+        seeds = ", ".join(f"({', '.join(seed)},)" if seed else "()" for seed in function.seeds)
         compared = _mutants_argument(function.qualname, mutants)
+        compared += ", applied=True" if function.applied else ""
         parts.append(
             f"\n\ndef test_search_{function.qualname}(pytestconfig):\n"
             f"    _search(pytestconfig, {function.qualname!r}, {function.typed!r},\n"
@@ -352,11 +367,7 @@ def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
     """The function search's records among the probe's output lines."""
     records = []
     for data in _records(lines, "testgen-search"):
-        kept = tuple(
-            KeptInput(tuple(k["args"]), k.get("raised"), tuple(k.get("kills", ())))
-            for k in data.get("kept", ())
-            if all(map(is_drawable_text, k["args"]))
-        )
+        kept = tuple(_kept_input(k) for k in data.get("kept", ()) if all(map(is_drawable_text, k["args"])))
         records.append(
             SearchRecord(
                 qualname=data["qualname"],
@@ -366,9 +377,25 @@ def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
                 kept=kept,
                 error=data.get("error"),
                 mutants=int(data.get("mutants") or 0),
+                applied=bool(data.get("applied")),
             )
         )
     return records
+
+
+def _kept_input(data: dict[str, Any]) -> KeptInput:
+    """One kept input of a search record."""
+    doc = data.get("doc")
+    return KeptInput(
+        args=tuple(data["args"]),
+        raised=data.get("raised"),
+        kills=tuple(data.get("kills", ())),
+        result=data.get("result") if isinstance(data.get("result"), str) else None,
+        literal=bool(data.get("literal")),
+        raised_module=data.get("raised_module") if isinstance(data.get("raised_module"), str) else None,
+        returned_callable=bool(data.get("callable")),
+        doc=doc if isinstance(doc, str) and literals([doc]) else None,
+    )
 
 
 def _records(lines: Iterable[str], kind: str) -> list[dict[str, Any]]:

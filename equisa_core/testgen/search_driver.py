@@ -18,6 +18,7 @@ import decimal
 import functools
 import itertools
 import json
+import operator  # noqa: F401  (the callables drawn: ``operator.add``, ``operator.itemgetter(0)``)
 import os
 import signal
 import sys
@@ -46,6 +47,14 @@ _BUILT: dict[int, tuple[Any, str]] = {}  # id -> (object, its build), the object
 def _rebuild(text: str) -> Any:
     """A fresh object from a recorded build (checked against the build grammar by the host)."""
     value = eval(text, _BUILD_NAMES)
+    _BUILT[id(value)] = (value, text)
+    return value
+
+
+def _callable(text: str) -> Any:
+    """A fresh callable from one of the host's texts (``callable_inputs``: a builtin, an ``operator``
+    function, a lambda, a documented function the host appends here), its text kept for ``_source``."""
+    value = eval(text, globals())
     _BUILT[id(value)] = (value, text)
     return value
 
@@ -188,6 +197,32 @@ class _Killer:
         self.found.append({"args": shown, "raised": raised, "kills": told})
 
 
+class _Observed:
+    """The searched function as ``attempt`` calls it, each outcome kept by its arguments' texts: the
+    host writes the tests of inputs holding callables from these (the probe cannot record a
+    lambda). With ``applied``, the function's result (a decorator) is called with the last argument."""
+
+    def __init__(self, function: Callable[..., Any], applied: bool) -> None:
+        self.function, self.applied = function, applied
+        self.outcomes: dict[tuple[str, ...], dict[str, Any]] = {}
+
+    def __call__(self, *args: Any) -> Any:
+        outcome: dict[str, Any] = {}
+        self.outcomes[tuple(_source(a) for a in args)] = outcome
+        try:
+            result = self.function(*args[:-1])(args[-1]) if self.applied else self.function(*args)
+        except Exception as error:
+            outcome["raised_module"] = type(error).__module__
+            raise
+        outcome["result"], outcome["literal"] = _shown(result)
+        outcome["literal"] = outcome["literal"] and not _hash_ordered(result)
+        if callable(result) and not isinstance(result, type):
+            outcome["callable"] = True
+            doc = getattr(result, "__doc__", None)
+            outcome["doc"] = repr(doc) if isinstance(doc, str) else None
+        return result
+
+
 def _search(
     pytestconfig: Any,
     qualname: str,
@@ -198,13 +233,18 @@ def _search(
     max_examples: int,
     seconds: float,
     mutants: Sequence[tuple[str, str]] = (),
+    applied: bool = False,
 ) -> None:
     """Draw inputs of ``function`` and keep those that reach new arcs or raise anew; with
-    ``mutants`` (name, mutated source), also those on which a surviving mutant does otherwise."""
+    ``mutants`` (name, mutated source), also those on which a surviving mutant does otherwise; with
+    ``applied``, the function's result is called with the last argument drawn."""
     started = time.monotonic()
-    killer = _Killer(function, [(name, _mutant(function, text)) for name, text in mutants], started + seconds)
+    compared = [] if applied else [(name, _mutant(function, text)) for name, text in mutants]
+    killer = _Killer(function, compared, started + seconds)
     if killer.alive:
         function = killer
+    observed = _Observed(function, applied)
+    function = observed
     arcs: set[tuple[int, int]] = set()
     kept: list[dict[str, Any]] = []
     count = [0]
@@ -239,7 +279,9 @@ def _search(
     except Exception as error:  # Hypothesis itself (a strategy it cannot draw from)
         record["error"] = f"{type(error).__name__}: {str(error)[:300]}"
     kept.extend(killer.found)
-    record.update(examples=count[0], arcs=len(arcs), mutants=len(mutants))
+    for entry in kept:
+        entry.update(observed.outcomes.get(tuple(entry["args"]), {}))
+    record.update(examples=count[0], arcs=len(arcs), mutants=len(compared), applied=applied)
     _write(pytestconfig, record)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from equisa_core.common.values import build_expression, parse_build
+from equisa_core.testgen.callable_inputs import callable_imports, definitions_used
 from equisa_core.testgen.carving import CarvedTest
 from equisa_core.testgen.input_search import (
     BUG_LIKE,
@@ -18,7 +19,7 @@ from equisa_core.testgen.input_search import (
     SequenceRecord,
     Step,
 )
-from equisa_core.testgen.value_texts import is_object_text, literal_value
+from equisa_core.testgen.value_texts import is_callable_text, is_object_text, literal_value
 
 __all__ = ["sequence_tests"]
 
@@ -49,6 +50,7 @@ class _Setup:
         self.imports: set[str] = set()
         self.lines: list[str] = []
         self.names = {"obj"}
+        self.definitions: list[str] = []  # module-level functions the arguments name
 
     def module(self, name: str) -> str:
         self.imports.add(f"import {name}")
@@ -75,11 +77,16 @@ class _Setup:
 
     def arguments(self, texts: Sequence[str]) -> list[str] | None:
         """Each argument as code (a literal as it is, an object from its build, its setup lines
-        emitted), or None when one cannot be written."""
+        emitted, a callable as its source, the functions it names to define), or None when one
+        cannot be written."""
         written = []
         for text in texts:
             if literal_value(text)[0]:
                 self.imports |= {f"import {m}" for m in ("datetime", "decimal") if f"{m}." in text}
+                written.append(text)
+            elif is_callable_text(text):  # a callable the search offers, written as its source
+                self.imports |= callable_imports([text])
+                self.definitions += [d for d in definitions_used([text]) if d not in self.definitions]
                 written.append(text)
             elif is_object_text(text):
                 expression = build_expression(parse_build(text), self, "other")
@@ -243,6 +250,7 @@ def sequence_tests(
                 expects="exception" if kept.raised else "result",
                 code=f"def {name}():\n{body}",
                 imports=tuple(sorted(writing.setup.imports)),
+                definitions=tuple(writing.setup.definitions),
             )
         )
     return tests, notes

@@ -5,12 +5,20 @@ recorded from the suite and the docstrings' ``>>>`` examples, and the module's s
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 
 from equisa_core.testgen.annotation_strategies import strategy_for
+from equisa_core.testgen.callable_inputs import callable_strategy, documented_styles, is_callable_text
 from equisa_core.testgen.input_search import OPERATOR_SYNTAX, SearchedClass, SearchedFunction
-from equisa_core.testgen.usage_shapes import forwarded, parameter_shapes, shape_strategy
+from equisa_core.testgen.usage_shapes import (
+    Shape,
+    attribute_shapes,
+    forwarded,
+    parameter_shapes,
+    shape_strategy,
+)
 from equisa_core.testgen.value_strategies import (
     MAX_SEEN,
     from_values,
@@ -139,6 +147,8 @@ def _parameter_strategy(
     """One parameter's strategy: from its annotation or the values seen (``texts``), the objects seen
     drawn too; unannotated and with nothing else to go by, from how the body uses it (``used``),
     else from its default."""
+    if parameter.annotation is None and any(map(is_callable_text, texts)):  # a function was passed
+        return used if used and "_callable" in used else callable_strategy()
     values = [value for ok, value in map(literal_value, texts) if ok]
     strategy = _with_objects(
         strategy_for(parameter.annotation, values, numbers, strings), texts, bool(values)
@@ -158,8 +168,11 @@ def _usage_strategies(
     """Parameter -> a strategy from how ``function`` uses it (``usage_shapes``): for one passed on as
     it is to a function of the module (``callees``) whose calls the suite recorded, the values seen
     in the place it fills; else the shape its uses give."""
-    found = {name: shape_strategy(shape, numbers, strings)
+    documented = documented_styles(ast.unparse(function))
+    found = {name: shape_strategy(shape, numbers, strings, documented)
              for name, shape in parameter_shapes(function, callees).items()}
+    for name in _named_callables(function):
+        found.setdefault(name, callable_strategy())
     for name, uses in forwarded(function, callees).items():
         for callee, position in uses:
             texts = [row[position] for row in seen.get(callee, ()) if len(row) > position]
@@ -168,6 +181,67 @@ def _usage_strategies(
                 found[name] = drawn
                 break
     return found
+
+
+_CALLABLE_WORDS = re.compile(r"\b(function|callable|decorator|predicate|callback)\b", re.IGNORECASE)
+
+
+def _named_callables(function: ast.FunctionDef) -> list[str]:
+    """The parameters ``function``'s docstring names a function or callable on their own line
+    (``key: a function of one item``, ``:param func: callable to apply``)."""
+    lines = (ast.get_docstring(function) or "").splitlines()
+    args = function.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    return [name for name in names
+            if any(re.search(rf"\b{re.escape(name)}\b", line) and _CALLABLE_WORDS.search(line)
+                   for line in lines)]
+
+
+def _extra_arguments(function: ast.FunctionDef, rows: Sequence[Sequence[str]], numbers: Sequence[Decimal],
+                     strings: Sequence[str], source: str) -> tuple[list[str], bool]:
+    """Strategies the search passes after the positional parameters' (all of which got one): two
+    items of ``*args`` (``_vararg_strategy``), and for a decorator factory (it returns a function it
+    defines) what its result is applied to; and whether the last one is that."""
+    documented = documented_styles(source)
+    item = _vararg_strategy(function, rows, numbers, strings, documented)
+    extra = [item, item] if item is not None else []
+    inner = _returned_function(function)
+    applied = parameter_shapes(inner).get(_first_parameter(inner)) if inner is not None else None
+    if applied is None or applied.kind != "callable":
+        return extra, False
+    made = (callable_strategy(-1, documented, applied=True) if applied.documented
+            else callable_strategy(applied.width))
+    return [*extra, made], True
+
+
+def _vararg_strategy(function: ast.FunctionDef, rows: Sequence[Sequence[str]], numbers: Sequence[Decimal],
+                     strings: Sequence[str], documented: Sequence[str]) -> str | None:
+    """The strategy of an item of ``*args``: callables or mappings when the body uses its items so
+    (``for other in others: other.__doc__``, ``for d in dicts: d.items()``), else the values seen
+    past the positional parameters (``merge({1: 'one'}, {2: 'two'})`` in a docstring); None when
+    there is no ``*args`` or nothing to go by."""
+    vararg = function.args.vararg
+    if vararg is None:
+        return None
+    shape = parameter_shapes(function).get(vararg.arg)
+    if shape is not None and shape.kind == "sequence" and shape.item in ("callable", "mapping"):
+        item = Shape(shape.item, width=-1, documented=shape.documented)
+        return shape_strategy(item, numbers, strings, documented)
+    width = len(function.args.args)
+    return from_values([v for r in rows for ok, v in map(literal_value, r[width:]) if ok], numbers, strings)
+
+
+def _returned_function(function: ast.FunctionDef) -> ast.FunctionDef | None:
+    """The function ``function`` defines and returns (a decorator factory's decorator), if any."""
+    defined = {n.name: n for n in function.body if isinstance(n, ast.FunctionDef)}
+    returned = [n.value.id for n in function.body
+                if isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in defined]
+    return defined[returned[0]] if returned else None
+
+
+def _first_parameter(function: ast.FunctionDef) -> str:
+    positional = [*function.args.posonlyargs, *function.args.args]
+    return positional[0].arg if positional else ""
 
 
 def _with_objects(strategy: str | None, texts: Sequence[str], values_seen: bool) -> str | None:
@@ -208,11 +282,13 @@ def searched_functions(
         if made is None:
             continue
         strategies, typed = made
-        width = len(strategies)
+        complete = len(strategies) == len(node.args.args)
+        extra, applied = _extra_arguments(node, rows, numbers, strings, source) if complete else ([], False)
+        width = len(strategies) + (len(extra) if not applied else 0)
         seeds = tuple(r[:width] for r in rows if len(r) >= width and literals(r[:width]))
-        found.append(
-            SearchedFunction(node.name, tuple(strategies), typed, tuple(dict.fromkeys(seeds))[:MAX_SEEN])
-        )
+        seeds = seeds if not applied else ()
+        found.append(SearchedFunction(node.name, (*strategies, *extra), typed,
+                                      tuple(dict.fromkeys(seeds))[:MAX_SEEN], applied))
     return found
 
 
@@ -232,7 +308,43 @@ def _class_methods(classes: Mapping[str, ast.ClassDef], name: str) -> dict[str, 
     for item in node.body:
         if isinstance(item, ast.FunctionDef) and not item.decorator_list:
             methods[item.name] = (name, item)
+    own = {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+    made = _dataclass_init(node) if "__init__" not in own else None
+    if made is not None:
+        methods["__init__"] = (name, made)
     return methods
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    """Whether ``node`` is decorated ``@dataclass`` (``@dataclasses.dataclass(...)`` too)."""
+    return any(ast.unparse(d.func if isinstance(d, ast.Call) else d).endswith("dataclass")
+               for d in node.decorator_list)
+
+
+def _dataclass_init(node: ast.ClassDef) -> ast.FunctionDef | None:
+    """The ``__init__`` a dataclass gets, written out: a parameter per field (``ClassVar`` and
+    ``field(init=False)`` ones left out), annotated and defaulted as declared, each stored under its
+    name (``self.logger = logger``); None for another class."""
+    if not _is_dataclass(node):
+        return None
+    parameters: list[ast.arg] = [ast.arg("self")]
+    defaults: list[ast.expr] = []
+    for item in node.body:
+        if not isinstance(item, ast.AnnAssign) or not isinstance(item.target, ast.Name):
+            continue
+        value = item.value
+        told = {k.arg: k.value for k in value.keywords} if isinstance(value, ast.Call) else {}
+        no_init = ast.unparse(told.get("init", ast.Constant(True))) == "False"
+        if "ClassVar" in ast.unparse(item.annotation) or no_init:
+            continue
+        parameters.append(ast.arg(item.target.id, item.annotation))
+        default = told.get("default", value) if told else value
+        defaults += [default] if default is not None else []
+    body: list[ast.stmt] = [ast.parse(f"self.{a.arg} = {a.arg}").body[0] for a in parameters[1:]]
+    arguments = ast.arguments(posonlyargs=[], args=parameters, kwonlyargs=[], kw_defaults=[],
+                              defaults=defaults)
+    return ast.FunctionDef(name="__init__", args=arguments, body=body or [ast.Pass()], decorator_list=[],
+                           returns=None, type_comment=None, lineno=node.lineno)
 
 
 def _seen_for(seen: Seen, name: str, owner: str, method: str) -> list[Sequence[str]]:
@@ -278,7 +390,8 @@ def searched_classes(
         if not any(q.startswith(name + ".") for q in wanted):
             continue
         methods = _class_methods(classes, name)
-        built = _construction(name, methods, factories.get(name, []), seen, numbers, strings)
+        usage = _init_usage(classes[name], methods, numbers, strings)
+        built = _construction(name, methods, factories.get(name, []), seen, numbers, strings, usage)
         if built is None:
             continue
         (init, typed), factory = built
@@ -295,14 +408,15 @@ def _construction(
     seen: Seen,
     numbers: Sequence[Decimal],
     strings: Sequence[str],
+    usage: Mapping[str, str] | None = None,
 ) -> tuple[tuple[list[str], bool], str | None] | None:
     """How the search makes objects of class ``name``: (its ``__init__``'s strategies and whether they
     came from annotations, None) for a public class, else (a factory's, its name); None when neither
-    can be called."""
+    can be called. ``usage``: ``__init__``'s parameter -> a strategy from how the class uses it."""
     if not name.startswith("_"):
         owner, init = methods.get("__init__", (name, None))
         recorded = _seen_for(seen, name, owner, "__init__")
-        made = _parameters(init, True, recorded, numbers, strings) if init else ([], True)
+        made = _parameters(init, True, recorded, numbers, strings, usage) if init else ([], True)
         if made is not None:
             return made, None
     for function in factories:
@@ -331,6 +445,18 @@ def _method_calls(
         if parameters is not None:
             calls.append((method_name, tuple(parameters[0])))
     return calls
+
+
+def _init_usage(node: ast.ClassDef, methods: Mapping[str, tuple[str, ast.FunctionDef]],
+                numbers: Sequence[Decimal], strings: Sequence[str]) -> dict[str, str]:
+    """``__init__``'s parameter -> a strategy from how the class uses it
+    (``usage_shapes.attribute_shapes``: ``self.key = key`` and later ``self.key(item)``: callables of
+    one argument)."""
+    owner, init = methods.get("__init__", ("", None))
+    if init is None or owner != node.name:
+        return {}
+    return {name: shape_strategy(shape, numbers, strings)
+            for name, shape in attribute_shapes(node, init).items()}
 
 
 def _factories(tree: ast.Module, classes: set[str]) -> dict[str, list[ast.FunctionDef]]:

@@ -10,11 +10,15 @@ so ``merge(intervals)`` got ``merge("0a  0b a")`` and a test that it raises. The
 - ``name.lower()``, ``text.split(...)``: a text;
 - ``x < y``, ``lo <= x <= hi``, ``x + 1``, ``range(n)``, ``abs(x)``: a number;
 - passed on to another function of the module: that function's shape for the parameter it fills
-  (``forwarded``; the caller's search may also draw the values seen there).
+  (``forwarded``; the caller's search may also draw the values seen there);
+- ``func(x)``, ``key(a, b)``, ``map(func, xs)``, ``sorted(xs, key=key)``, ``functools.reduce(f, xs)``,
+  ``callable(f)``: a callable (``Shape("callable", width=arity)``, the positional arguments of its
+  call sites; -1 when not known), and ``func.__doc__`` read: one whose docstring matters
+  (``documented``, drawn from ``callable_inputs.DOCUMENTED``).
 
-Evidence ranks pairs over mappings, texts, sequences and numbers (a text is also sized and
-subscripted; a comparison says little next to ``.lower()``). Nothing found: None, and the caller
-keeps its fallback. ``shape_strategy`` writes a shape as a Hypothesis strategy's text for the input
+Evidence ranks callables over pairs, pairs over mappings, texts, sequences and numbers (a text is
+also sized and subscripted; a comparison says little next to ``.lower()``). Nothing found: None, and
+the caller keeps its fallback. ``shape_strategy`` writes a shape as a Hypothesis strategy's text for the input
 search's driver. Pure: reads ``ast`` only.
 
 Hand-written rather than a type inferencer (pyright, MonkeyType): these need the program to run or
@@ -29,13 +33,22 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal
 
+from equisa_core.testgen.callable_inputs import callable_strategy
 from equisa_core.testgen.value_strategies import DEFAULT_MAX_LENGTH, int_strategy, text_strategy
 
-__all__ = ["Shape", "forwarded", "parameter_shapes", "shape_strategy"]
+__all__ = ["Shape", "attribute_shapes", "forwarded", "parameter_shapes", "shape_strategy"]
 
-ShapeKind = Literal["pairs", "mapping", "text", "sequence", "number"]
+ShapeKind = Literal["callable", "pairs", "mapping", "text", "sequence", "number"]
 #: Stronger evidence first: a shape found for a parameter replaces a weaker one.
-_RANK: tuple[ShapeKind, ...] = ("pairs", "mapping", "text", "sequence", "number")
+_RANK: tuple[ShapeKind, ...] = ("callable", "pairs", "mapping", "text", "sequence", "number")
+#: Calls that call their first argument with one positional argument per iterable after it
+#: (``map``), with one (``filter``...), or with two (``reduce``).
+_CALLING_FIRST = {"map": -2, "filter": 1, "reduce": 2, "starmap": -1, "takewhile": 1, "dropwhile": 1,
+                  "filterfalse": 1, "accumulate": 2}
+#: Keyword arguments that are called with one positional argument (``sorted(xs, key=f)``).
+_CALLED_KEYWORDS = frozenset({"key", "default_factory", "predicate", "func", "function", "callback"})
+#: Attributes only a function (or class) has: reading one says the parameter is a callable.
+_FUNCTION_ATTRIBUTES = frozenset({"__doc__", "__name__", "__qualname__", "__wrapped__", "__code__"})
 _TEXT_METHODS = frozenset({
     "lower", "upper", "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith",
     "endswith", "replace", "isdigit", "isalpha", "isalnum", "isspace", "casefold", "title",
@@ -56,9 +69,17 @@ class Shape:
     kind: ShapeKind
     width: int = 0
     item: ShapeKind = "number"
+    documented: bool = False  # a callable whose docstring is read
+    checked: bool = False  # ``callable(x)`` asked: maybe something else too
 
 
 def _stronger(old: Shape | None, new: Shape) -> Shape:
+    if old is not None and old.kind == new.kind == "callable":  # a known arity, a docstring read: kept
+        width = old.width if old.width >= 0 else new.width
+        return Shape("callable", width=width, documented=old.documented or new.documented,
+                     checked=old.checked or new.checked)
+    if old is not None and old.kind == new.kind and old.item == "number" != new.item:  # items now known
+        return new
     return new if old is None or _RANK.index(new.kind) < _RANK.index(old.kind) else old
 
 
@@ -69,13 +90,16 @@ def _iterated_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _item_kind(names: Sequence[str], body: Sequence[ast.stmt]) -> ShapeKind:
-    """The kind of the loop variables ``names``, by how ``body`` uses them (a number by default)."""
+def _item_shape(names: Sequence[str], body: Sequence[ast.stmt]) -> Shape:
+    """How ``body`` uses the loop variables ``names``: the kind of their items (a callable, a mapping,
+    a text, else a number), ``documented`` when a callable's docstring is read."""
     found: dict[str, Shape] = {}
     for statement in body:
         _collect(statement, set(names), found)
-    kinds = [found[n].kind for n in names if n in found]
-    return "text" if "text" in kinds else "number"
+    shapes = [found[n] for n in names if n in found]
+    kinds = [shape.kind for shape in shapes]
+    kind: ShapeKind = next((k for k in ("callable", "mapping", "text") if k in kinds), "number")
+    return Shape(kind, documented=any(shape.documented for shape in shapes))
 
 
 def _loop_shape(loop: ast.For | ast.comprehension, body: Sequence[ast.stmt]) -> Shape:
@@ -87,25 +111,50 @@ def _loop_shape(loop: ast.For | ast.comprehension, body: Sequence[ast.stmt]) -> 
         target = target.elts[1]
     if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
         names = [e.id for e in target.elts if isinstance(e, ast.Name)]
-        return Shape("pairs", width=len(names), item=_item_kind(names, body))
+        return Shape("pairs", width=len(names), item=_item_shape(names, body).kind)
     if isinstance(target, ast.Name):
-        return Shape("sequence", item=_item_kind([target.id], body))
+        item = _item_shape([target.id], body)
+        return Shape("sequence", item=item.kind, documented=item.documented)
     return Shape("sequence")
 
 
 def _used_as(node: ast.AST, names: set[str]) -> tuple[str, Shape] | None:
     """(parameter, shape) when ``node`` uses one of ``names`` in a telling way."""
-    for reading in (_method_use, _subscript_use, _call_use, _arithmetic_use):
+    for reading in (_called_use, _method_use, _subscript_use, _call_use, _arithmetic_use):
         found = reading(node, names)
         if found is not None:
             return found
     return None
 
 
+def _called_use(node: ast.AST, names: set[str]) -> tuple[str, Shape] | None:
+    """``name(a, b)``: a callable of arity 2; ``map(name, xs)``, ``sorted(xs, key=name)``,
+    ``callable(name)``: a callable (of the arity those calls use, -1 when not known)."""
+    if not isinstance(node, ast.Call):
+        return None
+    starred = any(isinstance(a, ast.Starred) for a in node.args)
+    if isinstance(node.func, ast.Name) and node.func.id in names:
+        return node.func.id, Shape("callable", width=-1 if starred else len(node.args))
+    callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    first = node.args[0] if node.args else None
+    if isinstance(first, ast.Name) and first.id in names and callee in (*_CALLING_FIRST, "callable"):
+        arity = _CALLING_FIRST.get(callee, -1)
+        width = len(node.args) - 1 if arity == -2 and not starred else arity
+        return first.id, Shape("callable", width=width, checked=callee == "callable")
+    for keyword in node.keywords:
+        value = keyword.value
+        if keyword.arg in _CALLED_KEYWORDS and isinstance(value, ast.Name) and value.id in names:
+            return value.id, Shape("callable", width=1)
+    return None
+
+
 def _method_use(node: ast.AST, names: set[str]) -> tuple[str, Shape] | None:
-    """``name.lower()``: a text; ``name.get(...)``: a mapping; ``name.append(...)``: a sequence."""
+    """``name.lower()``: a text; ``name.get(...)``: a mapping; ``name.append(...)``: a sequence;
+    ``name.__doc__``: a callable whose docstring matters."""
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names):
         return None
+    if node.attr in _FUNCTION_ATTRIBUTES:
+        return node.value.id, Shape("callable", width=-1, documented=node.attr == "__doc__")
     kinds: dict[ShapeKind, frozenset[str]] = {
         "text": _TEXT_METHODS, "mapping": _MAPPING_METHODS, "sequence": _SEQUENCE_METHODS}
     kind = next((k for k, methods in kinds.items() if node.attr in methods), None)
@@ -169,13 +218,15 @@ def _collect_comprehension(node: ast.ListComp | ast.SetComp | ast.GeneratorExp |
     for loop in node.generators:
         name = _iterated_name(loop.iter)
         if name in names:
-            body = [ast.Expr(e) for e in (*elements, *loop.ifs)]
+            body = [ast.Expr(e) for e in (*elements, *loop.ifs, *(g.iter for g in node.generators))]
             found[name] = _stronger(found.get(name), _loop_shape(loop, body))
 
 
 def _parameter_names(function: ast.FunctionDef) -> list[str]:
+    """The parameters' names, ``*args``' included (its items' shape: ``Shape("sequence")``)."""
     args = function.args
-    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    vararg = [args.vararg] if args.vararg is not None else []
+    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, *vararg)]
 
 
 def forwarded(function: ast.FunctionDef,
@@ -214,18 +265,52 @@ def parameter_shapes(function: ast.FunctionDef, callees: Mapping[str, ast.Functi
     return found
 
 
-def shape_strategy(shape: Shape, numbers: Sequence[Decimal], strings: Sequence[str]) -> str:
+def shape_strategy(shape: Shape, numbers: Sequence[Decimal], strings: Sequence[str],
+                   documented: Sequence[str] = ()) -> str:
     """A Hypothesis strategy's text for ``shape``: numbers near ``numbers``, texts from ``strings``,
+    callables (``callable_inputs``; the ``documented`` functions where a docstring is read),
     containers up to ``DEFAULT_MAX_LENGTH`` items."""
     def scalar(kind: ShapeKind) -> str:
+        if kind == "callable":
+            return callable_strategy(-1, documented if shape.documented else ())
+        if kind == "mapping":
+            keys, values = text_strategy(strings), int_strategy(numbers)
+            return f"st.dictionaries({keys}, {values}, max_size={DEFAULT_MAX_LENGTH})"
         return text_strategy(strings) if kind == "text" else int_strategy(numbers)
 
+    if shape.kind == "callable":
+        drawn = callable_strategy(shape.width, documented if shape.documented else ())
+        return f"st.one_of({drawn}, st.none(), {text_strategy(strings)})" if shape.checked else drawn
     if shape.kind == "pairs":
         items = ", ".join([scalar(shape.item)] * shape.width)
         return f"st.lists(st.tuples({items}), max_size={DEFAULT_MAX_LENGTH})"
     if shape.kind == "sequence":
         return f"st.lists({scalar(shape.item)}, max_size={DEFAULT_MAX_LENGTH})"
-    if shape.kind == "mapping":
-        keys, values = text_strategy(strings), int_strategy(numbers)
-        return f"st.dictionaries({keys}, {values}, max_size={DEFAULT_MAX_LENGTH})"
     return scalar(shape.kind)
+
+
+def _stored_parameters(init: ast.FunctionDef) -> dict[str, str]:
+    """Attribute -> the parameter ``init`` stores in it as it is (``self.key = key``)."""
+    names = set(_parameter_names(init))
+    stored: dict[str, str] = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in names:
+            for target in node.targets:
+                if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
+                    stored[target.attr] = node.value.id
+    return stored
+
+
+def attribute_shapes(cls: ast.ClassDef, init: ast.FunctionDef) -> dict[str, Shape]:
+    """``init``'s parameters -> their shapes, from its body and, for one it stores as an attribute
+    (``self.key = key``), from the calls of that attribute in the class's methods (``self.key(item)``:
+    a callable of one argument)."""
+    found = parameter_shapes(init)
+    stored = _stored_parameters(init)
+    for node in ast.walk(cls):
+        function = node.func if isinstance(node, ast.Call) else None
+        if (isinstance(node, ast.Call) and isinstance(function, ast.Attribute) and function.attr in stored
+                and isinstance(function.value, ast.Name) and function.value.id == "self"):
+            name = stored[function.attr]
+            found[name] = _stronger(found.get(name), Shape("callable", width=len(node.args)))
+    return found

@@ -1,6 +1,7 @@
 """The texts of values the input search passes: literals (maybe holding the standard library's value
-types, ``datetime.date(2024, 3, 31)``) read without executing them, and builds of recorded objects
-(``__equisa_object__('m:C', {...})``) that a driver can rebuild."""
+types, ``datetime.date(2024, 3, 31)``) read without executing them, builds of recorded objects
+(``__equisa_object__('m:C', {...})``) that a driver can rebuild, and the callables it offers
+(``callable_inputs``), written as their source (``lambda x: x``), never as a ``<function ...>`` repr."""
 
 from __future__ import annotations
 
@@ -11,8 +12,16 @@ from decimal import Decimal
 
 from equisa_core.common.values import OBJECT_MARKER, parse_build, walk_build
 from equisa_core.errors import ProbeProtocolError
+from equisa_core.testgen.callable_inputs import is_callable_text
 
-__all__ = ["is_drawable_text", "is_object_text", "is_value_text", "literal_value", "literals"]
+__all__ = [
+    "is_callable_text",
+    "is_drawable_text",
+    "is_object_text",
+    "is_value_text",
+    "literal_value",
+    "literals",
+]
 
 #: The calls a value's text may make besides literals: the standard library's value types, which
 #: ``repr`` writes as such calls (``Decimal`` reprs are written with their module by the driver).
@@ -59,9 +68,10 @@ def is_object_text(text: str) -> bool:
 
 
 def is_drawable_text(text: str) -> bool:
-    """Whether the search can draw the argument ``text``: a value (``is_value_text``) or a
-    rebuildable object (``is_object_text``)."""
-    return is_value_text(text) or is_object_text(text)
+    """Whether the search can draw the argument ``text``: a value (``is_value_text``), a
+    rebuildable object (``is_object_text``) or one of the callables it offers (``is_callable_text``:
+    ``len``, ``lambda x: x``, ``operator.add``...)."""
+    return is_value_text(text) or is_object_text(text) or is_callable_text(text)
 
 
 def _value_of(node: ast.expr) -> object:

@@ -43,6 +43,7 @@ from equisa_core.testgen.boundary import (
     file_constants,
     scratch_driver_module,
 )
+from equisa_core.testgen.callable_inputs import recorded_callable_text
 from equisa_core.testgen.carving import GENERATED_TESTS_DIR, CarvedTest, carve_tests, carved_module
 from equisa_core.testgen.input_search import (
     POSSIBLE_BUG,
@@ -58,6 +59,7 @@ from equisa_core.testgen.input_search import (
     search_driver_module,
 )
 from equisa_core.testgen.mutation_plan import module_name
+from equisa_core.testgen.search_callable_tests import callable_input_tests, without_callable_inputs
 from equisa_core.testgen.search_sequence_tests import sequence_tests
 from equisa_core.testgen.searched_members import annotated_members, searched_classes, searched_functions
 from equisa_core.testgen.value_texts import is_drawable_text
@@ -245,7 +247,8 @@ def _arguments_seen(recorded: SuiteTrace, target: str) -> dict[str, list[tuple[s
     seen: dict[str, list[tuple[str, ...]]] = {}
     for test in recorded.tests:
         for call in test.calls:
-            texts = [v.literal or v.build for k, v in call.args.items() if k not in ("self", "cls")]
+            texts = [v.literal or v.build or recorded_callable_text(v.type, v.repr)
+                     for k, v in call.args.items() if k not in ("self", "cls")]
             literals = tuple(t for t in texts if t is not None and is_drawable_text(t))
             if call.fqn.startswith(prefix) and len(literals) == len(texts):
                 seen.setdefault(call.fqn[len(prefix) :], []).append(literals)
@@ -287,8 +290,11 @@ def _searched(
     driver += crosshair_driver_tests(module, asked, plan.crosshair_seconds)
     drivers += [f"{path}::test_crosshair_{f.qualname}" for f in asked]
     records, sequences, crosshair = recorder.search({path: driver}, drivers)
+    written = _with_callables(records, module, round_number, did)
+    records = [without_callable_inputs(r) for r in records]
     sequenced, misuse = without_misuse(
-        _sequenced(sequences, len(classes), module, round_number, annotated, did), plan.target_source, module
+        _sequenced(sequences, len(classes), module, round_number, annotated, did) + written,
+        plan.target_source, module,
     )
     did += misuse
     calls = _kept_calls(records, crosshair, len(functions), len(asked) if plan.crosshair else None, did)
@@ -323,6 +329,22 @@ def _sequenced(sequences: list[SequenceRecord], classes: int, module: str, round
             f"in: {sum(r.killed for r in sequences)} told apart, and the sequences that did so kept as tests"
         )
     return sequenced
+
+
+def _with_callables(records: list[SearchRecord], module: str, round_number: int,
+                    did: list[str]) -> list[CarvedTest]:
+    """Tests written from the kept inputs holding callables (``search_callable_tests``: the probe
+    cannot record a lambda, so they are not carved); notes what was kept."""
+    written: list[CarvedTest] = []
+    taken: set[str] = set()
+    for record in records:
+        made, possible = callable_input_tests(record, module, round_number, taken)
+        written += made
+        did += possible
+    if written:
+        did.append(f"wrote {len(written)} tests of inputs holding callables (builtins, operator functions, "
+                   "lambdas, documented functions) from what the search saw")
+    return written
 
 
 def _kept_calls(records: list[SearchRecord], crosshair: list[CrosshairRecord], functions: int,

@@ -100,14 +100,15 @@ def test_testgen_tests_that_pin_the_bug_do_not_reject_the_correct_fix_of_the_inv
         monkeypatch.setenv(name, str(tmp_path / folder))
     with temporary_settings({PREFECT_LOCAL_STORAGE_PATH: tmp_path / "storage"}):
         found = discovery(DiscoveryParameters(path=str(INVOICING), llm=False, testgen=True, discovery_top=0))
-        # Every group (discovery_top=0): on the example, testgen's tests split nothing carving has not
-        # split already: none kept.
+        # Every group (discovery_top=0). Until the input search drew callables and dataclass fields
+        # (issue 49, 03e1be8) testgen's tests split nothing carving had not split already (after:
+        # (3, 2, 2), none kept); now one of them splits the group of three, and it is kept.
         report = found.report
         assert report.testgen and report.group_sizes_before == (3, 3, 2, 2, 2, 2, 2)
-        assert report.group_sizes_after == (3, 2, 2)
+        assert report.group_sizes_after == (2, 2, 2)
         assert sum(r.testgen_proposed for r in report.rounds) > 0
-        assert sum(r.testgen_kept for r in report.rounds) == 0
-        assert not any(is_testgen_test(t) for t in report.tests)
+        kept = sum(r.testgen_kept for r in report.rounds)
+        assert kept >= 1 and len([t for t in report.tests if is_testgen_test(t)]) == kept
         # So put testgen's boundary tests of `applies` into the suite by hand: they observe the
         # buggy `False` at the minimum (a regression oracle of the bug).
         made = _boundary_tests_of_applies(found, str(tmp_path / "testgen"))

@@ -33,15 +33,17 @@ from equisa_core.common.loop import Frozen
 from equisa_core.validation.differential import CRASHES
 
 __all__ = ["CallComparison", "DivergenceReport", "ShadowLimits", "ShadowOutput", "MIN_LINE_COVERAGE",
-           "MAX_EXAMPLES", "MIN_FAILING_ORACLE_CALLS", "divergence_of", "evidence_reaches", "no_oracle",
+           "MAX_EXAMPLES", "MIN_CHECKED_CALLS", "divergence_of", "evidence_reaches", "no_oracle",
            "read_shadow_output"]
 
 #: The evidence covers the function well enough when the passing tests' calls ran at least this
 #: share of its executable lines.
 MIN_LINE_COVERAGE: float = 0.6
-#: With no passing test's call to compare, the failing tests' own assertions are the evidence when they
-#: check at least this many different calls of the function (the candidate passes every one).
-MIN_FAILING_ORACLE_CALLS: int = 3
+#: The evidence needs at least this many checked calls of the function (``DivergenceReport.checked_calls``):
+#: passing tests' calls compared with the original, generated calls near them, and the failing tests'
+#: different calls, whose assertions the candidate passes. With no passing test's call, the failing
+#: tests' assertions alone must check this many.
+MIN_CHECKED_CALLS: int = 3
 #: The report keeps this many changes as examples, the first ones seen.
 MAX_EXAMPLES = 3
 
@@ -114,6 +116,12 @@ class DivergenceReport(Frozen):
         executable = set(self.executable_lines)
         ran = set(self.executed_lines) | set(self.failing_executed_lines)
         return len(executable & ran) / len(executable)
+
+    @property
+    def checked_calls(self) -> int:
+        """The calls whose outcome was checked against a known answer: recorded and generated calls
+        compared with the original, and the failing tests' different calls (their assertions)."""
+        return self.recorded_calls + self.generated_calls + self.failing_inputs
 
     @property
     def changed_share(self) -> float:
@@ -250,23 +258,34 @@ def evidence_reaches(report: DivergenceReport) -> tuple[bool, str]:
     """(True, "") when the evidence says something of the function; else (False, why).
 
     Two kinds of call have a known right answer: a passing test's call (the original is its oracle,
-    and the divergence compares the candidate with it) and a failing test's call (its test's
-    assertions are the oracle, and the candidate passes that test). The evidence reaches when some
-    passing test's call was compared, or, with none, when the failing tests checked at least
-    ``MIN_FAILING_ORACLE_CALLS`` different calls; and when those calls together ran at least
+    and the divergence compares the candidate with it, and on generated calls near it) and a failing
+    test's call (its test's assertions are the oracle, and the candidate passes that test). The
+    evidence reaches when those calls number at least ``MIN_CHECKED_CALLS`` (``checked_calls``; a
+    call that two failing tests make counts once; with no passing test's call to compare, the failing
+    tests' different calls alone must), and when they together ran at least
     ``MIN_LINE_COVERAGE`` of the function's lines (a function with no executable line counts as
-    covered)."""
-    if report.recorded_calls == 0 and report.failing_inputs < MIN_FAILING_ORACLE_CALLS:
-        if report.failing_inputs == 0:
-            return False, "no passing test's call of the function could be compared"
-        return False, (f"no passing test's call of the function could be compared, and the failing tests "
-                       f"check only {report.failing_inputs} different call(s) of it (under "
-                       f"{MIN_FAILING_ORACLE_CALLS})")
+    covered). One passing call of an empty input beside the one failing call is two checks: too few
+    to promise a fix."""
+    alone = report.recorded_calls == 0 and report.failing_inputs < MIN_CHECKED_CALLS
+    if alone or report.checked_calls < MIN_CHECKED_CALLS:
+        return False, _too_few_checked_calls(report)
     coverage = report.oracle_coverage
     if coverage is not None and coverage < MIN_LINE_COVERAGE:
         return False, (f"the tests' calls ran {coverage:.0%} of the function's lines "
                        f"(under {MIN_LINE_COVERAGE:.0%})")
     return True, ""
+
+
+def _too_few_checked_calls(report: DivergenceReport) -> str:
+    """Why ``report``'s checked calls are too few to reach a fix, in the report's words."""
+    if report.recorded_calls == 0:
+        if report.failing_inputs == 0:
+            return "no passing test's call of the function could be compared"
+        return (f"no passing test's call of the function could be compared, and the failing tests "
+                f"check only {report.failing_inputs} different call(s) of it (under {MIN_CHECKED_CALLS})")
+    return (f"the tests check only {report.checked_calls} call(s) of the function with a known answer "
+            f"({report.recorded_calls} by passing tests, {report.generated_calls} generated near them, "
+            f"{report.failing_inputs} by the failing tests; under {MIN_CHECKED_CALLS})")
 
 
 class ShadowOutput(Frozen):

@@ -9,6 +9,7 @@ from pathlib import Path
 from bench.oracle_calls_fit import (
     NO_PASSING_CALL,
     THRESHOLDS,
+    TOO_FEW_CHECKED,
     UNDECIDED_PREFIX,
     WRONG_COST,
     Point,
@@ -28,7 +29,7 @@ def _patch(tmp_path: Path, name: str, evaluation: dict, label: str = "withheld_c
                        target="solution.f", diff="", label=label, original=None, report=report, question=3)
 
 
-def test_a_patch_counts_only_when_its_verdict_hangs_on_the_failing_tests_alone(tmp_path: Path):
+def test_a_patch_counts_only_when_its_verdict_hangs_on_the_count_of_checked_calls(tmp_path: Path):
     alone = _patch(tmp_path, "a", {"detail": UNDECIDED_PREFIX + NO_PASSING_CALL, "calls": {"failing": 2.0}})
     assert point_of(alone) == Point("a", "refactory-Q3", 2, True)
     claimed = _patch(tmp_path, "b", {"detail": "passes", "calls": {"failing": 9.0, "failing_inputs": 4.0},
@@ -38,9 +39,17 @@ def test_a_patch_counts_only_when_its_verdict_hangs_on_the_failing_tests_alone(t
     other_doubt = _patch(tmp_path, "c", {"detail": UNDECIDED_PREFIX + NO_PASSING_CALL + "; a pattern",
                                          "calls": {"failing": 3.0}})
     assert point_of(other_doubt) is None, "another doubt would withhold it anyway"
-    with_passing = _patch(tmp_path, "d", {"detail": UNDECIDED_PREFIX + NO_PASSING_CALL,
-                                          "calls": {"recorded": 1.0, "failing": 3.0}})
-    assert point_of(with_passing) is None
+    thin = _patch(tmp_path, "d", {"detail": UNDECIDED_PREFIX + TOO_FEW_CHECKED + "2 call(s) of the function",
+                                  "calls": {"recorded": 1.0, "generated": 0.0, "failing_inputs": 1.0}})
+    assert point_of(thin) == Point("d", "refactory-Q3", 2, True), "a passing call and a failing one: two"
+    sound = _patch(tmp_path, "e", {"status": "sound", "detail": "passes the suite and every anti-overfitting check",
+                                   "calls": {"recorded": 4.0, "generated": 51.0, "failing_inputs": 1.0}},
+                   label="correct")
+    assert point_of(sound) == Point("e", "refactory-Q3", 56, True), "every checked call counts"
+    crashes = _patch(tmp_path, "f", {"status": "overfitting", "detail": "still crashes next to the tests' calls",
+                                     "calls": {"failing_inputs": 3.0},
+                                     "evidence": "...; the failing tests' assertions check 3 different call(s)"})
+    assert point_of(crashes) is None, "withheld by another check, whatever the count"
 
 
 def test_the_fit_prices_a_wrong_fixed_and_holds_each_group_out():

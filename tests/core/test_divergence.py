@@ -8,7 +8,7 @@ import json
 
 from equisa_core.validation.divergence import (
     MAX_EXAMPLES,
-    MIN_FAILING_ORACLE_CALLS,
+    MIN_CHECKED_CALLS,
     MIN_LINE_COVERAGE,
     CallComparison,
     DivergenceReport,
@@ -77,16 +77,17 @@ def test_the_summary_says_what_was_checked_and_what_changed():
 
 
 def test_the_evidence_reaches_the_function_only_with_a_passing_call_and_enough_coverage():
-    assert evidence_reaches(divergence_of([_call(False)], [1, 2], [1, 2], [])) == (True, "")
+    passing = [_call(False)] * MIN_CHECKED_CALLS
+    assert evidence_reaches(divergence_of(passing, [1, 2], [1, 2], [])) == (True, "")
     reaches, why = evidence_reaches(divergence_of([_call(True, origin="failing")], [1], [1], []))
     assert not reaches and "no passing test" in why
-    low = divergence_of([_call(False)], range(10), range(5), [])
+    low = divergence_of(passing, range(10), range(5), [])
     assert low.line_coverage is not None and low.line_coverage < MIN_LINE_COVERAGE
     reaches, why = evidence_reaches(low)
     assert not reaches and "50%" in why
-    at_bound = divergence_of([_call(False)], range(10), range(int(MIN_LINE_COVERAGE * 10)), [])
+    at_bound = divergence_of(passing, range(10), range(int(MIN_LINE_COVERAGE * 10)), [])
     assert evidence_reaches(at_bound) == (True, "")
-    assert evidence_reaches(divergence_of([_call(False)], [], [], []))[0], "no executable line: covered"
+    assert evidence_reaches(divergence_of(passing, [], [], []))[0], "no executable line: covered"
 
 
 def test_with_no_passing_call_the_failing_tests_assertions_are_the_evidence_when_they_check_enough_calls():
@@ -95,32 +96,51 @@ def test_with_no_passing_call_the_failing_tests_assertions_are_the_evidence_when
     twice counts once, and a generated call never counts."""
     def failing(n: int) -> CallComparison:
         return _call(True, origin="failing", inputs=f"f({n})")
-    enough = [failing(n) for n in range(MIN_FAILING_ORACLE_CALLS)]
+    enough = [failing(n) for n in range(MIN_CHECKED_CALLS)]
     report = divergence_of(enough, executable=[1, 2, 3], executed=[], arcs=[], failing_executed=[1, 2, 3])
-    assert report.failing_inputs == MIN_FAILING_ORACLE_CALLS and report.recorded_calls == 0
+    assert report.failing_inputs == MIN_CHECKED_CALLS and report.recorded_calls == 0
     assert report.line_coverage == 0.0 and report.oracle_coverage == 1.0
     assert evidence_reaches(report) == (True, "")
-    assert (f"the failing tests' assertions check {MIN_FAILING_ORACLE_CALLS} different call(s), which the "
+    assert (f"the failing tests' assertions check {MIN_CHECKED_CALLS} different call(s), which the "
             "candidate passes, covering 100% of the function") in report.summary()
-    assert report.counts()["failing_inputs"] == MIN_FAILING_ORACLE_CALLS
+    assert report.counts()["failing_inputs"] == MIN_CHECKED_CALLS
 
     generated = _call(True, origin="failing", kind="generated", inputs="f(99)")
     repeated = enough[:-1] + [failing(0), generated]
     few = divergence_of(repeated, executable=[1, 2, 3], executed=[], arcs=[], failing_executed=[1, 2, 3])
-    assert few.failing_inputs == MIN_FAILING_ORACLE_CALLS - 1
+    assert few.failing_inputs == MIN_CHECKED_CALLS - 1
     reaches, why = evidence_reaches(few)
-    assert not reaches and f"check only {MIN_FAILING_ORACLE_CALLS - 1} different call(s)" in why
+    assert not reaches and f"check only {MIN_CHECKED_CALLS - 1} different call(s)" in why
 
     narrow = divergence_of(enough, executable=range(10), executed=[], arcs=[], failing_executed=[1, 2])
     reaches, why = evidence_reaches(narrow)
     assert not reaches and "the tests' calls ran 20% of the function's lines" in why
 
 
+def test_one_passing_call_and_one_failing_call_are_too_few_checks_to_reach_a_fix():
+    """A passing test's call of an empty list ran the function's first lines and a failing test's one
+    call the rest: every line ran, but two checked calls promise little; a generated call near the
+    passing one is a third check."""
+    thin = divergence_of([_call(False, inputs="f([])"), _call(True, origin="failing", inputs="f([3, 3])")],
+                         executable=range(9), executed=range(4), arcs=[], failing_executed=range(9))
+    assert (thin.recorded_calls, thin.generated_calls, thin.failing_inputs) == (1, 0, 1)
+    assert thin.checked_calls == MIN_CHECKED_CALLS - 1 and thin.oracle_coverage == 1.0
+    reaches, why = evidence_reaches(thin)
+    assert not reaches
+    assert why == ("the tests check only 2 call(s) of the function with a known answer (1 by passing tests, "
+                   "0 generated near them, 1 by the failing tests; under 3)")
+    near = divergence_of([_call(False, inputs="f([])"), _call(False, kind="generated", inputs="f([0])"),
+                          _call(True, origin="failing", inputs="f([3, 3])")],
+                         executable=range(9), executed=range(4), arcs=[], failing_executed=range(9))
+    assert near.checked_calls == MIN_CHECKED_CALLS
+    assert evidence_reaches(near) == (True, "")
+
+
 def test_the_failing_tests_lines_count_toward_the_evidence_s_reach_beside_the_passing_calls():
     """A passing call ran half the function and the failing tests' calls the other half: the calls
     with a known right answer ran all of it."""
-    report = divergence_of([_call(False), _call(True, origin="failing", inputs="f(1)")],
-                           executable=range(10), executed=range(5), arcs=[], failing_executed=range(5, 10))
+    calls = [_call(False), _call(False, kind="generated"), _call(True, origin="failing", inputs="f(1)")]
+    report = divergence_of(calls, executable=range(10), executed=range(5), arcs=[], failing_executed=range(5, 10))
     assert report.line_coverage == 0.5 and report.oracle_coverage == 1.0
     assert evidence_reaches(report) == (True, "")
     assert "covering 50% of the function (100% with the failing tests' 1 call(s))" in report.summary()

@@ -19,7 +19,7 @@ from equisa_core.validation import checks
 from equisa_core.validation.candidates import PatchCandidate, PatchEvaluation, PatchStatus
 from equisa_core.validation.differential import DifferentialVerdict, FarChange, Observed
 from equisa_core.validation.divergence import (
-    MIN_FAILING_ORACLE_CALLS,
+    MIN_CHECKED_CALLS,
     CallComparison,
     DivergenceReport,
     divergence_of,
@@ -175,10 +175,10 @@ def test_with_no_passing_call_a_fix_is_said_only_when_the_failing_tests_check_en
         calls = [CallComparison(test_id=f"t::fail{i}", origin="failing", kind="recorded", changed=True,
                                 inputs=f"f({i})") for i in range(inputs)]
         return divergence_of(calls, executable=(2,), executed=(), arcs=(), failing_executed=(2,))
-    checked = judged_with(failing_only(MIN_FAILING_ORACLE_CALLS))
+    checked = judged_with(failing_only(MIN_CHECKED_CALLS))
     assert checked.status is PatchStatus.SOUND, checked.detail
     assert "the failing tests' assertions check 3 different call(s)" in checked.evidence
-    too_few = judged_with(failing_only(MIN_FAILING_ORACLE_CALLS - 1))
+    too_few = judged_with(failing_only(MIN_CHECKED_CALLS - 1))
     assert too_few.status is PatchStatus.UNCONFIRMED and "check only 2 different call(s)" in too_few.detail
 
 

@@ -59,6 +59,7 @@ from equisa_core.environment.declared import (
 )
 from equisa_core.errors import EnvironmentBuildError
 from equisa_core.probe import MIN_PYTHON
+from tasks.sandbox.scratch import cache_folder
 
 __all__ = ["RECIPE", "MARKER", "MAX_PYTHON_ATTEMPTS", "LEGACY_BUILD_CONSTRAINTS", "PROJECT_COPY",
            "Candidate", "Provisioned", "build_candidates", "default_environments",
@@ -109,8 +110,7 @@ class Provisioned(BaseModel):
 
 def default_environments() -> Path:
     """``$XDG_CACHE_HOME/equisa/environments``, else ``~/.cache/equisa/environments``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "equisa" / "environments"
+    return cache_folder("environments")
 
 
 def read_declared(repo: Path) -> DeclaredEnvironment:

@@ -7,6 +7,7 @@ The first that applies: ``--python``; a virtualenv inside the repository (``.ven
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -33,7 +34,8 @@ _PROBE_SCRIPT = (
 #: writing the bytecode of pytest's modules into EQUISA's own environment: the sandboxed runs write
 #: none (``PYTHONDONTWRITEBYTECODE``) and EQUISA's own processes never import pytest, so on a fresh
 #: install every run compiled pytest again, about 0.75 s of CPU each (bench/README.md, "The first
-#: command"). It runs beside the command's own imports, in a temporary folder.
+#: command"). It runs beside the command's own imports, in a temporary folder, and only while pytest
+#: has no bytecode yet (``_pytest_compiled``).
 _WARM_SCRIPT = _PROBE_SCRIPT + (
     "\nelse:\n"
     " import contextlib, io, os, tempfile\n"
@@ -98,13 +100,31 @@ def _chosen(repo: Path, python: str | None, provision: bool) -> tuple[str, str] 
 
 def _check(path: str) -> subprocess.Popen[str]:
     """Start the interpreter's check: its version and pytest's on stdout. Nothing is written into an
-    environment EQUISA does not own; in its own, pytest's bytecode is (``_WARM_SCRIPT``)."""
+    environment EQUISA does not own; in its own, pytest's bytecode is, until it exists (``_WARM_SCRIPT``)."""
     own = own_interpreter_environment(path)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     if own:
-        env = {name: value for name, value in env.items() if name != "PYTHONDONTWRITEBYTECODE"} | own
-    return subprocess.Popen([path, "-c", _WARM_SCRIPT if own else _PROBE_SCRIPT], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+        env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"} | own
+    else:
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    script = _WARM_SCRIPT if own and not _pytest_compiled() else _PROBE_SCRIPT
+    return subprocess.Popen([path, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def _pytest_compiled() -> bool:
+    """Whether this interpreter's pytest has its bytecode already (``_pytest/main.py``'s, where this
+    process would look for it); False when the check's bytecode would go elsewhere
+    (``PYTHONPYCACHEPREFIX`` set since this process started)."""
+    if os.environ.get("PYTHONPYCACHEPREFIX") != sys.pycache_prefix:
+        return False
+    spec = importlib.util.find_spec("_pytest")
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if not folders:
+        return False
+    try:
+        return Path(importlib.util.cache_from_source(str(Path(folders[0]) / "main.py"))).is_file()
+    except (NotImplementedError, ValueError):
+        return False
 
 
 def start_check(repo: Path, python: str | None, provision: bool = PROVISION) -> None:

@@ -5,8 +5,8 @@ image ``equisa-python:bookworm`` is built from packages:
 
 1. ``debootstrap --variant=minbase --include=python3-minimal,python3-pytest bookworm ROOT`` (about
    a minute; needs root and the ``debootstrap`` package),
-2. ``ROOT`` packed into ``bookworm-python.tar`` in the cache folder (``~/.cache/equisa/docker``),
-   so later builds, on a fresh engine too, skip step 1,
+2. ``ROOT`` packed into ``bookworm-python.tar`` in the cache folder (``$XDG_CACHE_HOME/equisa/docker``,
+   else ``~/.cache/equisa/docker``), so later builds, on a fresh engine too, skip step 1,
 3. the tarball imported as the image (``docker import`` through the SDK), with ``PATH`` and a
    UTF-8 locale set, then checked: ``python3 -m pytest --version`` must run in it.
 
@@ -29,6 +29,7 @@ import docker.errors
 import requests
 
 from tasks.sandbox.contract import SandboxInfrastructureError
+from tasks.sandbox.scratch import cache_folder
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -46,7 +47,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_IMAGE = "equisa-python:bookworm"
-DEFAULT_CACHE_DIR = Path.home() / ".cache" / "equisa" / "docker"
+DEFAULT_CACHE_DIR = cache_folder("docker")
 #: Overridable with ``EQUISA_DEBIAN_MIRROR`` (e.g. a local mirror or apt proxy).
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 SUITE = "bookworm"

@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from equisa_core.probe import PROBE_MODULE, probe_file
+from tasks.sandbox.scratch import cache_folder
 
 __all__ = ["probe_bytecode", "default_probe_cache"]
 
@@ -33,12 +34,13 @@ COMPILE_TIMEOUT_S = 60.0
 _COMPILE_SCRIPT = "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)"
 #: This process's answers, by (probe digest, interpreter key): asked once per process.
 _KNOWN: dict[tuple[str, str], Path | None] = {}
+#: The probe's digests, by (path, size, modification time): the file is read and hashed once.
+_DIGESTS: dict[tuple[str, int, int], str] = {}
 
 
 def default_probe_cache() -> Path:
     """``$XDG_CACHE_HOME/equisa/probe``, else ``~/.cache/equisa/probe``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "equisa" / "probe"
+    return cache_folder("probe")
 
 
 def probe_bytecode(interpreter: str, cache: Path | None = None, source: Path | None = None) -> Path | None:
@@ -46,7 +48,7 @@ def probe_bytecode(interpreter: str, cache: Path | None = None, source: Path | N
     machine), made once and kept in ``cache``; None when it cannot be made (the run then copies the
     source)."""
     source = source or probe_file()
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    digest = _digest(source)
     key = _interpreter_key(interpreter)
     if key is None:
         return None
@@ -56,6 +58,15 @@ def probe_bytecode(interpreter: str, cache: Path | None = None, source: Path | N
     made = target if target.is_file() or _compile(source, interpreter, target) else None
     _KNOWN[(digest, key)] = made
     return made
+
+
+def _digest(source: Path) -> str:
+    """The first 16 hex digits of ``source``'s SHA-256, hashed again only when the file changed."""
+    stat = source.stat()
+    known = (str(source), stat.st_size, stat.st_mtime_ns)
+    if known not in _DIGESTS:
+        _DIGESTS[known] = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    return _DIGESTS[known]
 
 
 def _interpreter_key(interpreter: str) -> str | None:

@@ -1,4 +1,5 @@
-"""Where the local sandbox makes its run folders (each run's copy of the workspace).
+"""Where the local sandbox makes its run folders (each run's copy of the workspace), and where
+EQUISA keeps what it builds once per machine (``cache_folder``: environments, the compiled probe).
 
 Every sandboxed run copies the workspace into a fresh folder, so the copy is on the critical path
 of every run (the trace's shards, each re-run, each batch of mutants, each check of a fix). On a
@@ -17,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["SCRATCH_ENV", "RAM_SCRATCH", "RAM_SCRATCH_MIN_FREE", "scratch_root", "is_tmpfs"]
+__all__ = ["SCRATCH_ENV", "RAM_SCRATCH", "RAM_SCRATCH_MIN_FREE", "scratch_root", "is_tmpfs", "cache_folder"]
 
 #: Names the folder run folders go to (it must exist); overrides the default.
 SCRATCH_ENV = "EQUISA_SCRATCH"
@@ -55,3 +56,10 @@ def is_tmpfs(folder: Path, mounts: Path = Path("/proc/self/mounts")) -> bool:
         if len(fields) >= 3 and fields[1] == target and fields[2] == "tmpfs":
             return True
     return False
+
+
+def cache_folder(name: str) -> Path:
+    """``$XDG_CACHE_HOME/equisa/<name>``, else ``~/.cache/equisa/<name>``: what EQUISA builds once
+    per machine and keeps between commands."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "equisa" / name

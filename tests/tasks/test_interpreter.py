@@ -48,3 +48,18 @@ def test_equisas_own_interpreters_check_compiles_pytest_and_another_interpreters
     monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(other))
     interpreter._check(str(alias)).communicate(timeout=120)
     assert not other.exists() or not list(other.rglob("*.pyc"))
+
+
+def test_once_pytest_has_its_bytecode_the_check_runs_no_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # A private bytecode tree, as if this process had started with it, so the first check finds none.
+    prefix = tmp_path / "pycache"
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(prefix))
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    assert not interpreter._pytest_compiled()
+    first = interpreter._check(sys.executable)
+    first.communicate(timeout=120)
+    assert "test_equisa_warm" in first.args[2], "no bytecode yet: the check compiles pytest"
+    assert interpreter._pytest_compiled()
+    second = interpreter._check(sys.executable)
+    assert second.communicate(timeout=120)[0].split()[1] == __import__("pytest").__version__
+    assert "test_equisa_warm" not in second.args[2], "compiled: the check only asks the versions"

@@ -13,6 +13,7 @@ import pytest
 
 from equisa_core.common.probe_output import parse_probe_output
 from tasks.sandbox import probe_bytecode as bytecode
+from tasks.run.environments import default_environments
 from tasks.sandbox.contract import RunRequest, SandboxLimits
 from tasks.sandbox.local_backend import LocalSandbox
 from tests.conftest import small_repo
@@ -24,6 +25,7 @@ OTHER_PYTHONS = sorted(p for p in glob.glob("/root/.pyenv/versions/3.*/bin/pytho
 @pytest.fixture(autouse=True)
 def _fresh_memo(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bytecode, "_KNOWN", {})
+    monkeypatch.setattr(bytecode, "_DIGESTS", {})
 
 
 def test_equisas_interpreter_compiles_the_probe_once_and_keeps_it(tmp_path: Path):
@@ -77,3 +79,31 @@ def test_a_sandboxed_run_loads_the_probe_from_bytecode_past_the_assertion_rewrit
     assert test.stdout_tail.split()[-1] == "SourcelessFileLoader"  # not pytest's AssertionRewritingHook
     # The probe ran as before: its session record names this interpreter and its backend.
     assert trace.python_version == "%d.%d.%d" % sys.version_info[:3] and trace.backend
+
+
+def test_the_probe_is_hashed_again_only_when_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    source = tmp_path / "equisa_probe.py"
+    source.write_text("X = 1\n")
+    reads = []
+    original = Path.read_bytes
+
+    def counted(self: Path) -> bytes:
+        if self == source:
+            reads.append(self)
+        return original(self)
+    monkeypatch.setattr(Path, "read_bytes", counted)
+    first = bytecode.probe_bytecode(sys.executable, cache=tmp_path / "cache", source=source)
+    again = bytecode.probe_bytecode(sys.executable, cache=tmp_path / "cache", source=source)
+    assert first is not None and again == first and len(reads) == 1, "read and hashed once"
+    source.write_text("X = 22\n")  # another size: another file
+    changed = bytecode.probe_bytecode(sys.executable, cache=tmp_path / "cache", source=source)
+    assert len(reads) == 2 and changed is not None and changed != first
+
+
+def test_the_caches_follow_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert bytecode.default_probe_cache() == tmp_path / "equisa" / "probe"
+    assert default_environments() == tmp_path / "equisa" / "environments"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert bytecode.default_probe_cache() == tmp_path / "home" / ".cache" / "equisa" / "probe"

@@ -12,6 +12,7 @@ from rich.console import Console
 from cli.options import RUN_OPTIONS, Option, add_run_options
 from equisa_core.common.options import EndpointOptions, TestgenOptions
 from equisa_core.errors import EXIT_OK, ConfigurationError
+from tasks.sandbox.scratch import cache_folder
 
 __all__ = ["register"]
 
@@ -58,8 +59,8 @@ def _testgen_command(args: argparse.Namespace, console: Console) -> int:
 
 def _default_out(path: Path) -> Path:
     """``./equisa-testgen``, unless that is inside PATH (the user's tree is written only when asked):
-    then ``~/.cache/equisa/testgen/<PATH's name>``."""
+    then ``$XDG_CACHE_HOME/equisa/testgen/<PATH's name>`` (else under ``~/.cache``)."""
     here = Path("equisa-testgen").resolve()
     if here.is_relative_to(path.resolve()):
-        return Path.home() / ".cache" / "equisa" / "testgen" / path.resolve().name
+        return cache_folder("testgen") / path.resolve().name
     return here

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from equisa_core.errors import RepositoriesFileError
 from equisa_core.operations.batch import RepositoryEntry, parse_repositories, renamed_keys
+from tasks.sandbox.scratch import cache_folder
 
 __all__ = ["read_repositories", "load_repositories", "write_report", "default_reports_dir", "check_sandboxes",
            "check_models"]
@@ -54,9 +55,10 @@ def read_repositories(path: str) -> list[RepositoryEntry]:
 
 
 def default_reports_dir() -> Path:
-    """Where reports go when no folder is given: ``EQUISA_REPORTS``, else ``~/.cache/equisa/reports``."""
+    """Where reports go when no folder is given: ``EQUISA_REPORTS``, else ``$XDG_CACHE_HOME/equisa/reports``
+    (``~/.cache/equisa/reports`` without it)."""
     configured = os.environ.get("EQUISA_REPORTS")
-    return Path(configured) if configured else Path.home() / ".cache" / "equisa" / "reports"
+    return Path(configured) if configured else cache_folder("reports")
 
 
 @task(name="write-report", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=1)

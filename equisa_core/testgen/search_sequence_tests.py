@@ -19,7 +19,7 @@ from equisa_core.testgen.input_search import (
     SequenceRecord,
     Step,
 )
-from equisa_core.testgen.value_texts import is_callable_text, is_object_text, literal_value
+from equisa_core.testgen.value_texts import argument_parts, is_callable_text, is_object_text, literal_value
 
 __all__ = ["sequence_tests"]
 
@@ -77,25 +77,29 @@ class _Setup:
 
     def arguments(self, texts: Sequence[str]) -> list[str] | None:
         """Each argument as code (a literal as it is, an object from its build, its setup lines
-        emitted, a callable as its source, the functions it names to define), or None when one
-        cannot be written."""
+        emitted, a callable as its source, the functions it names to define; a keyword-only one
+        after its name, ``scale=2``), or None when one cannot be written."""
         written = []
-        for text in texts:
-            if literal_value(text)[0]:
-                self.imports |= {f"import {m}" for m in ("datetime", "decimal") if f"{m}." in text}
-                written.append(text)
-            elif is_callable_text(text):  # a callable the search offers, written as its source
-                self.imports |= callable_imports([text])
-                self.definitions += [d for d in definitions_used([text]) if d not in self.definitions]
-                written.append(text)
-            elif is_object_text(text):
-                expression = build_expression(parse_build(text), self, "other")
-                if expression is None:
-                    return None
-                written.append(expression)
-            else:
+        for argument in texts:
+            name, text = argument_parts(argument)
+            value = self._value(text)
+            if value is None:
                 return None
+            written.append(value if name is None else f"{name}={value}")
         return written
+
+    def _value(self, text: str) -> str | None:
+        """One argument's value as code (``arguments``), or None when it cannot be written."""
+        if literal_value(text)[0]:
+            self.imports |= {f"import {m}" for m in ("datetime", "decimal") if f"{m}." in text}
+            return text
+        if is_callable_text(text):  # a callable the search offers, written as its source
+            self.imports |= callable_imports([text])
+            self.definitions += [d for d in definitions_used([text]) if d not in self.definitions]
+            return text
+        if is_object_text(text):
+            return build_expression(parse_build(text), self, "other")
+        return None
 
 
 def _step_text(method: str, arguments: Sequence[str]) -> str:

@@ -94,6 +94,7 @@ OPERATOR_SYNTAX = {
     "__getitem__": "{0}[{1}]",
     "__contains__": "({1} in {0})",
     "__eq__": "({0} == {1})",
+    "__hash__": "(hash({0}) == hash({1}))",  # the hashes compared, never a hash's value (the hash seed)
     "__lt__": "({0} < {1})",
     "__le__": "({0} <= {1})",
     "__gt__": "({0} > {1})",

@@ -86,6 +86,18 @@ def _by_name(function: Any) -> Any:
     return call
 
 
+def _construct(cls: Any, name: str, args: tuple[Any, ...]) -> Any:
+    """Another object of a searched class (what its ``==`` and ``hash()`` steps compare it with),
+    made by ``cls`` (the class or its factory, ``name``) from drawn arguments, its text that call;
+    None when the call raises."""
+    try:
+        made = _by_name(cls)(*args)
+    except Exception:
+        return None
+    _BUILT[id(made)] = (made, f"{name}({', '.join(t for t in map(_source, args) if t)})")
+    return made
+
+
 def _source(value: Any) -> str:
     """A value's text: the build it was rebuilt from, else its repr, with ``decimal.Decimal`` for the
     decimals inside; a keyword-only argument as ``name=value``."""
@@ -469,6 +481,7 @@ _OPERATIONS: dict[str, Callable[..., Any]] = {
     "__getitem__": lambda o, a: o[a],
     "__contains__": lambda o, a: a in o,
     "__eq__": lambda o, a: o == a,
+    "__hash__": lambda o, a: hash(o) == hash(a),
     "__lt__": lambda o, a: o < a,
     "__le__": lambda o, a: o <= a,
     "__gt__": lambda o, a: o > a,

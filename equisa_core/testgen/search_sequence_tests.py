@@ -5,6 +5,7 @@ annotations allow: that one is listed, not asserted."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -45,8 +46,9 @@ class _Setup:
     """A ``values.Emitter`` for sequence tests: classes of the target module imported by name, any
     other through its module; setup lines and fresh local names."""
 
-    def __init__(self, module: str) -> None:
+    def __init__(self, module: str, makers: Collection[str] = ()) -> None:
         self.target = module
+        self.makers = makers  # what makes objects of the searched class: another one is written as its call
         self.imports: set[str] = set()
         self.lines: list[str] = []
         self.names = {"obj"}
@@ -99,7 +101,25 @@ class _Setup:
             return text
         if is_object_text(text):
             return build_expression(parse_build(text), self, "other")
-        return None
+        return self._made(text)
+
+    def _made(self, text: str) -> str | None:
+        """Another object of the searched class, as the call of one of ``makers`` that made it
+        (``Stack(3, strict=True)``) with its arguments written; None for any other text."""
+        try:
+            call = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            return None
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+            return None
+        if call.func.id not in self.makers:
+            return None
+        texts = [ast.get_source_segment(text, a) or "" for a in call.args]
+        texts += [f"{k.arg}={ast.get_source_segment(text, k.value)}" for k in call.keywords if k.arg]
+        if len(texts) != len(call.args) + len(call.keywords):
+            return None
+        written = self.arguments(texts)
+        return None if written is None else f"{call.func.id}({', '.join(written)})"
 
 
 def _step_text(method: str, arguments: Sequence[str]) -> str:
@@ -198,7 +218,7 @@ def _written(
 ) -> _Writing | None:
     """The test body of ``kept``, or None when its constructor's arguments cannot be written."""
     maker = record.factory or record.qualname
-    writing = _Writing(record, module, annotated, notes, _Setup(module))
+    writing = _Writing(record, module, annotated, notes, _Setup(module, {maker}))
     init = writing.setup.arguments(kept.init)
     if init is None:
         return None

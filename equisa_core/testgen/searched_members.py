@@ -453,7 +453,7 @@ def searched_classes(
         if built is None:
             continue
         (init, typed), factory = built
-        calls = _method_calls(name, methods, seen, numbers, strings)
+        calls = _method_calls(name, methods, seen, numbers, strings, _others(factory or name, init))
         if calls:
             found.append(SearchedClass(name, tuple(init), tuple(calls), typed, factory))
     return found
@@ -491,18 +491,31 @@ def _method_calls(
     seen: Seen,
     numbers: Sequence[Decimal],
     strings: Sequence[str],
+    others: str = "",
 ) -> list[tuple[str, tuple[str, ...]]]:
     """The methods a sequence on class ``name`` calls, each with a strategy per parameter: the public
-    plain ones and the special ones of ``OPERATOR_SYNTAX`` whose parameters get strategies."""
-    calls = []
+    plain ones and the special ones of ``OPERATOR_SYNTAX`` whose parameters get strategies; its own
+    ``__eq__`` and ``__hash__`` given other objects of the class too (``others``: ``obj == other``,
+    ``hash(obj) == hash(other)``)."""
+    calls: list[tuple[str, tuple[str, ...]]] = []
     for method_name, (owner, method) in methods.items():
         if method_name.startswith("_") and method_name not in OPERATOR_SYNTAX:
             continue
         recorded = _seen_for(seen, name, owner, method_name)
         parameters = _parameters(method, True, recorded, numbers, strings)
-        if parameters is not None:
+        if method_name == "__hash__" and others:
+            calls.append((method_name, (others,)))
+        elif method_name == "__eq__" and others and parameters is not None and len(parameters[0]) == 1:
+            calls.append((method_name, (f"st.one_of({others}, {parameters[0][0]})",)))
+        elif parameters is not None and method_name != "__hash__":
             calls.append((method_name, (*parameters[0], *parameters[1])))
     return calls
+
+
+def _others(maker: str, init: Sequence[str]) -> str:
+    """The strategy of other objects of a searched class made by ``maker`` (the class, or its factory)
+    from ``init``'s strategies: each written as that call (``search_driver._construct``)."""
+    return f"st.tuples({', '.join(init)}).map(functools.partial(_construct, _target.{maker}, {maker!r}))"
 
 
 def _init_usage(node: ast.ClassDef, methods: Mapping[str, tuple[str, ast.FunctionDef]],

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from equisa_core.testgen.callable_inputs import DOCUMENTED
-from equisa_core.testgen.value_texts import is_drawable_text, literals
+from equisa_core.testgen.value_texts import is_drawable_argument, literals
 
 __all__ = [
     "BUG_LIKE",
@@ -94,6 +94,7 @@ OPERATOR_SYNTAX = {
     "__getitem__": "{0}[{1}]",
     "__contains__": "({1} in {0})",
     "__eq__": "({0} == {1})",
+    "__hash__": "(hash({0}) == hash({1}))",  # the hashes compared, never a hash's value (the hash seed)
     "__lt__": "({0} < {1})",
     "__le__": "({0} <= {1})",
     "__gt__": "({0} > {1})",
@@ -110,8 +111,9 @@ OPERATOR_SYNTAX = {
 
 @dataclass(frozen=True)
 class SearchedFunction:
-    """One function to search: its name in the module, one strategy text per positional parameter,
-    whether every strategy came from an annotation, and argument tuples seen (literal texts)."""
+    """One function to search: its name in the module, one strategy text per argument passed (a
+    keyword-only one as the driver's ``_keyword``: passed by name, written ``name=value``), whether
+    every strategy came from an annotation, and argument tuples seen (literal texts)."""
 
     qualname: str
     strategies: tuple[str, ...]
@@ -367,7 +369,9 @@ def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
     """The function search's records among the probe's output lines."""
     records = []
     for data in _records(lines, "testgen-search"):
-        kept = tuple(_kept_input(k) for k in data.get("kept", ()) if all(map(is_drawable_text, k["args"])))
+        kept = tuple(
+            _kept_input(k) for k in data.get("kept", ()) if all(map(is_drawable_argument, _passed(k)))
+        )
         records.append(
             SearchRecord(
                 qualname=data["qualname"],
@@ -383,11 +387,16 @@ def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
     return records
 
 
+def _passed(data: dict[str, Any]) -> tuple[str, ...]:
+    """A kept input's arguments as passed: the keyword-only ones left out (shown as "") dropped."""
+    return tuple(text for text in data.get("args", ()) if text)
+
+
 def _kept_input(data: dict[str, Any]) -> KeptInput:
     """One kept input of a search record."""
     doc = data.get("doc")
     return KeptInput(
-        args=tuple(data["args"]),
+        args=_passed(data),
         raised=data.get("raised"),
         kills=tuple(data.get("kills", ())),
         result=data.get("result") if isinstance(data.get("result"), str) else None,
@@ -418,11 +427,11 @@ def read_sequence_records(lines: Iterable[str]) -> list[SequenceRecord]:
     for data in _records(lines, "testgen-sequence"):
         kept = tuple(
             KeptSequence(
-                init=tuple(k["init"]),
+                init=tuple(text for text in k["init"] if text),
                 steps=tuple(
                     Step(
                         method=t["method"],
-                        args=tuple(t["args"]),
+                        args=_passed(t),
                         result=t.get("result"),
                         literal=bool(t.get("literal")),
                         raised=t.get("raised"),

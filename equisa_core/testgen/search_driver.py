@@ -59,9 +59,50 @@ def _callable(text: str) -> Any:
     return value
 
 
+class _Keyword:
+    """A keyword-only argument drawn (``_keyword``): passed by name (``_by_name``), shown as
+    ``name=value``; the name "" for one left out (shown as "", which the host drops)."""
+
+    def __init__(self, name: str, value: Any) -> None:
+        self.name, self.value = name, value
+
+
+def _keyword(name: str, strategy: st.SearchStrategy[Any], required: bool) -> st.SearchStrategy[Any]:
+    """The strategy of the keyword-only parameter ``name``: always passed when ``required``, else
+    left out or passed."""
+    passed = strategy.map(functools.partial(_Keyword, name))
+    return passed if required else st.one_of(st.just(_Keyword("", None)), passed)
+
+
+def _by_name(function: Any) -> Any:
+    """``function`` called with the ``_Keyword``s among its arguments passed by name."""
+    if function is None:
+        return None
+
+    def call(*args: Any) -> Any:
+        keywords = {a.name: a.value for a in args if isinstance(a, _Keyword) and a.name}
+        return function(*[a for a in args if not isinstance(a, _Keyword)], **keywords)
+
+    return call
+
+
+def _construct(cls: Any, name: str, args: tuple[Any, ...]) -> Any:
+    """Another object of a searched class (what its ``==`` and ``hash()`` steps compare it with),
+    made by ``cls`` (the class or its factory, ``name``) from drawn arguments, its text that call;
+    None when the call raises."""
+    try:
+        made = _by_name(cls)(*args)
+    except Exception:
+        return None
+    _BUILT[id(made)] = (made, f"{name}({', '.join(t for t in map(_source, args) if t)})")
+    return made
+
+
 def _source(value: Any) -> str:
     """A value's text: the build it was rebuilt from, else its repr, with ``decimal.Decimal`` for the
-    decimals inside."""
+    decimals inside; a keyword-only argument as ``name=value``."""
+    if isinstance(value, _Keyword):
+        return f"{value.name}={_source(value.value)}" if value.name else ""
     built = _BUILT.get(id(value))
     if built is not None and built[0] is value:
         return built[1]
@@ -239,7 +280,8 @@ def _search(
     ``mutants`` (name, mutated source), also those on which a surviving mutant does otherwise; with
     ``applied``, the function's result is called with the last argument drawn."""
     started = time.monotonic()
-    compared = [] if applied else [(name, _mutant(function, text)) for name, text in mutants]
+    compared = [] if applied else [(name, _by_name(_mutant(function, text))) for name, text in mutants]
+    function = _by_name(function)
     killer = _Killer(function, compared, started + seconds)
     if killer.alive:
         function = killer
@@ -439,6 +481,7 @@ _OPERATIONS: dict[str, Callable[..., Any]] = {
     "__getitem__": lambda o, a: o[a],
     "__contains__": lambda o, a: a in o,
     "__eq__": lambda o, a: o == a,
+    "__hash__": lambda o, a: hash(o) == hash(a),
     "__lt__": lambda o, a: o < a,
     "__le__": lambda o, a: o <= a,
     "__gt__": lambda o, a: o > a,
@@ -461,7 +504,7 @@ def _step(obj: Any, name: str, args: Sequence[Any]) -> Any:
 
 def _apply(obj: Any, name: str, args: Sequence[Any]) -> Any:
     operation = _OPERATIONS.get(name)
-    return operation(obj, *args) if operation is not None else getattr(obj, name)(*args)
+    return operation(obj, *args) if operation is not None else _by_name(getattr(obj, name))(*args)
 
 
 def _played(cls: Callable[..., Any], init_args: tuple[Any, ...], calls: list[tuple[str, tuple[Any, ...]]],
@@ -624,6 +667,7 @@ def _sequence(
     kept: list[dict[str, Any]] = []
     count = [0]
     outcomes: set[tuple[Any, Any]] = set()
+    cls = _by_name(cls)
     killer = None
     if owner is not None and mutants:
         made = [(name, method, _mutant_method(owner, method, text)) for name, method, text in mutants]

@@ -5,6 +5,7 @@ annotations allow: that one is listed, not asserted."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -19,7 +20,7 @@ from equisa_core.testgen.input_search import (
     SequenceRecord,
     Step,
 )
-from equisa_core.testgen.value_texts import is_callable_text, is_object_text, literal_value
+from equisa_core.testgen.value_texts import argument_parts, is_callable_text, is_object_text, literal_value
 
 __all__ = ["sequence_tests"]
 
@@ -45,8 +46,9 @@ class _Setup:
     """A ``values.Emitter`` for sequence tests: classes of the target module imported by name, any
     other through its module; setup lines and fresh local names."""
 
-    def __init__(self, module: str) -> None:
+    def __init__(self, module: str, makers: Collection[str] = ()) -> None:
         self.target = module
+        self.makers = makers  # what makes objects of the searched class: another one is written as its call
         self.imports: set[str] = set()
         self.lines: list[str] = []
         self.names = {"obj"}
@@ -77,25 +79,47 @@ class _Setup:
 
     def arguments(self, texts: Sequence[str]) -> list[str] | None:
         """Each argument as code (a literal as it is, an object from its build, its setup lines
-        emitted, a callable as its source, the functions it names to define), or None when one
-        cannot be written."""
+        emitted, a callable as its source, the functions it names to define; a keyword-only one
+        after its name, ``scale=2``), or None when one cannot be written."""
         written = []
-        for text in texts:
-            if literal_value(text)[0]:
-                self.imports |= {f"import {m}" for m in ("datetime", "decimal") if f"{m}." in text}
-                written.append(text)
-            elif is_callable_text(text):  # a callable the search offers, written as its source
-                self.imports |= callable_imports([text])
-                self.definitions += [d for d in definitions_used([text]) if d not in self.definitions]
-                written.append(text)
-            elif is_object_text(text):
-                expression = build_expression(parse_build(text), self, "other")
-                if expression is None:
-                    return None
-                written.append(expression)
-            else:
+        for argument in texts:
+            name, text = argument_parts(argument)
+            value = self._value(text)
+            if value is None:
                 return None
+            written.append(value if name is None else f"{name}={value}")
         return written
+
+    def _value(self, text: str) -> str | None:
+        """One argument's value as code (``arguments``), or None when it cannot be written."""
+        if literal_value(text)[0]:
+            self.imports |= {f"import {m}" for m in ("datetime", "decimal") if f"{m}." in text}
+            return text
+        if is_callable_text(text):  # a callable the search offers, written as its source
+            self.imports |= callable_imports([text])
+            self.definitions += [d for d in definitions_used([text]) if d not in self.definitions]
+            return text
+        if is_object_text(text):
+            return build_expression(parse_build(text), self, "other")
+        return self._made(text)
+
+    def _made(self, text: str) -> str | None:
+        """Another object of the searched class, as the call of one of ``makers`` that made it
+        (``Stack(3, strict=True)``) with its arguments written; None for any other text."""
+        try:
+            call = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            return None
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+            return None
+        if call.func.id not in self.makers:
+            return None
+        texts = [ast.get_source_segment(text, a) or "" for a in call.args]
+        texts += [f"{k.arg}={ast.get_source_segment(text, k.value)}" for k in call.keywords if k.arg]
+        if len(texts) != len(call.args) + len(call.keywords):
+            return None
+        written = self.arguments(texts)
+        return None if written is None else f"{call.func.id}({', '.join(written)})"
 
 
 def _step_text(method: str, arguments: Sequence[str]) -> str:
@@ -194,7 +218,7 @@ def _written(
 ) -> _Writing | None:
     """The test body of ``kept``, or None when its constructor's arguments cannot be written."""
     maker = record.factory or record.qualname
-    writing = _Writing(record, module, annotated, notes, _Setup(module))
+    writing = _Writing(record, module, annotated, notes, _Setup(module, {maker}))
     init = writing.setup.arguments(kept.init)
     if init is None:
         return None

@@ -96,21 +96,63 @@ def _parameters(
     numbers: Sequence[Decimal],
     strings: Sequence[str],
     usage: Mapping[str, str] | None = None,
-) -> tuple[list[str], bool] | None:
-    """A strategy per positional parameter the search passes (``self``/``cls`` skipped when
-    ``skip_first``; ``*args``, ``**kwargs`` and defaulted parameters without one are left out), and
-    whether every one came from an annotation; None when a required parameter has none, or a
-    keyword-only parameter has no default. ``rows``: argument tuples seen, as literal texts;
-    ``usage``: parameter -> a strategy from how the body uses it (``_usage_strategies``)."""
+) -> tuple[list[str], list[str], bool] | None:
+    """(A strategy per positional parameter the search passes, one per keyword-only parameter it
+    passes by name (``_keyword_strategies``), whether every one came from an annotation):
+    ``self``/``cls`` skipped when ``skip_first``; ``*args``, ``**kwargs`` and defaulted parameters
+    without one are left out. None when a required parameter has none. ``rows``: argument tuples
+    seen, as literal texts; ``usage``: parameter -> a strategy from how the body uses it
+    (``_usage_strategies``)."""
     args = function.args
-    if args.posonlyargs or any(d is None for d in args.kw_defaults):
+    if args.posonlyargs:
         return None
     positional = list(args.args)[1 if skip_first else 0 :]
-    strategies = _positional_strategies(positional, args.defaults, rows, numbers, strings, usage or {})
-    if strategies is None:
+    split = _split_rows(function, skip_first, rows)
+    strategies = _positional_strategies(positional, args.defaults, [p for p, _ in split], numbers, strings,
+                                        usage or {})
+    keywords = _keyword_strategies(function, [k for _, k in split if k], numbers, strings, usage or {})
+    if strategies is None or keywords is None:
         return None
-    typed = all(parameter.annotation is not None for parameter in positional[: len(strategies)])
-    return strategies, typed and bool(strategies)
+    drawn = positional[: len(strategies)] + [parameter for parameter, _ in keywords]
+    typed = all(parameter.annotation is not None for parameter in drawn)
+    return strategies, [text for _, text in keywords], typed and bool(drawn)
+
+
+def _split_rows(function: ast.FunctionDef, skip_first: bool,
+                rows: Sequence[Sequence[str]]) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Each row seen as (its positional texts, its keyword-only texts): a recorded call holds every
+    parameter in the order of the code's variables (positional, keyword-only, ``*args``,
+    ``**kwargs``); a row of another width (a docstring's example) is positional, as it is."""
+    args = function.args
+    width = len(args.args) - (1 if skip_first else 0)
+    full = width + len(args.kwonlyargs) + (args.vararg is not None) + (args.kwarg is not None)
+    if not args.kwonlyargs:
+        return [(tuple(r), ()) for r in rows]
+    return [(tuple(r[:width]), tuple(r[width : width + len(args.kwonlyargs)])) if len(r) == full
+            else (tuple(r), ()) for r in rows]
+
+
+def _keyword_strategies(
+    function: ast.FunctionDef,
+    rows: Sequence[Sequence[str]],
+    numbers: Sequence[Decimal],
+    strings: Sequence[str],
+    usage: Mapping[str, str],
+) -> list[tuple[ast.arg, str]] | None:
+    """Each keyword-only parameter of ``function`` that gets a strategy, with it (``_parameter_strategy``;
+    ``rows``: the keyword-only texts seen), each drawing a ``_Keyword`` the driver passes by name
+    (``search_driver._keyword``): always for a required one, sometimes for one with a default (left
+    out otherwise, as is one that gets no strategy); None when a required one gets none."""
+    args = function.args
+    strategies: list[tuple[ast.arg, str]] = []
+    for index, (parameter, default) in enumerate(zip(args.kwonlyargs, args.kw_defaults, strict=True)):
+        texts = [r[index] for r in rows]
+        strategy = _parameter_strategy(parameter, default, texts, numbers, strings, usage.get(parameter.arg))
+        if strategy is None and default is None:
+            return None
+        if strategy is not None:
+            strategies.append((parameter, f"_keyword({parameter.arg!r}, {strategy}, {default is None!r})"))
+    return strategies
 
 
 def _positional_strategies(
@@ -281,15 +323,31 @@ def searched_functions(
         made = _parameters(node, False, rows, numbers, strings, usage)
         if made is None:
             continue
-        strategies, typed = made
+        strategies, keywords, typed = made
         complete = len(strategies) == len(node.args.args)
         extra, applied = _extra_arguments(node, rows, numbers, strings, source) if complete else ([], False)
         width = len(strategies) + (len(extra) if not applied else 0)
-        seeds = tuple(r[:width] for r in rows if len(r) >= width and literals(r[:width]))
-        seeds = seeds if not applied else ()
-        found.append(SearchedFunction(node.name, (*strategies, *extra), typed,
-                                      tuple(dict.fromkeys(seeds))[:MAX_SEEN], applied))
+        seeds = _seeds(node, rows, width) if not applied else ()
+        drawn = (*strategies, *extra[: len(extra) - applied], *keywords, *extra[len(extra) - applied :])
+        found.append(SearchedFunction(node.name, drawn, typed, seeds[:MAX_SEEN], applied))
     return found
+
+
+def _seeds(
+    function: ast.FunctionDef, rows: Sequence[Sequence[str]], width: int
+) -> tuple[tuple[str, ...], ...]:
+    """The rows seen as the search's first inputs: their ``width`` first positional texts, then their
+    keyword-only ones, each as the driver's ``_Keyword`` (passed by name); when ``function`` has a
+    required keyword-only parameter, only the rows that hold it (a recorded call)."""
+    names = [a.arg for a in function.args.kwonlyargs]
+    required = any(d is None for d in function.args.kw_defaults)
+    seeds = []
+    for positional, keywords in _split_rows(function, False, rows):
+        if len(positional) < width or not literals(positional[:width]) or (required and not keywords):
+            continue
+        named = [f"_Keyword({n!r}, {t})" for n, t in zip(names, keywords, strict=False) if literals([t])]
+        seeds.append((*positional[:width], *named))
+    return tuple(dict.fromkeys(seeds))
 
 
 def _module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
@@ -395,7 +453,7 @@ def searched_classes(
         if built is None:
             continue
         (init, typed), factory = built
-        calls = _method_calls(name, methods, seen, numbers, strings)
+        calls = _method_calls(name, methods, seen, numbers, strings, _others(factory or name, init))
         if calls:
             found.append(SearchedClass(name, tuple(init), tuple(calls), typed, factory))
     return found
@@ -416,14 +474,14 @@ def _construction(
     if not name.startswith("_"):
         owner, init = methods.get("__init__", (name, None))
         recorded = _seen_for(seen, name, owner, "__init__")
-        made = _parameters(init, True, recorded, numbers, strings, usage) if init else ([], True)
+        made = _parameters(init, True, recorded, numbers, strings, usage) if init else ([], [], True)
         if made is not None:
-            return made, None
+            return ([*made[0], *made[1]], made[2]), None
     for function in factories:
         rows = [*_doctest_rows(function), *(tuple(r) for r in seen.get(function.name, ()))]
         made = _parameters(function, False, rows, numbers, strings)
         if made is not None:
-            return made, function.name
+            return ([*made[0], *made[1]], made[2]), function.name
     return None
 
 
@@ -433,18 +491,31 @@ def _method_calls(
     seen: Seen,
     numbers: Sequence[Decimal],
     strings: Sequence[str],
+    others: str = "",
 ) -> list[tuple[str, tuple[str, ...]]]:
     """The methods a sequence on class ``name`` calls, each with a strategy per parameter: the public
-    plain ones and the special ones of ``OPERATOR_SYNTAX`` whose parameters get strategies."""
-    calls = []
+    plain ones and the special ones of ``OPERATOR_SYNTAX`` whose parameters get strategies; its own
+    ``__eq__`` and ``__hash__`` given other objects of the class too (``others``: ``obj == other``,
+    ``hash(obj) == hash(other)``)."""
+    calls: list[tuple[str, tuple[str, ...]]] = []
     for method_name, (owner, method) in methods.items():
         if method_name.startswith("_") and method_name not in OPERATOR_SYNTAX:
             continue
         recorded = _seen_for(seen, name, owner, method_name)
         parameters = _parameters(method, True, recorded, numbers, strings)
-        if parameters is not None:
-            calls.append((method_name, tuple(parameters[0])))
+        if method_name == "__hash__" and others:
+            calls.append((method_name, (others,)))
+        elif method_name == "__eq__" and others and parameters is not None and len(parameters[0]) == 1:
+            calls.append((method_name, (f"st.one_of({others}, {parameters[0][0]})",)))
+        elif parameters is not None and method_name != "__hash__":
+            calls.append((method_name, (*parameters[0], *parameters[1])))
     return calls
+
+
+def _others(maker: str, init: Sequence[str]) -> str:
+    """The strategy of other objects of a searched class made by ``maker`` (the class, or its factory)
+    from ``init``'s strategies: each written as that call (``search_driver._construct``)."""
+    return f"st.tuples({', '.join(init)}).map(functools.partial(_construct, _target.{maker}, {maker!r}))"
 
 
 def _init_usage(node: ast.ClassDef, methods: Mapping[str, tuple[str, ast.FunctionDef]],

@@ -15,7 +15,9 @@ from equisa_core.errors import ProbeProtocolError
 from equisa_core.testgen.callable_inputs import is_callable_text
 
 __all__ = [
+    "argument_parts",
     "is_callable_text",
+    "is_drawable_argument",
     "is_drawable_text",
     "is_object_text",
     "is_value_text",
@@ -72,6 +74,21 @@ def is_drawable_text(text: str) -> bool:
     rebuildable object (``is_object_text``) or one of the callables it offers (``is_callable_text``:
     ``len``, ``lambda x: x``, ``operator.add``...)."""
     return is_value_text(text) or is_object_text(text) or is_callable_text(text)
+
+
+def argument_parts(text: str) -> tuple[str | None, str]:
+    """(name, value text) of an argument's text as the search writes it: ``scale=2`` (a keyword-only
+    argument, passed by name) gives ``("scale", "2")``, a positional one ``(None, text)``."""
+    name, equals, value = text.partition("=")
+    if equals and name.isidentifier() and not value.startswith("="):
+        return name, value
+    return None, text
+
+
+def is_drawable_argument(text: str) -> bool:
+    """Whether ``text`` is an argument the search draws: a drawable value (``is_drawable_text``),
+    maybe passed by name (``scale=2``)."""
+    return is_drawable_text(argument_parts(text)[1])
 
 
 def _value_of(node: ast.expr) -> object:

@@ -112,8 +112,10 @@ def test_a_function_taking_functions_and_a_decorator_factory_are_searched_with_c
     assert found["fold"].strategies[0] == callable_strategy(2)
     assert found["rank"].strategies[1] == callable_strategy(1)
     notes = found["merge_notes"]
-    assert notes.applied and len(notes.strategies) == 3  # two of *sources, then what its result decorates
-    assert "google_documented" in notes.strategies[0] and "functools.wraps(" in notes.strategies[2]
+    # Two of *sources, ``heading`` (keyword-only, passed by name or not), then what its result decorates.
+    assert notes.applied and len(notes.strategies) == 4
+    assert "google_documented" in notes.strategies[0] and "functools.wraps(" in notes.strategies[3]
+    assert notes.strategies[2].startswith("_keyword('heading', ") and notes.strategies[2].endswith(", False)")
 
 
 def test_recorded_functions_are_evidence_and_styles_follow_the_module():

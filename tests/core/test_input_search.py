@@ -110,7 +110,8 @@ def test_searched_functions_are_the_callable_public_ones_with_their_seeds():
     found = {f.qualname: f for f in searched_functions(
         INTERVALS, ["merge", "first_gap", "untyped", "_private", "keyword_only"],
         {"untyped": [("[(1, 2)]", "3")], "merge": [("[(1, 3)]",)]}, [])}
-    assert set(found) == {"merge", "first_gap", "untyped"}
+    assert set(found) == {"merge", "first_gap", "untyped", "keyword_only"}
+    assert found["keyword_only"].strategies[1].startswith("_keyword('scale', ")  # required: passed by name
     assert found["merge"].typed and found["merge"].seeds == (("[(1, 3)]",),)
     assert not found["untyped"].typed and len(found["untyped"].strategies) == 2  # the default's kind too
 

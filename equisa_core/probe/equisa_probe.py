@@ -232,6 +232,8 @@ def real_file(path: str) -> str:
 
 _getframe = sys._getframe
 _json_dumps = json.dumps
+#: What ``_json_dumps(record, ensure_ascii=False, default=str)`` would make anew for every record.
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _open = open
 _extract_tb = traceback.extract_tb
 _FunctionType = types.FunctionType
@@ -485,7 +487,13 @@ class _MonitoringBackend:
 
     def _on_call_importing(self, code: types.CodeType, offset: int, callable_: object,
                            arg0: object) -> object:
-        return None  # a test module's import: coverage only, and stay armed for its tests
+        """A test module's import records coverage only: the call site is disabled until the next
+        ``arm``, which comes before any later call can count (the next test, or the next module's
+        import), so it fires once instead of at every call the module's code makes."""
+        if not self.recorder.active:
+            return None
+        self.disabled.add(id(code))
+        return self.monitoring.DISABLE
 
     def enter(self) -> None:
         pass
@@ -1552,7 +1560,7 @@ class ProbePlugin:
     def _write(self, record: Record) -> None:
         if self.out is None:  # a fork re-running failing tests: only the parent writes
             return
-        self.out.write(_json_dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.out.write(_encode(record) + "\n")
         self.out.flush()
 
     def _relative(self, filename: str) -> str:
@@ -1642,24 +1650,21 @@ class ProbePlugin:
         self.backend.arm()
         self.recorder.begin()
 
+    # (The phases delegate to ``_phase``'s generator: a context manager's objects and calls cost more.)
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, None]:
-        with self._phase():
-            yield
+        yield from self._phase()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, None]:
-        with self._phase():
-            yield
+        yield from self._phase()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item,
                                 nextitem: pytest.Item | None) -> Generator[None, object, None]:
-        with self._phase():
-            yield
+        yield from self._phase()
 
-    @contextlib.contextmanager
-    def _phase(self) -> Iterator[None]:
+    def _phase(self) -> Generator[None, object, None]:
         """Trace one of the test's phases; pytest's reporting in between is not traced."""
         self.recorder.active = True
         self.backend.enter()

@@ -232,6 +232,8 @@ def real_file(path: str) -> str:
 
 _getframe = sys._getframe
 _json_dumps = json.dumps
+#: What ``_json_dumps(record, ensure_ascii=False, default=str)`` would make anew for every record.
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _open = open
 _extract_tb = traceback.extract_tb
 _FunctionType = types.FunctionType
@@ -485,7 +487,13 @@ class _MonitoringBackend:
 
     def _on_call_importing(self, code: types.CodeType, offset: int, callable_: object,
                            arg0: object) -> object:
-        return None  # a test module's import: coverage only, and stay armed for its tests
+        """A test module's import records coverage only: the call site is disabled until the next
+        ``arm``, which comes before any later call can count (the next test, or the next module's
+        import), so it fires once instead of at every call the module's code makes."""
+        if not self.recorder.active:
+            return None
+        self.disabled.add(id(code))
+        return self.monitoring.DISABLE
 
     def enter(self) -> None:
         pass
@@ -584,18 +592,21 @@ class _ImportInstrumenter:
     first statement (after the docstring, on the first statement's line, so tracebacks keep their
     line numbers)::
 
-        if <K> not in __equisa_seen__: __equisa_enter__(<K>)
+        if __equisa_todo__[<K>]: __equisa_enter__(<K>)
 
-    ``__equisa_seen__`` is one set shared by every module and emptied at each test, so a function
-    calls into the probe once per test and otherwise pays one set lookup. ``__equisa_enter__``
-    records the function and the caller that reached it first. It must be installed before the
+    ``__equisa_todo__`` is one list of flags shared by every module, one per marked function: its
+    first call in a test clears the flag, and the next test sets again those the last one cleared
+    (``seen``). A function so calls into the probe once per test and otherwise pays one list index,
+    which CPython specializes (a set lookup cost about six times as much on 3.11: issue 48).
+    ``__equisa_enter__`` records the function and the caller that reached it first. It must be installed before the
     project is imported, hence at ``pytest_load_initial_conftests`` (before conftest files).
     """
 
     def __init__(self, root: str) -> None:
         self.root = root.rstrip(_os.sep) + _os.sep
         self.recorder: _Recorder | None = None
-        self.seen: set[int] = set()
+        self.todo: list[bool] = []  # by key: whether the function is still to be seen in this test
+        self.seen: list[int] = []  # the keys cleared in ``todo`` since the last ``rearm``
         self.next_key = 0
         self.instrumented: list[str] = []
         #: The instrumented modules' globals, whose ``__equisa_enter__`` is ``hook``.
@@ -603,8 +614,8 @@ class _ImportInstrumenter:
         self.hook: Callable[[int], None] = self.enter
 
     def bind(self, namespace: dict[str, object]) -> None:
-        """Give an instrumented module's globals the seen set and the current entry hook."""
-        namespace["__equisa_seen__"] = self.seen
+        """Give an instrumented module's globals the flags and the current entry hook."""
+        namespace["__equisa_todo__"] = self.todo
         namespace["__equisa_enter__"] = self.hook
         self.namespaces.append(namespace)
 
@@ -621,7 +632,8 @@ class _ImportInstrumenter:
         rec = self.recorder
         if rec is None or not rec.active:
             return
-        self.seen.add(key)
+        self.todo[key] = False
+        self.seen.append(key)
         frame = _getframe(1)
         known = rec.known
         code = frame.f_code
@@ -644,7 +656,8 @@ class _ImportInstrumenter:
         frame = _getframe(1)
         if not rec.from_module_code(frame):  # an imported module's import-time call: ask again later
             return
-        self.seen.add(key)
+        self.todo[key] = False
+        self.seen.append(key)
         if rec.lookup(frame.f_code, frame) is None:
             return
         code_key = id(frame.f_code)
@@ -653,6 +666,13 @@ class _ImportInstrumenter:
         if caller is not None and rec.lookup(caller.f_code, caller) is not None:
             rec.covered.add(id(caller.f_code))  # it is running too (tests are not instrumented)
             rec.edges.add((id(caller.f_code), code_key))
+
+    def rearm(self) -> None:
+        """A new test: every function the last one saw is to be seen again."""
+        todo = self.todo
+        for key in self.seen:
+            todo[key] = True
+        self.seen.clear()
 
     # -- importlib protocol ----------------------------------------------------------------------
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
@@ -687,9 +707,13 @@ class _ImportInstrumenter:
                 anchor = body[at] if at < len(body) else body[-1]
                 key = instrumenter.next_key
                 instrumenter.next_key += 1
+                if sys.version_info >= (3, 9):
+                    flag: ast.expr = ast.Subscript(ast.Name("__equisa_todo__", ast.Load()), ast.Constant(key),
+                                                   ast.Load())
+                else:  # an index is wrapped in ast.Index there
+                    flag = cast("ast.Expr", ast.parse("__equisa_todo__[%d]" % key).body[0]).value
                 marker = ast.If(
-                    test=ast.Compare(left=ast.Constant(key), ops=[ast.NotIn()],
-                                     comparators=[ast.Name("__equisa_seen__", ast.Load())]),
+                    test=flag,
                     body=[ast.Expr(ast.Call(ast.Name("__equisa_enter__", ast.Load()),
                                             [ast.Constant(key)], []))],
                     orelse=[],
@@ -704,7 +728,9 @@ class _ImportInstrumenter:
 
             visit_AsyncFunctionDef = visit_FunctionDef
 
-        return compile(Marker().visit(tree), path, "exec", dont_inherit=True)
+        code = compile(Marker().visit(tree), path, "exec", dont_inherit=True)
+        self.todo.extend([True] * (self.next_key - len(self.todo)))
+        return code
 
     def instrument_loaded(self, modules: Mapping[str, types.ModuleType]) -> None:
         """Instrument, in place, the project modules imported before this finder was installed.
@@ -831,7 +857,7 @@ class _InstrumentBackend:
 
     def arm(self) -> None:
         if self.instrumenter is not None:
-            self.instrumenter.seen.clear()
+            self.instrumenter.rearm()
 
     def importing(self, on: bool) -> None:
         if self.instrumenter is not None:
@@ -1534,7 +1560,7 @@ class ProbePlugin:
     def _write(self, record: Record) -> None:
         if self.out is None:  # a fork re-running failing tests: only the parent writes
             return
-        self.out.write(_json_dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.out.write(_encode(record) + "\n")
         self.out.flush()
 
     def _relative(self, filename: str) -> str:
@@ -1624,24 +1650,21 @@ class ProbePlugin:
         self.backend.arm()
         self.recorder.begin()
 
+    # (The phases delegate to ``_phase``'s generator: a context manager's objects and calls cost more.)
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, None]:
-        with self._phase():
-            yield
+        yield from self._phase()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, None]:
-        with self._phase():
-            yield
+        yield from self._phase()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item,
                                 nextitem: pytest.Item | None) -> Generator[None, object, None]:
-        with self._phase():
-            yield
+        yield from self._phase()
 
-    @contextlib.contextmanager
-    def _phase(self) -> Iterator[None]:
+    def _phase(self) -> Generator[None, object, None]:
         """Trace one of the test's phases; pytest's reporting in between is not traced."""
         self.recorder.active = True
         self.backend.enter()

@@ -598,8 +598,9 @@ class _ImportInstrumenter:
     first call in a test clears the flag, and the next test sets again those the last one cleared
     (``seen``). A function so calls into the probe once per test and otherwise pays one list index,
     which CPython specializes (a set lookup cost about six times as much on 3.11: issue 48).
-    ``__equisa_enter__`` records the function and the caller that reached it first. It must be installed before the
-    project is imported, hence at ``pytest_load_initial_conftests`` (before conftest files).
+    ``__equisa_enter__`` records the function and the caller that reached it first. It must be
+    installed before the project is imported, hence at ``pytest_load_initial_conftests`` (before
+    conftest files).
     """
 
     def __init__(self, root: str) -> None:

@@ -36,8 +36,10 @@ raised on an input that every parameter's annotation allows.
 
 This module holds what the host and the driver exchange: the searched functions and classes, the
 driver module's text, the records read back. The strategies come from ``annotation_strategies`` and
-``value_strategies`` (the value texts: ``value_texts``), the members searched from
-``searched_members``, the tests of method sequences from ``search_sequence_tests``.
+``value_strategies`` (the value texts: ``value_texts``), and for enum members and classes from
+``named_inputs`` (a record's ``names``: the module's names they are written by, which the tests
+import); the members searched from ``searched_members``, the tests of method sequences from
+``search_sequence_tests``.
 """
 
 from __future__ import annotations

@@ -36,10 +36,11 @@ _ENUM_BASES = {"Enum", "IntEnum", "StrEnum", "Flag", "IntFlag"}
 @dataclass(frozen=True)
 class ModuleNames:
     """The names a module binds at its top level (its imports, classes, functions and assignments),
-    and those of the enums it defines."""
+    those of the classes it defines, and of the enums among them."""
 
     bound: frozenset[str] = frozenset()
     enums: frozenset[str] = frozenset()
+    classes: frozenset[str] = frozenset()
 
 
 #: No names known: parameters are drawn without them.
@@ -61,7 +62,8 @@ def module_names(tree: ast.Module) -> ModuleNames:
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             bound |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return ModuleNames(frozenset(bound), frozenset(enums))
+    classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    return ModuleNames(frozenset(bound), frozenset(enums), frozenset(classes))
 
 
 def _dotted(node: ast.expr) -> list[str]:
@@ -76,6 +78,12 @@ def _dotted(node: ast.expr) -> list[str]:
 def _class_name(name: str) -> bool:
     """Whether ``name`` is spelled as a class is (``DocstringStyle``, not ``sys`` nor ``MAX_SIZE``)."""
     return name[:1].isupper() and not name.isupper() and "_" not in name.strip("_")
+
+
+def _enum_like(owner: str, names: ModuleNames) -> bool:
+    """Whether ``owner`` may be an enum: one the module defines, or a class it imports (a class it
+    defines that is no enum is not)."""
+    return owner in names.enums or owner not in names.classes and _class_name(owner)
 
 
 def _builtin_class(name: str) -> bool:
@@ -95,7 +103,7 @@ def _members(annotation: ast.expr | None, default: ast.expr | None, texts: Seque
     (``_members('DocstringStyle', 'DocstringStyle.AUTO')``: the default drawn alone when the module's
     ``DocstringStyle`` is no enum after all)."""
     parts = _dotted(default) if default is not None else []
-    if len(parts) >= 2 and parts[0] in names.bound and _class_name(parts[-2]):
+    if len(parts) >= 2 and parts[0] in names.bound and _enum_like(parts[-2], names):
         return f"_members({'.'.join(parts[:-1])!r}, {'.'.join(parts)!r})"
     named = _dotted(annotation) if annotation is not None else []
     if named and named[-1] in names.enums:
@@ -105,7 +113,7 @@ def _members(annotation: ast.expr | None, default: ast.expr | None, texts: Seque
             parts = _dotted(ast.parse(text, mode="eval").body)
         except SyntaxError:
             continue
-        if len(parts) >= 3 and parts[-2] in names.bound and _class_name(parts[-2]):
+        if len(parts) >= 3 and parts[-2] in names.bound and _enum_like(parts[-2], names):
             return f"_members({parts[-2]!r}, None)"
     return None
 

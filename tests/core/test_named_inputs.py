@@ -110,7 +110,7 @@ def test_the_evidence_is_read_from_defaults_annotations_and_recorded_values():
     assert named_strategy(arg.annotation, None, [], names) == "_members('Color', None)"
     recorded = ["h49_styles.Style.FANCY"]  # the probe writes an enum member as module.Class.MEMBER
     assert named_strategy(None, None, recorded, names) == "_members('Style', None)"
-    for default in ("sys.maxsize", "MAX_SIZE.real", "(1, 2)", "()", "Style"):  # no evidence
+    for default in ("sys.maxsize", "MAX_SIZE.real", "(1, 2)", "()", "Style", "Meta.LIMIT"):  # no evidence
         assert named_strategy(None, ast.parse(default, mode="eval").body, ["3"], names) is None, default
     assert named_strategy(None, ast.parse("[ValueError, Param]", mode="eval").body, [], names) == (
         "_classes(['ValueError', 'Param'], 'list')")

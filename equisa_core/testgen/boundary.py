@@ -352,11 +352,12 @@ def scratch_driver_module(
     return driver_module(module, made), made
 
 
-def driver_module(module: str, calls: Sequence[ScratchCall]) -> str:
+def driver_module(module: str, calls: Sequence[ScratchCall], names: Sequence[str] = ()) -> str:
     """A pytest module with one driver test per call, the call guarded by ``try/except Exception``
     (a driver only makes the call happen, for the recorder): the names ``calls`` use imported from
-    ``module``, and ``datetime`` and ``decimal`` when an argument is written as one of their calls."""
-    imported = sorted({c.qualname.split(".")[0] for c in calls})
+    ``module`` (``names``: the module's names the arguments start from, ``DocstringStyle``), and
+    ``datetime`` and ``decimal`` when an argument is written as one of their calls."""
+    imported = sorted({c.qualname.split(".")[0] for c in calls} | set(names))
     tests = [
         f"def {c.test}():\n    try:\n        {c.call}\n    except Exception:\n        pass\n" for c in calls
     ]

@@ -36,8 +36,10 @@ raised on an input that every parameter's annotation allows.
 
 This module holds what the host and the driver exchange: the searched functions and classes, the
 driver module's text, the records read back. The strategies come from ``annotation_strategies`` and
-``value_strategies`` (the value texts: ``value_texts``), the members searched from
-``searched_members``, the tests of method sequences from ``search_sequence_tests``.
+``value_strategies`` (the value texts: ``value_texts``), and for enum members and classes from
+``named_inputs`` (a record's ``names``: the module's names they are written by, which the tests
+import); the members searched from ``searched_members``, the tests of method sequences from
+``search_sequence_tests``.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from equisa_core.testgen.callable_inputs import DOCUMENTED
-from equisa_core.testgen.value_texts import is_drawable_argument, literals
+from equisa_core.testgen.named_inputs import is_named_text
+from equisa_core.testgen.value_texts import argument_parts, is_drawable_argument, literals
 
 __all__ = [
     "BUG_LIKE",
@@ -70,6 +73,7 @@ __all__ = [
     "SequenceRecord",
     "Step",
     "bug_like",
+    "drawn_names",
     "crosshair_driver_tests",
     "read_crosshair_records",
     "read_search_records",
@@ -167,6 +171,8 @@ class SearchRecord:
     error: str | None = None
     mutants: int = 0  # surviving mutants compared with the function on each input
     applied: bool = False  # the last argument is what the function's result was applied to
+    #: The module's names the drawn enum members and classes start from (``named_inputs``).
+    names: tuple[str, ...] = ()
 
     @property
     def killed(self) -> int:
@@ -213,11 +219,17 @@ class SequenceRecord:
     error: str | None = None
     factory: str | None = None
     mutants: int = 0  # surviving mutants of its methods, swapped in as each sequence was made again
+    names: tuple[str, ...] = ()  # the module's names the drawn enum members and classes start from
 
     @property
     def killed(self) -> int:
         """How many of the surviving mutants a kept sequence tells from the original."""
         return len({name for kept in self.kept for name in kept.kills})
+
+
+def drawn_names(records: Iterable[SearchRecord]) -> list[str]:
+    """The module's names the records' drawn enum members and classes start from, sorted."""
+    return sorted({name for record in records for name in record.names})
 
 
 def bug_like(record: SearchRecord, kept: KeptInput) -> bool:
@@ -369,8 +381,10 @@ def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
     """The function search's records among the probe's output lines."""
     records = []
     for data in _records(lines, "testgen-search"):
+        names = _names(data)
         kept = tuple(
-            _kept_input(k) for k in data.get("kept", ()) if all(map(is_drawable_argument, _passed(k)))
+            _kept_input(k) for k in data.get("kept", ())
+            if all(_drawable(text, names) for text in _passed(k))
         )
         records.append(
             SearchRecord(
@@ -382,9 +396,24 @@ def read_search_records(lines: Iterable[str]) -> list[SearchRecord]:
                 error=data.get("error"),
                 mutants=int(data.get("mutants") or 0),
                 applied=bool(data.get("applied")),
+                names=names,
             )
         )
     return records
+
+
+def _names(data: dict[str, Any]) -> tuple[str, ...]:
+    """A record's names of the module drawn (``names``): identifiers only (they become imports)."""
+    names = data.get("names")
+    if not isinstance(names, list):
+        return ()
+    return tuple(n for n in names if isinstance(n, str) and n.isidentifier())
+
+
+def _drawable(text: str, names: Sequence[str]) -> bool:
+    """Whether an argument's text is one the search draws: a value, object or callable
+    (``is_drawable_argument``), or the module's names it drew (``named_inputs.is_named_text``)."""
+    return is_drawable_argument(text) or is_named_text(argument_parts(text)[1], names)
 
 
 def _passed(data: dict[str, Any]) -> tuple[str, ...]:
@@ -456,6 +485,7 @@ def read_sequence_records(lines: Iterable[str]) -> list[SequenceRecord]:
                 error=data.get("error"),
                 factory=_factory_name(data.get("factory")),
                 mutants=int(data.get("mutants") or 0),
+                names=_names(data),
             )
         )
     return records

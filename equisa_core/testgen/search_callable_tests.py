@@ -72,7 +72,7 @@ def callable_input_tests(record: SearchRecord, module: str, round_number: int,
             notes.append(f"{POSSIBLE_BUG}{record.qualname}({', '.join(kept.args)}) raised {kept.raised}, "
                          "on an input its annotations allow")
             continue
-        setup = _Setup(module)
+        setup = _Setup(module, (), record.names)
         body = _body(record, kept, module, setup)
         if body is None:
             continue

@@ -15,6 +15,7 @@ import ast
 import copy
 import datetime  # noqa: F401  (the strategies' bounds are datetime values)
 import decimal
+import enum
 import functools
 import itertools
 import json
@@ -57,6 +58,56 @@ def _callable(text: str) -> Any:
     value = eval(text, globals())
     _BUILT[id(value)] = (value, text)
     return value
+
+
+#: id -> (value, its name in the module): the enum members and classes drawn (``_named``).
+_NAMED: dict[int, tuple[Any, str]] = {}
+#: The module's names the drawn values start from (``DocstringStyle``): what the host imports.
+_NAMES: set[str] = set()
+
+
+def _named(text: str) -> Any:
+    """The value the searched module names ``text`` (``DocstringStyle.GOOGLE``, a class), its text
+    kept for ``_source``."""
+    module = vars(globals()["_target"])
+    value = eval(text, module)
+    _NAMED[id(value)] = (value, text)
+    root = text.split(".", 1)[0]
+    if root in module:
+        _NAMES.add(root)
+    return value
+
+
+def _members(owner: str, default: str | None) -> st.SearchStrategy[Any]:
+    """All the members of the enum the module names ``owner``, each shown ``owner.MEMBER``; when
+    ``owner`` names no enum, ``default`` (the parameter's default) alone, or nothing without one."""
+    try:
+        cls = eval(owner, vars(globals()["_target"]))
+    except Exception:
+        cls = None
+    if isinstance(cls, type) and issubclass(cls, enum.Enum) and list(cls):
+        return st.sampled_from([f"{owner}.{member.name}" for member in cls]).map(_named)
+    return st.just(default).map(_named) if default is not None else st.nothing()
+
+
+def _classes(names: Sequence[str], shape: str) -> st.SearchStrategy[Any]:
+    """Collections (``shape``: tuple, list or set) of up to 3 of the classes ``names`` and of the
+    module's other public classes of one of their bases (or of them), each shown by its name."""
+    module = vars(globals()["_target"])
+    found = []
+    for name in names:
+        try:
+            found.append(eval(name, module))
+        except Exception:
+            continue
+    kinds = [c for c in found if isinstance(c, type)]
+    bases = {b for c in kinds for b in c.__bases__ if b is not object} | set(kinds)
+    others = sorted(n for n, v in module.items()
+                    if isinstance(v, type) and not n.startswith("_") and any(issubclass(v, b) for b in bases))
+    pool = list(dict.fromkeys([*names, *others]))[:8]
+    made = {"tuple": tuple, "list": list, "set": set}.get(shape, tuple)
+    drawn = st.lists(st.sampled_from(pool).map(_named), max_size=min(3, len(pool)), unique=True)
+    return drawn.map(made) if found else st.nothing()
 
 
 class _Keyword:
@@ -103,12 +154,17 @@ def _source(value: Any) -> str:
     decimals inside; a keyword-only argument as ``name=value``."""
     if isinstance(value, _Keyword):
         return f"{value.name}={_source(value.value)}" if value.name else ""
+    named = _NAMED.get(id(value))
+    if named is not None and named[0] is value:
+        return named[1]
     built = _BUILT.get(id(value))
     if built is not None and built[0] is value:
         return built[1]
     if isinstance(value, decimal.Decimal):
         return f"decimal.Decimal({str(value)!r})"
-    if type(value) in (list, tuple, set, frozenset) and any(isinstance(v, decimal.Decimal) for v in value):
+    if type(value) in (list, tuple, set, frozenset) and any(
+        isinstance(v, decimal.Decimal) or id(v) in _NAMED for v in value
+    ):
         items = ", ".join(_source(v) for v in value)
         shapes: dict[type, str] = {list: "[%s]", tuple: "(%s,)", set: "{%s}", frozenset: "frozenset({%s})"}
         return shapes[type(value)] % items
@@ -323,7 +379,8 @@ def _search(
     kept.extend(killer.found)
     for entry in kept:
         entry.update(observed.outcomes.get(tuple(entry["args"]), {}))
-    record.update(examples=count[0], arcs=len(arcs), mutants=len(compared), applied=applied)
+    record.update(examples=count[0], arcs=len(arcs), mutants=len(compared), applied=applied,
+                  names=sorted(_NAMES))
     _write(pytestconfig, record)
 
 
@@ -733,5 +790,5 @@ def _sequence(
             _WATCHING.pop()
             killer.flush(covering=False)
             kept.extend(killer.found)
-    record.update(examples=count[0], arcs=len(arcs), mutants=len(mutants))
+    record.update(examples=count[0], arcs=len(arcs), mutants=len(mutants), names=sorted(_NAMES))
     _write(pytestconfig, record)

@@ -20,6 +20,7 @@ from equisa_core.testgen.input_search import (
     SequenceRecord,
     Step,
 )
+from equisa_core.testgen.named_inputs import is_named_text, named_imports
 from equisa_core.testgen.value_texts import argument_parts, is_callable_text, is_object_text, literal_value
 
 __all__ = ["sequence_tests"]
@@ -44,11 +45,13 @@ def _raising(name: str | None, where: str | None, module: str) -> tuple[str, set
 
 class _Setup:
     """A ``values.Emitter`` for sequence tests: classes of the target module imported by name, any
-    other through its module; setup lines and fresh local names."""
+    other through its module; setup lines and fresh local names. ``names``: the module's names the
+    search drew values from (``named_inputs``: ``DocstringStyle.GOOGLE`` imports ``DocstringStyle``)."""
 
-    def __init__(self, module: str, makers: Collection[str] = ()) -> None:
+    def __init__(self, module: str, makers: Collection[str] = (), names: Collection[str] = ()) -> None:
         self.target = module
         self.makers = makers  # what makes objects of the searched class: another one is written as its call
+        self.drawn = names
         self.imports: set[str] = set()
         self.lines: list[str] = []
         self.names = {"obj"}
@@ -101,6 +104,9 @@ class _Setup:
             return text
         if is_object_text(text):
             return build_expression(parse_build(text), self, "other")
+        if is_named_text(text, self.drawn):  # enum members and classes, by the module's names
+            self.imports |= {f"from {self.target} import {n}" for n in named_imports([text], self.drawn)}
+            return text
         return self._made(text)
 
     def _made(self, text: str) -> str | None:
@@ -218,7 +224,7 @@ def _written(
 ) -> _Writing | None:
     """The test body of ``kept``, or None when its constructor's arguments cannot be written."""
     maker = record.factory or record.qualname
-    writing = _Writing(record, module, annotated, notes, _Setup(module, {maker}))
+    writing = _Writing(record, module, annotated, notes, _Setup(module, {maker}, record.names))
     init = writing.setup.arguments(kept.init)
     if init is None:
         return None

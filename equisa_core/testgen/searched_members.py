@@ -12,6 +12,7 @@ from decimal import Decimal
 from equisa_core.testgen.annotation_strategies import strategy_for
 from equisa_core.testgen.callable_inputs import callable_strategy, documented_styles, is_callable_text
 from equisa_core.testgen.input_search import OPERATOR_SYNTAX, SearchedClass, SearchedFunction
+from equisa_core.testgen.named_inputs import NO_NAMES, ModuleNames, module_names, named_strategy
 from equisa_core.testgen.usage_shapes import (
     Shape,
     attribute_shapes,
@@ -96,21 +97,23 @@ def _parameters(
     numbers: Sequence[Decimal],
     strings: Sequence[str],
     usage: Mapping[str, str] | None = None,
+    names: ModuleNames = NO_NAMES,
 ) -> tuple[list[str], list[str], bool] | None:
     """(A strategy per positional parameter the search passes, one per keyword-only parameter it
     passes by name (``_keyword_strategies``), whether every one came from an annotation):
     ``self``/``cls`` skipped when ``skip_first``; ``*args``, ``**kwargs`` and defaulted parameters
     without one are left out. None when a required parameter has none. ``rows``: argument tuples
     seen, as literal texts; ``usage``: parameter -> a strategy from how the body uses it
-    (``_usage_strategies``)."""
+    (``_usage_strategies``); ``names``: the module's, for parameters that take its enum members
+    or classes (``named_inputs``)."""
     args = function.args
     if args.posonlyargs:
         return None
     positional = list(args.args)[1 if skip_first else 0 :]
     split = _split_rows(function, skip_first, rows)
     strategies = _positional_strategies(positional, args.defaults, [p for p, _ in split], numbers, strings,
-                                        usage or {})
-    keywords = _keyword_strategies(function, [k for _, k in split if k], numbers, strings, usage or {})
+                                        usage or {}, names)
+    keywords = _keyword_strategies(function, [k for _, k in split if k], numbers, strings, usage or {}, names)
     if strategies is None or keywords is None:
         return None
     drawn = positional[: len(strategies)] + [parameter for parameter, _ in keywords]
@@ -138,6 +141,7 @@ def _keyword_strategies(
     numbers: Sequence[Decimal],
     strings: Sequence[str],
     usage: Mapping[str, str],
+    names: ModuleNames,
 ) -> list[tuple[ast.arg, str]] | None:
     """Each keyword-only parameter of ``function`` that gets a strategy, with it (``_parameter_strategy``;
     ``rows``: the keyword-only texts seen), each drawing a ``_Keyword`` the driver passes by name
@@ -147,7 +151,8 @@ def _keyword_strategies(
     strategies: list[tuple[ast.arg, str]] = []
     for index, (parameter, default) in enumerate(zip(args.kwonlyargs, args.kw_defaults, strict=True)):
         texts = [r[index] for r in rows]
-        strategy = _parameter_strategy(parameter, default, texts, numbers, strings, usage.get(parameter.arg))
+        strategy = _parameter_strategy(parameter, default, texts, numbers, strings, usage.get(parameter.arg),
+                                       names)
         if strategy is None and default is None:
             return None
         if strategy is not None:
@@ -162,6 +167,7 @@ def _positional_strategies(
     numbers: Sequence[Decimal],
     strings: Sequence[str],
     usage: Mapping[str, str],
+    names: ModuleNames,
 ) -> list[str] | None:
     """A strategy per parameter of ``positional`` (the last ones given ``defaults``) up to the first
     defaulted one that gets none; None when a required one gets none."""
@@ -171,7 +177,8 @@ def _positional_strategies(
     for index, parameter in enumerate(positional):
         texts = [r[index] for r in rows]
         default = defaults[index - required] if index >= required else None
-        strategy = _parameter_strategy(parameter, default, texts, numbers, strings, usage.get(parameter.arg))
+        strategy = _parameter_strategy(parameter, default, texts, numbers, strings, usage.get(parameter.arg),
+                                       names)
         if strategy is None:
             return strategies if index >= required else None  # the next keep their defaults too
         strategies.append(strategy)
@@ -185,10 +192,15 @@ def _parameter_strategy(
     numbers: Sequence[Decimal],
     strings: Sequence[str],
     used: str | None = None,
+    names: ModuleNames = NO_NAMES,
 ) -> str | None:
-    """One parameter's strategy: from its annotation or the values seen (``texts``), the objects seen
-    drawn too; unannotated and with nothing else to go by, from how the body uses it (``used``),
-    else from its default."""
+    """One parameter's strategy: the module's enum members or classes when its default, annotation
+    or values seen say it takes them (``named_inputs``); else from its annotation or the values seen
+    (``texts``), the objects seen drawn too; unannotated and with nothing else to go by, from how the
+    body uses it (``used``), else from its default."""
+    named = named_strategy(parameter.annotation, default, texts, names)
+    if named is not None:
+        return named
     if parameter.annotation is None and any(map(is_callable_text, texts)):  # a function was passed
         return used if used and "_callable" in used else callable_strategy()
     values = [value for ok, value in map(literal_value, texts) if ok]
@@ -314,13 +326,14 @@ def searched_functions(
     tree = ast.parse(source)
     strings = _module_strings(tree, seen)
     callees = _module_functions(tree)
+    names = module_names(tree)
     found = []
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef) or node.name not in wanted or node.name.startswith("_"):
             continue
         rows = [*_doctest_rows(node), *(tuple(r) for r in seen.get(node.name, ()))]
         usage = _usage_strategies(node, callees, seen, numbers, strings)
-        made = _parameters(node, False, rows, numbers, strings, usage)
+        made = _parameters(node, False, rows, numbers, strings, usage, names)
         if made is None:
             continue
         strategies, keywords, typed = made
@@ -443,17 +456,18 @@ def searched_classes(
     strings = _module_strings(tree, seen)
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     factories = _factories(tree, set(classes))
+    names = module_names(tree)
     found = []
     for name in classes:
         if not any(q.startswith(name + ".") for q in wanted):
             continue
         methods = _class_methods(classes, name)
         usage = _init_usage(classes[name], methods, numbers, strings)
-        built = _construction(name, methods, factories.get(name, []), seen, numbers, strings, usage)
+        built = _construction(name, methods, factories.get(name, []), seen, numbers, strings, usage, names)
         if built is None:
             continue
         (init, typed), factory = built
-        calls = _method_calls(name, methods, seen, numbers, strings, _others(factory or name, init))
+        calls = _method_calls(name, methods, seen, numbers, strings, _others(factory or name, init), names)
         if calls:
             found.append(SearchedClass(name, tuple(init), tuple(calls), typed, factory))
     return found
@@ -467,6 +481,7 @@ def _construction(
     numbers: Sequence[Decimal],
     strings: Sequence[str],
     usage: Mapping[str, str] | None = None,
+    names: ModuleNames = NO_NAMES,
 ) -> tuple[tuple[list[str], bool], str | None] | None:
     """How the search makes objects of class ``name``: (its ``__init__``'s strategies and whether they
     came from annotations, None) for a public class, else (a factory's, its name); None when neither
@@ -474,12 +489,12 @@ def _construction(
     if not name.startswith("_"):
         owner, init = methods.get("__init__", (name, None))
         recorded = _seen_for(seen, name, owner, "__init__")
-        made = _parameters(init, True, recorded, numbers, strings, usage) if init else ([], [], True)
+        made = _parameters(init, True, recorded, numbers, strings, usage, names) if init else ([], [], True)
         if made is not None:
             return ([*made[0], *made[1]], made[2]), None
     for function in factories:
         rows = [*_doctest_rows(function), *(tuple(r) for r in seen.get(function.name, ()))]
-        made = _parameters(function, False, rows, numbers, strings)
+        made = _parameters(function, False, rows, numbers, strings, None, names)
         if made is not None:
             return ([*made[0], *made[1]], made[2]), function.name
     return None
@@ -492,6 +507,7 @@ def _method_calls(
     numbers: Sequence[Decimal],
     strings: Sequence[str],
     others: str = "",
+    names: ModuleNames = NO_NAMES,
 ) -> list[tuple[str, tuple[str, ...]]]:
     """The methods a sequence on class ``name`` calls, each with a strategy per parameter: the public
     plain ones and the special ones of ``OPERATOR_SYNTAX`` whose parameters get strategies; its own
@@ -502,7 +518,7 @@ def _method_calls(
         if method_name.startswith("_") and method_name not in OPERATOR_SYNTAX:
             continue
         recorded = _seen_for(seen, name, owner, method_name)
-        parameters = _parameters(method, True, recorded, numbers, strings)
+        parameters = _parameters(method, True, recorded, numbers, strings, None, names)
         if method_name == "__hash__" and others:
             calls.append((method_name, (others,)))
         elif method_name == "__eq__" and others and parameters is not None and len(parameters[0]) == 1:

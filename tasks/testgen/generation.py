@@ -53,6 +53,7 @@ from equisa_core.testgen.input_search import (
     SequenceRecord,
     bug_like,
     crosshair_driver_tests,
+    drawn_names,
     read_crosshair_records,
     read_search_records,
     read_sequence_records,
@@ -302,7 +303,8 @@ def _searched(
         did.append("the search wrote no record (coverage.py or Hypothesis unavailable?)")
     if not calls:
         return sequenced
-    driven = _driven(recorder, calls, module, round_number, nodes, sources, annotated, did)
+    drawn = drawn_names(records)
+    driven = _driven(recorder, calls, module, round_number, nodes, sources, annotated, did, drawn)
     searched, misuse = without_misuse(driven, plan.target_source, module)
     did += misuse
     return searched + sequenced
@@ -385,13 +387,14 @@ def _kept_calls(records: list[SearchRecord], crosshair: list[CrosshairRecord], f
 
 def _driven(recorder: Recorder, calls: list[tuple[str, str]], module: str, round_number: int,
             nodes: dict[str, Node], sources: dict[str, str], annotated: frozenset[str],
-            did: list[str]) -> list[CarvedTest]:
-    """The kept ``calls`` run by a driver with their calls recorded, and the recordings carved."""
+            did: list[str], names: Sequence[str] = ()) -> list[CarvedTest]:
+    """The kept ``calls`` run by a driver with their calls recorded (``names``: the module's names
+    their arguments start from, imported), and the recordings carved."""
     driving = [
         ScratchCall(test=f"test_drive_search_{i}", qualname=q, call=c) for i, (q, c) in enumerate(calls)
     ]
     drive_path = f"{GENERATED_TESTS_DIR}/test_testgen_search_drive_{round_number}.py"
-    drive = driver_module(module, driving)
+    drive = driver_module(module, driving, names)
     if any(OBJECT_MARKER in c for _, c in calls):  # objects rebuilt from recorded builds
         drive = REBUILD_HELPERS.lstrip() + "\n\n" + drive
     observed = recorder.run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
@@ -106,6 +107,18 @@ def test_sigkill_mid_run_leaves_the_tree_untouched(tmp_path, cli_env):
     assert status.stdout == ""
 
 
+def _flow_runs_running_since(api_url: str, since: datetime.datetime) -> bool:
+    """Whether the Prefect server at ``api_url`` has a flow run running that started after ``since``
+    (an earlier test's killed run stays "running" there)."""
+    import httpx
+
+    running = {"state": {"type": {"any_": ["RUNNING"]}}, "start_time": {"after_": since.isoformat()}}
+    query = {"flow_runs": running, "limit": 1}
+    answer = httpx.post(f"{api_url.rstrip('/')}/flow_runs/filter", json=query, timeout=10)
+    answer.raise_for_status()
+    return bool(answer.json())
+
+
 def test_ctrl_c_mid_run_exits_130_and_the_run_is_recorded_as_interrupted(tmp_path, cli_env):
     """SIGINT while the sandboxed suite runs: exit 130, ``--json`` holds the failure report, and the run
     is in the history as interrupted, under the flow run's id (``equisa report`` shows it)."""
@@ -114,6 +127,7 @@ def test_ctrl_c_mid_run_exits_130_and_the_run_is_recorded_as_interrupted(tmp_pat
     repo = make_repo(tmp_path / "user-repo")
     out = tmp_path / "report.json"
     command = [EQUISA, "trace", str(repo), "--shards", "2", "--no-cache", "--json", str(out)]
+    started = datetime.datetime.now(datetime.timezone.utc)
     # As a user's shell starts it: SIGINT at its default. A child inherits an ignored signal, and
     # something earlier in the test session leaves SIGINT ignored in this process; Python then never
     # raises KeyboardInterrupt in the command (its run ended with exit 0 in CI).
@@ -123,6 +137,11 @@ def test_ctrl_c_mid_run_exits_130_and_the_run_is_recorded_as_interrupted(tmp_pat
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not any(
                 "--equisa-out=" in c for c in descendants(process.pid).values()):
+            time.sleep(0.2)
+        # The early trace starts the suite before Prefect's flow run exists (on a loaded machine,
+        # seconds before): interrupted then, the run has no flow run to be recorded under.
+        api = cli_env["PREFECT_API_URL"]
+        while time.monotonic() < deadline and not _flow_runs_running_since(api, started):
             time.sleep(0.2)
         time.sleep(1.0)  # mid-run
         assert process.poll() is None, "the run ended before the signal: the test saw no sandboxed run"

@@ -27,11 +27,12 @@ from equisa_core.testgen.value_strategies import (
     value_type_strategy,
 )
 
-__all__ = ["strategy_for"]
+__all__ = ["SEQUENCE_NAMES", "SET_NAMES", "TUPLE_NAMES", "strategy_for"]
 
-_SEQUENCES = {"list", "List", "Sequence", "Iterable", "MutableSequence", "Collection"}
-_TUPLES = {"tuple", "Tuple"}
-_SETS = {"set", "Set", "frozenset", "FrozenSet", "AbstractSet"}
+#: Annotation names of the containers strategies are built for (``named_inputs`` draws classes into them too).
+SEQUENCE_NAMES = {"list", "List", "Sequence", "Iterable", "MutableSequence", "Collection"}
+TUPLE_NAMES = {"tuple", "Tuple"}
+SET_NAMES = {"set", "Set", "frozenset", "FrozenSet", "AbstractSet"}
 _MAPPINGS = {"dict", "Dict", "Mapping", "MutableMapping"}
 #: The standard library's value types an annotation may name, drawn around the values seen.
 _VALUE_TYPES: dict[str, type] = {
@@ -109,9 +110,9 @@ def _from_plain_name(
     if name in _VALUE_TYPES:
         kind = _VALUE_TYPES[name]
         return value_type_strategy(kind, [v for v in seen if type(v) is kind])
-    if name in _SEQUENCES | _TUPLES:
+    if name in SEQUENCE_NAMES | TUPLE_NAMES:
         element = from_values(elements(seen), numbers, strings) or int_strategy(numbers)
-        wrap = ".map(tuple)" if name in _TUPLES else ""
+        wrap = ".map(tuple)" if name in TUPLE_NAMES else ""
         return f"st.lists({element}, max_size={max_length(seen)}){wrap}"
     return None
 
@@ -140,7 +141,7 @@ def _from_subscript(
     inner = [_from_annotation(a, items, numbers, strings) for a in arguments]
     if name in ("Optional", "Union"):
         return _from_union(name, inner)
-    if name in _TUPLES:
+    if name in TUPLE_NAMES:
         return _from_tuple(arguments, inner, seen)
     return _from_collection(name, inner, seen)
 
@@ -165,9 +166,9 @@ def _from_tuple(
 
 def _from_collection(name: str, inner: Sequence[str | None], seen: Sequence[object]) -> str | None:
     """Lists, sets or dicts of the arguments' strategies, up to a few more items than the most seen."""
-    if name in _SEQUENCES and inner[0]:
+    if name in SEQUENCE_NAMES and inner[0]:
         return f"st.lists({inner[0]}, max_size={max_length(seen)})"
-    if name in _SETS and inner[0]:
+    if name in SET_NAMES and inner[0]:
         return f"st.sets({inner[0]}, max_size={max_length(seen)})"
     if name in _MAPPINGS and len(inner) == 2:
         pair = all_present(inner)

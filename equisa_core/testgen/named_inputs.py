@@ -17,7 +17,7 @@ import builtins
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from equisa_core.testgen.annotation_strategies import _SEQUENCES, _SETS, _TUPLES
+from equisa_core.testgen.annotation_strategies import SEQUENCE_NAMES, SET_NAMES, TUPLE_NAMES
 
 __all__ = [
     "NO_NAMES",
@@ -141,13 +141,13 @@ def _class_of_items(annotation: ast.expr) -> tuple[str, list[str]] | None:
     container = (_dotted(annotation.value) or [""])[-1]
     inner = annotation.slice
     items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
-    if container not in _SEQUENCES | _TUPLES | _SETS or not items:
+    if container not in SEQUENCE_NAMES | TUPLE_NAMES | SET_NAMES or not items:
         return None
     item = items[0]
     if not isinstance(item, ast.Subscript) or (_dotted(item.value) or [""])[-1] not in ("Type", "type"):
         return None
     parts = _dotted(item.slice)
-    shape = "set" if container in _SETS else "list" if container in ("list", "List") else "tuple"
+    shape = "set" if container in SET_NAMES else "list" if container in ("list", "List") else "tuple"
     return (shape, parts) if parts else None
 
 

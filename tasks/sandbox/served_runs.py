@@ -141,7 +141,12 @@ def _fits(shard: RunRequest, request: RunRequest) -> bool:
     given = {"per_test", "test_timeout_s", "wall_clock_s"}  # written with the request, or the host's own
     if shard.limits.model_dump(exclude=given) != request.limits.model_dump(exclude=given):
         return False
-    return all(_within(path, shard.tests) for path in request.tests)
+    # The fork runs the request's selection among what the shard collected; a process of its own
+    # would run it among what the request's paths collect. The same tests run when each selected
+    # test is collected by both or by neither: a trace scoped to node ids (``--tests`` naming tests)
+    # serves a screening whose paths are those tests' files.
+    selected = request.only or ()
+    return all(_within(test, shard.tests) == _within(test, request.tests) for test in selected)
 
 
 def _within(path: str, scope: tuple[str, ...]) -> bool:
@@ -151,7 +156,7 @@ def _within(path: str, scope: tuple[str, ...]) -> bool:
     file = PurePosixPath(path.split("::", 1)[0])
     for entry in scope:
         if "::" in entry:
-            if path == entry or path.startswith(entry + "::"):
+            if path == entry or path.startswith((entry + "::", entry + "[")):
                 return True
             continue
         root = PurePosixPath(entry)

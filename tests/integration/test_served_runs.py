@@ -102,6 +102,22 @@ def test_a_mutant_run_the_shard_did_not_collect_the_same_way_is_not_served(pytho
     assert served_runs.claim(screening(python, tests).model_copy(update={"tests": ("tests/test_core.py",)}))
 
 
+def test_a_trace_scoped_to_node_ids_serves_a_screening_of_their_files(python, owner):
+    """``--tests`` naming tests scopes the trace to node ids, while the screening collects their files
+    (``focused_request``): the same tests run either way, so the kept shard serves it."""
+    named = (T + "test_add", T + "test_increment")
+    trace = execute_request(LocalSandbox(), shard(python, owner, tests=named))
+    tests = tuple(t.test_id for t in trace.tests)
+    assert set(tests) == set(named)
+    of_files = screening(python, tests).model_copy(update={"tests": ("tests/test_core.py",)})
+    wider = screening(python, (*tests, T + "test_cube")).model_copy(update={"tests": ("tests/test_core.py",)})
+    assert served_runs.claim(wider) is None  # test_cube: collected by the file, not by the shard
+    served = execute_mutants(LocalSandbox(), of_files)
+    assert served_runs.kept(owner) == 0  # claimed
+    fresh = execute_mutants(LocalSandbox(), of_files)
+    assert outcomes(served) == outcomes(fresh) and served.tests == fresh.tests
+
+
 def test_the_serving_fork_leaves_when_no_run_comes(python):
     """It waits as long as the shard's wall clock; then it leaves, and the shard's process with it."""
     owner = uuid.uuid4().hex
@@ -129,6 +145,8 @@ def test_a_request_without_an_owner_runs_and_cleans_up_as_always(python):
     ("tests/test_core.py::test_add", ("tests/test_core.py",), True),
     ("tests/test_core.py", ("tests/test_core.py::test_add",), False),
     ("tests/test_core.py::test_add", ("tests/test_core.py::test_add",), True),
+    ("tests/test_core.py::test_add[1-2]", ("tests/test_core.py::test_add",), True),
+    ("tests/test_core.py::test_add_more", ("tests/test_core.py::test_add",), False),
     ("tests/test_core.py", ("test",), False),
     ("other/test_core.py", ("tests",), False),
 ])

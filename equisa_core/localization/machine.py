@@ -507,11 +507,14 @@ def report(state: LocalizationState) -> LocalizationReport:
 
 
 def leaders(state: LocalizationState, count: int) -> list[str]:
-    """The ``count`` most confident functions an inspection can patch (not in test files)."""
-    nodes = state.suite.nodes if state.suite is not None else {}
-    confidences = state.confidences
-    return [f for f in sorted(confidences, key=lambda f: -confidences[f])
-            if is_valid_node(nodes[f]) and not is_test_file(nodes[f].file or "")][:count]
+    """The ``count`` most confident functions an inspection can patch (not in test files), in the
+    ranking's order: ties by the prior, suspiciousness and name, not by the trace's order (its shards'
+    finishing order), as the screening that takes them may stop at its budget."""
+    if state.suite is None:
+        return []
+    nodes = state.suite.nodes
+    return [r.fqn for r in _ranking(state, state.suite.signals)
+            if is_valid_node(nodes[r.fqn]) and not is_test_file(nodes[r.fqn].file or "")][:count]
 
 
 def run_ledger(state: LocalizationState) -> CostLedger:

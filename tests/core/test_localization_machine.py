@@ -412,6 +412,32 @@ def _screening_evidence(target: str, kind: FixEvidence) -> Evidence:
                     fix="a fix" if found else None, fix_source="src" if found else None)
 
 
+def _tied_suite(order: tuple[str, ...]) -> Suite:
+    """Functions of equal scores but their suspiciousness, listed in ``order`` (the trace lists
+    them in the order its shards finished)."""
+    suspiciousness = {"m.a": 0.2, "m.b": 0.5, "m.c": 0.5, "m.d": 0.1}
+    nodes = {f: Node(fqn=f, file="m.py", start_line=i + 1, end_line=i + 1) for i, f in enumerate(order)}
+    return Suite(nodes=nodes,
+                 suspiciousness={f: suspiciousness[f] for f in order},
+                 signals={f: NodeSignals(ochiai=0.5, dstar=0.5, tarantula=0.5, on_stack=0.0, deepest=0.0,
+                                         near_deepest=0.0, test_calls=0.0, near_test=0.0,
+                                         failure_machinery=0.0) for f in order},
+                 tests=TestCounts(passed=3, failed=1, flaky=0, generated=0))
+
+
+def test_functions_of_equal_confidence_are_screened_in_the_rankings_order_whatever_the_traces_order():
+    """The screening may stop at its budget, so its order decides which tied function gets evidence:
+    it must not follow the order the trace listed them in (a first answer that flipped between runs)."""
+    settings = LocalizationSettings(screen_top=3, screen_first=True, max_iterations=5)
+    screened = []
+    for order in (("m.a", "m.b", "m.c", "m.d"), ("m.d", "m.c", "m.b", "m.a")):
+        state = record(initial_state(settings), Traced(suite=_tied_suite(order)))
+        assert len(set(state.confidences.values())) == 1  # the prior ties them all
+        [_, screening] = next_steps(state)
+        screened.append(screening.functions)
+    assert screened[0] == screened[1] == ("m.b", "m.c", "m.a")  # suspiciousness, then the name
+
+
 def test_a_decisive_answer_after_the_screening_ends_the_run_before_discovery():
     no_fix = _screening_evidence("m.second", FixEvidence.NO_FIX_FOUND)
     state = _screened(_suite_led_by(0.9, 0.3), 1.033, no_fix)

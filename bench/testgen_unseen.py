@@ -373,7 +373,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         f"# testgen_unseen ({report['environment'].get('date', '')}, commit "
         f"{str(report['environment'].get('git_commit') or '')[:7]})",
         "",
-        "| module | branch coverage | mutants killed | survivors | misuse tests | tests | wall (s) |",
+        "| module | branch coverage | mutants killed | survivors | misuse tests | tests (cases) | wall (s) |",
         "|---|---:|---:|---|---:|---:|---:|",
     ]
     for row in report["modules"]:
@@ -382,7 +382,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         survivors = ", ".join(m["id"] for m in row.get("mutants", []) if not m.get("killed")) or "-"
         cell = f"{branch:.1f} %" if branch is not None else f"error: {str(row.get('error'))[:60]}"
         lines.append(f"| {row['id']} | {cell} | {figures['killed']}/{figures['mutants']} | {survivors} | "
-                     f"{figures['misuse']} | {row.get('tests', '-')} | {row.get('wall_s', '-')} |")
+                     f"{figures['misuse']} | {row.get('tests', '-')} ({row.get('tests_run', '-')}) | "
+                     f"{row.get('wall_s', '-')} |")
     total = report["summary"]
     lines += [
         "",
@@ -547,12 +548,15 @@ def run_module(module: UnseenModule, python: Path, console: Any) -> dict[str, An
              "mutation_score": a.get("mutation_score")}
             for a in report.get("attempts", [])
         ]
-        best = report.get("best_attempt")
-        row["deterministic_notes"] = (report["attempts"][best].get("deterministic", [])
-                                      if best is not None and report.get("attempts") else [])
+        row["best_attempt"] = report.get("best_attempt")
+        row["deterministic_notes"] = {a["attempt"]: a.get("deterministic", [])
+                                      for a in report.get("attempts", [])}
         output = Path(report["output"]) if report.get("output") else None
         if output is None or not output.exists():
-            row["error"] = "no test module written: " + "; ".join(report.get("problems", []))[-300:]
+            why = "; ".join(report.get("problems", [])) or tail
+            row["error"] = f"no test module written: {why}"[:600]
+            row["mutants"] = [{"id": m.id, "kind": m.kind, "killed": False, "note": "not measured"}
+                              for m in module.mutants]
             return row
         source = output.read_text(encoding="utf-8")
         row["generated_module"] = source

@@ -242,6 +242,6 @@ def test_the_markdown_names_the_survivors_and_the_misuse_tests() -> None:
     report = {"environment": {"date": "2026-12-07", "git_commit": "abcdef123"}, "modules": [row],
               "summary": tu.summarize([row])}
     text = tu.markdown(report)
-    assert "| m | 80.0 % | 1/2 | x1 | 1 |" in text
+    assert "| m | 80.0 % | 1/2 | x1 | 1 | - (-) | 10.0 |" in text
     assert "misuse in m: `t0` expects TypeError from `f(1)`" in text
     assert "bar met: no" in text

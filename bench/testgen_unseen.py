@@ -15,8 +15,9 @@ each sdist pinned by version and sha256 (``--prepare`` fetches, checks and unpac
    the smoke test alone kills it is recorded too;
 2. a temporary copy of the project without its own tests, holding one smoke test (one call), is given
    to ``uv run equisa testgen COPY --target FILE --no-llm`` as a whole process, with the command's
-   defaults (its own history and artifact folders, so no other run's DuckDB file is touched); its wall
-   time is the tool's;
+   defaults (its own history and artifact folders, so no other run's DuckDB file is touched, and
+   ``--no-cache``: the sandboxed runs of a previous bench run of the same copy are cached otherwise);
+   its wall time is the tool's;
 3. the module it wrote is measured in the sandbox the way ``testgen_coverage.py`` measures
    (``tasks.testgen.setup.measure_tests``): the module's branch coverage; then each hand-made mutant is
    written over the module and the generated tests run again (``tasks.testgen.measure.hash_seed_failures``,
@@ -466,15 +467,17 @@ def check_mutants(module: UnseenModule, root: Path, python: Path) -> list[dict[s
 def run_cli(project: Path, module: UnseenModule, python: Path,
             work: Path) -> tuple[dict[str, Any], float, str]:
     """``uv run equisa testgen PROJECT --target FILE --no-llm`` as a whole process with its defaults
-    (``--out``, ``--json``, and its own ``--db`` and ``--artifacts`` in ``work``): its report, wall
-    time and output tail."""
+    (``--out``, ``--json``, and its own ``--db`` and ``--artifacts`` in ``work``; ``--no-cache``, so
+    that an earlier run of the same copy does not shorten the wall time): its report, wall time and
+    output tail."""
     from localization_corpus import timed_run
 
     uv = shutil.which("uv") or "uv"
     report = work / "report.json"
     command = [uv, "run", "--project", str(REPO), "equisa", "testgen", str(project),
                "--target", module.target,
-               "--no-llm", "--python", str(python), "--out", str(work / "out"), "--json", str(report),
+               "--no-llm", "--no-cache", "--python", str(python), "--out", str(work / "out"),
+               "--json", str(report),
                "--db", str(work / "history.duckdb"), "--artifacts", str(work / "artifacts")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "EQUISA_"))}
     run = timed_run(command, REPO, env, timeout=CLI_TIMEOUT_S)
@@ -600,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     report: dict[str, Any] = {"environment": environment(uv), "data": str(DATA.relative_to(REPO)),
                               "settings": {"command": "uv run equisa testgen COPY --target FILE --no-llm "
-                                                      "(the command's defaults)", "python": CORPUS_PYTHON,
+                                                      "--no-cache (the command's defaults)", "python": CORPUS_PYTHON,
                                            "coverage_bar": COVERAGE_BAR}, "modules": []}
     for module in modules:
         try:

@@ -601,9 +601,9 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         console.print(f"missing sources or venvs for {missing}: run with --prepare first")
         return 2
+    command = "uv run equisa testgen COPY --target FILE --no-llm --no-cache (the command's defaults)"
     report: dict[str, Any] = {"environment": environment(uv), "data": str(DATA.relative_to(REPO)),
-                              "settings": {"command": "uv run equisa testgen COPY --target FILE --no-llm "
-                                                      "--no-cache (the command's defaults)", "python": CORPUS_PYTHON,
+                              "settings": {"command": command, "python": CORPUS_PYTHON,
                                            "coverage_bar": COVERAGE_BAR}, "modules": []}
     for module in modules:
         try:

@@ -13,10 +13,11 @@ against, and one step either side. Two steps, both in the sandbox:
    observed result or exception, kept only if it then passes (it asserts today's behaviour: a
    regression oracle, as Pynguin's generated assertions are).
 
-``boundary_values`` lists the values tried: every numeric constant ``c`` of the target file
-(literals and ``Decimal('...')`` strings, booleans excluded) gives ``c - 1``, ``c``, ``c + 1``
-(integers) or ``c - step``, ``c``, ``c + step`` with the constant's own decimal step (``0.01``
-for ``'10.00'``); the input's own value gives its neighbours the same way; 0 is always tried.
+The values tried are the core's ``boundary_values`` (``equisa_core.inputs.neighbours``, the input
+rules the repair's checks share): every numeric constant ``c`` of the target file (literals and
+``Decimal('...')`` strings, booleans excluded, ``file_constants``) gives ``c - 1``, ``c``, ``c + 1``
+(integers) or ``c - step``, ``c``, ``c + step`` with the constant's own decimal step (``0.01`` for
+``'10.00'``); the input's own value gives its neighbours the same way; 0 is always tried.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from equisa_core.inputs.neighbours import boundary_values, edges
 from equisa_core.testgen.carving import CarvedTest
 
 __all__ = [
     "file_constants",
-    "boundary_values",
     "driver_module",
     "driver_tests",
     "MAX_DRIVERS_PER_TEST",
@@ -92,33 +93,6 @@ def file_constants(source: str) -> list[Decimal]:
         return []
     found = {value for node in ast.walk(tree) if (value := _number(node)) is not None}
     return sorted(found)
-
-
-def _step(value: Decimal) -> Decimal:
-    exponent = value.as_tuple().exponent
-    return Decimal(1).scaleb(exponent) if isinstance(exponent, int) and exponent < 0 else Decimal(1)
-
-
-def boundary_values(
-    constants: Iterable[Decimal], own: Decimal | None = None, limit: int = 16
-) -> list[Decimal]:
-    """Boundary values (module docstring): own neighbours first, then the constants' edges; ≤ ``limit``."""
-    ordered: list[Decimal] = []
-
-    def add(value: Decimal) -> None:
-        if value not in ordered and value != own:
-            ordered.append(value)
-
-    if own is not None:
-        step = _step(own)
-        add(own - step)
-        add(own + step)
-    add(Decimal(0))
-    for constant in constants:
-        step = _step(constant)
-        for value in (constant - step, constant, constant + step):
-            add(value)
-    return ordered[:limit]
 
 
 def _render(original: ast.AST, value: Decimal) -> ast.expr:
@@ -264,7 +238,7 @@ def _strings(function: ast.AST) -> list[str]:
 def _numbers(constants: Sequence[Decimal], floats: bool) -> list[str]:
     values = [Decimal(0), Decimal(1), Decimal(-1)]
     for constant in constants:
-        for value in (constant - _step(constant), constant, constant + _step(constant)):
+        for value in edges(constant):
             if value not in values:
                 values.append(value)
     if floats:

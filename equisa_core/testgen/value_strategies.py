@@ -10,6 +10,8 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
+from equisa_core.inputs.neighbours import edges
+
 __all__ = [
     "DEFAULT_MAX_LENGTH",
     "EXTRA_LENGTH",
@@ -78,9 +80,10 @@ def strings_in(values: Iterable[object]) -> list[str]:
 
 
 def int_strategy(numbers: Sequence[Decimal]) -> str:
-    """Integers: each of ``numbers`` (and 0, 1, -1) and its neighbours often, any in their range too."""
+    """Integers: each of ``numbers`` (and 0, 1, -1) and its edges (``equisa_core.inputs.neighbours``)
+    often, any in their range too."""
     ints = sorted({int(n) for n in numbers} | {0, 1, -1})
-    near = sorted({i + d for i in ints for d in (-1, 0, 1)})
+    near = sorted({int(edge) for i in ints for edge in edges(Decimal(i))})
     low, high = min(near), max(near)
     return f"st.one_of(st.sampled_from({near!r}), st.integers(min_value={low}, max_value={high}))"
 

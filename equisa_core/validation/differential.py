@@ -5,9 +5,9 @@ A candidate that passes the visible tests may still be wrong where no test looks
 how it behaves next to what the tests exercise. It takes the target's calls recorded in the
 visible tests (``RecordedCall``: literal arguments only) and their neighbours
 (``neighbour_values``: a number one step off or 0; a sequence with an element dropped, repeated,
-swapped or sorted, reversed, or empty; a string shortened or empty; a boolean flipped: for
-scalars, the shadow plugin's rule (``scalar_neighbours``), so both checks move a value alike; and, for a
-parameter the body compares with another's items, ``x < seq[0]`` or ``seq[i] <= x``, that
+swapped or sorted, reversed, or empty; a string shortened or empty; a boolean flipped: the core's
+literal rule, ``equisa_core.inputs.neighbours.LITERAL_RULE``, whose scalars the shadow plugin moves
+alike; and, for a parameter the body compares with another's items, ``x < seq[0]`` or ``seq[i] <= x``, that
 argument's first and last items: the comparison's boundaries, ``compared_with_items``), and runs each
 input on the original and on the candidate (``driver_module``: one test per call, the call guarded
 by ``try/except``, its result recorded by the probe).
@@ -45,12 +45,13 @@ either version timed out or recorded nothing is left out.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal, TypeGuard
+from collections.abc import Mapping, Sequence
+from typing import Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import RecordedCall
+from equisa_core.inputs.neighbours import LITERAL_RULE, neighbours
 from equisa_core.mutation.fix_context import raised_types
 
 __all__ = ["MAX_INPUTS", "MAX_NEIGHBOURS_PER_CALL", "FAR_CHANGES_TOLERATED", "FAR_SHARE_TOLERATED", "CRASHES",
@@ -225,44 +226,9 @@ def _shown(observed: Observed) -> str:
 
 
 def neighbour_values(value: object) -> list[object]:
-    """Values next to ``value``: see the module docstring. Deterministic, without ``value`` itself."""
-    # The shadow plugin's ``scalar_neighbours`` has the same rule for scalars, but importing the
-    # plugin's package loads pytest into EQUISA's own process (its hooks), so it is not imported here;
-    # ``tests/core/test_differential.py`` checks that the two rules agree.
-    out: list[object] = []
-    if isinstance(value, bool):
-        out = [not value]
-    elif isinstance(value, int):
-        out = [value - 1, value + 1, 0, -value]
-    elif isinstance(value, float):
-        out = [value - 1.0, value + 1.0, 0.0]
-    elif isinstance(value, str):
-        out = [value[1:], value[:-1], "", value + value[-1:]]
-    elif isinstance(value, list | tuple):
-        out = list(_sequence_neighbours(list(value), type(value)))
-    seen: list[object] = []
-    for item in out:
-        if item != value and not any(type(item) is type(s) and item == s for s in seen):
-            seen.append(item)
-    return seen
-
-
-def _sequence_neighbours(items: list[Any], kind: type) -> Iterator[object]:
-    def made(new: list[Any]) -> object:
-        return kind(new) if kind is tuple else new
-
-    if items:
-        yield made(items[1:])
-        yield made(items[:-1])
-        yield made([*items, items[-1]])
-        yield made(items[::-1])
-        if len(items) > 2:
-            yield made([items[1], items[0], *items[2:]])
-        try:
-            yield made(sorted(items))
-        except TypeError:  # mixed types that do not compare: no sorted neighbour
-            pass
-    yield made([])
+    """Values next to ``value``: the core's literal rule (``equisa_core.inputs.neighbours``,
+    ``LITERAL_RULE``, see the module docstring). Deterministic, without ``value`` itself."""
+    return neighbours(value, LITERAL_RULE)
 
 
 def compared_with_items(source: str) -> dict[str, str]:

@@ -2,7 +2,8 @@
 nested functions, generators, computed arguments), by shadow execution
 (``equisa_core.validation.divergence``): ONE sandboxed run of the target's covering tests, passing
 and failing, on the original program, with the shadow plugin
-(the package ``equisa_core/validation/shadow_plugin/``, written into the run's copy as ``equisa_shadow/``)
+(the package ``equisa_core/validation/shadow_plugin/``, written into the run's copy as ``equisa_shadow/``
+with the core's input rules among its modules, ``shadow_plugin_files``)
 calling the candidate's version of the target next to each of its calls.
 
 ``measure_divergence`` is the entry point: a ``DivergenceResult`` with the report, or None and why
@@ -15,10 +16,8 @@ per test (``ShadowLimits.test_budget_s``), and the run stops after ``DIVERGENCE_
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from prefect import Task, task
@@ -32,6 +31,7 @@ from equisa_core.testgen.raised_on_purpose import raised_on_purpose
 from equisa_core.validation.candidates import PatchCandidate
 from equisa_core.validation.divergence import DivergenceReport, ShadowLimits, ShadowOutput, read_shadow_output
 from equisa_core.validation.generated_tests import is_testgen_test
+from equisa_core.validation.shadow_files import shadow_plugin_files
 from tasks.run.patched_function import file_of, qualname_of
 from tasks.run.prepared_run import focused_request
 from tasks.sandbox.contract import WRITER_EXIT_GRACE_S, RunRequest, SandboxInfrastructureError
@@ -59,12 +59,9 @@ class DivergenceResult(Frozen):
 
 def _plugin_files() -> dict[str, str]:
     """The shadow plugin package's modules, for the sandbox's copy: path in the run's copy
-    (``equisa_shadow/<module>.py``) -> source, in name order (found, not imported: it imports pytest)."""
-    spec = importlib.util.find_spec("equisa_core.validation.shadow_plugin")
-    assert spec is not None and spec.submodule_search_locations, "the shadow plugin ships with equisa_core"
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    return {f"{SHADOW_MODULE}/{path.name}": path.read_text(encoding="utf-8")
-            for path in sorted(folder.glob("*.py"))}
+    (``equisa_shadow/<module>.py``) -> source, in name order (``shadow_plugin_files``: the core's input
+    rules among them)."""
+    return shadow_plugin_files(SHADOW_MODULE)
 
 
 def _checked_errors(source: str | None, qualname: str) -> list[str]:

@@ -271,13 +271,3 @@ def test_what_a_driver_test_observed_is_its_first_recorded_call():
                             "t3": [call("m.f", raised="builtins.KeyError", x="2")],
                             "t4": [call("m.f", x="3")]})  # stopped at its time limit: no result
     assert observed == {"t1": Observed(result="[1, 2]"), "t3": Observed(raised="builtins.KeyError")}
-
-
-def test_the_differential_inputs_move_a_scalar_as_the_shadow_plugin_does():
-    """Both checks of a candidate move a boolean, a number or a string by one rule; the differential
-    inputs keep their own copy (importing the plugin's package would load pytest into EQUISA)."""
-    from equisa_core.validation.shadow_plugin.neighbours import scalar_neighbours
-
-    for value in (True, False, 0, 3, -2, 1.5, "", "ab", "x"):
-        expected = [v for v in dict.fromkeys(scalar_neighbours(value)) if v != value]
-        assert [v for v in neighbour_values(value) if v != value] == expected, value

@@ -1,20 +1,20 @@
 """The shadow plugin (the package ``equisa_core/validation/shadow_plugin/``) on its own: pytest in a
 subprocess of this interpreter on a folder written here, the plugin loaded as the sandbox loads it
-(``PYTEST_PLUGINS``), its records written to ``EQUISA_SHADOW_OUT``. Static and class methods, a
+(``PYTEST_PLUGINS``, its files as the host writes them: ``shadow_plugin_files``, the core's input
+rules among them), its records written to ``EQUISA_SHADOW_OUT``. Static and class methods, a
 call whose argument cannot be copied, and the tests' own outcomes left alone."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from equisa_core.validation.divergence import ShadowLimits, ShadowOutput, read_shadow_output
+from equisa_core.validation.shadow_files import shadow_plugin_files
 
-PLUGIN = Path(__file__).resolve().parents[2] / "equisa_core" / "validation" / "shadow_plugin"
 MODULE = '''import threading
 
 
@@ -65,6 +65,13 @@ def test_fails_on_its_own():
 '''
 
 
+def write_plugin(root: Path) -> None:
+    """The plugin's package ``equisa_shadow`` in ``root``, as the host writes it into a run's copy."""
+    for path, text in shadow_plugin_files("equisa_shadow").items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
 def _shadow(tmp_path: Path, qualname: str, edit: tuple[str, str], module: str = MODULE, tests: str = TESTS,
             passing: tuple[str, ...] = ("test_grams", "test_named", "test_locked_size", "test_stamp"),
             failing: tuple[str, ...] = ("test_fails_on_its_own",), config: dict | None = None,
@@ -72,7 +79,7 @@ def _shadow(tmp_path: Path, qualname: str, edit: tuple[str, str], module: str = 
     tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "units.py").write_text(module)
     (tmp_path / "test_units.py").write_text(tests)
-    shutil.copytree(PLUGIN, tmp_path / "equisa_shadow", ignore=shutil.ignore_patterns("__pycache__"))
+    write_plugin(tmp_path)
     config = {"file": "units.py", "qualname": qualname, "candidate": module.replace(*edit),
               "passing": [f"test_units.py::{t}" for t in passing],
               "failing": [f"test_units.py::{t}" for t in failing], **ShadowLimits().model_dump(),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from decimal import Decimal
 
+from equisa_core.inputs.neighbours import boundary_values
 from equisa_core.testgen.boundary import (
     ScratchCall,
-    boundary_values,
     driver_tests,
     file_constants,
     scratch_driver_module,

@@ -3,11 +3,11 @@
 It runs under the suite's own interpreter (Python 3.8 to 3.13), which may have none of EQUISA's
 libraries (no Hypothesis, no pydantic, no coverage.py): that is why it uses the standard library
 and pytest only, and its modules import one another only relatively. ``tasks/validation/divergence.py``
-writes this package's files into the run's repository copy as the package ``equisa_shadow/``,
-loads it with ``PYTEST_PLUGINS=equisa_shadow`` and names its configuration
-(a JSON file, ``EQUISA_SHADOW_CONFIG``): the target's file and qualified name, the candidate's text
-of that file, the passing and failing tests, and the limits. Nothing runs at import but reading
-that file.
+writes this package's files (``equisa_core.validation.shadow_files``) into the run's repository copy
+as the package ``equisa_shadow/``, loads it with ``PYTEST_PLUGINS=equisa_shadow`` and names its
+configuration (a JSON file, ``EQUISA_SHADOW_CONFIG``): the target's file and qualified name, the
+candidate's text of that file, the passing and failing tests, and the limits. Nothing runs at
+import but reading that file.
 
 The test runs the ORIGINAL program. Each call of the target is intercepted; its arguments (the
 receiver of a method among them) are deep-copied before the call, the original runs as usual and
@@ -61,7 +61,9 @@ else to the probe's output file (``--equisa-out``), the only file the host reads
     {"kind": "shadow-lines", "executed": [3, 4], "arcs": [[3, 4]]}    (cumulative: the last one holds)
 
 The package: ``code_objects`` (the target's code found and keyed), ``calls`` (a call's arguments,
-its outcome, their comparison), ``neighbours`` (the generated calls), ``session`` (the plugin's
+its outcome, their comparison), ``neighbours`` (the generated calls), ``input_neighbours`` (the
+values they move to: the core's input rules, ``equisa_core/inputs/neighbours.py``, which the host
+writes in this module's place, ``equisa_core.validation.shadow_files``), ``session`` (the plugin's
 state: the wrapper, the trace hook, the shadow calls); the pytest hooks are here.
 
 Not covered: async functions and async generators (not intercepted); a candidate that changes a

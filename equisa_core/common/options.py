@@ -317,6 +317,9 @@ class TestgenOptions(BaseModel):
     mutation_target: float = Field(60.0, ge=0, le=100, description="Mutation score to reach, in percent.")
     mutants_per_measurement: int = Field(150, ge=0, description="Mutants of the target file per "
                                                                 "measurement.")
+    hunt_survivors: bool = Field(
+        True, description="In deterministic mode, once both targets are met, keep running mutation-guided "
+        "rounds while mutants survive and each round kills more of them, within the attempts.")
     improvement_budget: int = Field(2, ge=0, description="Smell-fixing rounds per attempt (seed 000 §8).")
     carved_per_function: int = Field(3, ge=0, description="Carved tests per function (deterministic mode).")
     boundary_per_function: int = Field(4, ge=0, description="Boundary tests per function per attempt.")

@@ -34,13 +34,13 @@ from pydantic import Field, TypeAdapter
 
 from equisa_core.common.cost import CostLedger, LLMCall
 from equisa_core.common.loop import Frozen, Verdict
-from equisa_core.common.options import EndpointOptions, cost_cap, default_of
+from equisa_core.common.options import EndpointOptions, TestgenOptions, cost_cap, default_of
 from equisa_core.testgen.critique import Critique, RunnerMetrics
 from equisa_core.testgen.modules import keep_tests, list_tests, node_id_name
 from equisa_core.testgen.mutation_plan import MutantVerdict
 from equisa_core.testgen.reliability import post_execution_level, pre_execution_level
 from equisa_core.testgen.report import AttemptReport, CoverageFigures, PipelineNotes
-from equisa_core.testgen.router import Decision, decide
+from equisa_core.testgen.router import TARGETS_MET, Decision, decide
 from equisa_core.testgen.static import StaticReport
 from equisa_core.testgen.supervisor import supervise
 
@@ -132,6 +132,9 @@ class TestgenSetup(Frozen):
     mutation_target: float
     improvement_budget: int = Field(ge=0)
     with_specification: bool = Field(default=False, description="The tests assert intended behaviour.")
+    hunt_survivors: bool = Field(
+        default=default_of(TestgenOptions, "hunt_survivors"),
+        description="Deterministic mode: past the targets, mutation-guided rounds while mutants survive.")
     baseline: Measurement | None = None
     budget: TestgenBudget
 
@@ -357,7 +360,7 @@ def verdict(state: TestgenState) -> Verdict | None:
     """None while the loop goes on; else why it stopped (``converged``: the targets were met)."""
     if state.phase != "done":
         return None
-    return Verdict(reason=state.stopped_because, converged=state.stopped_because == "targets met")
+    return Verdict(reason=state.stopped_because, converged=state.stopped_because.startswith(TARGETS_MET))
 
 
 def next_steps(state: TestgenState) -> list[TestgenStep]:
@@ -547,6 +550,8 @@ def _route(state: TestgenState, critique: Critique) -> tuple[Decision, str]:
     is spent."""
     budget = state.setup.budget
     decision, reason = decide(critique, state.attempt + 1, budget.max_iterations)
+    if decision == "FINISH" and reason == TARGETS_MET:
+        decision, reason = _hunt_survivors(state)
     if decision == "FINISH":
         return decision, reason
     repeated = _repeats_the_last_attempt(state, critique)
@@ -557,6 +562,28 @@ def _route(state: TestgenState, critique: Critique) -> tuple[Decision, str]:
     if budget.max_seconds is not None and state.seconds >= budget.max_seconds:
         return "FINISH", f"time budget ({budget.max_seconds:.0f} s) spent"
     return decision, reason
+
+
+_ALIVE = ("survived", "not_covered")
+
+
+def _surviving(verdicts: Sequence[MutantVerdict]) -> int:
+    return sum(v.status in _ALIVE for v in verdicts)
+
+
+def _hunt_survivors(state: TestgenState) -> tuple[Decision, str]:
+    """With both targets met: ENHANCE for a mutation-guided round while mutants survive (deterministic
+    mode, ``hunt_survivors``), until a round kills none of them; else FINISH, saying why (issue 49:
+    the survivors a 60 % target leaves are often the careless edits a user fears most)."""
+    left = _surviving(state.mutants)
+    if state.setup.use_llm or not state.setup.hunt_survivors or not left:
+        return "FINISH", TARGETS_MET
+    last = state.attempts[-1] if state.attempts else None
+    if last is not None and last.decision_reason.startswith(TARGETS_MET):  # this was a hunting round
+        before = sum(n for status, n in last.mutants.items() if status in _ALIVE)
+        if left >= before:
+            return "FINISH", f"{TARGETS_MET}; a mutation-guided round killed none of the {before} survivors"
+    return "ENHANCE", f"{TARGETS_MET}; {left} mutants survive: a mutation-guided round for them"
 
 
 def _repeats_the_last_attempt(state: TestgenState, critique: Critique) -> str:
@@ -615,7 +642,7 @@ def _attempt_report(state: TestgenState) -> AttemptReport:
     statuses: dict[str, int] = {}
     for mutant in verdicts:
         statuses[mutant.status] = statuses.get(mutant.status, 0) + 1
-    survivors = [f"{v.fqn} {v.description}" for v in verdicts if v.status in ("survived", "not_covered")]
+    survivors = [f"{v.fqn} {v.description}" for v in verdicts if v.status in _ALIVE]
     measurement = state.measurement
     return AttemptReport(
         attempt=state.attempt,

@@ -27,6 +27,7 @@ __all__ = [
     "COVERAGE_PROGRESS",
     "MUTATION_PROGRESS",
     "STAGNATION_LIMIT",
+    "TARGETS_MET",
     "Decision",
     "decide",
     "track_progress",
@@ -35,6 +36,8 @@ __all__ = [
 COVERAGE_PROGRESS = 1.0
 MUTATION_PROGRESS = 2.0
 STAGNATION_LIMIT = 2
+#: The reason of a FINISH with both targets met (a verdict whose reason starts so is ``converged``).
+TARGETS_MET = "targets met"
 
 Decision = Literal["ENHANCE", "FINISH"]
 
@@ -65,5 +68,5 @@ def decide(critique: Critique, iterations_done: int, max_iterations: int) -> tup
     if critique.compile_error:
         return "ENHANCE", "try to fix compilation"
     if not critique.low_coverage and not critique.low_mutation:
-        return "FINISH", "targets met"
+        return "FINISH", TARGETS_MET
     return "ENHANCE", "below target" + (" with progress" if critique.progress else "")

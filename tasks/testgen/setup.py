@@ -120,6 +120,7 @@ def machine_setup(ctx: TestgenContext) -> TestgenSetup:
         mutation_target=params.mutation_target,
         improvement_budget=params.improvement_budget,
         with_specification=bool(params.specification),
+        hunt_survivors=params.hunt_survivors,
         baseline=measurement(ctx.baseline) if ctx.baseline else None,
         budget=TestgenBudget(max_iterations=params.max_attempts,
                              max_cost_usd=cost_cap(params.max_cost_usd)),

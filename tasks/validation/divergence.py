@@ -15,6 +15,7 @@ per test (``ShadowLimits.test_budget_s``), and the run stops after ``DIVERGENCE_
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from datetime import timedelta
@@ -57,10 +58,11 @@ class DivergenceResult(Frozen):
     reason: str = ""
 
 
+@functools.cache
 def _plugin_files() -> dict[str, str]:
     """The shadow plugin package's modules, for the sandbox's copy: path in the run's copy
     (``equisa_shadow/<module>.py``) -> source, in name order (``shadow_plugin_files``: the core's input
-    rules among them)."""
+    rules among them). Read once per process (it was read twice per candidate); not to be mutated."""
     return shadow_plugin_files(SHADOW_MODULE)
 
 

@@ -404,3 +404,44 @@ def test_a_deterministic_round_that_adds_nothing_stops_the_loop_and_says_why():
                            Analysed(static=StaticReport(syntax_ok=True, tools=("compile",), test_count=2)),
                            measured(grown, percent=50.0), MutantsScored(score=10.0), Stored(count=1)], record)
     assert state.decision == "ENHANCE" and len(state.attempts) == 2
+
+
+def scored(*statuses: str) -> MutantsScored:
+    """A mutation run of one mutant per status, scored by the share killed."""
+    verdicts = tuple(MutantVerdict(id=f"m{i}", fqn="shop.total", line=2, description="+ -> -", status=status)
+                     for i, status in enumerate(statuses))
+    return MutantsScored(score=100.0 * statuses.count("killed") / len(statuses), verdicts=verdicts)
+
+
+def attempt_of(names: tuple[str, ...], mutants: MutantsScored) -> list:
+    """One deterministic attempt writing ``names`` at 90 % coverage, ending in ``mutants``."""
+    source = module(names)
+    return [Generated(origin="deterministic: carved", source=source),
+            Deduped(source=source, notes=PipelineNotes()),
+            SmellsFixed(source=source, notes=PipelineNotes()),
+            Analysed(static=StaticReport(syntax_ok=True, tools=("compile",), test_count=len(names))),
+            measured(source, percent=90.0), mutants, Stored(count=len(names))]
+
+
+def test_past_the_targets_mutation_guided_rounds_go_on_while_they_kill_survivors():
+    """Issue 49: both targets met (90 % coverage, 3 of 5 mutants killed) with two survivors left: the
+    deterministic loop hunts them, one more round per kill, and stops, still converged, at the round
+    that kills none; with ``hunt_survivors`` off or in LLM mode it stops at the targets."""
+    first = attempt_of(("test_a",), scored("killed", "killed", "killed", "survived", "not_covered"))
+    state = replay(initial_state(setup(budget=TestgenBudget(max_iterations=5))), first, record)
+    assert state.decision == "ENHANCE"
+    hunt = "targets met; 2 mutants survive: a mutation-guided round for them"
+    assert state.attempts[0].decision_reason == hunt
+    [step] = next_steps(state)
+    assert step.kind == "enhance" and len(step.surviving_mutants) == 2
+    state = replay(state, attempt_of(("test_a", "test_b"),
+                                     scored("killed", "killed", "killed", "killed", "survived")), record)
+    assert state.decision == "ENHANCE"
+    assert state.attempts[1].decision_reason.startswith("targets met; 1 mutants survive")
+    state = replay(state, attempt_of(("test_a", "test_b", "test_c"),
+                                     scored("killed", "killed", "killed", "killed", "survived")), record)
+    assert verdict(state).reason == "targets met; a mutation-guided round killed none of the 1 survivors"
+    assert verdict(state).converged and len(state.attempts) == 3 and state.best_attempt == 1
+    for quiet in (setup(hunt_survivors=False), setup(use_llm=True)):
+        state = replay(initial_state(quiet), first, record)
+        assert verdict(state).reason == "targets met" and verdict(state).converged

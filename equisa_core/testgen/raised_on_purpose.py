@@ -103,27 +103,38 @@ def _block_calls(block: Sequence[ast.stmt], cls: str, classes: Mapping[str, ast.
     """(method name, the class it is looked up in), or (a module function's name, None), for what
     ``block`` calls: methods by name, special methods by operator and builtin, constructors."""
     plain = set(functions)
-    called_attributes = {id(n.func) for s in block for n in ast.walk(s) if isinstance(n, ast.Call)}
-    for node in (n for s in block for n in ast.walk(s)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            name = node.func.id
-            if name in classes:
-                yield from ((method, name) for method in _CONSTRUCTION)
-            elif name in plain:
-                yield name, None
-            elif name in _BUILTINS:
-                yield _BUILTINS[name], cls
-        elif isinstance(node, ast.Attribute):
-            special = _ATTRIBUTE.get(type(node.ctx))
-            yield (special, cls) if special else (node.attr, cls)
-            if special is None and id(node) not in called_attributes:
-                yield "__getattr__", cls  # a plain attribute read may reach it
-        elif isinstance(node, ast.Subscript):
-            yield _SUBSCRIPT[type(node.ctx)], cls
-        elif isinstance(node, ast.BinOp | ast.UnaryOp) and type(node.op) in _OPERATORS:
-            yield _OPERATORS[type(node.op)], cls
-        elif isinstance(node, ast.Compare):
-            yield from ((_OPERATORS[type(op)], cls) for op in node.ops if type(op) in _OPERATORS)
+    nodes = [n for statement in block for n in ast.walk(statement)]
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    for node in nodes:
+        yield from _node_calls(node, cls, classes, plain, id(node) in called)
+
+
+def _node_calls(node: ast.AST, cls: str, classes: Mapping[str, ast.ClassDef], plain: set[str],
+                called: bool) -> list[tuple[str, str | None]]:
+    """``_block_calls`` of one node (``called``: the node is what a call calls)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return _name_call(node.func.id, cls, classes, plain)
+    if isinstance(node, ast.Attribute):
+        special = _ATTRIBUTE.get(type(node.ctx))
+        if special is not None:
+            return [(special, cls)]
+        read: list[tuple[str, str | None]] = [(node.attr, cls)]
+        return read + ([] if called else [("__getattr__", cls)])  # a read may reach ``__getattr__``
+    if isinstance(node, ast.Subscript):
+        return [(_SUBSCRIPT[type(node.ctx)], cls)]
+    ops: list[ast.AST] = [node.op] if isinstance(node, ast.BinOp | ast.UnaryOp) else []
+    ops += node.ops if isinstance(node, ast.Compare) else []
+    return [(_OPERATORS[type(op)], cls) for op in ops if type(op) in _OPERATORS]
+
+
+def _name_call(name: str, cls: str, classes: Mapping[str, ast.ClassDef],
+               plain: set[str]) -> list[tuple[str, str | None]]:
+    """``_block_calls`` of a call of a plain name: a class's constructor, a function, a builtin."""
+    if name in classes:
+        return [(method, name) for method in _CONSTRUCTION]
+    if name in plain:
+        return [(name, None)]
+    return [(_BUILTINS[name], cls)] if name in _BUILTINS else []
 
 
 def _owner(classes: Mapping[str, ast.ClassDef], cls: str, method: str) -> str | None:
@@ -146,10 +157,6 @@ def _raised(tree: ast.Module, qualnames: Iterable[str]) -> frozenset[str]:
     """``raised_on_purpose`` of each of ``qualnames``, together."""
     wanted = set(qualnames)
     members = list(_members(tree))
-    by_name: dict[str, list[ast.AST]] = {}
-    for _, name, node in members:
-        by_name.setdefault(name, []).append(node)
-    by_qualname = {q: node for q, _, node in members}
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     start: list[ast.AST] = [node for q, _, node in members
                             if q in wanted or q.split(".", 1)[0] in wanted and "." in q]
@@ -159,12 +166,20 @@ def _raised(tree: ast.Module, qualnames: Iterable[str]) -> frozenset[str]:
     visited: set[int] = set()
     while start:
         current = start.pop()
-        if id(current) in visited:
-            continue
-        visited.add(id(current))
-        raised |= _raised_names(current)
-        for called in _called_names(current):
-            start += by_name.get(called, [])
-            made = [_owner(classes, called, m) for m in _CONSTRUCTION] if called in classes else []
-            start += [by_qualname[q] for q in made if q in by_qualname]  # a class called: its constructor
+        if id(current) not in visited:
+            visited.add(id(current))
+            raised |= _raised_names(current)
+            start += _callees(current, members, classes)
     return frozenset(raised)
+
+
+def _callees(function: ast.AST, members: Sequence[tuple[str, str, ast.AST]],
+             classes: Mapping[str, ast.ClassDef]) -> list[ast.AST]:
+    """The module's functions and methods ``function`` calls (``_called_names``, by plain name), and
+    the constructor methods of the classes it calls."""
+    found: list[ast.AST] = []
+    for called in _called_names(function):
+        found += [node for _, name, node in members if name == called]
+        made = {_owner(classes, called, m) for m in _CONSTRUCTION} if called in classes else set()
+        found += [node for q, _, node in members if q in made]
+    return found

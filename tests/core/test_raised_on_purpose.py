@@ -142,6 +142,7 @@ def test_a_searched_sequence_ending_in_pytest_raises_expects_an_exception_so_it_
                                                             raised_module="builtins"))
     record = SequenceRecord("Frozen", False, 10, 3, (KeptSequence((), steps),))
     (test,), _ = sequence_tests(record, "frozen", 0)
-    assert test.expects == "exception" and "with pytest.raises(AttributeError):\n        obj.copy()" in test.code
+    assert test.expects == "exception"
+    assert "with pytest.raises(AttributeError):\n        obj.copy()" in test.code
     kept, notes = without_misuse([test], FROZEN, "frozen")
     assert kept == [] and "Frozen.copy raises" in notes[0]

@@ -27,7 +27,8 @@ class _Failing(Recorder):
     def run(self, overlay: Mapping[str, str], tests: Sequence[str], fqns: Sequence[str]) -> SuiteTrace:
         self.runs.append(dict(overlay))
         where = next(iter(overlay), "tests/test_mod.py")
-        raise CollectionError(f"{NOT_IMPORTING}{where}: E   ImportError: cannot import name 'area' from 'mod'")
+        error = "E   ImportError: cannot import name 'area' from 'mod'"
+        raise CollectionError(f"{NOT_IMPORTING}{where}: {error}")
 
 
 def _recorder(tmp_path) -> _Failing:
@@ -58,4 +59,5 @@ def test_the_note_names_the_file_and_the_error():
     message = f"{NOT_IMPORTING}tests/equisa_generated/test_testgen_search_drive_1.py: E   NameError: x"
     assert dropped_note("tests/equisa_generated/test_testgen_search_drive_1.py", message) == \
         "dropped test_testgen_search_drive_1.py: NameError: x"
-    assert dropped_note("tests/equisa_generated/test_a.py", "something else") == "dropped test_a.py: something else"
+    other = dropped_note("tests/equisa_generated/test_a.py", "something else")
+    assert other == "dropped test_a.py: something else"

@@ -30,6 +30,7 @@ from decimal import Decimal, InvalidOperation
 
 from equisa_core.inputs.neighbours import boundary_values, edges
 from equisa_core.testgen.carving import CarvedTest
+from equisa_core.testgen.import_names import held_after_import, names_after_import
 
 __all__ = [
     "file_constants",
@@ -307,10 +308,12 @@ def scratch_driver_module(
     takes literal arguments, on a fresh object each time) with boundary and typical literal
     arguments, one parameter varied at a time, at most ``max_calls`` per function: one driver test
     per call, the call guarded by ``try/except Exception``. None when no function of ``qualnames``
-    can be called with literals (async, positional-only, parameters typed with classes).
+    can be called with literals (async, positional-only, parameters typed with classes). A name the
+    module does not hold after its import (``del helper``: ``import_names``) is never called.
     """
     constants = file_constants(source)
-    wanted = set(qualnames)
+    held = names_after_import(source)
+    wanted = {q for q in qualnames if held_after_import(q, held)}
     made: list[ScratchCall] = []
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and node.name in wanted and not node.name.startswith("_"):

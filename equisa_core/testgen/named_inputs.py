@@ -18,6 +18,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from equisa_core.testgen.annotation_strategies import SEQUENCE_NAMES, SET_NAMES, TUPLE_NAMES
+from equisa_core.testgen.import_names import names_held
 
 __all__ = [
     "NO_NAMES",
@@ -48,7 +49,7 @@ NO_NAMES = ModuleNames()
 
 
 def module_names(tree: ast.Module) -> ModuleNames:
-    """The top-level names of the module ``tree``."""
+    """The top-level names of the module ``tree`` that it holds after its import (``import_names``)."""
     bound: set[str] = set()
     enums: set[str] = set()
     for node in tree.body:
@@ -62,8 +63,9 @@ def module_names(tree: ast.Module) -> ModuleNames:
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             bound |= {t.id for t in targets if isinstance(t, ast.Name)}
+    held = names_held(tree)
     classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
-    return ModuleNames(frozenset(bound), frozenset(enums), frozenset(classes))
+    return ModuleNames(frozenset(bound) & held, frozenset(enums) & held, frozenset(classes) & held)
 
 
 def _dotted(node: ast.expr) -> list[str]:

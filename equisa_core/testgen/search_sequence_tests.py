@@ -149,6 +149,7 @@ class _Writing:
     construct: str = ""
     lines: list[str] = field(default_factory=list)
     asserted: int = 0
+    raising: bool = False  # it ends in ``pytest.raises``
 
     def take_setup(self) -> None:
         """Move the setup lines the arguments emitted into the body."""
@@ -166,6 +167,7 @@ class _Writing:
         self.lines += [f"with pytest.raises({raising[0]}):", f"    {call}"]
         self.setup.imports |= raising[1]
         self.asserted += 1
+        self.raising = True
 
     def constructor_raised(self, kept: KeptSequence) -> None:
         """The constructor raised: assert it, or note it when it looks like a bug."""
@@ -277,7 +279,7 @@ def sequence_tests(
                 name=name,
                 target_fqn=f"{module}.{cls}",
                 source_test="input search",
-                expects="exception" if kept.raised else "result",
+                expects="exception" if writing.raising else "result",
                 code=f"def {name}():\n{body}",
                 imports=tuple(sorted(writing.setup.imports)),
                 definitions=tuple(writing.setup.definitions),

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from decimal import Decimal
 
 from equisa_core.testgen.annotation_strategies import strategy_for
 from equisa_core.testgen.callable_inputs import callable_strategy, documented_styles, is_callable_text
+from equisa_core.testgen.import_names import held_after_import, names_held
 from equisa_core.testgen.input_search import OPERATOR_SYNTAX, SearchedClass, SearchedFunction
 from equisa_core.testgen.named_inputs import NO_NAMES, ModuleNames, module_names, named_strategy
 from equisa_core.testgen.usage_shapes import (
@@ -321,9 +322,10 @@ def searched_functions(
 ) -> list[SearchedFunction]:
     """The module-level public functions of ``source`` named in ``qualnames`` that the search can call
     (``_parameters``). ``seen``: qualname -> argument tuples recorded from the suite (literal texts,
-    positional)."""
-    wanted = set(qualnames)
+    positional). A name the module does not hold after its import (``import_names``) is left out."""
     tree = ast.parse(source)
+    held = names_held(tree)
+    wanted = {q for q in qualnames if held_after_import(q, held)}
     strings = _module_strings(tree, seen)
     callees = _module_functions(tree)
     names = module_names(tree)
@@ -450,12 +452,14 @@ def searched_classes(
     (a public class: its ``__init__``'s parameters, or none; a private one, or one whose ``__init__``
     gets no strategies: a public function returning it, ``_factories``) and drive: each public plain
     method and each special method of ``OPERATOR_SYNTAX`` whose parameters get strategies
-    (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out)."""
-    wanted = set(qualnames)
+    (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out). Classes and factories the
+    module does not hold after its import (``import_names``) are left out."""
     tree = ast.parse(source)
+    held = names_held(tree)
+    wanted = {q for q in qualnames if held_after_import(q, held)}
     strings = _module_strings(tree, seen)
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    factories = _factories(tree, set(classes))
+    factories = _factories(tree, set(classes), held)
     names = module_names(tree)
     found = []
     for name in classes:
@@ -546,12 +550,14 @@ def _init_usage(node: ast.ClassDef, methods: Mapping[str, tuple[str, ast.Functio
             for name, shape in attribute_shapes(node, init).items()}
 
 
-def _factories(tree: ast.Module, classes: set[str]) -> dict[str, list[ast.FunctionDef]]:
-    """Class name -> the module's public functions with a ``return Class(...)``: how a private class's
-    objects are made (``complement(wrapped)`` returns a ``_ComplementSet``)."""
+def _factories(
+    tree: ast.Module, classes: set[str], held: Collection[str]
+) -> dict[str, list[ast.FunctionDef]]:
+    """Class name -> the module's public functions (of ``held``) with a ``return Class(...)``: how a
+    private class's objects are made (``complement(wrapped)`` returns a ``_ComplementSet``)."""
     found: dict[str, list[ast.FunctionDef]] = {}
     for node in tree.body:
-        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_") or node.name not in held:
             continue
         made = {
             n.value.func.id

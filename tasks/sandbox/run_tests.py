@@ -33,6 +33,7 @@ from tasks.sandbox.served_runs import run_serving
 
 __all__ = [
     "MAX_RESUMES",
+    "NOT_IMPORTING",
     "SANDBOX_BACKENDS",
     "make_sandbox",
     "sandbox_isolation",
@@ -129,13 +130,17 @@ def _resume_after_crashes(
     return parts, crashed
 
 
+#: How the message of a run in which nothing ran, for its modules did not import, begins.
+NOT_IMPORTING = "the test suite does not import: "
+
+
 def _nothing_ran_error(trace: SuiteTrace, first_run: SandboxRun, request: RunRequest) -> Exception:
     """The error for a run in which no test ran and nothing crashed."""
     if trace.collect_errors:
         first = trace.collect_errors[0]
         more = len(trace.collect_errors) - 1
         return CollectionError(
-            f"the test suite does not import: {first.location}: {_last_line(first.message)}"
+            f"{NOT_IMPORTING}{first.location}: {_last_line(first.message)}"
             + (f" (and {more} more)" if more else "")
         )
     if first_run.exit_code == _PYTEST_USAGE_ERROR:

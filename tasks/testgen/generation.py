@@ -16,12 +16,13 @@ and how the observations become a module are the core's (``equisa_core.testgen.a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
 from equisa_core.common.models import Node, SuiteTrace
 from equisa_core.common.options import TestgenOptions, default_of
+from equisa_core.common.probe_output import parse_probe_output
 from equisa_core.common.values import OBJECT_MARKER
 from equisa_core.errors import CollectionError
 from equisa_core.testgen.assembly import (
@@ -65,9 +66,10 @@ from equisa_core.testgen.search_sequence_tests import sequence_tests
 from equisa_core.testgen.searched_members import annotated_members, searched_classes, searched_functions
 from equisa_core.testgen.value_texts import is_drawable_text
 from tasks.sandbox.contract import RunRequest
+from tasks.sandbox.run_tests import NOT_IMPORTING
 from tasks.testgen.analysis import search_request, tidy_test_module
 
-__all__ = ["Recorder", "DeterministicPlan", "deterministic_tests"]
+__all__ = ["Recorder", "DeterministicPlan", "deterministic_tests", "dropped_note"]
 
 
 class Recorder(BaseModel):
@@ -102,17 +104,44 @@ class Recorder(BaseModel):
             docker_image=self.docker_image,
         )
 
+    def generated(self, path: str, text: str, tests: Sequence[str], fqns: Sequence[str],
+                  did: list[str]) -> SuiteTrace | None:
+        """``run`` of the generated module ``text`` written at ``path``; None when it does not import:
+        that module is dropped with a note in ``did`` (``dropped_note``) and the run goes on. (The
+        user's own suite not importing is bad input, exit 6: it fails the baseline before this.)"""
+        try:
+            return self.run({path: text}, tests, fqns)
+        except CollectionError as error:
+            did.append(dropped_note(path, error.message))
+            return None
+
     def search(
         self, overlay: Mapping[str, str], tests: Sequence[str]
     ) -> tuple[list[SearchRecord], list[SequenceRecord], list[CrosshairRecord]]:
         """The input search's records (functions, classes, CrossHair's) from running the driver
         ``tests`` (node ids) once, with coverage.py, Hypothesis and crosshair-tool importable (the
-        suite's or EQUISA's own)."""
+        suite's or EQUISA's own). Raises CollectionError when the driver wrote no record because a
+        module did not import."""
         from tasks.sandbox.run_tests import make_sandbox
 
         request = search_request(self.base, overlay, tests)
         lines = make_sandbox(self.backend, self.docker_image).run(request).probe_output.splitlines()
-        return read_search_records(lines), read_sequence_records(lines), read_crosshair_records(lines)
+        records = read_search_records(lines), read_sequence_records(lines), read_crosshair_records(lines)
+        errors = parse_probe_output(lines).collect_errors
+        if errors and not any(records):
+            last = errors[0].message.strip().splitlines()[-1:] or ["error"]
+            raise CollectionError(f"{NOT_IMPORTING}{errors[0].location}: {last[0]}")
+        return records
+
+
+def dropped_note(path: str, message: str) -> str:
+    """The attempt's note for the generated module at ``path`` that did not import and was dropped:
+    ``dropped test_testgen_scratch_0.py: ImportError: cannot import name 'doc' from 'heaps'``, from
+    the ``CollectionError``'s ``message`` (its location and pytest's ``E`` left out)."""
+    name = PurePosixPath(path).name
+    where, _, why = message.removeprefix(NOT_IMPORTING).partition(": ")
+    reason = why if why and PurePosixPath(where).name == name else message
+    return f"dropped {name}: {reason.strip().removeprefix('E ').strip()}"
 
 
 class DeterministicPlan(BaseModel):
@@ -217,13 +246,10 @@ def _carved_and_boundary(
     drivers = driver_tests(carved, constants)
     if drivers:
         path = f"{GENERATED_TESTS_DIR}/test_testgen_drive_{round_number}.py"
-        try:
-            observed = recorder.run(
-                {path: carved_module(drivers)}, [f"{path}::{d.name}" for d in drivers], sorted(nodes)
-            )
-        except CollectionError as error:  # a generated module that does not import: the run goes on
-            did.append(f"the {len(drivers)} boundary-value drivers did not import, none kept: "
-                       f"{error.message}")
+        observed = recorder.generated(
+            path, carved_module(drivers), [f"{path}::{d.name}" for d in drivers], sorted(nodes), did
+        )
+        if observed is None:
             return carved, tests, _arguments_seen(recorded, plan.target)
         per = plan.boundary_per_function * (round_number + 1)
         boundary, possible = without_bug_like(
@@ -290,7 +316,11 @@ def _searched(
     asked = [f for f in functions if f.typed] if plan.crosshair else []
     driver += crosshair_driver_tests(module, asked, plan.crosshair_seconds)
     drivers += [f"{path}::test_crosshair_{f.qualname}" for f in asked]
-    records, sequences, crosshair = recorder.search({path: driver}, drivers)
+    try:
+        records, sequences, crosshair = recorder.search({path: driver}, drivers)
+    except CollectionError as error:
+        did.append(dropped_note(path, error.message))
+        return []
     written = _with_callables(records, module, round_number, did)
     records = [without_callable_inputs(r) for r in records]
     sequenced, misuse = without_misuse(
@@ -397,11 +427,12 @@ def _driven(recorder: Recorder, calls: list[tuple[str, str]], module: str, round
     drive = driver_module(module, driving, names)
     if any(OBJECT_MARKER in c for _, c in calls):  # objects rebuilt from recorded builds
         drive = REBUILD_HELPERS.lstrip() + "\n\n" + drive
-    observed = recorder.run(
-        {drive_path: drive},
-        [f"{drive_path}::{d.test}" for d in driving],
-        sorted({f"{module}.{d.qualname}" for d in driving}),
+    observed = recorder.generated(
+        drive_path, drive, [f"{drive_path}::{d.test}" for d in driving],
+        sorted({f"{module}.{d.qualname}" for d in driving}), did,
     )
+    if observed is None:
+        return []
     searched, possible = without_bug_like(
         observed_tests(observed, nodes, max(len(calls), 1), f"test_search_{round_number}_", sources),
         {f"{module}.{q}" for q in annotated},
@@ -415,7 +446,8 @@ def _scratch(
 ) -> tuple[str, str | None]:
     """Tests from scratch drivers (``boundary.scratch_driver_module``) for functions no existing test
     calls: each driver call runs alone with the function's calls recorded, and what it returned or
-    raised becomes the assertion. At most ``per`` per function, distinct outcomes first."""
+    raised becomes the assertion. At most ``per`` per function, distinct outcomes first. The note is
+    ``dropped_note``'s when the drivers' module does not import."""
     module = module_name(plan.target)
     qualnames = [fqn[len(module) + 1 :] for fqn in uncalled]
     driver, calls = scratch_driver_module(plan.target_source, module, qualnames)
@@ -423,7 +455,10 @@ def _scratch(
         return "", None
     path = f"{GENERATED_TESTS_DIR}/test_testgen_scratch_{round_number}.py"
     fqns = sorted({f"{module}.{c.qualname}" for c in calls})
-    observed = recorder.run({path: driver}, [f"{path}::{c.test}" for c in calls], fqns)
+    dropped: list[str] = []
+    observed = recorder.generated(path, driver, [f"{path}::{c.test}" for c in calls], fqns, dropped)
+    if observed is None:
+        return "", dropped[0]
     text, kept = scratch_module(calls, observed, module, round_number, per, plan.target_source)
     summary = (
         f"called {len(fqns)} functions no test calls with literal boundary and typical arguments "

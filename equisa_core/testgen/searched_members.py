@@ -14,6 +14,7 @@ from equisa_core.testgen.callable_inputs import callable_strategy, documented_st
 from equisa_core.testgen.import_names import held_after_import, names_held
 from equisa_core.testgen.input_search import OPERATOR_SYNTAX, SearchedClass, SearchedFunction
 from equisa_core.testgen.named_inputs import NO_NAMES, ModuleNames, module_names, named_strategy
+from equisa_core.testgen.pattern_strings import pattern_strings
 from equisa_core.testgen.usage_shapes import (
     Shape,
     attribute_shapes,
@@ -38,8 +39,9 @@ Seen = Mapping[str, Sequence[Sequence[str]]]
 
 def _module_strings(tree: ast.Module, seen: Seen) -> list[str]:
     """Strings worth drawing anywhere in the module: those every recorded call and docstring example
-    passed (a format string seen by one function is a good input for its neighbours), then the
-    module's own short string constants."""
+    passed (a format string seen by one function is a good input for its neighbours), the shortest
+    text each of its regular expressions finds (``pattern_strings``), then the module's own short
+    string constants."""
     rows = [
         *(row for rows in seen.values() for row in rows),
         *(row for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for row in _doctest_rows(f)),
@@ -50,7 +52,7 @@ def _module_strings(tree: ast.Module, seen: Seen) -> list[str]:
         for n in ast.walk(tree)
         if isinstance(n, ast.Constant) and isinstance(n.value, str) and len(n.value) <= 20
     ]
-    return list(dict.fromkeys(passed[:MAX_SEEN] + constants[:MAX_SEEN]))
+    return list(dict.fromkeys(passed[:MAX_SEEN] + pattern_strings(tree) + constants[:MAX_SEEN]))
 
 
 def _doctest_examples(docstring: str) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from decimal import Decimal
 
 from equisa_core.testgen.annotation_strategies import strategy_for
@@ -117,8 +117,35 @@ def _parameters(
     if strategies is None or keywords is None:
         return None
     drawn = positional[: len(strategies)] + [parameter for parameter, _ in keywords]
-    typed = all(parameter.annotation is not None for parameter in drawn)
+    typed = all(_declared(parameter, names, usage or {}) for parameter in drawn)
     return strategies, [text for _, text in keywords], typed and bool(drawn)
+
+
+def _readable(annotation: ast.expr, names: ModuleNames) -> bool:
+    """Whether ``annotation`` gives a strategy: its own (``strategy_for``) or the module's names."""
+    return strategy_for(annotation, [], [], []) is not None or bool(named_strategy(annotation, None, [],
+                                                                                     names))
+
+
+def _declared(parameter: ast.arg, names: ModuleNames, usage: Collection[str]) -> bool:
+    """Whether the values drawn for ``parameter`` are of the type its annotation declares (where an
+    input that raises looks like a bug, ``bug_like``): it is annotated, and its annotation gives a
+    strategy or the body's use (``usage``) gave none (then the values seen were drawn)."""
+    annotation = parameter.annotation
+    return annotation is not None and (parameter.arg not in usage or _readable(annotation, names))
+
+
+def _left_out(qualname: str, function: ast.FunctionDef, skip_first: bool, names: ModuleNames) -> str:
+    """Why the search does not call ``function``: a note for the attempt."""
+    args = function.args
+    if args.posonlyargs:
+        return f"{qualname} (positional-only parameters)"
+    positional = args.args[1 if skip_first else 0 : len(args.args) - len(args.defaults)]
+    keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    required = [*positional, *(a for a, default in keywords if default is None)]
+    unread = [f"{a.arg}: {ast.unparse(a.annotation)}" for a in required
+              if a.annotation is not None and not _readable(a.annotation, names)]
+    return f"{qualname} (no strategy for {', '.join(unread) or 'a parameter'}, and no value seen)"
 
 
 def _split_rows(function: ast.FunctionDef, skip_first: bool,
@@ -195,21 +222,21 @@ def _parameter_strategy(
     names: ModuleNames = NO_NAMES,
 ) -> str | None:
     """One parameter's strategy: the module's enum members or classes when its default, annotation
-    or values seen say it takes them (``named_inputs``); else from its annotation or the values seen
-    (``texts``), the objects seen drawn too; unannotated and with nothing else to go by, from how the
-    body uses it (``used``), else from its default."""
+    or values seen say it takes them (``named_inputs``); else from its annotation or, when it has
+    none or one that gives none, the values seen (``texts``), the objects seen drawn too; with
+    nothing else to go by, from how the body uses it (``used``), else from its default (for a
+    required parameter whose annotation gives none, no guess: None)."""
     named = named_strategy(parameter.annotation, default, texts, names)
     if named is not None:
         return named
     if parameter.annotation is None and any(map(is_callable_text, texts)):  # a function was passed
         return used if used and "_callable" in used else callable_strategy()
     values = [value for ok, value in map(literal_value, texts) if ok]
-    strategy = _with_objects(
-        strategy_for(parameter.annotation, values, numbers, strings), texts, bool(values)
-    )
-    if strategy is None and parameter.annotation is None:
+    read = strategy_for(parameter.annotation, values, numbers, strings) if parameter.annotation else None
+    strategy = _with_objects(read or strategy_for(None, values, numbers, strings), texts, bool(values))
+    if strategy is None and (parameter.annotation is None or default is not None):
         return used or _from_default(default, numbers, strings)
-    return strategy
+    return strategy or used
 
 
 def _usage_strategies(
@@ -317,12 +344,14 @@ def _from_default(default: ast.expr | None, numbers: Sequence[Decimal], strings:
 
 
 def searched_functions(
-    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal]
+    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal],
+    dropped: list[str] | None = None,
 ) -> list[SearchedFunction]:
     """The module-level public functions of ``source`` named in ``qualnames`` that the search can call
-    (``_parameters``). ``seen``: qualname -> argument tuples recorded from the suite (literal texts,
-    positional)."""
+    (``_parameters``); those it cannot, with why, added to ``dropped``. ``seen``: qualname ->
+    argument tuples recorded from the suite (literal texts, positional)."""
     wanted = set(qualnames)
+    left = [] if dropped is None else dropped
     tree = ast.parse(source)
     strings = _module_strings(tree, seen)
     callees = _module_functions(tree)
@@ -335,6 +364,7 @@ def searched_functions(
         usage = _usage_strategies(node, callees, seen, numbers, strings)
         made = _parameters(node, False, rows, numbers, strings, usage, names)
         if made is None:
+            left.append(_left_out(node.name, node, False, names))
             continue
         strategies, keywords, typed = made
         complete = len(strategies) == len(node.args.args)
@@ -423,35 +453,42 @@ def _seen_for(seen: Seen, name: str, owner: str, method: str) -> list[Sequence[s
     return [*seen.get(f"{name}.{method}", ()), *(seen.get(f"{owner}.{method}", ()) if owner != name else ())]
 
 
-def _annotated(function: ast.FunctionDef, skip_first: bool) -> bool:
-    """Whether ``function`` has parameters (``self``/``cls`` aside when ``skip_first``), all annotated."""
+def _annotated(function: ast.FunctionDef, skip_first: bool, names: ModuleNames) -> bool:
+    """Whether ``function`` has parameters (``self``/``cls`` aside when ``skip_first``), all annotated
+    and drawn as declared (``_declared``)."""
     args = function.args
     parameters = [*args.posonlyargs, *args.args][1 if skip_first else 0 :] + args.kwonlyargs
-    return bool(parameters) and all(a.annotation is not None for a in parameters)
+    used = parameter_shapes(function)
+    return bool(parameters) and all(_declared(a, names, used) for a in parameters)
 
 
 def annotated_members(source: str) -> frozenset[str]:
     """The qualnames (``f``, ``Cls.method``: inherited methods under each subclass too) of the
     module-level functions and plain methods whose parameters, ``self``/``cls`` aside, are all
-    annotated (at least one): where an input "the types allow" has a meaning (``bug_like``)."""
+    annotated (at least one) and drawn as declared: where an input "the types allow" has a meaning
+    (``bug_like``)."""
     tree = ast.parse(source)
-    found = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _annotated(n, False)}
+    names = module_names(tree)
+    found = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _annotated(n, False, names)}
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     for name in classes:
         methods = _class_methods(classes, name).items()
-        found |= {f"{name}.{m}" for m, (_, node) in methods if _annotated(node, True)}
+        found |= {f"{name}.{m}" for m, (_, node) in methods if _annotated(node, True, names)}
     return frozenset(found)
 
 
 def searched_classes(
-    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal]
+    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal],
+    dropped: list[str] | None = None,
 ) -> list[SearchedClass]:
     """The module-level classes of ``source`` with a method in ``qualnames`` that the search can build
     (a public class: its ``__init__``'s parameters, or none; a private one, or one whose ``__init__``
     gets no strategies: a public function returning it, ``_factories``) and drive: each public plain
     method and each special method of ``OPERATOR_SYNTAX`` whose parameters get strategies
-    (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out)."""
+    (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out); the constructors and
+    methods it cannot call, with why, added to ``dropped``."""
     wanted = set(qualnames)
+    left = [] if dropped is None else dropped
     tree = ast.parse(source)
     strings = _module_strings(tree, seen)
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
@@ -465,9 +502,13 @@ def searched_classes(
         usage = _init_usage(classes[name], methods, numbers, strings)
         built = _construction(name, methods, factories.get(name, []), seen, numbers, strings, usage, names)
         if built is None:
+            left += [_left_out(f"{name}.__init__", m[1], True, names) for m in [methods.get("__init__")] if m]
             continue
         (init, typed), factory = built
         calls = _method_calls(name, methods, seen, numbers, strings, _others(factory or name, init), names)
+        called = {method for method, _ in calls}
+        left += [_left_out(f"{name}.{m}", node, True, names) for m, (_, node) in methods.items()
+                 if m not in called and (not m.startswith("_") or m in OPERATOR_SYNTAX)]
         if calls:
             found.append(SearchedClass(name, tuple(init), tuple(calls), typed, factory))
     return found

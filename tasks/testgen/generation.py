@@ -272,8 +272,11 @@ def _searched(
     annotated = annotated_members(plan.target_source)
     qualnames = [fqn[len(module) + 1 :] for fqn in nodes if fqn.startswith(module + ".")]
     constants = file_constants(plan.target_source)
-    functions = searched_functions(plan.target_source, qualnames, seen, constants)
-    classes = searched_classes(plan.target_source, qualnames, seen, constants)
+    dropped: list[str] = []
+    functions = searched_functions(plan.target_source, qualnames, seen, constants, dropped)
+    classes = searched_classes(plan.target_source, qualnames, seen, constants, dropped)
+    if dropped:
+        did.append(f"left out of the input search: {'; '.join(dropped)}")
     if not functions and not classes:
         return []
     path = f"{GENERATED_TESTS_DIR}/test_testgen_search_{round_number}.py"

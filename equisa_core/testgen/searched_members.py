@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from decimal import Decimal
 
@@ -22,6 +23,7 @@ from equisa_core.testgen.usage_shapes import (
 )
 from equisa_core.testgen.value_strategies import (
     MAX_SEEN,
+    all_present,
     from_values,
     int_strategy,
     strings_in,
@@ -532,7 +534,8 @@ def _construction(
         recorded = _seen_for(seen, name, owner, "__init__")
         made = _parameters(init, True, recorded, numbers, strings, usage, names) if init else ([], [], True)
         if made is not None:
-            return ([*made[0], *made[1]], made[2]), None
+            items = _recorded_varargs(init, made[0], recorded, numbers, strings) if init else []
+            return ([*made[0], *items, *made[1]], made[2]), None
     for function in factories:
         rows = [*_doctest_rows(function), *(tuple(r) for r in seen.get(function.name, ()))]
         made = _parameters(function, False, rows, numbers, strings, None, names)
@@ -550,8 +553,9 @@ def _method_calls(
     others: str = "",
     names: ModuleNames = NO_NAMES,
 ) -> list[tuple[str, tuple[str, ...]]]:
-    """The methods a sequence on class ``name`` calls, each with a strategy per parameter: the public
-    plain ones and the special ones of ``OPERATOR_SYNTAX`` whose parameters get strategies; its own
+    """The methods a sequence on class ``name`` calls, each with a strategy per parameter (from how the
+    method uses it when nothing else says): the public plain ones and the special ones of
+    ``OPERATOR_SYNTAX`` whose parameters get strategies; its own
     ``__eq__`` and ``__hash__`` given other objects of the class too (``others``: ``obj == other``,
     ``hash(obj) == hash(other)``)."""
     calls: list[tuple[str, tuple[str, ...]]] = []
@@ -559,14 +563,37 @@ def _method_calls(
         if method_name.startswith("_") and method_name not in OPERATOR_SYNTAX:
             continue
         recorded = _seen_for(seen, name, owner, method_name)
-        parameters = _parameters(method, True, recorded, numbers, strings, None, names)
+        usage = _usage_strategies(method, {}, seen, numbers, strings)
+        parameters = _parameters(method, True, recorded, numbers, strings, usage, names)
         if method_name == "__hash__" and others:
             calls.append((method_name, (others,)))
         elif method_name == "__eq__" and others and parameters is not None and len(parameters[0]) == 1:
             calls.append((method_name, (f"st.one_of({others}, {parameters[0][0]})",)))
         elif parameters is not None and method_name != "__hash__":
-            calls.append((method_name, (*parameters[0], *parameters[1])))
+            items = _recorded_varargs(method, parameters[0], recorded, numbers, strings)
+            calls.append((method_name, (*parameters[0], *items, *parameters[1])))
     return calls
+
+
+def _recorded_varargs(method: ast.FunctionDef, drawn: Sequence[str], rows: Sequence[Sequence[str]],
+                      numbers: Sequence[Decimal], strings: Sequence[str]) -> list[str]:
+    """A strategy per item of ``*args`` in the recorded calls of ``method`` (``self`` aside) whose
+    positional parameters all got one (``drawn``): each item drawn like those seen in its place, in
+    the calls of the commonest width (``Dict({'a': {'b': 1}})``: one, dicts like that one); none
+    without ``*args`` or a recorded call passing items."""
+    args = method.args
+    width = len(args.args) - 1
+    at = width + len(args.kwonlyargs)
+    full = at + 1 + (args.kwarg is not None)
+    if args.vararg is None or len(drawn) != width:
+        return []
+    passed = [value for row in rows if len(row) == full for ok, value in [literal_value(row[at])] if ok]
+    tuples = [value for value in passed if isinstance(value, tuple) and value]
+    if not tuples:
+        return []
+    common = Counter(len(t) for t in tuples).most_common(1)[0][0]
+    columns = [[t[i] for t in tuples if len(t) == common] for i in range(common)]
+    return all_present([strategy_for(None, column, numbers, strings) for column in columns]) or []
 
 
 def _others(maker: str, init: Sequence[str]) -> str:

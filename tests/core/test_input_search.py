@@ -164,6 +164,9 @@ UNREADABLE = textwrap.dedent('''
 
         def move(self, parcel: Parcel) -> None:
             self.last = parcel
+
+        def count(self, parcel: Parcel) -> int:
+            return len(parcel.items())
 ''')
 
 
@@ -187,8 +190,29 @@ def test_a_method_taking_any_is_searched_and_one_without_a_strategy_is_noted():
     dropped: list[str] = []
     (shelf,) = searched_classes(UNREADABLE, ["Shelf.put"], {"Shelf.put": [("'a'", "1")]}, [], dropped)
     methods = dict(shelf.methods)
-    assert set(methods) == {"put"} and methods["put"][1] == strategy_for(None, [1], [], ["a"])
+    assert set(methods) == {"put", "count"} and methods["put"][1] == strategy_for(None, [1], [], ["a"])
+    assert methods["count"][0].startswith("st.dictionaries(")  # the body's use: a mapping
     assert dropped == ["Shelf.move (no strategy for parcel: Parcel, and no value seen)"]
+
+
+def test_recorded_calls_seed_the_items_of_args_of_a_constructor_and_a_method():
+    source = textwrap.dedent('''
+        class Bag(dict):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+
+            def add(self, key, *values):
+                self[key] = values
+    ''')
+    seen = {"Bag.__init__": [("({'a': {'b': 1}},)", "{}")], "Bag.add": [("'k'", "(1, 2)")]}
+    (bag,) = searched_classes(source, ["Bag.add"], seen, [])
+    (item,) = bag.init
+    assert all(isinstance(v, dict) for v in _drawn(item))
+    assert any(isinstance(v.get("a"), dict) and v["a"].get("b") == 1 for v in _drawn(item))
+    key, *values = dict(bag.methods)["add"]
+    assert values == [strategy_for(None, [1], [], []), strategy_for(None, [2], [], [])]
+    (plain,) = searched_classes(source, ["Bag.add"], {}, [])
+    assert plain.init == () and len(dict(plain.methods)["add"]) == 1  # nothing recorded: no items
 
 
 def test_searched_functions_are_the_callable_public_ones_with_their_seeds():

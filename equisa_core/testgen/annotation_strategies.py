@@ -2,7 +2,9 @@
 parameter's annotation: ``int``, ``float``, ``str``, ``bool``, ``None``, the standard library's value
 types, ``list[X]``, ``tuple[X, Y]``, ``tuple[X, ...]``, ``dict[K, V]``, ``set[X]``, ``Optional[X]``,
 ``X | None``, ``Callable[[X, Y], R]`` (callables of that arity, ``callable_inputs``) and their
-``typing`` spellings, nested as the annotation nests them; else from the values seen
+``typing`` spellings, nested as the annotation nests them; ``dict``, ``Mapping``, ``MutableMapping``
+without arguments (``value_strategies.mapping_strategy``) and ``Any``, ``object``
+(``value_strategies.any_strategy``) around the values seen; else from the values seen
 (``value_strategies``)."""
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from equisa_core.testgen.callable_inputs import callable_strategy
 from equisa_core.testgen.value_strategies import (
     MAX_SEEN,
     all_present,
+    any_strategy,
     elements,
     float_strategy,
     from_values,
     int_strategy,
+    mapping_strategy,
     max_length,
     numbers_in,
     strings_in,
@@ -34,6 +38,7 @@ SEQUENCE_NAMES = {"list", "List", "Sequence", "Iterable", "MutableSequence", "Co
 TUPLE_NAMES = {"tuple", "Tuple"}
 SET_NAMES = {"set", "Set", "frozenset", "FrozenSet", "AbstractSet"}
 _MAPPINGS = {"dict", "Dict", "Mapping", "MutableMapping"}
+_ANY = {"Any", "object"}
 #: The standard library's value types an annotation may name, drawn around the values seen.
 _VALUE_TYPES: dict[str, type] = {
     "datetime": datetime.datetime,
@@ -100,11 +105,15 @@ def _from_annotation(
 def _from_plain_name(
     name: str, seen: Sequence[object], numbers: Sequence[Decimal], strings: Sequence[str]
 ) -> str | None:
-    """An unparametrized annotation's strategy: a scalar's, a value type's around the values seen, or
-    lists (tuples) of what was seen, else of ints."""
+    """An unparametrized annotation's strategy: a scalar's, a value type's around the values seen,
+    lists (tuples) of what was seen, else of ints, dicts and any values around those seen."""
     scalar = _scalar_strategy(name, numbers, strings)
     if scalar is not None:
         return scalar
+    if name in _MAPPINGS:
+        return mapping_strategy(seen, numbers, strings)
+    if name in _ANY:
+        return any_strategy(seen, numbers, strings)
     if name == "Callable":
         return callable_strategy()
     if name in _VALUE_TYPES:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from decimal import Decimal
 
@@ -24,6 +25,7 @@ from equisa_core.testgen.usage_shapes import (
 )
 from equisa_core.testgen.value_strategies import (
     MAX_SEEN,
+    all_present,
     from_values,
     int_strategy,
     strings_in,
@@ -120,8 +122,35 @@ def _parameters(
     if strategies is None or keywords is None:
         return None
     drawn = positional[: len(strategies)] + [parameter for parameter, _ in keywords]
-    typed = all(parameter.annotation is not None for parameter in drawn)
+    typed = all(_declared(parameter, names, usage or {}) for parameter in drawn)
     return strategies, [text for _, text in keywords], typed and bool(drawn)
+
+
+def _readable(annotation: ast.expr, names: ModuleNames) -> bool:
+    """Whether ``annotation`` gives a strategy: its own (``strategy_for``) or the module's names."""
+    return strategy_for(annotation, [], [], []) is not None or bool(named_strategy(annotation, None, [],
+                                                                                     names))
+
+
+def _declared(parameter: ast.arg, names: ModuleNames, usage: Collection[str]) -> bool:
+    """Whether the values drawn for ``parameter`` are of the type its annotation declares (where an
+    input that raises looks like a bug, ``bug_like``): it is annotated, and its annotation gives a
+    strategy or the body's use (``usage``) gave none (then the values seen were drawn)."""
+    annotation = parameter.annotation
+    return annotation is not None and (parameter.arg not in usage or _readable(annotation, names))
+
+
+def _left_out(qualname: str, function: ast.FunctionDef, skip_first: bool, names: ModuleNames) -> str:
+    """Why the search does not call ``function``: a note for the attempt."""
+    args = function.args
+    if args.posonlyargs:
+        return f"{qualname} (positional-only parameters)"
+    positional = args.args[1 if skip_first else 0 : len(args.args) - len(args.defaults)]
+    keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    required = [*positional, *(a for a, default in keywords if default is None)]
+    unread = [f"{a.arg}: {ast.unparse(a.annotation)}" for a in required
+              if a.annotation is not None and not _readable(a.annotation, names)]
+    return f"{qualname} (no strategy for {', '.join(unread) or 'a parameter'}, and no value seen)"
 
 
 def _split_rows(function: ast.FunctionDef, skip_first: bool,
@@ -198,21 +227,21 @@ def _parameter_strategy(
     names: ModuleNames = NO_NAMES,
 ) -> str | None:
     """One parameter's strategy: the module's enum members or classes when its default, annotation
-    or values seen say it takes them (``named_inputs``); else from its annotation or the values seen
-    (``texts``), the objects seen drawn too; unannotated and with nothing else to go by, from how the
-    body uses it (``used``), else from its default."""
+    or values seen say it takes them (``named_inputs``); else from its annotation or, when it has
+    none or one that gives none, the values seen (``texts``), the objects seen drawn too; with
+    nothing else to go by, from how the body uses it (``used``), else from its default (for a
+    required parameter whose annotation gives none, no guess: None)."""
     named = named_strategy(parameter.annotation, default, texts, names)
     if named is not None:
         return named
     if parameter.annotation is None and any(map(is_callable_text, texts)):  # a function was passed
         return used if used and "_callable" in used else callable_strategy()
     values = [value for ok, value in map(literal_value, texts) if ok]
-    strategy = _with_objects(
-        strategy_for(parameter.annotation, values, numbers, strings), texts, bool(values)
-    )
-    if strategy is None and parameter.annotation is None:
+    read = strategy_for(parameter.annotation, values, numbers, strings) if parameter.annotation else None
+    strategy = _with_objects(read or strategy_for(None, values, numbers, strings), texts, bool(values))
+    if strategy is None and (parameter.annotation is None or default is not None):
         return used or _from_default(default, numbers, strings)
-    return strategy
+    return strategy or used
 
 
 def _usage_strategies(
@@ -320,11 +349,14 @@ def _from_default(default: ast.expr | None, numbers: Sequence[Decimal], strings:
 
 
 def searched_functions(
-    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal]
+    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal],
+    dropped: list[str] | None = None,
 ) -> list[SearchedFunction]:
     """The module-level public functions of ``source`` named in ``qualnames`` that the search can call
-    (``_parameters``). ``seen``: qualname -> argument tuples recorded from the suite (literal texts,
-    positional). A name the module does not hold after its import (``import_names``) is left out."""
+    (``_parameters``); those it cannot, with why, added to ``dropped``. ``seen``: qualname ->
+    argument tuples recorded from the suite (literal texts, positional). A name the module does not
+    hold after its import (``import_names``) is left out."""
+    left = [] if dropped is None else dropped
     tree = ast.parse(source)
     held = names_held(tree)
     wanted = {q for q in qualnames if held_after_import(q, held)}
@@ -339,6 +371,7 @@ def searched_functions(
         usage = _usage_strategies(node, callees, seen, numbers, strings)
         made = _parameters(node, False, rows, numbers, strings, usage, names)
         if made is None:
+            left.append(_left_out(node.name, node, False, names))
             continue
         strategies, keywords, typed = made
         complete = len(strategies) == len(node.args.args)
@@ -427,35 +460,42 @@ def _seen_for(seen: Seen, name: str, owner: str, method: str) -> list[Sequence[s
     return [*seen.get(f"{name}.{method}", ()), *(seen.get(f"{owner}.{method}", ()) if owner != name else ())]
 
 
-def _annotated(function: ast.FunctionDef, skip_first: bool) -> bool:
-    """Whether ``function`` has parameters (``self``/``cls`` aside when ``skip_first``), all annotated."""
+def _annotated(function: ast.FunctionDef, skip_first: bool, names: ModuleNames) -> bool:
+    """Whether ``function`` has parameters (``self``/``cls`` aside when ``skip_first``), all annotated
+    and drawn as declared (``_declared``)."""
     args = function.args
     parameters = [*args.posonlyargs, *args.args][1 if skip_first else 0 :] + args.kwonlyargs
-    return bool(parameters) and all(a.annotation is not None for a in parameters)
+    used = parameter_shapes(function)
+    return bool(parameters) and all(_declared(a, names, used) for a in parameters)
 
 
 def annotated_members(source: str) -> frozenset[str]:
     """The qualnames (``f``, ``Cls.method``: inherited methods under each subclass too) of the
     module-level functions and plain methods whose parameters, ``self``/``cls`` aside, are all
-    annotated (at least one): where an input "the types allow" has a meaning (``bug_like``)."""
+    annotated (at least one) and drawn as declared: where an input "the types allow" has a meaning
+    (``bug_like``)."""
     tree = ast.parse(source)
-    found = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _annotated(n, False)}
+    names = module_names(tree)
+    found = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and _annotated(n, False, names)}
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     for name in classes:
         methods = _class_methods(classes, name).items()
-        found |= {f"{name}.{m}" for m, (_, node) in methods if _annotated(node, True)}
+        found |= {f"{name}.{m}" for m, (_, node) in methods if _annotated(node, True, names)}
     return frozenset(found)
 
 
 def searched_classes(
-    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal]
+    source: str, qualnames: Iterable[str], seen: Seen, numbers: Sequence[Decimal],
+    dropped: list[str] | None = None,
 ) -> list[SearchedClass]:
     """The module-level classes of ``source`` with a method in ``qualnames`` that the search can build
     (a public class: its ``__init__``'s parameters, or none; a private one, or one whose ``__init__``
     gets no strategies: a public function returning it, ``_factories``) and drive: each public plain
     method and each special method of ``OPERATOR_SYNTAX`` whose parameters get strategies
-    (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out). Classes and factories the
-    module does not hold after its import (``import_names``) are left out."""
+    (``_parameters``; ``seen`` keyed ``Class.method``, ``self`` left out); the constructors and
+    methods it cannot call, with why, added to ``dropped``. Classes and factories the module does
+    not hold after its import (``import_names``) are left out."""
+    left = [] if dropped is None else dropped
     tree = ast.parse(source)
     held = names_held(tree)
     wanted = {q for q in qualnames if held_after_import(q, held)}
@@ -471,9 +511,13 @@ def searched_classes(
         usage = _init_usage(classes[name], methods, numbers, strings)
         built = _construction(name, methods, factories.get(name, []), seen, numbers, strings, usage, names)
         if built is None:
+            left += [_left_out(f"{name}.__init__", m[1], True, names) for m in [methods.get("__init__")] if m]
             continue
         (init, typed), factory = built
         calls = _method_calls(name, methods, seen, numbers, strings, _others(factory or name, init), names)
+        called = {method for method, _ in calls}
+        left += [_left_out(f"{name}.{m}", node, True, names) for m, (_, node) in methods.items()
+                 if m not in called and (not m.startswith("_") or m in OPERATOR_SYNTAX)]
         if calls:
             found.append(SearchedClass(name, tuple(init), tuple(calls), typed, factory))
     return found
@@ -497,7 +541,8 @@ def _construction(
         recorded = _seen_for(seen, name, owner, "__init__")
         made = _parameters(init, True, recorded, numbers, strings, usage, names) if init else ([], [], True)
         if made is not None:
-            return ([*made[0], *made[1]], made[2]), None
+            items = _recorded_varargs(init, made[0], recorded, numbers, strings) if init else []
+            return ([*made[0], *items, *made[1]], made[2]), None
     for function in factories:
         rows = [*_doctest_rows(function), *(tuple(r) for r in seen.get(function.name, ()))]
         made = _parameters(function, False, rows, numbers, strings, None, names)
@@ -515,8 +560,9 @@ def _method_calls(
     others: str = "",
     names: ModuleNames = NO_NAMES,
 ) -> list[tuple[str, tuple[str, ...]]]:
-    """The methods a sequence on class ``name`` calls, each with a strategy per parameter: the public
-    plain ones and the special ones of ``OPERATOR_SYNTAX`` whose parameters get strategies; its own
+    """The methods a sequence on class ``name`` calls, each with a strategy per parameter (from how the
+    method uses it when nothing else says): the public plain ones and the special ones of
+    ``OPERATOR_SYNTAX`` whose parameters get strategies; its own
     ``__eq__`` and ``__hash__`` given other objects of the class too (``others``: ``obj == other``,
     ``hash(obj) == hash(other)``)."""
     calls: list[tuple[str, tuple[str, ...]]] = []
@@ -524,14 +570,37 @@ def _method_calls(
         if method_name.startswith("_") and method_name not in OPERATOR_SYNTAX:
             continue
         recorded = _seen_for(seen, name, owner, method_name)
-        parameters = _parameters(method, True, recorded, numbers, strings, None, names)
+        usage = _usage_strategies(method, {}, seen, numbers, strings)
+        parameters = _parameters(method, True, recorded, numbers, strings, usage, names)
         if method_name == "__hash__" and others:
             calls.append((method_name, (others,)))
         elif method_name == "__eq__" and others and parameters is not None and len(parameters[0]) == 1:
             calls.append((method_name, (f"st.one_of({others}, {parameters[0][0]})",)))
         elif parameters is not None and method_name != "__hash__":
-            calls.append((method_name, (*parameters[0], *parameters[1])))
+            items = _recorded_varargs(method, parameters[0], recorded, numbers, strings)
+            calls.append((method_name, (*parameters[0], *items, *parameters[1])))
     return calls
+
+
+def _recorded_varargs(method: ast.FunctionDef, drawn: Sequence[str], rows: Sequence[Sequence[str]],
+                      numbers: Sequence[Decimal], strings: Sequence[str]) -> list[str]:
+    """A strategy per item of ``*args`` in the recorded calls of ``method`` (``self`` aside) whose
+    positional parameters all got one (``drawn``): each item drawn like those seen in its place, in
+    the calls of the commonest width (``Dict({'a': {'b': 1}})``: one, dicts like that one); none
+    without ``*args`` or a recorded call passing items."""
+    args = method.args
+    width = len(args.args) - 1
+    at = width + len(args.kwonlyargs)
+    full = at + 1 + (args.kwarg is not None)
+    if args.vararg is None or len(drawn) != width:
+        return []
+    passed = [value for row in rows if len(row) == full for ok, value in [literal_value(row[at])] if ok]
+    tuples = [value for value in passed if isinstance(value, tuple) and value]
+    if not tuples:
+        return []
+    common = Counter(len(t) for t in tuples).most_common(1)[0][0]
+    columns = [[t[i] for t in tuples if len(t) == common] for i in range(common)]
+    return all_present([strategy_for(None, column, numbers, strings) for column in columns]) or []
 
 
 def _others(maker: str, init: Sequence[str]) -> str:

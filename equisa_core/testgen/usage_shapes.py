@@ -34,7 +34,12 @@ from decimal import Decimal
 from typing import Literal
 
 from equisa_core.testgen.callable_inputs import callable_strategy
-from equisa_core.testgen.value_strategies import DEFAULT_MAX_LENGTH, int_strategy, text_strategy
+from equisa_core.testgen.value_strategies import (
+    DEFAULT_MAX_LENGTH,
+    int_strategy,
+    mapping_strategy,
+    text_strategy,
+)
 
 __all__ = ["Shape", "attribute_shapes", "forwarded", "parameter_shapes", "shape_strategy"]
 
@@ -274,8 +279,7 @@ def shape_strategy(shape: Shape, numbers: Sequence[Decimal], strings: Sequence[s
         if kind == "callable":
             return callable_strategy(-1, documented if shape.documented else ())
         if kind == "mapping":
-            keys, values = text_strategy(strings), int_strategy(numbers)
-            return f"st.dictionaries({keys}, {values}, max_size={DEFAULT_MAX_LENGTH})"
+            return mapping_strategy([], numbers, strings)
         return text_strategy(strings) if kind == "text" else int_strategy(numbers)
 
     if shape.kind == "callable":

@@ -1,7 +1,8 @@
 """Hypothesis strategies (as the text of expressions, for the input search's driver) from the values
 a parameter was seen with: each kind seen gives one alternative, containers of varied sizes up to a
 few more than the longest seen, numbers near the constants and the values seen, strings from those
-seen and texts over their characters."""
+seen and texts over their characters; mappings of no declared types (``mapping_strategy``) and values
+of any type (``any_strategy``) from those seen too."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ __all__ = [
     "MAX_DICT_KEYS",
     "MAX_SEEN",
     "all_present",
+    "any_strategy",
     "elements",
     "float_strategy",
     "from_values",
     "int_strategy",
+    "mapping_strategy",
     "max_length",
     "numbers_in",
     "strings_in",
@@ -242,3 +245,25 @@ def _container_options(
             element = from_values(elements(containers), numbers, strings) or int_strategy(numbers)
             options.append(f"{maker}({element}, max_size={max_length(containers)})")
     return options
+
+
+def mapping_strategy(seen: Sequence[object], numbers: Sequence[Decimal], strings: Sequence[str]) -> str:
+    """Dicts for a mapping of no declared types (``dict``, ``Mapping``): like the dicts seen
+    (``from_values``), and dicts of texts (the strings seen among them, a seen key often present on
+    both sides of a two-mapping call) or of the other keys seen, to the values seen under any key
+    (nested as they nest), else to ints."""
+    dicts = [v for v in seen if isinstance(v, dict)]
+    keys = [k for d in dicts for k in d]
+    texts = all(type(k) is str for k in keys)
+    key = (None if texts else from_values(keys, numbers, strings)) or text_strategy(strings)
+    value = from_values([x for d in dicts for x in d.values()], numbers, strings) or int_strategy(numbers)
+    drawn = f"st.dictionaries({key}, {value}, max_size={max_length(dicts)})"
+    like = from_values([d for d in dicts if type(d) is dict], numbers, strings)
+    return f"st.one_of({like}, {drawn})" if like else drawn
+
+
+def any_strategy(seen: Sequence[object], numbers: Sequence[Decimal], strings: Sequence[str]) -> str:
+    """Values of any type (``Any``, ``object``): of the kinds seen, else ints, texts or None."""
+    return from_values(seen, numbers, strings) or (
+        f"st.one_of({int_strategy(numbers)}, {text_strategy(strings)}, st.none())"
+    )

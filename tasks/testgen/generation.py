@@ -50,6 +50,8 @@ from equisa_core.testgen.input_search import (
     POSSIBLE_BUG,
     REBUILD_HELPERS,
     CrosshairRecord,
+    SearchedClass,
+    SearchedFunction,
     SearchRecord,
     SequenceRecord,
     bug_like,
@@ -296,26 +298,11 @@ def _searched(
     looks like a bug (``input_search.bug_like``) are listed in ``did`` instead."""
     module = module_name(plan.target)
     annotated = annotated_members(plan.target_source)
-    qualnames = [fqn[len(module) + 1 :] for fqn in nodes if fqn.startswith(module + ".")]
-    constants = file_constants(plan.target_source)
-    functions = searched_functions(plan.target_source, qualnames, seen, constants)
-    classes = searched_classes(plan.target_source, qualnames, seen, constants)
+    functions, classes = _searched_members(plan, module, nodes, seen, did)
     if not functions and not classes:
         return []
     path = f"{GENERATED_TESTS_DIR}/test_testgen_search_{round_number}.py"
-    examples = plan.search_examples * (round_number + 1)
-    mutants: dict[str, list[tuple[str, str]]] = {}
-    for fqn, name, text in plan.survivors:
-        if fqn in nodes and fqn.startswith(module + "."):
-            mutants.setdefault(fqn[len(module) + 1 :], []).append((name, text))
-    driver = search_driver_module(
-        plan.target, module, functions, examples, plan.search_seconds, classes, mutants
-    )
-    drivers = [f"{path}::test_search_{f.qualname}" for f in functions]
-    drivers += [f"{path}::test_sequence_{c.qualname}" for c in classes]
-    asked = [f for f in functions if f.typed] if plan.crosshair else []
-    driver += crosshair_driver_tests(module, asked, plan.crosshair_seconds)
-    drivers += [f"{path}::test_crosshair_{f.qualname}" for f in asked]
+    driver, drivers, asked = _search_drivers(plan, module, nodes, functions, classes, path, round_number)
     try:
         records, sequences, crosshair = recorder.search({path: driver}, drivers)
     except CollectionError as error:
@@ -338,6 +325,41 @@ def _searched(
     searched, misuse = without_misuse(driven, plan.target_source, module)
     did += misuse
     return searched + sequenced
+
+
+def _searched_members(plan: DeterministicPlan, module: str, nodes: dict[str, Node],
+                      seen: dict[str, list[tuple[str, ...]]], did: list[str],
+                      ) -> tuple[list[SearchedFunction], list[SearchedClass]]:
+    """The functions and classes of ``nodes`` the search can call; notes those it cannot, and why."""
+    qualnames = [fqn[len(module) + 1 :] for fqn in nodes if fqn.startswith(module + ".")]
+    constants = file_constants(plan.target_source)
+    dropped: list[str] = []
+    functions = searched_functions(plan.target_source, qualnames, seen, constants, dropped)
+    classes = searched_classes(plan.target_source, qualnames, seen, constants, dropped)
+    if dropped:
+        did.append(f"left out of the input search: {'; '.join(dropped)}")
+    return functions, classes
+
+
+def _search_drivers(plan: DeterministicPlan, module: str, nodes: dict[str, Node],
+                    functions: list[SearchedFunction], classes: list[SearchedClass], path: str,
+                    round_number: int) -> tuple[str, list[str], list[SearchedFunction]]:
+    """The search's driver module, its tests' node ids, and the functions CrossHair is asked about;
+    the round's surviving mutants of the members join the search."""
+    examples = plan.search_examples * (round_number + 1)
+    mutants: dict[str, list[tuple[str, str]]] = {}
+    for fqn, name, text in plan.survivors:
+        if fqn in nodes and fqn.startswith(module + "."):
+            mutants.setdefault(fqn[len(module) + 1 :], []).append((name, text))
+    driver = search_driver_module(
+        plan.target, module, functions, examples, plan.search_seconds, classes, mutants
+    )
+    drivers = [f"{path}::test_search_{f.qualname}" for f in functions]
+    drivers += [f"{path}::test_sequence_{c.qualname}" for c in classes]
+    asked = [f for f in functions if f.typed] if plan.crosshair else []
+    driver += crosshair_driver_tests(module, asked, plan.crosshair_seconds)
+    drivers += [f"{path}::test_crosshair_{f.qualname}" for f in asked]
+    return driver, drivers, asked
 
 
 def _sequenced(sequences: list[SequenceRecord], classes: int, module: str, round_number: int,

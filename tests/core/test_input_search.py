@@ -106,6 +106,115 @@ def test_an_unreadable_annotation_gives_no_strategy_and_no_annotation_falls_back
     assert all(isinstance(v, list) for v in drawn) and max(len(v) for v in drawn) > 2
 
 
+@pytest.mark.parametrize("annotation", ["dict", "Dict", "Mapping", "typing.MutableMapping"])
+def test_a_mapping_without_type_arguments_draws_dicts_around_those_seen_nested_as_they_nest(annotation):
+    assert strategy_for(_annotation(annotation), [], [], ["k"]) == (
+        f"st.dictionaries({strategy_for(_annotation('str'), [], [], ['k'])}, "
+        f"{strategy_for(_annotation('int'), [], [], [])}, max_size=6)")
+    text = strategy_for(_annotation(annotation), [{"a": 1}, {"b": {"c": [2]}}], [], [])
+    assert text is not None
+    drawn = _drawn(text, 100)
+    assert all(isinstance(v, dict) for v in drawn)
+    assert any(v.get("a") == 1 for v in drawn) and any("a" in v and "b" in v for v in drawn)
+    assert any(isinstance(x, dict) and isinstance(x.get("c"), list) for v in drawn for x in v.values())
+
+
+@pytest.mark.parametrize("annotation", ["Any", "typing.Any", "_t.Any", "object"])
+def test_any_draws_the_kinds_seen_else_ints_texts_and_none(annotation):
+    text = strategy_for(_annotation(annotation), [], [], [])
+    assert text == (f"st.one_of({strategy_for(_annotation('int'), [], [], [])}, "
+                    f"{strategy_for(_annotation('str'), [], [], [])}, st.none())")
+    assert {type(v) for v in _drawn(text)} == {int, str, type(None)}
+    assert strategy_for(_annotation(annotation), [1, "x"], [], []) == strategy_for(None, [1, "x"], [], [])
+    assert all(isinstance(v, dict) for v in _drawn(strategy_for(_annotation("dict[str, Any]"), [], [], [])))
+
+
+#: Functions whose annotations give no strategy of their own, or a new one (issue 49).
+UNREADABLE = textwrap.dedent('''
+    from typing import Any
+
+
+    def total(prices: dict) -> int:
+        return sum(prices.values())
+
+
+    def store(key: str, value: Any) -> None:
+        return None
+
+
+    def weigh(parcel: Parcel) -> int:
+        return len(parcel.items())
+
+
+    def stamp(parcel: Parcel) -> str:
+        return str(parcel)
+
+
+    def label(text: str, size: int = 1, unit: Unit = Unit.CM, scale: int = 2) -> str:
+        return text * size
+
+
+    def ship(parcel: Parcel) -> str:
+        return str(parcel)
+
+
+    class Shelf:
+        def put(self, key: str, value: Any) -> None:
+            self.last = (key, value)
+
+        def move(self, parcel: Parcel) -> None:
+            self.last = parcel
+
+        def count(self, parcel: Parcel) -> int:
+            return len(parcel.items())
+''')
+
+
+def test_an_annotation_without_a_strategy_falls_back_to_the_values_seen_then_the_body_else_a_note():
+    dropped: list[str] = []
+    found = {f.qualname: f for f in searched_functions(
+        UNREADABLE, ["total", "store", "weigh", "stamp", "label", "ship"],
+        {"stamp": [("'box'",)]}, [], dropped)}
+    assert set(found) == {"total", "store", "weigh", "stamp", "label"}
+    assert found["total"].typed and found["total"].strategies[0].startswith("st.dictionaries(")
+    assert found["store"].typed and found["store"].strategies[1].startswith("st.one_of(")
+    assert not found["weigh"].typed and "st.dictionaries(" in found["weigh"].strategies[0]  # .items()
+    assert found["stamp"].typed and found["stamp"].strategies == (strategy_for(None, ["box"], [], []),)
+    assert len(found["label"].strategies) == 2  # unit (and so scale) left at their defaults
+    assert dropped == ["ship (no strategy for parcel: Parcel, and no value seen)"]
+    assert annotated_members(UNREADABLE) >= {"total", "store", "stamp", "Shelf.put"}
+    assert "weigh" not in annotated_members(UNREADABLE)
+
+
+def test_a_method_taking_any_is_searched_and_one_without_a_strategy_is_noted():
+    dropped: list[str] = []
+    (shelf,) = searched_classes(UNREADABLE, ["Shelf.put"], {"Shelf.put": [("'a'", "1")]}, [], dropped)
+    methods = dict(shelf.methods)
+    assert set(methods) == {"put", "count"} and methods["put"][1] == strategy_for(None, [1], [], ["a"])
+    assert methods["count"][0].startswith("st.dictionaries(")  # the body's use: a mapping
+    assert dropped == ["Shelf.move (no strategy for parcel: Parcel, and no value seen)"]
+
+
+def test_recorded_calls_seed_the_items_of_args_of_a_constructor_and_a_method():
+    source = textwrap.dedent('''
+        class Bag(dict):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+
+            def add(self, key, *values):
+                self[key] = values
+    ''')
+    seen = {"Bag.__init__": [("({'a': {'b': 1}},)", "{}")], "Bag.add": [("'k'", "(1, 2)")]}
+    (bag,) = searched_classes(source, ["Bag.add"], seen, [])
+    (item,) = bag.init
+    assert all(isinstance(v, dict) for v in _drawn(item))
+    assert any(isinstance(v.get("a"), dict) and v["a"].get("b") == 1 for v in _drawn(item))
+    key, *values = dict(bag.methods)["add"]
+    assert values == [strategy_for(None, [1], [], []), strategy_for(None, [2], [], [])]
+    (plain,) = searched_classes(source, ["Bag.add"], {}, [])
+    assert plain.init == () and len(dict(plain.methods)["add"]) == 1  # nothing recorded: no items
+
+
 def test_searched_functions_are_the_callable_public_ones_with_their_seeds():
     found = {f.qualname: f for f in searched_functions(
         INTERVALS, ["merge", "first_gap", "untyped", "_private", "keyword_only"],

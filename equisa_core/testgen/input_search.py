@@ -69,6 +69,7 @@ __all__ = [
     "REBUILD_HELPERS",
     "SearchRecord",
     "SearchedClass",
+    "STATEMENT_STEPS",
     "SearchedFunction",
     "SequenceRecord",
     "Step",
@@ -110,7 +111,13 @@ OPERATOR_SYNTAX = {
     "__add__": "({0} + {1})",
     "__invert__": "(~{0})",
     "__reversed__": "list(reversed({0}))",
+    "__len__": "len({0})",
+    "__iter__": "list({0})",
+    "__setitem__": "{0}[{1}] = {2}",
+    "__delitem__": "del {0}[{1}]",
 }
+#: The special methods whose step is a statement: written as it is, its result (None) never asserted.
+STATEMENT_STEPS = frozenset({"__setitem__", "__delitem__"})
 
 
 @dataclass(frozen=True)

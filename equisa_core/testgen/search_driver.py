@@ -19,7 +19,7 @@ import enum
 import functools
 import itertools
 import json
-import operator  # noqa: F401  (the callables drawn: ``operator.add``, ``operator.itemgetter(0)``)
+import operator  # the steps' operations, and the callables drawn (``operator.add``, ``itemgetter(0)``)
 import os
 import signal
 import sys
@@ -550,6 +550,7 @@ _OPERATIONS: dict[str, Callable[..., Any]] = {
     "__add__": lambda o, a: o + a,
     "__invert__": lambda o: ~o,
     "__reversed__": lambda o: list(reversed(o)),
+    "__len__": len, "__iter__": list, "__setitem__": operator.setitem, "__delitem__": operator.delitem,
 }
 
 

@@ -16,6 +16,7 @@ from equisa_core.testgen.input_search import (
     BUG_LIKE,
     OPERATOR_SYNTAX,
     POSSIBLE_BUG,
+    STATEMENT_STEPS,
     KeptSequence,
     SequenceRecord,
     Step,
@@ -198,7 +199,9 @@ class _Writing:
                 return
             # None is asserted only in a sequence kept for telling a mutant apart (it may be what
             # the mutant does not return); elsewhere ``assert obj.put(...) is None`` is noise.
-            if step.literal and step.result is not None and (step.result != "None" or kept.kills):
+            if step.method in STATEMENT_STEPS:
+                self.lines.append(call)
+            elif step.literal and step.result is not None and (step.result != "None" or kept.kills):
                 self.check(call, step.result)
             else:
                 self.lines.append(call)

@@ -155,16 +155,28 @@ def _left_out(qualname: str, function: ast.FunctionDef, skip_first: bool, names:
 
 def _split_rows(function: ast.FunctionDef, skip_first: bool,
                 rows: Sequence[Sequence[str]]) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Each row seen as (its positional texts, its keyword-only texts): a recorded call holds every
-    parameter in the order of the code's variables (positional, keyword-only, ``*args``,
-    ``**kwargs``); a row of another width (a docstring's example) is positional, as it is."""
+    """Each row seen as (its positional texts, then the items of its ``*args``; its keyword-only
+    texts): a recorded call holds every parameter in the order of the code's variables (positional,
+    keyword-only, ``*args`` as one tuple, ``**kwargs``); a row of another width, or whose ``*args``
+    is not a tuple (a docstring's example), is positional, as it is."""
     args = function.args
     width = len(args.args) - (1 if skip_first else 0)
-    full = width + len(args.kwonlyargs) + (args.vararg is not None) + (args.kwarg is not None)
-    if not args.kwonlyargs:
-        return [(tuple(r), ()) for r in rows]
-    return [(tuple(r[:width]), tuple(r[width : width + len(args.kwonlyargs)])) if len(r) == full
-            else (tuple(r), ()) for r in rows]
+    at = width + len(args.kwonlyargs)
+    full = at + (args.vararg is not None) + (args.kwarg is not None)
+    split: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+    for row in rows:
+        items = _tuple_items(row[at]) if args.vararg is not None and len(row) == full else ()
+        if len(row) != full or (args.vararg is not None and items is None):
+            split.append((tuple(row), ()))
+        else:
+            split.append(((*row[:width], *(items or ())), tuple(row[width:at])))
+    return split
+
+
+def _tuple_items(text: str) -> tuple[str, ...] | None:
+    """The items of a tuple's literal text, each as its ``repr``; None when ``text`` is no tuple."""
+    ok, value = literal_value(text)
+    return tuple(repr(item) for item in value) if ok and isinstance(value, tuple) else None
 
 
 def _keyword_strategies(
@@ -304,8 +316,8 @@ def _vararg_strategy(function: ast.FunctionDef, rows: Sequence[Sequence[str]], n
                      strings: Sequence[str], documented: Sequence[str]) -> str | None:
     """The strategy of an item of ``*args``: callables or mappings when the body uses its items so
     (``for other in others: other.__doc__``, ``for d in dicts: d.items()``), else the values seen
-    past the positional parameters (``merge({1: 'one'}, {2: 'two'})`` in a docstring); None when
-    there is no ``*args`` or nothing to go by."""
+    past the positional parameters (``merge({1: 'one'}, {2: 'two'})`` in a docstring, the items of
+    a recorded call's ``*args``); None when there is no ``*args`` or nothing to go by."""
     vararg = function.args.vararg
     if vararg is None:
         return None
@@ -314,7 +326,8 @@ def _vararg_strategy(function: ast.FunctionDef, rows: Sequence[Sequence[str]], n
         item = Shape(shape.item, width=-1, documented=shape.documented)
         return shape_strategy(item, numbers, strings, documented)
     width = len(function.args.args)
-    return from_values([v for r in rows for ok, v in map(literal_value, r[width:]) if ok], numbers, strings)
+    items = [text for positional, _ in _split_rows(function, False, rows) for text in positional[width:]]
+    return from_values([v for ok, v in map(literal_value, items) if ok], numbers, strings)
 
 
 def _returned_function(function: ast.FunctionDef) -> ast.FunctionDef | None:

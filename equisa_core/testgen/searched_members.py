@@ -315,7 +315,8 @@ def _extra_arguments(function: ast.FunctionDef, rows: Sequence[Sequence[str]], n
 def _vararg_strategy(function: ast.FunctionDef, rows: Sequence[Sequence[str]], numbers: Sequence[Decimal],
                      strings: Sequence[str], documented: Sequence[str]) -> str | None:
     """The strategy of an item of ``*args``: callables or mappings when the body uses its items so
-    (``for other in others: other.__doc__``, ``for d in dicts: d.items()``), else the values seen
+    (``for other in others: other.__doc__``, ``for d in dicts: d.items()``), else its annotation's
+    (``*sources: Mapping``, around the values seen), else the values seen
     past the positional parameters (``merge({1: 'one'}, {2: 'two'})`` in a docstring, the items of
     a recorded call's ``*args``); None when there is no ``*args`` or nothing to go by."""
     vararg = function.args.vararg
@@ -327,7 +328,9 @@ def _vararg_strategy(function: ast.FunctionDef, rows: Sequence[Sequence[str]], n
         return shape_strategy(item, numbers, strings, documented)
     width = len(function.args.args)
     items = [text for positional, _ in _split_rows(function, False, rows) for text in positional[width:]]
-    return from_values([v for ok, v in map(literal_value, items) if ok], numbers, strings)
+    seen = [v for ok, v in map(literal_value, items) if ok]
+    annotated = strategy_for(vararg.annotation, seen, numbers, strings) if vararg.annotation else None
+    return annotated or from_values(seen, numbers, strings)
 
 
 def _returned_function(function: ast.FunctionDef) -> ast.FunctionDef | None:

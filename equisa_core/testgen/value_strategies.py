@@ -251,15 +251,25 @@ def mapping_strategy(seen: Sequence[object], numbers: Sequence[Decimal], strings
     """Dicts for a mapping of no declared types (``dict``, ``Mapping``): like the dicts seen
     (``from_values``), and dicts of texts (the strings seen among them, a seen key often present on
     both sides of a two-mapping call) or of the other keys seen, to the values seen under any key
-    (nested as they nest), else to ints."""
+    (nested as they nest), else to ints, and to small containers (``open_values``)."""
     dicts = [v for v in seen if isinstance(v, dict)]
     keys = [k for d in dicts for k in d]
     texts = all(type(k) is str for k in keys)
     key = (None if texts else from_values(keys, numbers, strings)) or text_strategy(strings)
     value = from_values([x for d in dicts for x in d.values()], numbers, strings) or int_strategy(numbers)
-    drawn = f"st.dictionaries({key}, {value}, max_size={max_length(dicts)})"
+    drawn = f"st.dictionaries({key}, {open_values(value, key, numbers)}, max_size={max_length(dicts)})"
     like = from_values([d for d in dicts if type(d) is dict], numbers, strings)
     return f"st.one_of({like}, {drawn})" if like else drawn
+
+
+def open_values(value: str, key: str, numbers: Sequence[Decimal]) -> str:
+    """The values of a mapping that declares none: ``value`` (those seen, else ints), and small
+    lists, sets, tuples and dicts of ints, since code over such a mapping often branches on its
+    values' kinds (merging lists, sets and nested dicts each its own way)."""
+    ints = int_strategy(numbers)
+    small = f"st.lists({ints}, max_size=3)"
+    return (f"st.one_of({value}, {small}, st.sets({ints}, max_size=3), {small}.map(tuple), "
+            f"st.dictionaries({key}, {ints}, max_size=2))")
 
 
 def any_strategy(seen: Sequence[object], numbers: Sequence[Decimal], strings: Sequence[str]) -> str:

@@ -35,3 +35,11 @@ def test_a_docstring_example_is_read_positionally_as_before():
     (combine,) = searched_functions(source, ["combine"], {}, [])
     items = _drawn(combine.strategies[1])
     assert items and all(isinstance(value, dict) for value in items), items[:5]
+
+
+def test_an_annotated_args_is_drawn_by_its_annotation_when_nothing_was_seen():
+    source = COMBINE.replace("def combine(first, *others, replace=True):",
+                             "def combine(first: dict, *others: Mapping, replace: bool = True):")
+    (combine,) = searched_functions("from typing import Mapping\n" + source, ["combine"], {}, [])
+    first, item, again, replace = combine.strategies
+    assert item == again and all(isinstance(value, dict) for value in _drawn(item))
